@@ -1,0 +1,106 @@
+"""Building DAGs and runs in tests without going through a file format."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+from tuidag.engine import LocalExecutor, Scheduler
+from tuidag.engine.events import Event, TaskEvent
+from tuidag.model import DagSpec, FailurePolicy, TaskSpec
+
+
+def make_dag(tasks: dict[str, Any], *, name: str = "test", max_parallel: int = 4, workdir: Path | None = None,
+             on_failure: str = "skip-downstream", kill_grace: float = 1.0, env: dict | None = None) -> DagSpec:
+    """tasks: name -> command, or name -> dict(run=..., depends_on=[...], retries=..., ...)."""
+    specs = {}
+    for task_name, value in tasks.items():
+        fields = {"run": value} if isinstance(value, str) else dict(value)
+        fields["depends_on"] = tuple(fields.get("depends_on", ()))
+        specs[task_name] = TaskSpec(name=task_name, **fields)
+    return DagSpec(name=name, tasks=specs, max_parallel=max_parallel, on_failure=FailurePolicy(on_failure),
+                   kill_grace=kill_grace, env=env or {}, workdir=workdir or Path.cwd())
+
+
+class Recorder:
+    """An observer that keeps every event, thread-safely, and can wait for conditions."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, event: Event) -> None:
+        with self._cond:
+            self.events.append(event)
+            self._cond.notify_all()
+
+    def task_events(self, task: str | None = None) -> list[TaskEvent]:
+        with self._cond:
+            return [e for e in self.events if isinstance(e, TaskEvent) and (task is None or e.task == task)]
+
+    def states(self, task: str) -> list[str]:
+        return [e.new.value for e in self.task_events(task) if e.is_transition]
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("condition not reached before the deadline")
+                self._cond.wait(left)
+
+    def wait_state(self, task: str, state: str, timeout: float = 10.0) -> TaskEvent:
+        def seen() -> bool:
+            return any(e.task == task and e.new.value == state for e in self.events if isinstance(e, TaskEvent))
+
+        self.wait_for(seen, timeout)
+        return [e for e in self.task_events(task) if e.new.value == state][-1]
+
+
+def start_run(dag: DagSpec, tmp_path: Path, **kwargs) -> tuple[Scheduler, Recorder]:
+    logs = tmp_path / "logs"
+    logs.mkdir(exist_ok=True)
+    scheduler = Scheduler(dag, LocalExecutor(), "testrun", logs, **kwargs)
+    recorder = Recorder()
+    scheduler.subscribe(recorder)
+    scheduler.start()
+    return scheduler, recorder
+
+
+def finish(scheduler: Scheduler, timeout: float = 30.0) -> dict:
+    assert scheduler.wait(timeout), "run did not finish before the deadline"
+    scheduler.close()
+    return {name: snap.state.value for name, snap in scheduler.snapshot().items()}
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, poll: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        time.sleep(poll)
+
+
+def alive(pid: int, create_time: float) -> bool:
+    """Is this exact process (pid + create time) still running and not a zombie?"""
+    try:
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - create_time) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def read_pids(path: Path) -> list[tuple[int, float]]:
+    """Pids a task wrote to a file (one per line), with their create times, read while they are alive."""
+    refs = []
+    for line in path.read_text().split():
+        pid = int(line)
+        try:
+            refs.append((pid, psutil.Process(pid).create_time()))
+        except psutil.Error:
+            pass
+    return refs

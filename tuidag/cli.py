@@ -1,0 +1,204 @@
+"""The `tuidag` command: parse arguments, load the DAG, pick a view, return an honest exit code."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Sequence
+
+from .launch import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunSession, install_signal_handlers
+from .model.durations import format_duration, parse_duration
+from .model.errors import DagErrors
+from .model.loader import load_dag
+from .model.spec import DagSpec
+from .store.history import run_info
+from .store.journal import read_header
+from .store.runs import RunStore, StateDirError, default_state_dir
+
+
+class UsageError(Exception):
+    """A user mistake on the command line: printed as one line, exit code 2."""
+
+
+def _duration_arg(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tuidag", description="Run DAGs of tasks, live in the terminal or headless.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    state = argparse.ArgumentParser(add_help=False)
+    state.add_argument("--state-dir", type=Path, help="where runs are kept (default: .tuidag next to the DAG file, "
+                                                      "or $TUIDAG_STATE_DIR)")
+
+    run = sub.add_parser("run", parents=[state], help="run a DAG")
+    run.add_argument("file", type=Path)
+    view = run.add_mutually_exclusive_group()
+    view.add_argument("--tui", dest="tui", action="store_true", default=None, help="always open the terminal UI")
+    view.add_argument("--no-tui", dest="tui", action="store_false", help="never open the terminal UI")
+    run.add_argument("-j", "--max-parallel", type=_positive_int, help="tasks running at once (default: from file)")
+    run.add_argument("--kill-grace", type=_duration_arg, help="SIGTERM -> SIGKILL grace period (default 5s)")
+    run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
+    run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
+
+    validate = sub.add_parser("validate", help="check a DAG file and exit")
+    validate.add_argument("file", type=Path)
+
+    graph = sub.add_parser("graph", help="print the DAG as text, Graphviz dot or Mermaid")
+    graph.add_argument("file", type=Path)
+    graph.add_argument("--format", choices=["text", "dot", "mermaid"], default="text")
+
+    runs = sub.add_parser("runs", parents=[state], help="list earlier runs")
+    runs.add_argument("file", type=Path, nargs="?", help="a DAG file, to use the state dir next to it")
+
+    logs = sub.add_parser("logs", parents=[state], help="print a task's log")
+    logs.add_argument("task")
+    logs.add_argument("--run", dest="run_id", help="run id (or a unique prefix); default: the latest run")
+    logs.add_argument("-f", "--follow", action="store_true", help="follow a live log until the task ends")
+    logs.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except DagErrors as exc:
+        for err in exc.errors:
+            print(err, file=sys.stderr)
+        return EXIT_USAGE
+    except (UsageError, StateDirError) as exc:
+        print(f"tuidag: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _load(path: Path) -> DagSpec:
+    return load_dag(path)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    dag = _load(args.file)
+    edges = sum(len(t.depends_on) for t in dag.tasks.values())
+    print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} tasks, {edges} edges")
+    return EXIT_OK
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from .views.graph_text import FORMATS
+
+    sys.stdout.write(FORMATS[args.format](_load(args.file)))
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    dag = _load(args.file)
+    return run_dag(dag, args)
+
+
+def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
+    """Run a loaded DAG with the options of `tuidag run`."""
+    state_dir = args.state_dir or default_state_dir(dag.source)
+    session = RunSession.create(dag, state_dir, max_parallel=args.max_parallel, kill_grace=args.kill_grace)
+    tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
+    if tui:
+        from .ui.app import run_tui  # textual is imported only here
+
+        return run_tui(session, exit_on_finish=args.exit_on_finish)
+    return run_headless(session, quiet=args.quiet)
+
+
+def run_headless(session: RunSession, quiet: bool = False) -> int:
+    from .views.headless import HeadlessReporter, counts_line, summary_table, use_colour
+
+    colour = use_colour(sys.stdout)
+    reporter = HeadlessReporter(sys.stdout, quiet=quiet, colour=colour)
+    session.scheduler.subscribe(reporter)
+    install_signal_handlers(session)
+    reporter.start(list(session.dag.topological_order))
+    print(f"tuidag: run {session.run.run_id} of {session.dag.name} ({len(session.dag.tasks)} tasks), "
+          f"logs in {session.run.logs}", flush=True)
+    session.scheduler.start()
+    while not session.scheduler.wait(0.2):  # a timeout lets signal handlers run promptly
+        pass
+    summary = session.finish()
+    reporter.stop()
+    out = sys.stdout
+    out.write("\n" + summary_table(summary.snapshots, colour))
+    out.write(counts_line(summary.snapshots, time.time() - session.started))
+    if session.interrupted_by:
+        out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
+    out.flush()
+    return session.exit_code(summary)
+
+
+def _state_dir(args: argparse.Namespace, dag_file: Path | None) -> Path:
+    return args.state_dir or default_state_dir(dag_file)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = RunStore(_state_dir(args, args.file))
+    runs = store.runs()
+    if not runs:
+        print(f"no runs in {store.state_dir}")
+        return EXIT_OK
+    rows = [("RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME")]
+    for run in runs:
+        info = run_info(run)
+        started = datetime.fromtimestamp(info.started_at).strftime("%Y-%m-%d %H:%M:%S") if info.started_at else "-"
+        counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
+        rows.append((info.run_id, info.dag, started, format_duration(info.duration), counts, info.outcome))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return EXIT_OK
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from .views.logs import copy_log, follow_log
+
+    store = RunStore(_state_dir(args, args.file))
+    run = store.get(args.run_id)
+    if run is None:
+        what = f"run {args.run_id!r}" if args.run_id else "any run"
+        raise UsageError(f"no {what} in {store.state_dir}")
+    path = run.log_path(args.task)
+    tasks = read_header(run.journal).get("tasks", [])
+    if args.task not in tasks:
+        from .model.errors import did_you_mean
+
+        raise UsageError(f"run {run.run_id} has no task {args.task!r}{did_you_mean(args.task, tasks)}")
+    out = sys.stdout.buffer
+    if args.follow:
+        follow_log(run, args.task, out)
+    elif path.exists():
+        copy_log(path, out)
+    else:
+        print(f"tuidag: {args.task} has no output yet ({path})", file=sys.stderr)
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs}
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

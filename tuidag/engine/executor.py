@@ -1,0 +1,66 @@
+"""The executor interface: start one attempt of one task, watch it, kill it.
+
+The scheduler owns the thread pool (its slots are `max_parallel`) and all task state; an executor only knows how to
+run one attempt somewhere (local subprocess, in-process callable, a Dask worker) and report how it ended. A pool
+thread calls `launch()` and then blocks in `wait()`; `kill()` comes from any other thread and must not block.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..model.spec import TaskSpec
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """Everything an executor needs to run one attempt."""
+
+    run_id: str
+    task: TaskSpec
+    number: int                 # 1-based attempt number
+    env: Mapping[str, str]      # full environment: OS + DAG + task + TUIDAG_* tags
+    workdir: Path
+    log_path: Path
+    timeout: float | None
+    kill_grace: float
+    results: Mapping[str, Any] = field(default_factory=dict)  # return values of finished callable dependencies
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    ok: bool
+    exit_code: int | None = None
+    reason: str | None = None    # why it failed or stopped: "exit code 3", "timeout", "setup failed", ...
+    cancelled: bool = False      # it ended because kill() was called
+    value: Any = None            # a callable's return value
+
+
+class RunningAttempt(ABC):
+    """A started attempt. `pid`/`create_time` name the leader process when there is one (for the journal)."""
+
+    pid: int | None = None
+    create_time: float | None = None
+
+    @abstractmethod
+    def wait(self) -> AttemptResult:
+        """Block until the attempt and every process it started are gone. Enforces the attempt's timeout."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Ask the attempt to stop (any thread, non-blocking). `wait()` returns once everything is gone."""
+
+    def usage(self) -> tuple[float, int] | None:
+        """(CPU %, RSS bytes) of the attempt's whole tree, or None when unknown."""
+        return None
+
+
+class Executor(ABC):
+    @abstractmethod
+    def launch(self, attempt: Attempt) -> RunningAttempt:
+        """Start the attempt. Raising is allowed: the scheduler turns the exception into a failed attempt."""
+
+    def close(self) -> None:
+        """Release resources once the run is over."""

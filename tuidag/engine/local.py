@@ -1,0 +1,218 @@
+"""Run attempts as local subprocesses, each in its own session, output straight into the task's log file.
+
+The child writes to the log file descriptor itself: no pipe through tuidag, so output is never lost or reordered
+even if tuidag is slow or dies, and tuidag spends no CPU per byte.
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from datetime import datetime
+import psutil
+
+from . import process
+from .executor import Attempt, AttemptResult, Executor, RunningAttempt
+
+_POLL = 0.1  # how often a waiting attempt looks at kill requests and deadlines it was not woken for
+
+
+def attempt_header(attempt: Attempt, what: str) -> bytes:
+    stamp = datetime.now().isoformat(timespec="seconds")
+    return f"=== tuidag: {attempt.task.name} attempt {attempt.number} {what} at {stamp} ===\n".encode()
+
+
+def open_log(attempt: Attempt) -> int:
+    return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+
+
+class LocalExecutor(Executor):
+    """Shell tasks as subprocesses. In-process callables are handled by `inprocess.InProcessExecutor`."""
+
+    def __init__(self, subreaper: bool = True):
+        if subreaper:
+            process.become_subreaper()
+
+    def launch(self, attempt: Attempt) -> RunningAttempt:
+        steps = []
+        if attempt.task.setup:
+            steps.append(("setup", attempt.task.setup))
+        if attempt.task.run is not None:
+            steps.append(("run", attempt.task.run))
+        return ShellAttempt(attempt, steps)
+
+
+class ShellAttempt(RunningAttempt):
+    def __init__(self, attempt: Attempt, steps: list[tuple[str, str]]):
+        self.attempt = attempt
+        self._steps = steps
+        self._lock = threading.Lock()
+        self._kill_requested = False
+        self._kill_reason: str | None = None
+        self._popen: subprocess.Popen | None = None
+        self._leader: process.ProcRef | None = None
+        self._tree_cache: dict[int, psutil.Process] = {}
+        self._deadline = time.monotonic() + attempt.timeout if attempt.timeout else None
+        self._start_step(0)  # raises on spawn errors (missing workdir...), which fails the attempt
+
+    # --- spawning -------------------------------------------------------------------------------------------
+    def _start_step(self, index: int) -> None:
+        kind, command = self._steps[index] if self._steps else ("run", "true")
+        fd = open_log(self.attempt)
+        try:
+            if index == 0:
+                os.write(fd, attempt_header(self.attempt, "started"))
+            if kind == "setup" or index > 0:
+                os.write(fd, f"--- {kind} ---\n".encode())
+            popen = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
+                cwd=self.attempt.workdir, env=dict(self.attempt.env), start_new_session=True, close_fds=True,
+            )
+        except FileNotFoundError as exc:
+            missing = exc.filename or self.attempt.workdir
+            os.write(fd, f"tuidag: cannot start: {missing} does not exist\n".encode())
+            raise RuntimeError(f"workdir {missing} does not exist") from None
+        except OSError as exc:
+            os.write(fd, f"tuidag: cannot start: {exc}\n".encode())
+            raise
+        finally:
+            os.close(fd)
+        self._step = index
+        self._popen = popen
+        self.pid = popen.pid
+        try:
+            self._leader = process.ProcRef.of(psutil.Process(popen.pid))
+            self.create_time = self._leader.create_time
+        except psutil.Error:  # already gone: it ran and exited in no time
+            self._leader = process.ProcRef(popen.pid, 0.0)
+            self.create_time = None
+
+    # --- control --------------------------------------------------------------------------------------------
+    def kill(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self._kill_requested:
+                return
+            self._kill_requested = True
+            self._kill_reason = reason
+            popen = self._popen
+        if popen is not None and popen.returncode is None:
+            # Collect before signalling: a leader that exits on SIGTERM orphans its children out of the tree.
+            tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
+            self._tree_cache = tree
+            process.signal_all(tree, 15, popen.pid)
+
+    def usage(self) -> tuple[float, int] | None:
+        """CPU%/RSS of the live tree. Process objects are kept between calls so cpu_percent has a baseline."""
+        popen = self._popen
+        if popen is None or popen.returncode is not None:
+            return None
+        try:
+            leader = psutil.Process(popen.pid)
+            procs = [leader, *leader.children(recursive=True)]
+        except psutil.Error:
+            return None
+        cache = self._tree_cache
+        live = [cache.setdefault(p.pid, p) for p in procs]
+        self._tree_cache = {p.pid: p for p in live}
+        return process.tree_usage(live)
+
+    # --- waiting --------------------------------------------------------------------------------------------
+    def wait(self) -> AttemptResult:
+        while True:
+            code = self._wait_leader()
+            self._finish_tree()
+            if self._kill_requested:
+                if self._kill_reason == "timeout":
+                    return AttemptResult(False, code, "timeout")
+                return AttemptResult(False, code, self._kill_reason, cancelled=True)
+            kind = self._steps[self._step][0] if self._steps else "run"
+            if code != 0:
+                return AttemptResult(False, code, describe_exit(code, kind))
+            if self._step + 1 >= len(self._steps):
+                return AttemptResult(True, code)
+            self._start_step(self._step + 1)
+
+    def _wait_leader(self) -> int:
+        popen = self._popen
+        assert popen is not None
+        try:
+            pidfd = os.pidfd_open(popen.pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        try:
+            while popen.poll() is None:
+                timeout = _POLL
+                if self._deadline is not None:
+                    left = self._deadline - time.monotonic()
+                    if left <= 0 and not self._kill_requested:
+                        self.kill("timeout")
+                        continue
+                    timeout = max(0.0, min(timeout, left)) if left > 0 else _POLL
+                if self._kill_requested:
+                    self._escalate_if_due()
+                if pidfd is not None:
+                    select.select([pidfd], [], [], timeout)
+                else:
+                    try:
+                        popen.wait(timeout)
+                    except subprocess.TimeoutExpired:
+                        pass
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        return popen.returncode
+
+    def _escalate_if_due(self) -> None:
+        """While the leader ignores SIGTERM, SIGKILL the tree once the grace period is over."""
+        started = getattr(self, "_kill_started", None)
+        if started is None:
+            self._kill_started = time.monotonic()
+        elif time.monotonic() - started >= self.attempt.kill_grace:
+            popen = self._popen
+            tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
+            process.signal_all({**self._tree_cache, **tree}, 9, popen.pid)
+
+    def _finish_tree(self) -> None:
+        """The leader is gone. Make sure nothing it started outlives the attempt."""
+        pgid = self._popen.pid
+        if self._kill_requested:
+            started = getattr(self, "_kill_started", time.monotonic())
+            grace = max(0.0, self.attempt.kill_grace - (time.monotonic() - started))
+            tree = process.collect_tree(None, self.attempt.run_id, self.attempt.task.name, pgid)
+            tree.update({pid: p for pid, p in self._tree_cache.items() if _alive(p)})
+            survivors = process.wait_gone(tree, time.monotonic() + grace)
+            if survivors or process.group_alive(pgid):
+                process.signal_all(survivors, 9, pgid)
+                process.wait_gone(survivors, time.monotonic() + 5.0)
+        elif process.group_alive(pgid):
+            # Normal exit but children are still running in its group: they are part of the task; end them.
+            tree = process.collect_tree(None, self.attempt.run_id, self.attempt.task.name, pgid)
+            process.terminate_tree(tree, self.attempt.kill_grace, pgid)
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def describe_exit(code: int, kind: str = "run") -> str:
+    if kind == "setup":
+        return "setup failed"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    if code == 127:
+        return "exit code 127 (command not found)"
+    if code == 126:
+        return "exit code 126 (command not executable)"
+    return f"exit code {code}"
+

@@ -1,0 +1,450 @@
+"""The scheduler: one object owns every task's state behind one lock; pool threads run attempts and report back.
+
+Ready-set scheduling: a task is QUEUED the moment its last dependency SUCCEEDED and submitted to a
+`ThreadPoolExecutor(max_parallel)` at once, so it starts as soon as a slot frees up. The scheduler's own record is the
+source of truth: a pool thread that picks up a task re-checks its state under the lock before starting it, because
+`Future.cancel()` cannot stop work that a thread already took. Running attempts are stopped through the executor's
+`kill()`, which ends the whole process tree.
+
+Events are produced under the lock into an outbox and delivered outside it, in order, by whichever thread gets the
+delivery lock first; observers therefore see a single ordered stream and may call back into the scheduler.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..model.spec import DagSpec, FailurePolicy
+from ..model.state import TERMINAL, TaskState, can_move
+from .events import Event, RunEvent, TaskEvent, TaskSnapshot
+from .executor import Attempt, AttemptResult, Executor, RunningAttempt
+
+log = logging.getLogger(__name__)
+S = TaskState
+Observer = Callable[[Event], None]
+_WAITING = (S.PENDING, S.QUEUED, S.RETRYING)
+
+
+class InvalidTransition(RuntimeError):
+    """The scheduler tried a move the state table forbids: a bug, never a user error."""
+
+
+@dataclass
+class _Task:
+    """The scheduler's mutable record of one task. Only touched with the scheduler lock held."""
+
+    snap: TaskSnapshot
+    generation: int = 0               # bumped on re-run so stale pool work and timers are ignored
+    attempts_before: int = 0          # attempts made before the latest re-run (retries budget is per re-run)
+    future: Future | None = None
+    running: RunningAttempt | None = None
+    timer: threading.Timer | None = None
+    cancel_reason: str | None = None
+
+    @property
+    def state(self) -> TaskState:
+        return self.snap.state
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """How a run ended."""
+
+    snapshots: dict[str, TaskSnapshot]
+    interrupted_by: str | None = None  # "SIGINT" / "SIGTERM" when a signal stopped the run
+
+    @property
+    def counts(self) -> dict[TaskState, int]:
+        counts = {s: 0 for s in TaskState}
+        for snap in self.snapshots.values():
+            counts[snap.state] += 1
+        return counts
+
+    @property
+    def ok(self) -> bool:
+        return all(s.state is S.SUCCEEDED for s in self.snapshots.values())
+
+    @property
+    def outcome(self) -> str:
+        if self.interrupted_by:
+            return "interrupted"
+        return "succeeded" if self.ok else "failed"
+
+
+class Scheduler:
+    def __init__(
+        self,
+        dag: DagSpec,
+        executor: Executor,
+        run_id: str,
+        log_dir: Path,
+        *,
+        log_name: Callable[[str], str] = lambda task: f"{task}.log",
+        max_parallel: int | None = None,
+        kill_grace: float | None = None,
+        clock: Callable[[], float] = time.time,
+        reused: Iterable[str] = (),
+    ):
+        self.dag = dag
+        self.executor = executor
+        self.run_id = run_id
+        self.max_parallel = max(1, max_parallel or dag.max_parallel)
+        self.kill_grace = dag.kill_grace if kill_grace is None else kill_grace
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._deliver_lock = threading.Lock()
+        self._outbox: deque[Event] = deque()
+        self._observers: list[Observer] = []
+        self._seq = 0
+        self._pool = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="tuidag-task")
+        self._paused = False
+        self._stopping = False       # finish-running / cancel-all: start nothing new
+        self._held: list[str] = []   # QUEUED or due-to-retry tasks held back while paused
+        self._started = False
+        self._done = threading.Event()
+        self._results: dict[str, Any] = {}
+        self._base_env = {**os.environ, **dag.env, "TUIDAG_RUN_ID": run_id}
+        now = clock()
+        reused = set(reused)
+        self._tasks: dict[str, _Task] = {}
+        for name in dag.topological_order:
+            snap = TaskSnapshot(name, S.PENDING, changed_at=now, log_path=str(log_dir / log_name(name)))
+            if name in reused:
+                snap = replace(snap, state=S.SUCCEEDED, reused=True, reason="reused from an earlier run")
+            self._tasks[name] = _Task(snap)
+
+    # ------------------------------------------------------------------------------------------------ observers
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """Call `observer(event)` for every event from now on, in order, from engine threads. Keep it quick."""
+        with self._lock:
+            self._observers = [*self._observers, observer]
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._observers = [o for o in self._observers if o is not observer]
+
+        return unsubscribe
+
+    def snapshot(self) -> dict[str, TaskSnapshot]:
+        with self._lock:
+            return {name: t.snap for name, t in self._tasks.items()}
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def finished(self) -> bool:
+        return self._done.is_set()
+
+    # ------------------------------------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Queue every task whose dependencies are met and return; work continues on pool threads."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            self._run_event("started", f"{len(self._tasks)} tasks, max_parallel {self.max_parallel}")
+            for name, t in self._tasks.items():
+                if t.state is S.PENDING and self._deps_succeeded(name):
+                    self._enqueue(t)
+            self._check_done()
+        self._flush()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every task is terminal. True if so, False on timeout."""
+        return self._done.wait(timeout)
+
+    def run(self) -> RunSummary:
+        self.start()
+        self.wait()
+        self.close()
+        return RunSummary(self.snapshot())
+
+    def close(self) -> None:
+        """Wait for pool threads, release the executor and deliver every remaining event."""
+        self._pool.shutdown(wait=True)
+        self.executor.close()
+        with self._deliver_lock:  # a thread still delivering finishes first
+            pass
+        self._flush()
+
+    # ------------------------------------------------------------------------------------------------ controls
+    def branch(self, name: str) -> list[str]:
+        """The unfinished tasks that `cancel(name)` would cancel: the task and its descendants."""
+        with self._lock:
+            return [n for n in [name, *self.dag.descendants(name)] if not self._tasks[n].state.terminal]
+
+    def cancel(self, name: str, reason: str = "cancelled by user") -> list[str]:
+        """Cancel a branch: `name` and all its descendants. Returns the tasks that were affected."""
+        if name not in self._tasks:
+            raise KeyError(name)
+        return self._cancel([name, *self.dag.descendants(name)], reason)
+
+    def cancel_all(self, reason: str = "cancelled by user") -> list[str]:
+        return self._cancel(list(self._tasks), reason)
+
+    def rerun(self, name: str) -> list[str]:
+        """Run a finished-but-not-succeeded task again, with its non-succeeded descendants, in this same run."""
+        with self._lock:
+            t = self._tasks[name]
+            if t.state not in (S.FAILED, S.CANCELLED, S.SKIPPED):
+                return []
+            names = [name] + [d for d in self.dag.descendants(name) if self._tasks[d].state in TERMINAL
+                              and self._tasks[d].state is not S.SUCCEEDED]
+            self._stopping = False
+            self._done.clear()
+            for n in names:
+                rt = self._tasks[n]
+                rt.generation += 1
+                rt.attempts_before = rt.snap.attempt
+                rt.cancel_reason = None
+                self._set(rt, S.PENDING, reason=None, exit_code=None, started_at=None, finished_at=None)
+            for n in names:
+                rt = self._tasks[n]
+                if rt.state is S.PENDING and self._deps_succeeded(n):
+                    self._enqueue(rt)
+            self._check_done()
+        self._flush()
+        return names
+
+    def pause(self) -> None:
+        with self._lock:
+            if not self._paused:
+                self._paused = True
+                self._run_event("paused")
+        self._flush()
+
+    def resume(self) -> None:
+        with self._lock:
+            if self._paused:
+                self._paused = False
+                self._run_event("resumed")
+                held, self._held = self._held, []
+                for name in held:
+                    self._submit(self._tasks[name])
+        self._flush()
+
+    def usage(self, name: str) -> tuple[float, int] | None:
+        """Live (CPU %, RSS bytes) of a running task's process tree."""
+        running = self._tasks[name].running
+        return running.usage() if running else None
+
+    # ------------------------------------------------------------------------------------------------ internals
+    def _cancel(self, names: list[str], reason: str) -> list[str]:
+        to_kill: list[RunningAttempt] = []
+        affected: list[str] = []
+        with self._lock:
+            for n in names:
+                t = self._tasks[n]
+                if t.state in _WAITING:
+                    self._drop_pending_work(t)
+                    self._set(t, S.CANCELLED, reason=reason, finished_at=self.clock())
+                elif t.state is S.RUNNING:
+                    t.cancel_reason = reason
+                    self._set(t, S.CANCELLING, reason=reason)
+                    if t.running is not None:
+                        to_kill.append(t.running)
+                else:
+                    continue
+                affected.append(n)
+            self._check_done()
+        self._flush()
+        for running in to_kill:
+            running.kill()
+        return affected
+
+    def _drop_pending_work(self, t: _Task) -> None:
+        if t.future is not None:
+            t.future.cancel()
+            t.future = None
+        if t.timer is not None:
+            t.timer.cancel()
+            t.timer = None
+        if t.snap.name in self._held:
+            self._held.remove(t.snap.name)
+
+    def _deps_succeeded(self, name: str) -> bool:
+        return all(self._tasks[d].state is S.SUCCEEDED for d in self.dag.tasks[name].depends_on)
+
+    def _enqueue(self, t: _Task) -> None:
+        self._set(t, S.QUEUED)
+        self._submit(t)
+
+    def _submit(self, t: _Task) -> None:
+        if self._paused:
+            self._held.append(t.snap.name)
+            return
+        t.future = self._pool.submit(self._work, t.snap.name, t.generation)
+
+    def _work(self, name: str, generation: int) -> None:
+        """Runs on a pool thread: one attempt of one task, from start to its tree being gone."""
+        try:
+            self._attempt(name, generation)
+        except Exception:  # a bug in the engine must not leave the task hanging in RUNNING forever
+            log.exception("engine error while running %s", name)
+            with self._lock:
+                t = self._tasks[name]
+                if t.generation == generation and t.state in (S.RUNNING, S.CANCELLING):
+                    t.running = None
+                    self._finish_attempt(t, AttemptResult(False, None, "internal error (see tuidag's log)"))
+            self._flush()
+
+    def _attempt(self, name: str, generation: int) -> None:
+        with self._lock:
+            t = self._tasks[name]
+            if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING) or self._stopping:
+                return
+            t.future = None
+            number = t.snap.attempt + 1
+            spec = self.dag.tasks[name]
+            now = self.clock()
+            self._set(t, S.RUNNING, attempt=number, started_at=t.snap.started_at or now, pid=None,
+                      create_time=None, reason=None, exit_code=None)
+            attempt = Attempt(
+                run_id=self.run_id, task=spec, number=number,
+                env={**self._base_env, **spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)},
+                workdir=spec.workdir or self.dag.workdir, log_path=Path(t.snap.log_path),
+                timeout=spec.timeout, kill_grace=self.kill_grace,
+                results={d: self._results.get(d) for d in spec.depends_on},
+            )
+        self._flush()
+        try:
+            running = self.executor.launch(attempt)
+        except Exception as exc:  # spawn failures (missing workdir, ...) fail the attempt, not the engine
+            result = AttemptResult(False, None, f"could not start: {exc}")
+        else:
+            with self._lock:
+                t.running = running
+                kill_now = t.state is S.CANCELLING  # a cancel arrived while we were launching
+                if running.pid is not None:
+                    self._set(t, t.state, pid=running.pid, create_time=running.create_time)
+            self._flush()
+            if kill_now:
+                running.kill()
+            result = running.wait()
+        with self._lock:
+            t.running = None
+            self._finish_attempt(t, result)
+        self._flush()
+
+    def _finish_attempt(self, t: _Task, result: AttemptResult) -> None:
+        name = t.snap.name
+        now = self.clock()
+        spec = self.dag.tasks[name]
+        if t.state is S.CANCELLING:
+            self._set(t, S.CANCELLED, reason=t.cancel_reason, exit_code=result.exit_code, finished_at=now)
+        elif result.ok:
+            self._results[name] = result.value
+            self._set(t, S.SUCCEEDED, exit_code=result.exit_code, finished_at=now, reason=None, value=result.value)
+            if not self._stopping:
+                for child in self.dag.children[name]:
+                    ct = self._tasks[child]
+                    if ct.state is S.PENDING and self._deps_succeeded(child):
+                        self._enqueue(ct)
+        elif t.snap.attempt - t.attempts_before <= spec.retries and not self._stopping:
+            self._set(t, S.RETRYING, reason=result.reason, exit_code=result.exit_code)
+            self._schedule_retry(t, spec.retry_delay)
+        else:
+            self._set(t, S.FAILED, reason=result.reason, exit_code=result.exit_code, finished_at=now)
+            self._apply_failure_policy(name)
+        self._check_done()
+
+    def _schedule_retry(self, t: _Task, delay: float) -> None:
+        generation = t.generation
+
+        def due() -> None:
+            with self._lock:
+                if t.generation == generation and t.state is S.RETRYING and t.timer is timer:
+                    t.timer = None
+                    self._submit(t)
+            self._flush()
+
+        if delay <= 0:
+            self._submit(t)
+            return
+        timer = threading.Timer(delay, due)
+        timer.daemon = True
+        t.timer = timer
+        timer.start()
+
+    def _apply_failure_policy(self, failed: str) -> None:
+        to_kill: list[RunningAttempt] = []
+        now = self.clock()
+        for d in self.dag.descendants(failed):
+            dt = self._tasks[d]
+            if dt.state in _WAITING:
+                self._drop_pending_work(dt)
+                self._set(dt, S.SKIPPED, reason=f"upstream '{failed}' failed", finished_at=now)
+        policy = self.dag.on_failure
+        if policy is FailurePolicy.SKIP_DOWNSTREAM:
+            return
+        self._stopping = True
+        reason = f"run stopped: '{failed}' failed ({policy})"
+        for t in self._tasks.values():
+            if t.state in _WAITING:
+                self._drop_pending_work(t)
+                self._set(t, S.CANCELLED, reason=reason, finished_at=now)
+            elif t.state is S.RUNNING and policy is FailurePolicy.CANCEL_ALL:
+                t.cancel_reason = reason
+                self._set(t, S.CANCELLING, reason=reason)
+                if t.running is not None:
+                    to_kill.append(t.running)
+        for running in to_kill:
+            # kill() only records the request and sends SIGTERM; the waiting pool thread does the rest.
+            threading.Thread(target=running.kill, name="tuidag-kill", daemon=True).start()
+
+    def _check_done(self) -> None:
+        if self._started and all(t.state in TERMINAL for t in self._tasks.values()) and not self._done.is_set():
+            counts: dict[str, int] = {}
+            for t in self._tasks.values():
+                counts[t.state.value] = counts.get(t.state.value, 0) + 1
+            outcome = "succeeded" if counts.get("SUCCEEDED", 0) == len(self._tasks) else "failed"
+            detail = outcome + " " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+            self._run_event("finished", detail)
+            self._done.set()
+
+    def _set(self, t: _Task, new: TaskState, **fields: Any) -> None:
+        old = t.state
+        if new is not old and not can_move(old, new):
+            raise InvalidTransition(f"{t.snap.name}: {old} -> {new}")
+        now = self.clock()
+        t.snap = replace(t.snap, state=new, changed_at=now, **fields)
+        self._seq += 1
+        self._outbox.append(TaskEvent(self._seq, now, old, t.snap))
+
+    def _run_event(self, kind: str, detail: str = "") -> None:
+        self._seq += 1
+        self._outbox.append(RunEvent(self._seq, self.clock(), kind, detail))
+
+    def _flush(self) -> None:
+        """Deliver queued events in order. Never called with the scheduler lock held."""
+        while True:
+            if not self._deliver_lock.acquire(blocking=False):
+                return  # the thread holding it delivers our events too (it re-checks after releasing)
+            try:
+                while True:
+                    with self._lock:
+                        if not self._outbox:
+                            break
+                        batch = list(self._outbox)
+                        self._outbox.clear()
+                        observers = self._observers
+                    for event in batch:
+                        for observer in observers:
+                            try:
+                                observer(event)
+                            except Exception:
+                                log.exception("observer %r failed on %r", observer, event)
+            finally:
+                self._deliver_lock.release()
+            with self._lock:
+                if not self._outbox:
+                    return

@@ -1,0 +1,47 @@
+"""Located errors for bad DAG input: every message reads `FILE:LINE:COL: message`."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int  # 1-based
+    col: int   # 1-based
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class DagError(Exception):
+    """One problem in a DAG definition, with where it is."""
+
+    def __init__(self, message: str, location: Location | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}" if self.location else self.message
+
+
+class DagErrors(Exception):
+    """Every problem found in one DAG definition, in file order."""
+
+    def __init__(self, errors: Iterable[DagError]):
+        self.errors = sorted(errors, key=_order)
+        super().__init__("\n".join(map(str, self.errors)))
+
+
+def _order(err: DagError) -> tuple:
+    loc = err.location
+    return (0, loc.file, loc.line, loc.col) if loc else (1, "", 0, 0)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` when a close choice exists, else an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

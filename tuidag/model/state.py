@@ -1,0 +1,53 @@
+"""Task states and the transitions the scheduler is allowed to make.
+
+The set of legal transitions lives here, beside the states, so the engine, the journal replay and the property tests
+all check against one table instead of each keeping their own idea of what may follow what.
+"""
+from __future__ import annotations
+
+from enum import Enum
+
+
+class TaskState(str, Enum):
+    PENDING = "PENDING"        # waiting on dependencies
+    QUEUED = "QUEUED"          # all dependencies succeeded; waiting for a free slot
+    RUNNING = "RUNNING"        # an attempt is executing
+    RETRYING = "RETRYING"      # an attempt failed; waiting out retry_delay before the next one
+    CANCELLING = "CANCELLING"  # signals sent; waiting for the process tree to exit
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    SKIPPED = "SKIPPED"        # an upstream task failed or was cancelled
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+    @property
+    def active(self) -> bool:
+        """True while a process (or callable) of this task may be alive."""
+        return self in (TaskState.RUNNING, TaskState.CANCELLING)
+
+    def __str__(self) -> str:  # keeps f-strings and tables readable
+        return self.value
+
+
+TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED, TaskState.SKIPPED})
+
+_S = TaskState
+#: state -> states it may move to. Re-running a finished task (the UI's `r`) re-enters PENDING from a terminal state.
+TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
+    _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED}),
+    _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.SKIPPED}),
+    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.CANCELLING}),
+    _S.RETRYING: frozenset({_S.RUNNING, _S.CANCELLED}),
+    _S.CANCELLING: frozenset({_S.CANCELLED}),
+    _S.SUCCEEDED: frozenset({_S.PENDING}),
+    _S.FAILED: frozenset({_S.PENDING}),
+    _S.CANCELLED: frozenset({_S.PENDING}),
+    _S.SKIPPED: frozenset({_S.PENDING}),
+}
+
+
+def can_move(src: TaskState, dst: TaskState) -> bool:
+    return dst in TRANSITIONS[src]
