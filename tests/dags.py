@@ -61,12 +61,14 @@ class Recorder:
         return [e for e in self.task_events(task) if e.new.value == state][-1]
 
 
-def start_run(dag: DagSpec, tmp_path: Path, **kwargs) -> tuple[Scheduler, Recorder]:
+def start_run(dag: DagSpec, tmp_path: Path, observers=(), **kwargs) -> tuple[Scheduler, Recorder]:
     logs = tmp_path / "logs"
     logs.mkdir(exist_ok=True)
     scheduler = Scheduler(dag, LocalExecutor(), "testrun", logs, **kwargs)
     recorder = Recorder()
     scheduler.subscribe(recorder)
+    for observer in observers:
+        scheduler.subscribe(observer(scheduler))
     scheduler.start()
     return scheduler, recorder
 

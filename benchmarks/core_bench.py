@@ -1,0 +1,109 @@
+"""tuidag vs ninja on the same layered DAG of `true` commands, measured side by side in one run.
+
+The DAG: 10 layers of N/10 tasks; every task past the first layer depends on 2 tasks of the layer above. It is written
+as a tuidag YAML file and as a build.ninja, then `tuidag run --no-tui --quiet -j 8` (per-task logs and journal
+included) and `ninja -j 8` run alternately; the script prints the median wall times and their ratio.
+
+    python benchmarks/core_bench.py                 # N=1000 and N=5000, 5 repeats each
+    python benchmarks/core_bench.py --sizes 1000 --repeats 9
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LAYERS = 10
+
+
+def layered(n: int, seed: int = 1) -> list[tuple[str, list[str]]]:
+    rng = random.Random(seed)
+    width = n // LAYERS
+    tasks: list[tuple[str, list[str]]] = []
+    for layer in range(LAYERS):
+        for i in range(width):
+            name = f"t{layer}_{i}"
+            deps = [] if layer == 0 else [f"t{layer - 1}_{j}" for j in rng.sample(range(width), 2)]
+            tasks.append((name, deps))
+    return tasks
+
+
+def write_yaml(tasks, path: Path) -> None:
+    lines = ["name: layered", "tasks:"]
+    for name, deps in tasks:
+        lines.append(f"  {name}:")
+        lines.append("    run: 'true'")
+        if deps:
+            lines.append(f"    depends_on: [{', '.join(deps)}]")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_ninja(tasks, path: Path) -> None:
+    lines = ["rule t", "  command = true", ""]
+    for name, deps in tasks:
+        lines.append(f"build {name}: t" + (" | " + " ".join(deps) if deps else ""))
+    lines.append("default " + " ".join(name for name, _ in tasks))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    return elapsed
+
+
+def ninja_binary() -> str:
+    found = shutil.which("ninja")
+    if found:
+        return found
+    try:
+        import ninja  # the PyPI package ships the binary
+    except ImportError:
+        sys.exit("ninja not found: pip install ninja")
+    return os.path.join(ninja.BIN_DIR, "ninja")
+
+
+def bench(n: int, repeats: int, jobs: int) -> tuple[float, float]:
+    work = Path(tempfile.mkdtemp(prefix=f"tuidag-bench-{n}-"))
+    try:
+        tasks = layered(n)
+        write_yaml(tasks, work / "dag.yaml")
+        write_ninja(tasks, work / "build.ninja")
+        env = {**os.environ, "TUIDAG_STATE_DIR": str(work / "state")}
+        tuidag_cmd = [sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "-j", str(jobs), "dag.yaml"]
+        ninja_cmd = [ninja_binary(), "-j", str(jobs)]
+        t_times, n_times = [], []
+        for _ in range(repeats):
+            n_times.append(timed(ninja_cmd, work))
+            t_times.append(timed(tuidag_cmd, work, env))
+        return statistics.median(t_times), statistics.median(n_times)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("-j", type=int, default=8)
+    args = parser.parse_args()
+    print(f"layered DAG, {LAYERS} layers, 2 deps per task, command `true`, -j {args.j}, "
+          f"median of {args.repeats}, {os.cpu_count()} cores")
+    print(f"{'N':>6}  {'tuidag':>8}  {'ninja':>8}  {'ratio':>6}")
+    for n in args.sizes:
+        t, nj = bench(n, args.repeats, args.j)
+        print(f"{n:>6}  {t:>7.2f}s  {nj:>7.2f}s  {t / nj:>5.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()

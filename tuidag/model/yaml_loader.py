@@ -1,0 +1,317 @@
+"""The YAML front end: one document of DAG settings plus a `tasks` mapping, turned into a DagSpec.
+
+It reads the composed node tree instead of loaded Python objects for two reasons: every error needs the line and
+column of the key or value at fault, and duplicate keys, which a plain load quietly resolves to the last one, must
+be reported. Problems are collected rather than raised one by one, so a single `validate` shows all of them.
+"""
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+from yaml import SafeLoader, YAMLError
+from yaml.constructor import SafeConstructor
+from yaml.error import Mark, MarkedYAMLError
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
+
+from .durations import parse_duration
+from .errors import DagError, DagErrors, Location, did_you_mean
+from .source import read_source
+from .spec import DagSpec, FailurePolicy, TaskSpec
+from .validate import graph_errors
+
+ROOT_KEYS = ("name", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "tasks")
+TASK_KEYS = ("run", "depends_on", "env", "workdir", "retries", "retry_delay", "timeout")
+
+_NULL, _BOOL, _INT, _FLOAT, _STR = (f"tag:yaml.org,2002:{kind}" for kind in ("null", "bool", "int", "float", "str"))
+#: What a converter returns after reporting an error: the field is left out, so the spec's default applies.
+_SKIP: Any = object()
+Converter = Callable[[Node, str], Any]
+
+
+def load_yaml(path: Path, text: str | None = None) -> DagSpec:
+    """Load a YAML DAG file (read from `path` unless `text` is given). Raises DagErrors listing every problem found."""
+    if text is None:
+        text = read_source(path)
+    reader = _Reader(str(path))
+    dag = reader.dag(_compose(text, reader.file), path)
+    if reader.errors:
+        raise DagErrors(reader.errors)
+    assert dag is not None  # every path that yields no spec reports an error
+    return dag
+
+
+def _compose(text: str, file: str) -> Node | None:
+    """The node tree of the file's only document (None when it has none). Broken YAML stops loading right here,
+    since nothing after a syntax error can be trusted."""
+    try:
+        return _single_document(text, file)
+    except MarkedYAMLError as exc:
+        raise DagErrors([_syntax_error(exc, file)]) from None
+    except ReaderError as exc:
+        problem = f"invalid YAML: unacceptable character #x{exc.character:04x}: {exc.reason}"
+        raise DagErrors([DagError(problem, _offset_location(file, text, exc.position))]) from None
+
+
+def _single_document(text: str, file: str) -> Node | None:
+    """A second document is an error rather than ignored: such a file is not in tuidag's format."""
+    loader = SafeLoader(text)
+    try:
+        root = loader.get_node() if loader.check_node() else None
+        if loader.check_node():
+            second = loader.peek_event().start_mark
+            raise DagErrors([DagError("found a second YAML document: a DAG file holds exactly one",
+                                      _location(file, second))])
+        return root
+    finally:
+        loader.dispose()
+
+
+def _syntax_error(exc: MarkedYAMLError, file: str) -> DagError:
+    """PyYAML's problem at its mark, with the construct it was reading when that started on an earlier line."""
+    problem_mark, context_mark = exc.problem_mark, exc.context_mark
+    message = f"invalid YAML: {exc.problem or exc.context}"
+    if exc.problem and exc.context:
+        started = context_mark and problem_mark and context_mark.line != problem_mark.line
+        message += f" ({exc.context}" + (f" started on line {context_mark.line + 1})" if started else ")")
+    mark = problem_mark or context_mark
+    return DagError(message, _location(file, mark) if mark else Location(file, 1, 1))
+
+
+def _location(file: str, mark: Mark) -> Location:
+    return Location(file, mark.line + 1, mark.column + 1)
+
+
+def _offset_location(file: str, text: str, offset: int) -> Location:
+    line_start = text.rfind("\n", 0, offset) + 1
+    return Location(file, text.count("\n", 0, offset) + 1, offset - line_start + 1)
+
+
+class _Reader:
+    """Walks one composed document, converting each value and collecting every error instead of stopping."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.errors: list[DagError] = []
+
+    def at(self, node: Node) -> Location:
+        return _location(self.file, node.start_mark)
+
+    def fail(self, node: Node, message: str) -> None:
+        self.errors.append(DagError(message, self.at(node)))
+
+    # The document.
+    def dag(self, root: Node | None, path: Path) -> DagSpec | None:
+        if root is None or root.tag == _NULL:
+            empty = "the file is empty: a DAG file needs a 'tasks' mapping"
+            self.errors.append(DagError(empty, Location(self.file, 1, 1)))
+            return None
+        if not isinstance(root, MappingNode):
+            self.fail(root, f"the top level must be a mapping of settings and 'tasks', got {_describe(root)}")
+            return None
+        folder = path.resolve().parent
+        fields = self.mapping(root, "key")
+        tasks_field = fields.pop("tasks", None)  # read last: task workdirs are relative to the DAG's workdir
+        converters: dict[str, Converter] = {
+            "name": partial(self.text, expected="a string"),
+            "max_parallel": partial(self.integer, minimum=1),
+            "on_failure": self.policy,
+            "kill_grace": self.duration,
+            "env": self.env,
+            "workdir": partial(self.directory, base=folder),
+        }
+        settings = self.settings(fields, converters, ROOT_KEYS, prefix="")
+        settings.setdefault("name", path.stem)
+        settings.setdefault("workdir", folder)
+        if tasks_field is None:
+            self.fail(root, "missing 'tasks': a DAG file needs at least one task")
+        tasks = self.tasks(tasks_field[1], settings["workdir"]) if tasks_field else {}
+        self.errors.extend(graph_errors(tasks))
+        return DagSpec(tasks=tasks, source=path.resolve(), **settings)
+
+    def tasks(self, node: Node, workdir: Path) -> dict[str, TaskSpec]:
+        if isinstance(node, SequenceNode):
+            self.fail(node, "tasks must be a mapping of task names to tasks, not a list: "
+                            "write 'NAME:' keys instead of '- ' items")
+            return {}
+        if node.tag == _NULL or (isinstance(node, MappingNode) and not node.value):
+            self.fail(node, "tasks is empty: a DAG file needs at least one task")
+            return {}
+        if not isinstance(node, MappingNode):
+            self.fail(node, f"tasks must be a mapping of task names to tasks, got {_describe(node)}")
+            return {}
+        return {name: self.task(name, key, value, workdir) for name, (key, value) in self.mapping(node, "task").items()}
+
+    def task(self, name: str, key: Node, node: Node, workdir: Path) -> TaskSpec:
+        """A TaskSpec even for a broken task, so dependencies on it don't also read as unknown."""
+        location = self.at(key)
+        if not isinstance(node, MappingNode):
+            self.fail(node, f"task '{name}' must be a mapping with a 'run' command, got {_describe(node)}")
+            return TaskSpec(name=name, location=location)
+        fields = self.mapping(node, "key")
+        if "run" not in fields:
+            self.fail(key, f"task '{name}' has no 'run' command")
+        converters: dict[str, Converter] = {
+            "run": partial(self.text, expected="a shell command string"),
+            "depends_on": self.dependencies,
+            "env": self.env,
+            "workdir": partial(self.directory, base=workdir),
+            "retries": partial(self.integer, minimum=0),
+            "retry_delay": self.duration,
+            "timeout": partial(self.duration, positive=True),
+        }
+        settings = self.settings(fields, converters, TASK_KEYS, prefix=f"task '{name}': ")
+        deps = settings.pop("depends_on", [])
+        return TaskSpec(name=name, depends_on=tuple(dep for dep, _ in deps), location=location,
+                        dep_locations=tuple(where for _, where in deps), **settings)
+
+    # Mappings and their keys.
+    def mapping(self, node: MappingNode, noun: str) -> dict[str, tuple[Node, Node]]:
+        """Key text -> (key node, value node), in file order. A duplicate key is reported and dropped, so it
+        causes no follow-on errors; keys are taken as written, so `1:` is the name '1'."""
+        pairs: dict[str, tuple[Node, Node]] = {}
+        for key, value in node.value:
+            if not isinstance(key, ScalarNode):
+                self.fail(key, f"{noun} names must be strings, got {_describe(key)}")
+            elif key.value in pairs:
+                first = pairs[key.value][0].start_mark.line + 1
+                self.fail(key, f"duplicate {noun} '{key.value}' (first defined on line {first})")
+            else:
+                pairs[key.value] = (key, value)
+        return pairs
+
+    def settings(self, fields: dict[str, tuple[Node, Node]], converters: dict[str, Converter],
+                 known: tuple[str, ...], prefix: str) -> dict[str, Any]:
+        """The converted value of every field that converts cleanly, keyed like the spec's arguments."""
+        values: dict[str, Any] = {}
+        for key, (key_node, value_node) in fields.items():
+            if key not in converters:
+                self.fail(key_node, f"{prefix}unknown key '{key}'{_unknown_key_hint(key, value_node, known)}")
+                continue
+            value = converters[key](value_node, prefix + key)
+            if value is not _SKIP:
+                values[key] = value
+        return values
+
+    # Value converters: (node, what) -> value, or _SKIP after reporting why not. `what` names the field in messages.
+    def text(self, node: Node, what: str, expected: str) -> str:
+        """Any scalar as written: `run: true` is the shell's `true`, not a boolean."""
+        if not isinstance(node, ScalarNode):
+            self.fail(node, f"{what} must be {expected}, got {_describe(node)}")
+            return _SKIP
+        if node.tag == _NULL or not node.value.strip():
+            self.fail(node, f"{what} is empty")
+            return _SKIP
+        return node.value
+
+    def integer(self, node: Node, what: str, minimum: int) -> int:
+        value = _typed(node, _INT)  # YAML booleans have their own tag, so `true` is not 1 here
+        if value is None or value < minimum:
+            bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            self.fail(node, f"{what} must be {bound}, got {_describe(node)}")
+            return _SKIP
+        return value
+
+    def duration(self, node: Node, what: str, positive: bool = False) -> float:
+        seconds = _seconds(node)
+        if seconds is None:
+            self.fail(node, f"{what} must be a duration like 500ms, 5s, 2m or 1h, got {_describe(node)}")
+            return _SKIP
+        if positive and seconds == 0:
+            self.fail(node, f"{what} must be longer than 0, got {_describe(node)}")
+            return _SKIP
+        return seconds
+
+    def policy(self, node: Node, what: str) -> FailurePolicy:
+        choices = [policy.value for policy in FailurePolicy]
+        if isinstance(node, ScalarNode) and node.value in choices:
+            return FailurePolicy(node.value)
+        hint = did_you_mean(node.value, choices) if isinstance(node, ScalarNode) else ""
+        self.fail(node, f"{what} must be one of {', '.join(choices)}, got {_describe(node)}{hint}")
+        return _SKIP
+
+    def directory(self, node: Node, what: str, base: Path) -> Path:
+        """An absolute path; a relative one is taken from `base`, as users write paths relative to the file."""
+        text = self.text(node, what, "a directory path")
+        return _SKIP if text is _SKIP else (base / Path(text).expanduser()).resolve()
+
+    def env(self, node: Node, what: str) -> dict[str, str]:
+        """Variables as strings: text and numbers as written (so 1.10 stays "1.10"), booleans as true/false."""
+        if not isinstance(node, MappingNode):
+            self.fail(node, f"{what} must be a mapping of variable names to values, got {_describe(node)}")
+            return _SKIP
+        env: dict[str, str] = {}
+        for name, (key, value) in self.mapping(node, "env variable").items():
+            if not name or "=" in name:
+                self.fail(key, f"{what}: variable name {name!r} must be non-empty and may not contain '='")
+            flag = _typed(value, _BOOL)
+            if flag is not None:
+                env[name] = "true" if flag else "false"
+            elif isinstance(value, ScalarNode) and value.tag != _NULL:
+                env[name] = value.value
+            else:
+                self.fail(value, f"{what} value for '{name}' must be a string, number or boolean, "
+                                 f"got {_describe(value)}")
+        return env
+
+    def dependencies(self, node: Node, what: str) -> list[tuple[str, Location]]:
+        """(name, location) pairs: one name or a list of names, each located so graph errors can point at it."""
+        if isinstance(node, MappingNode) or node.tag == _NULL:
+            self.fail(node, f"{what} must be a task name or a list of task names, got {_describe(node)}")
+            return _SKIP
+        entries = node.value if isinstance(node, SequenceNode) else [node]
+        seen: dict[str, Node] = {}
+        for entry in entries:
+            if not isinstance(entry, ScalarNode) or entry.tag == _NULL or not entry.value:
+                self.fail(entry, f"{what} entries must be task names, got {_describe(entry)}")
+            elif entry.value in seen:
+                first = seen[entry.value].start_mark.line + 1
+                self.fail(entry, f"{what} lists '{entry.value}' twice (first on line {first})")
+            else:
+                seen[entry.value] = entry
+        return [(name, self.at(entry)) for name, entry in seen.items()]
+
+
+def _unknown_key_hint(key: str, value: Node, known: tuple[str, ...]) -> str:
+    """A close spelling, or, at the top level, the common slip of writing a task outside `tasks:`."""
+    hint = did_you_mean(key, known)
+    looks_like_task = isinstance(value, MappingNode) and any(
+        isinstance(k, ScalarNode) and k.value == "run" for k, _ in value.value)
+    if not hint and "tasks" in known and looks_like_task:
+        hint = " (tasks go under 'tasks:')"
+    return hint
+
+
+def _typed(node: Node, *tags: str) -> Any:
+    """The Python value of a scalar resolved (or explicitly tagged) as one of `tags`; None if it isn't one,
+    including an explicit tag that doesn't fit, like `!!int abc`."""
+    if not isinstance(node, ScalarNode) or node.tag not in tags:
+        return None
+    try:
+        return SafeConstructor().construct_object(node)
+    except (ValueError, LookupError, YAMLError):
+        return None
+
+
+def _seconds(node: Node) -> float | None:
+    """A number is seconds; anything else scalar is parsed as written ('5s', and 'true' fails rather than being 1)."""
+    if not isinstance(node, ScalarNode):
+        return None
+    value = _typed(node, _INT, _FLOAT)
+    try:
+        return parse_duration(node.value if value is None else value)
+    except ValueError:
+        return None
+
+
+def _describe(node: Node) -> str:
+    """A node as messages show it: strings quoted, other scalars as written, collections by kind."""
+    if isinstance(node, MappingNode):
+        return "a mapping"
+    if isinstance(node, SequenceNode):
+        return "a list"
+    if node.tag == _NULL:
+        return "null"
+    return repr(node.value) if node.tag == _STR else node.value
