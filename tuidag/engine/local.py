@@ -84,12 +84,8 @@ class ShellAttempt(RunningAttempt):
         self._step = index
         self._popen = popen
         self.pid = popen.pid
-        try:
-            self._leader = process.ProcRef.of(psutil.Process(popen.pid))
-            self.create_time = self._leader.create_time
-        except psutil.Error:  # already gone: it ran and exited in no time
-            self._leader = process.ProcRef(popen.pid, 0.0)
-            self.create_time = None
+        self.create_time = process.create_time(popen.pid)  # None: it already ran and exited
+        self._leader = process.ProcRef(popen.pid, self.create_time or 0.0)
 
     # --- control --------------------------------------------------------------------------------------------
     def kill(self, reason: str = "cancelled") -> None:

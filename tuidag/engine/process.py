@@ -22,6 +22,24 @@ TAG_TASK = "TUIDAG_TASK"
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_boot_time: float | None = None
+
+
+def create_time(pid: int) -> float | None:
+    """What psutil.Process(pid).create_time() returns, without its per-call /proc/stat read (hot path: every spawn)."""
+    global _boot_time
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    if _boot_time is None:
+        _boot_time = psutil.boot_time()
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return int(fields[19]) / _CLOCK_TICKS + _boot_time
+
+
 @dataclass(frozen=True)
 class ProcRef:
     """A process identity that survives pid reuse."""

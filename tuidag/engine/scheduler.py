@@ -119,6 +119,7 @@ class Scheduler:
             if name in reused:
                 snap = replace(snap, state=S.SUCCEEDED, reused=True, reason="reused from an earlier run")
             self._tasks[name] = _Task(snap)
+        self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
 
     # ------------------------------------------------------------------------------------------------ observers
     def subscribe(self, observer: Observer) -> Callable[[], None]:
@@ -402,7 +403,7 @@ class Scheduler:
             threading.Thread(target=running.kill, name="tuidag-kill", daemon=True).start()
 
     def _check_done(self) -> None:
-        if self._started and all(t.state in TERMINAL for t in self._tasks.values()) and not self._done.is_set():
+        if self._started and self._unfinished == 0 and not self._done.is_set():
             counts: dict[str, int] = {}
             for t in self._tasks.values():
                 counts[t.state.value] = counts.get(t.state.value, 0) + 1
@@ -416,6 +417,7 @@ class Scheduler:
         if new is not old and not can_move(old, new):
             raise InvalidTransition(f"{t.snap.name}: {old} -> {new}")
         now = self.clock()
+        self._unfinished += (old in TERMINAL) - (new in TERMINAL)
         t.snap = replace(t.snap, state=new, changed_at=now, **fields)
         self._seq += 1
         self._outbox.append(TaskEvent(self._seq, now, old, t.snap))

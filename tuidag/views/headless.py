@@ -36,35 +36,35 @@ def use_colour(stream: TextIO) -> bool:
 
 @dataclass
 class _Tail:
+    """Reads what a task appended to its log since the last read. The offset survives retries and re-runs, so
+    output already printed is never printed again."""
+
     path: str
-    fd: int = -1
+    offset: int = 0
     pending: bytes = b""  # an incomplete last line
 
     def read(self) -> list[bytes]:
-        if self.fd < 0:
-            try:
-                self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                return []
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return []
         chunks = [self.pending]
-        while True:
-            data = os.read(self.fd, _READ_CHUNK)
-            if not data:
-                break
-            chunks.append(data)
-        buf = b"".join(chunks)
-        lines = buf.split(b"\n")
+        try:
+            while data := os.pread(fd, _READ_CHUNK, self.offset):
+                chunks.append(data)
+                self.offset += len(data)
+        finally:
+            os.close(fd)
+        lines = b"".join(chunks).split(b"\n")
         self.pending = lines.pop()
         return lines
 
-    def close(self) -> list[bytes]:
+    def read_all(self) -> list[bytes]:
+        """Everything up to the end, the incomplete last line included: the writer is done."""
         lines = self.read()
         if self.pending:
             lines.append(self.pending)
             self.pending = b""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
         return lines
 
 
@@ -76,6 +76,7 @@ class HeadlessReporter:
     interval: float = 0.05
     _events: deque = field(default_factory=deque)
     _tails: dict[str, _Tail] = field(default_factory=dict)
+    _live: set[str] = field(default_factory=set)  # tasks whose log is being followed
     _wake: threading.Event = field(default_factory=threading.Event)
     _stop: bool = False
     _thread: threading.Thread | None = None
@@ -115,8 +116,9 @@ class HeadlessReporter:
                 break
             self._wake.wait(self.interval)
             self._wake.clear()
-        for name in list(self._tails):
-            self._emit_lines(name, self._tails.pop(name).close())
+        for name in sorted(self._live):
+            self._emit_lines(name, self._tails[name].read_all())
+        self._live.clear()
 
     def _drain(self) -> None:
         while self._events:
@@ -126,20 +128,19 @@ class HeadlessReporter:
                     self._write(f"tuidag: scheduling {event.kind}\n")
                 continue
             self._on_task(event)
-        if not self.quiet:
-            for name, tail in self._tails.items():
-                self._emit_lines(name, tail.read())
+        for name in self._live:
+            self._emit_lines(name, self._tails[name].read())
 
     def _on_task(self, event: TaskEvent) -> None:
         snap = event.snapshot
         name = snap.name
-        if not self.quiet and snap.state is S.RUNNING and name not in self._tails:
-            self._tails[name] = _Tail(snap.log_path)
-        if snap.state.terminal or snap.state is S.RETRYING:
-            tail = self._tails.pop(name, None)
-            if tail is not None:
-                self._emit_lines(name, tail.close())
-        if event.is_transition:
+        if not self.quiet and snap.state is S.RUNNING:
+            self._tails.setdefault(name, _Tail(snap.log_path))
+            self._live.add(name)
+        elif name in self._live and (snap.state.terminal or snap.state is S.RETRYING):
+            self._live.discard(name)
+            self._emit_lines(name, self._tails[name].read_all())
+        if event.is_transition and snap.state is not S.QUEUED:
             self._write(self._prefix(name) + self._describe(snap) + "\n")
 
     def _emit_lines(self, name: str, lines: list[bytes]) -> None:
@@ -184,7 +185,7 @@ def summary_table(snapshots: dict[str, TaskSnapshot], colour: bool = False) -> s
                     if snap.started_at is not None and snap.finished_at is not None else None)
         rows.append((snap.name, snap.state.value + (" (reused)" if snap.reused else ""), str(snap.attempt),
                      format_duration(duration), "-" if snap.exit_code is None else str(snap.exit_code),
-                     snap.log_path))
+                     snap.log_path if os.path.exists(snap.log_path) else "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for i, row in enumerate(rows):
