@@ -1,0 +1,244 @@
+"""The real `tuidag` command in a subprocess: exit codes, headless output, the run store, `runs` and `logs`."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dags import alive, read_pids, wait_until
+from tuidag.store.journal import read_journal, replay
+from tuidag.store.runs import RunStore
+
+pytestmark = pytest.mark.cli
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tuidag(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
+    full_env.update({"NO_COLOR": "1", **(env or {})})
+    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+OK_DAG = """\
+name: demo
+tasks:
+  hello:
+    run: echo hello from $TUIDAG_TASK
+  world:
+    depends_on: hello
+    run: echo world; echo oops >&2
+"""
+
+FAILING_DAG = """\
+tasks:
+  bad:
+    run: echo about to fail; exit 4
+  after:
+    depends_on: bad
+    run: echo never
+  fine:
+    run: echo fine
+"""
+
+
+def test_successful_run_exit_0_prefixed_output_and_summary(tmp_path):
+    dag = write(tmp_path / "dag.yaml", OK_DAG)
+    proc = tuidag("run", str(dag), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "[hello] hello from hello" in out
+    assert "[world] world" in out and "[world] oops" in out
+    assert "[hello] --> SUCCEEDED" in out
+    assert out.index("[hello] hello from hello") < out.index("[hello] --> SUCCEEDED")  # output before the end
+    assert "\x1b[" not in out  # piped: no colour
+    table = out[out.index("TASK "):]
+    assert "hello  SUCCEEDED  1" in table and str(tmp_path / ".tuidag" / "runs") in table
+    assert "2 tasks: 2 succeeded" in out
+
+
+def test_failed_run_exit_1_and_skipped(tmp_path):
+    dag = write(tmp_path / "dag.yaml", FAILING_DAG)
+    proc = tuidag("run", "--no-tui", str(dag), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "[bad]   --> FAILED" in proc.stdout and "exit code 4" in proc.stdout
+    assert "[after] --> SKIPPED in" not in proc.stdout
+    assert "[after] --> SKIPPED: upstream 'bad' failed" in proc.stdout
+    assert "never" not in proc.stdout
+
+
+def test_quiet_prints_only_state_changes_and_summary(tmp_path):
+    dag = write(tmp_path / "dag.yaml", OK_DAG)
+    proc = tuidag("run", "-q", str(dag), cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "hello from" not in proc.stdout and "--> SUCCEEDED" in proc.stdout and "TASK" in proc.stdout
+
+
+def test_invalid_file_exit_2_nothing_started(tmp_path):
+    dag = write(tmp_path / "dag.yaml", "tasks:\n  a:\n    run: touch started\n    depends_on: [nope]\n")
+    proc = tuidag("run", str(dag), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"{dag}:4:18: task 'a' depends on unknown task 'nope'\n"
+    assert not (tmp_path / "started").exists() and not (tmp_path / ".tuidag").exists()
+
+
+@pytest.mark.parametrize("args", [["run"], ["run", "x.yaml", "-j", "0"], ["frobnicate"],
+                                  ["run", "x.yaml", "--kill-grace", "soon"]])
+def test_usage_errors_exit_2(tmp_path, args):
+    proc = tuidag(*args, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.strip()
+
+
+def test_missing_file_is_a_located_error(tmp_path):
+    proc = tuidag("run", "nope.yaml", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "nope.yaml:1:1: cannot read file: No such file or directory\n"
+
+
+def test_unwritable_state_dir_is_refused_before_anything_starts(tmp_path):
+    dag = write(tmp_path / "dag.yaml", "tasks:\n  a:\n    run: touch started\n")
+    blocker = write(tmp_path / "blocker", "a file, not a folder")
+    proc = tuidag("run", str(dag), "--state-dir", str(blocker / "state"), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"tuidag: state dir {blocker / 'state'} is not writable")
+    assert not (tmp_path / "started").exists()
+
+
+def test_state_dir_from_environment_and_option(tmp_path):
+    dag = write(tmp_path / "dag.yaml", OK_DAG)
+    assert tuidag("run", str(dag), cwd=tmp_path, env={"TUIDAG_STATE_DIR": str(tmp_path / "envstate")}).returncode == 0
+    assert len(RunStore(tmp_path / "envstate").runs()) == 1
+    assert tuidag("run", str(dag), "--state-dir", str(tmp_path / "optstate"), cwd=tmp_path).returncode == 0
+    assert len(RunStore(tmp_path / "optstate").runs()) == 1
+
+
+def test_journal_and_logs_after_a_run(tmp_path):
+    dag = write(tmp_path / "dag.yaml", FAILING_DAG)
+    tuidag("run", str(dag), cwd=tmp_path)
+    store = RunStore(tmp_path / ".tuidag")
+    (run,) = store.runs()
+    assert oct(run.path.stat().st_mode & 0o777) == "0o700"
+    assert oct(run.journal.stat().st_mode & 0o777) == "0o600"
+    assert oct(run.log_path("bad").stat().st_mode & 0o777) == "0o600"
+    records = list(read_journal(run.journal))
+    assert records[0]["event"] == "created" and records[0]["tasks"] == ["bad", "fine", "after"]
+    seqs = [r["seq"] for r in records[1:]]
+    assert seqs == sorted(seqs)
+    bad = [(r["from"], r["to"]) for r in records if r.get("task") == "bad" and r["from"] != r["to"]]
+    assert bad == [("PENDING", "QUEUED"), ("QUEUED", "RUNNING"), ("RUNNING", "FAILED")]
+    running = [r for r in records if r.get("task") == "bad" and r["to"] == "RUNNING" and "pid" in r]
+    assert running and running[0]["create_time"] > 0
+    rep = replay(run.journal)
+    assert {n: t.state.value for n, t in rep.tasks.items()} == {"bad": "FAILED", "fine": "SUCCEEDED",
+                                                                "after": "SKIPPED"}
+    assert rep.tasks["bad"].exit_code == 4 and rep.tasks["after"].reason == "upstream 'bad' failed"
+    summary = json.loads(run.summary.read_text())
+    assert summary["outcome"] == "failed" and summary["counts"] == {"SUCCEEDED": 1, "FAILED": 1, "SKIPPED": 1}
+    assert run.log_path("fine").read_text().endswith("fine\n")
+
+
+def test_runs_lists_history(tmp_path):
+    ok = write(tmp_path / "ok.yaml", OK_DAG)
+    bad = write(tmp_path / "bad.yaml", FAILING_DAG)
+    tuidag("run", str(ok), cwd=tmp_path)
+    tuidag("run", str(bad), cwd=tmp_path)
+    proc = tuidag("runs", cwd=tmp_path)
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME"]
+    assert lines[1].split()[1] == "demo" and lines[1].split()[-2:] == ["succeeded=2", "succeeded"]
+    assert lines[2].split()[1] == "bad" and lines[2].endswith("failed")
+    assert "failed=1 skipped=1 succeeded=1" in lines[2]
+    assert lines[1].split()[0] < lines[2].split()[0]  # ids sort by time
+
+
+def test_logs_of_latest_and_named_run(tmp_path):
+    dag = write(tmp_path / "dag.yaml", "tasks:\n  t:\n    run: echo run=$TUIDAG_RUN_ID\n")
+    tuidag("run", str(dag), cwd=tmp_path)
+    tuidag("run", str(dag), cwd=tmp_path)
+    first, second = RunStore(tmp_path / ".tuidag").runs()
+    latest = tuidag("logs", "t", cwd=tmp_path)
+    assert latest.returncode == 0 and latest.stdout.endswith(f"run={second.run_id}\n")
+    older = tuidag("logs", "t", "--run", first.run_id, cwd=tmp_path)
+    assert older.stdout.endswith(f"run={first.run_id}\n")
+    unknown = tuidag("logs", "x", cwd=tmp_path)
+    assert unknown.returncode == 2 and "has no task 'x'" in unknown.stderr
+
+
+def test_logs_follow_until_the_task_ends(tmp_path):
+    dag = write(tmp_path / "dag.yaml", "tasks:\n  t:\n    run: for i in 1 2 3; do echo line $i; sleep 0.3; done\n")
+    runner = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag)], cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: (tmp_path / ".tuidag" / "runs").is_dir() and RunStore(tmp_path / ".tuidag").runs())
+        follow = tuidag("logs", "t", "-f", cwd=tmp_path, timeout=30)
+        assert follow.returncode == 0
+        assert follow.stdout.splitlines()[-3:] == ["line 1", "line 2", "line 3"]
+    finally:
+        runner.wait(30)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_cancels_every_tree_and_exits_with_128_plus_signal(tmp_path, sig, code):
+    pids = tmp_path / "pids"
+    dag = write(tmp_path / "dag.yaml", f"""\
+kill_grace: 500ms
+tasks:
+  a:
+    run: sh -c 'trap "" TERM; echo $$ >> {pids}; sleep 60' & echo $$ >> {pids}; wait
+  b:
+    run: setsid sleep 60 & echo $! >> {pids}; wait
+  c:
+    depends_on: a
+    run: echo never
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3)
+    refs = read_pids(pids)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert not any(alive(*r) for r in refs)
+    (run,) = RunStore(tmp_path / ".tuidag").runs()
+    states = {n: t.state.value for n, t in replay(run.journal).tasks.items()}
+    assert states == {"a": "CANCELLED", "b": "CANCELLED", "c": "CANCELLED"}
+    assert json.loads(run.summary.read_text())["outcome"] == "interrupted"
+    assert f"interrupted by {signal.Signals(sig).name}" in out
+    assert "Traceback" not in err
+
+
+def test_validate_and_graph(tmp_path):
+    dag = write(tmp_path / "dag.yaml", OK_DAG)
+    proc = tuidag("validate", str(dag), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == f"{dag}: ok: demo, 2 tasks, 1 edges\n"
+    text = tuidag("graph", str(dag), cwd=tmp_path).stdout
+    assert "layer 0:\n  hello\nlayer 1:\n  world  <- hello" in text
+    dot = tuidag("graph", str(dag), "--format", "dot", cwd=tmp_path).stdout
+    assert '"hello" -> "world";' in dot and dot.startswith('digraph "demo" {')
+    mermaid = tuidag("graph", str(dag), "--format", "mermaid", cwd=tmp_path).stdout
+    assert mermaid.splitlines() == ["flowchart LR", '  t0["hello"]', '  t1["world"]', "  t0 --> t1"]
+
+
+def test_console_script_is_installed():
+    proc = subprocess.run(["tuidag", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "run" in proc.stdout
+
+
+def test_core_never_imports_textual():
+    code = ("import sys, tuidag.engine, tuidag.store, tuidag.model, tuidag.views.headless, tuidag.launch, "
+            "tuidag.cli; print('textual' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.stdout.strip() == "False", proc.stderr
