@@ -15,7 +15,8 @@ from .model.loader import load_dag
 from .model.spec import DagSpec
 from .store.history import run_info
 from .store.journal import read_header
-from .store.runs import RunStore, StateDirError, default_state_dir
+from .store.reaper import reap_interrupted
+from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
 
 
 class UsageError(Exception):
@@ -56,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kill-grace", type=_duration_arg, help="SIGTERM -> SIGKILL grace period (default 5s)")
     run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
     run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
+    run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_ID",
+                     help="reuse the tasks that succeeded in the latest (or the given) run of this DAG")
 
     validate = sub.add_parser("validate", help="check a DAG file and exit")
     validate.add_argument("file", type=Path)
@@ -117,7 +120,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     """Run a loaded DAG with the options of `tuidag run`."""
     state_dir = args.state_dir or default_state_dir(dag.source)
-    session = RunSession.create(dag, state_dir, max_parallel=args.max_parallel, kill_grace=args.kill_grace)
+    store = open_store(state_dir)
+    earlier = find_resumable(store, dag, args.resume) if args.resume else None
+    session = RunSession.create(dag, state_dir, max_parallel=args.max_parallel, kill_grace=args.kill_grace,
+                                resume_from=earlier)
+    if earlier:
+        reused = [n for n, s in session.scheduler.snapshot().items() if s.reused]
+        print(f"tuidag: resuming {earlier.run_id}: reusing {len(reused)} of {len(dag.tasks)} tasks"
+              + (f" ({', '.join(reused)})" if 0 < len(reused) <= 10 else ""), file=sys.stderr)
     tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
     if tui:
         from .ui.app import run_tui  # textual is imported only here
@@ -154,8 +164,38 @@ def _state_dir(args: argparse.Namespace, dag_file: Path | None) -> Path:
     return args.state_dir or default_state_dir(dag_file)
 
 
+def open_store(state_dir: Path) -> RunStore:
+    """The store, after reaping what runs interrupted by a crash left behind (and saying so)."""
+    store = RunStore(state_dir)
+    for report in reap_interrupted(store):
+        if report.processes:
+            listed = ", ".join(f"{task}: pid {pid} ({name})" for task, pid, name in report.processes[:10])
+            more = f" and {len(report.processes) - 10} more" if len(report.processes) > 10 else ""
+            print(f"tuidag: run {report.run_id} was interrupted; killed {len(report.processes)} leftover "
+                  f"process(es): {listed}{more}", file=sys.stderr)
+        else:
+            print(f"tuidag: run {report.run_id} was interrupted; no leftover processes", file=sys.stderr)
+    return store
+
+
+def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
+    if which == "latest":
+        runs = [r for r in store.runs() if read_header(r.journal).get("dag") == dag.name]
+        if not runs:
+            raise UsageError(f"--resume: no earlier run of {dag.name!r} in {store.state_dir}")
+        run = runs[-1]
+    else:
+        found = store.get(which)
+        if found is None:
+            raise UsageError(f"--resume: no run {which!r} in {store.state_dir}")
+        run = found
+    if run.owned():
+        raise UsageError(f"--resume: run {run.run_id} is still running (pid {read_header(run.journal).get('pid')})")
+    return run
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    store = RunStore(_state_dir(args, args.file))
+    store = open_store(_state_dir(args, args.file))
     runs = store.runs()
     if not runs:
         print(f"no runs in {store.state_dir}")
@@ -175,7 +215,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_logs(args: argparse.Namespace) -> int:
     from .views.logs import copy_log, follow_log
 
-    store = RunStore(_state_dir(args, args.file))
+    store = open_store(_state_dir(args, args.file))
     run = store.get(args.run_id)
     if run is None:
         what = f"run {args.run_id!r}" if args.run_id else "any run"

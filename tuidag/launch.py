@@ -5,6 +5,10 @@ Exit codes: 0 every task succeeded; 1 any task failed, was skipped or cancelled;
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
 import signal
 import threading
 import time
@@ -15,6 +19,8 @@ from .engine.executor import Executor
 from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler
 from .model.spec import DagSpec
+from .model.state import TaskState
+from .store.journal import replay
 from .store.journal import JournalWriter
 from .store.runs import RunDir, RunStore, log_file_name, write_summary
 
@@ -41,10 +47,15 @@ class RunSession:
         max_parallel: int | None = None,
         kill_grace: float | None = None,
         executor: Executor | None = None,
-        reused: tuple[str, ...] = (),
+        resume_from: RunDir | None = None,
     ) -> "RunSession":
         store = RunStore(state_dir)
-        run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order))
+        prints = fingerprints(dag)
+        reused = reusable_tasks(dag, prints, resume_from) if resume_from else []
+        extra = {"fingerprints": prints, "resumed_from": resume_from.run_id if resume_from else None}
+        run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
+        for name in reused:
+            _link_log(resume_from.log_path(name), run.log_path(name))
         scheduler = Scheduler(dag, executor or LocalExecutor(), run.run_id, run.logs, log_name=log_file_name,
                               max_parallel=max_parallel, kill_grace=kill_grace, reused=reused)
         scheduler.subscribe(journal)  # first observer: the journal sees every event before any view does
@@ -75,6 +86,42 @@ class RunSession:
         if self.interrupted_by:
             return SIGNAL_EXIT[signal.Signals[self.interrupted_by]]
         return EXIT_OK if summary.ok else EXIT_FAILED
+
+
+def fingerprints(dag: DagSpec) -> dict[str, str]:
+    """A hash of what each task does, so --resume only reuses results of tasks whose definition is unchanged."""
+    prints = {}
+    for name, task in dag.tasks.items():
+        action = task.run if task.func is None else f"{task.func.__module__}.{task.func.__qualname__}"
+        data = json.dumps([action, task.setup, sorted(task.depends_on), sorted({**dag.env, **task.env}.items()),
+                           str(task.workdir or dag.workdir), task.isolate])
+        prints[name] = hashlib.sha1(data.encode()).hexdigest()[:16]
+    return prints
+
+
+def reusable_tasks(dag: DagSpec, prints: dict[str, str], earlier: RunDir) -> list[str]:
+    """Tasks that SUCCEEDED in `earlier` with the same definition, and whose upstream is all reused too (a task
+    downstream of one that runs again must run again)."""
+    rep = replay(earlier.journal)
+    old_prints = rep.header.get("fingerprints", {})
+    reused: dict[str, None] = {}  # ordered set
+    for name in dag.topological_order:
+        record = rep.tasks.get(name)
+        if (record is not None and record.state is TaskState.SUCCEEDED and old_prints.get(name) == prints[name]
+                and all(dep in reused for dep in dag.tasks[name].depends_on)):
+            reused[name] = None
+    return list(reused)
+
+
+def _link_log(old: Path, new: Path) -> None:
+    """The new run's log of a reused task is the earlier run's file (a hard link: it survives either run's folder
+    being deleted)."""
+    try:
+        os.link(old, new)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        shutil.copyfile(old, new)
 
 
 def install_signal_handlers(session: RunSession, signals=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)) -> None:

@@ -153,6 +153,9 @@ class Scheduler:
                 return
             self._started = True
             self._run_event("started", f"{len(self._tasks)} tasks, max_parallel {self.max_parallel}")
+            for t in self._tasks.values():
+                if t.snap.reused:  # journal and observers learn which results were carried over
+                    self._set(t, S.SUCCEEDED)
             for name, t in self._tasks.items():
                 if t.state is S.PENDING and self._deps_succeeded(name):
                     self._enqueue(t)

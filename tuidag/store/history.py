@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import psutil
-
 from ..model.state import TERMINAL, TaskState
 from .journal import Replay, replay
 from .runs import RunDir
@@ -20,21 +18,9 @@ class RunInfo:
     outcome: str  # succeeded | failed | interrupted | running
 
 
-def owner_alive(header: dict) -> bool:
-    """Is the tuidag process that created this run still running (same pid *and* create time)?"""
-    pid, ctime = header.get("pid"), header.get("pid_create_time")
-    if pid is None or ctime is None:
-        return False
-    try:
-        return abs(psutil.Process(pid).create_time() - ctime) < 0.01
-    except psutil.Error:
-        return False
-
-
-def outcome_of(rep: Replay, summary: dict | None) -> str:
-    if summary:
-        return summary.get("outcome", "failed")
-    if owner_alive(rep.header):
+def outcome_of(run: RunDir, rep: Replay) -> str:
+    """For a run without summary.json: still running, or interrupted (its process died mid-run)."""
+    if run.owned():
         return "running"
     if rep.finished_at is not None and all(t.state in TERMINAL for t in rep.tasks.values()):
         # finished but the summary was never written: the process died right at the end
@@ -53,4 +39,4 @@ def run_info(run: RunDir) -> RunInfo:
         counts[task.state.value] = counts.get(task.state.value, 0) + 1
     end = rep.finished_at or rep.last_time
     duration = end - rep.started_at if end is not None and rep.started_at is not None else None
-    return RunInfo(run.run_id, rep.header.get("dag", "?"), rep.started_at, duration, counts, outcome_of(rep, None))
+    return RunInfo(run.run_id, rep.header.get("dag", "?"), rep.started_at, duration, counts, outcome_of(run, rep))

@@ -5,12 +5,12 @@ and two runs started in the same millisecond by different processes still get di
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
 import secrets
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +75,25 @@ class RunDir:
         assert path.parent == self.logs
         return path
 
+    @property
+    def owner_lock(self) -> Path:
+        return self.path / "owner.lock"
+
+    def owned(self) -> bool:
+        """Is a live process running this run? Its creator holds an exclusive flock on owner.lock for its whole
+        life; the kernel drops it when that process dies, however it dies (kill -9 included)."""
+        try:
+            fd = os.open(self.owner_lock, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
     def read_summary(self) -> dict[str, Any] | None:
         try:
             return json.loads(self.summary.read_text())
@@ -98,7 +117,9 @@ class RunStore:
         except OSError as exc:
             raise StateDirError(f"state dir {self.state_dir} is not writable: {exc.strerror or exc}") from None
 
-    def create_run(self, dag_name: str, source: Path | None, tasks: list[str]) -> tuple[RunDir, JournalWriter]:
+    def create_run(self, dag_name: str, source: Path | None, tasks: list[str],
+                   extra: dict[str, Any] | None = None) -> tuple[RunDir, JournalWriter]:
+        """A new run folder, owned by this process for as long as it lives (see `RunDir.owned`)."""
         self.ensure_writable()
         while True:
             run_id = new_run_id()
@@ -110,10 +131,11 @@ class RunStore:
                 continue
         run = RunDir(run_id, path)
         run.logs.mkdir(mode=0o700)
+        _hold_owner_lock(run)
         me = psutil.Process()
         header = {"run_id": run_id, "dag": dag_name, "source": str(source) if source else None,
-                  "host": socket.gethostname(), "pid": me.pid, "pid_create_time": me.create_time(),
-                  "tasks": tasks}
+                  "host": os.uname().nodename, "pid": me.pid, "pid_create_time": me.create_time(),
+                  "tasks": tasks, **(extra or {})}
         return run, JournalWriter(run.journal, header)
 
     def runs(self) -> list[RunDir]:
@@ -129,6 +151,16 @@ class RunStore:
             return runs[-1] if runs else None
         matches = [r for r in runs if r.run_id == run_id] or [r for r in runs if r.run_id.startswith(run_id)]
         return matches[0] if len(matches) == 1 else None
+
+
+_owner_locks: list[int] = []  # descriptors kept open (close-on-exec) for the life of the process
+
+
+def _hold_owner_lock(run: RunDir) -> None:
+    fd = os.open(run.owner_lock, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _owner_locks.append(fd)
 
 
 def write_summary(run: RunDir, summary: dict[str, Any]) -> None:

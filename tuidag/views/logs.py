@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from ..store.history import owner_alive
 from ..store.journal import replay
 from ..store.runs import RunDir
 
@@ -27,7 +26,7 @@ def follow_log(run: RunDir, task: str, out: BinaryIO, poll: float = 0.1) -> None
     while True:
         rep = replay(run.journal)
         record = rep.tasks.get(task)
-        done = (record is not None and record.state.terminal) or not owner_alive(rep.header)
+        done = (record is not None and record.state.terminal) or not run.owned()
         offset = _copy_from(path, offset, out)
         if done:
             _copy_from(path, offset, out)

@@ -1,0 +1,101 @@
+"""Cleaning up after a tuidag that died mid-run (kill -9, power loss, OOM killer).
+
+Its task processes may still be running. Every attempt's leader is in the journal with its pid *and* create time, and
+every task process carries `TUIDAG_RUN_ID` in its environment, so the next tuidag command on the state dir can find
+exactly those processes — and never a process of another program that reused a pid — kill them, and record the run
+as interrupted.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+from dataclasses import dataclass
+
+import psutil
+
+from ..engine import process
+from .journal import replay
+from .runs import RunDir, RunStore, write_summary
+
+REAP_GRACE = 2.0
+
+
+@dataclass(frozen=True)
+class Reaped:
+    run_id: str
+    processes: list[tuple[str, int, str]]  # (task or "?", pid, command name)
+
+
+def reap_interrupted(store: RunStore, grace: float = REAP_GRACE) -> list[Reaped]:
+    """Kill what interrupted runs left behind and close those runs with an `interrupted` summary."""
+    if not store.runs_dir.is_dir():
+        return []
+    reports = []
+    try:
+        lock = _reap_lock(store)
+        lock.__enter__()
+    except OSError:  # a read-only state dir: nothing of ours can be running from it
+        return []
+    try:
+        for run in store.runs():
+            if not run.summary.exists() and not run.owned():
+                reports.append(_reap_run(run, grace))
+    finally:
+        lock.__exit__()
+    return reports
+
+
+def _reap_run(run: RunDir, grace: float) -> Reaped:
+    rep = replay(run.journal)
+    victims: dict[int, psutil.Process] = {}
+    owners: dict[int, str] = {}
+    for task in rep.tasks.values():
+        for pid, ctime in task.pids:
+            leader = process.ProcRef(pid, ctime).process()  # None if gone or the pid now names another process
+            if leader is None:
+                continue
+            try:
+                tree = [leader, *leader.children(recursive=True)]
+            except psutil.Error:
+                continue
+            for proc in tree:
+                victims[proc.pid] = proc
+                owners[proc.pid] = task.name
+    # Everything else the run started carries its tag, whatever it did to its parentage (setsid, double fork).
+    for proc in process.collect_tree(None, run_id=run.run_id).values():
+        victims.setdefault(proc.pid, proc)
+    found = []
+    for pid, proc in sorted(victims.items()):
+        try:
+            name = proc.name()
+            task = owners.get(pid) or proc.environ().get(process.TAG_TASK, "?")
+        except psutil.Error:
+            continue
+        found.append((task, pid, name))
+    process.terminate_tree(victims, grace)
+    counts: dict[str, int] = {}
+    for task in rep.tasks.values():
+        counts[task.state.value] = counts.get(task.state.value, 0) + 1
+    end = rep.last_time or rep.started_at
+    write_summary(run, {
+        "run_id": run.run_id, "dag": rep.header.get("dag", "?"), "source": rep.header.get("source"),
+        "started_at": rep.started_at, "finished_at": end,
+        "duration": end - rep.started_at if end and rep.started_at else None,
+        "counts": counts, "outcome": "interrupted", "interrupted_by": "crash",
+        "reaped": [{"task": t, "pid": p, "name": n} for t, p, n in found],
+    })
+    return Reaped(run.run_id, found)
+
+
+class _reap_lock:
+    """Two tuidag commands starting at once don't both reap (and kill) the same leftovers."""
+
+    def __init__(self, store: RunStore):
+        self.path = store.runs_dir / ".reap.lock"
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)  # OSError: caller skips
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)
