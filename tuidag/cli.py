@@ -8,14 +8,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
-from .launch import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunSession, install_signal_handlers
+from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.durations import format_duration, parse_duration
 from .model.errors import DagErrors
 from .model.loader import load_dag
 from .model.spec import DagSpec
-from .store.history import run_info
 from .store.journal import read_header
-from .store.reaper import reap_interrupted
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
 
 
@@ -119,6 +117,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     """Run a loaded DAG with the options of `tuidag run`."""
+    from .launch import RunSession  # the engine is imported only once there is something to run
+
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
@@ -136,7 +136,8 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     return run_headless(session, quiet=args.quiet)
 
 
-def run_headless(session: RunSession, quiet: bool = False) -> int:
+def run_headless(session, quiet: bool = False) -> int:
+    from .launch import install_signal_handlers
     from .views.headless import HeadlessReporter, counts_line, summary_table, use_colour
 
     colour = use_colour(sys.stdout)
@@ -166,6 +167,8 @@ def _state_dir(args: argparse.Namespace, dag_file: Path | None) -> Path:
 
 def open_store(state_dir: Path) -> RunStore:
     """The store, after reaping what runs interrupted by a crash left behind (and saying so)."""
+    from .store.reaper import reap_interrupted
+
     store = RunStore(state_dir)
     for report in reap_interrupted(store):
         if report.processes:
@@ -195,6 +198,8 @@ def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from .store.history import run_info
+
     store = open_store(_state_dir(args, args.file))
     runs = store.runs()
     if not runs:

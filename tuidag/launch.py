@@ -16,16 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .engine.executor import Executor
+from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler
 from .model.spec import DagSpec
 from .model.state import TaskState
-from .store.journal import replay
-from .store.journal import JournalWriter
+from .store.journal import JournalWriter, replay
 from .store.runs import RunDir, RunStore, log_file_name, write_summary
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
 
 @dataclass

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from .journal import JournalWriter
 
 STATE_DIR_ENV = "TUIDAG_STATE_DIR"
@@ -132,6 +130,8 @@ class RunStore:
         run = RunDir(run_id, path)
         run.logs.mkdir(mode=0o700)
         _hold_owner_lock(run)
+        import psutil  # only a run needs it; `tuidag validate` and errors stay quick to start
+
         me = psutil.Process()
         header = {"run_id": run_id, "dag": dag_name, "source": str(source) if source else None,
                   "host": os.uname().nodename, "pid": me.pid, "pid_create_time": me.create_time(),
