@@ -1,0 +1,510 @@
+"""Reading task logs for display without holding them in memory (no textual here: the headless side may use it).
+
+- `LogIndex` indexes one log file: the start offset of every line in an `array('q')` (8 bytes a line), lines read back
+  on demand with `os.pread`. A 100 MB / 1e6-line file indexes in ~0.4 s for +10 MB RSS. `refresh` reads only
+  the bytes added since the last call, optionally at most `max_bytes` of them so a UI can index in short slices.
+- `CombinedLog` is the interleaved `[task] line` output of many files, kept as a bounded ring of the most recent
+  lines (older ones are counted in `dropped`), with the same reading interface as `LogIndex`.
+- `LogWatcher` turns file-system events into one flag that a UI timer polls; it never calls into the UI.
+
+Display rules shared by both sources: a bare `\\r` overwrites the line (only the text after the last one is shown, so
+progress bars don't pile up), an incomplete last line is shown and updated as it grows, invalid UTF-8 is replaced,
+ANSI escapes are kept in `line()` for rendering and ignored by `search()`.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import operator
+import os
+import re
+import threading
+import time
+import weakref
+from array import array
+from bisect import bisect_left, bisect_right
+from collections import deque
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Mapping
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+"""Bytes read per `os.pread` while indexing or searching."""
+
+LONG_LINE_SEARCH_CHARS = 8 << 20
+"""Lines longer than a chunk are searched in their first this many characters only (bounds memory)."""
+
+# Any escape sequence: CSI (colours, cursor moves), OSC (titles, hyperlinks; BEL- or ST-terminated), two-byte
+# escapes, or a stray ESC.
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])?")
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+# Characters a terminal would act on rather than print (tab and ESC excepted), plus the ones `str.splitlines` breaks
+# on: left in, they would corrupt the screen or split one log line into several rendered lines.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1a\x1c-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def strip_ansi(text: str) -> str:
+    """The text a person reads: every escape sequence removed."""
+    return _ESCAPE.sub("", text) if "\x1b" in text else text
+
+
+def printable(text: str) -> str:
+    """Text safe to hand to `rich.text.Text.from_ansi`: colour (SGR) escapes only, control characters made visible."""
+    if "\x1b" in text:
+        text = _ESCAPE.sub(_keep_sgr, text)
+    return _CONTROL.sub("\ufffd", text)
+
+
+def _keep_sgr(match: re.Match[str]) -> str:
+    return match.group() if _SGR.fullmatch(match.group()) else ""
+
+
+def visible_part(raw: bytes) -> bytes:
+    """What a terminal would show of one line: the text after its last bare carriage return, without the ending."""
+    raw = raw.rstrip(b"\r\n")
+    return raw[raw.rfind(b"\r") + 1:]
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+class LogIndex:
+    """An incremental index of one log file that the task process appends to.
+
+    Line `i` spans `[starts[i], starts[i + 1])`; the last line may be incomplete. The file descriptor stays open so a
+    line can be re-read cheaply; a file that shrinks or is replaced (another inode) is indexed anew and bumps
+    `generation`. A missing file reads as empty until it appears.
+    """
+
+    dropped = 0
+    """Lines dropped from the front: never any here (the interface is shared with `CombinedLog`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.generation = 0
+        self.version = 0
+        self.caught_up = True
+        self._fd: int | None = None
+        self._closer: weakref.finalize | None = None
+        self._identity: tuple[int, int] | None = None
+        self._starts = array("q", [0])
+        self._size = 0
+
+    @property
+    def folders(self) -> frozenset[Path]:
+        """Folders to watch for changes of this log."""
+        return frozenset([self.path.parent])
+
+    @property
+    def size(self) -> int:
+        """Bytes indexed so far."""
+        return self._size
+
+    @property
+    def line_count(self) -> int:
+        """Lines to show: the complete ones, and an incomplete last one once the index has caught up with the file
+        (before that, the cut is only where a slice of indexing ended)."""
+        return len(self._starts) - 1 + (self._starts[-1] < self._size and self.caught_up)
+
+    @property
+    def complete_lines(self) -> int:
+        """Lines whose text can no longer change (they end with a newline)."""
+        return len(self._starts) - 1
+
+    def close(self) -> None:
+        """Let go of the file; the index reads as empty until the next `refresh`."""
+        if self._closer is not None:
+            self._closer()
+        self._fd = self._closer = self._identity = None
+        self._starts, self._size = array("q", [0]), 0
+
+    def refresh(self, max_bytes: int | None = None) -> int:
+        """Index bytes appended since the last call (at most `max_bytes`); return how many lines were added.
+
+        After the file was truncated or replaced the index starts over and the count is the new line count."""
+        before = self.line_count
+        stat = self._stat()
+        if stat is None:
+            self.caught_up = True
+            return 0
+        if self._fd is None or (stat.st_dev, stat.st_ino) != self._identity or stat.st_size < self._size:
+            if not self._reopen(stat):
+                self.caught_up = True  # unreadable: nothing to catch up with until it changes
+                return 0
+            before = 0
+        end = stat.st_size if max_bytes is None else min(stat.st_size, self._size + max_bytes)
+        if end > self._size:
+            self._index_until(end)
+            self.version += 1
+        self.caught_up = self._size >= stat.st_size
+        return self.line_count - before
+
+    def _stat(self) -> os.stat_result | None:
+        try:
+            return os.stat(self.path)
+        except OSError:
+            return None
+
+    def _reopen(self, stat: os.stat_result) -> bool:
+        """Start over on the file now at `path` (first open, truncation or replacement)."""
+        reindex = self._fd is not None
+        self.close()
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        self._fd, self._closer = fd, weakref.finalize(self, os.close, fd)
+        self._identity = (stat.st_dev, stat.st_ino)
+        if reindex:
+            self.generation += 1
+            self.version += 1
+        return True
+
+    def _index_until(self, end: int) -> None:
+        assert self._fd is not None
+        starts, offset = self._starts, self._size
+        while offset < end:
+            data = os.pread(self._fd, min(CHUNK, end - offset), offset)
+            if not data:
+                break
+            starts.extend(_line_starts(data, offset))
+            offset += len(data)
+        self._size = offset
+
+    def _span(self, i: int) -> tuple[int, int]:
+        if not 0 <= i < self.line_count:
+            raise IndexError(i)
+        starts = self._starts
+        return starts[i], starts[i + 1] if i + 1 < len(starts) else self._size
+
+    def line(self, i: int, max_chars: int | None = None) -> str:
+        """Line `i` as displayed (after `\\r` overwrites, ANSI kept), at most `max_chars` characters of it."""
+        start, end = self._span(i)
+        if end - start <= CHUNK:
+            raw = visible_part(os.pread(self._fd, end - start, start))
+            return _decode(raw[: None if max_chars is None else 4 * max_chars])[:max_chars]
+        start, end = self._visible_range(start, end)
+        limit = end - start if max_chars is None else min(end - start, 4 * max_chars)
+        return _decode(os.pread(self._fd, limit, start))[:max_chars]
+
+    def _visible_range(self, start: int, end: int) -> tuple[int, int]:
+        """`visible_part` for a line too long to read whole: scan back from its end a chunk at a time."""
+        while end > start:
+            tail = os.pread(self._fd, min(CHUNK, end - start), max(start, end - CHUNK))
+            kept = tail.rstrip(b"\r\n")
+            end -= len(tail) - len(kept)
+            if kept:
+                break
+        position = end
+        while position > start:
+            size = min(CHUNK, position - start)
+            cr = os.pread(self._fd, size, position - size).rfind(b"\r")
+            if cr != -1:
+                return position - size + cr + 1, end
+            position -= size
+        return start, end
+
+    def search(self, query: str, start_line: int, backwards: bool = False) -> int | None:
+        """The first line from `start_line` on (or back from it) whose displayed text, without ANSI escapes,
+        contains `query` ignoring case; `None` if there is none. Reads the file a chunk at a time."""
+        needle = query.lower()
+        start_line = _clamp_start(start_line, self.line_count, backwards)
+        if not needle or "\n" in needle or start_line is None:
+            return None
+        chunks = self._chunks_backward(start_line) if backwards else self._chunks_forward(start_line)
+        for first, last in chunks:
+            hit = _find_in_block(self._block_text(first, last), first, needle, backwards, self._line_matches)
+            if hit is not None:
+                return hit
+        return None
+
+    def _line_matches(self, i: int, needle: str) -> bool:
+        return needle in strip_ansi(self.line(i, LONG_LINE_SEARCH_CHARS)).lower()
+
+    def _chunks_forward(self, line: int) -> Iterator[tuple[int, int]]:
+        """Runs of lines `[first, last)` of about a chunk's size (at least one line), from `line` to the end."""
+        while line < self.line_count:
+            limit = self._starts[line] + CHUNK
+            last = self.line_count if limit >= self._size else bisect_right(self._starts, limit, line + 1) - 1
+            last = max(last, line + 1)
+            yield line, last
+            line = last
+
+    def _chunks_backward(self, line: int) -> Iterator[tuple[int, int]]:
+        """Runs of lines `[first, last)` of about a chunk's size (at least one line), from `line` back to 0."""
+        last = line + 1
+        while last > 0:
+            first = bisect_left(self._starts, self._span(last - 1)[1] - CHUNK, 0, last - 1)
+            yield first, last
+            last = first
+
+    def _block_text(self, first: int, last: int) -> str | None:
+        """Lines `[first, last)` as one searchable string, or `None` for a single line too long to read whole."""
+        start, end = self._starts[first], self._span(last - 1)[1]
+        if end - start > CHUNK:
+            return None
+        return strip_ansi(_decode(os.pread(self._fd, end - start, start))).lower()
+
+    def __repr__(self) -> str:
+        return f"LogIndex({str(self.path)!r}, lines={self.line_count}, bytes={self._size})"
+
+
+def _line_starts(data: bytes, offset: int) -> Iterator[int]:
+    """Offsets just past each newline in `data`, which starts at file offset `offset`.
+
+    A running sum of line lengths plus one, all in C (split, map, accumulate): 1.5x faster than a `find` loop."""
+    lines = data.split(b"\n")
+    lines.pop()  # what follows the last newline is not a finished line
+    starts = itertools.accumulate(map(operator.add, map(len, lines), itertools.repeat(1)), initial=offset)
+    next(starts)  # `offset` itself is already in the index
+    return starts
+
+
+def _clamp_start(start_line: int, line_count: int, backwards: bool) -> int | None:
+    """Where a search from `start_line` really starts, or None if it runs off the log at once."""
+    if backwards:
+        return min(start_line, line_count - 1) if start_line >= 0 and line_count else None
+    return max(start_line, 0) if start_line < line_count else None
+
+
+def _find_in_block(text: str | None, first: int, needle: str, backwards: bool,
+                   confirm: Callable[[int, str], bool]) -> int | None:
+    """Search lines joined in `text`, the first of which is line `first`. Each candidate is confirmed with
+    `confirm(i, needle)` since the block also holds text that a `\\r` overwrote. `text` None: one long line alone."""
+    if text is None:
+        return first if confirm(first, needle) else None
+    if backwards:
+        end = len(text)
+        while (found := text.rfind(needle, 0, end)) != -1:
+            line_start = text.rfind("\n", 0, found) + 1
+            line = first + text.count("\n", 0, line_start)
+            if confirm(line, needle):
+                return line
+            if line_start == 0:
+                return None
+            end = line_start - 1
+        return None
+    position, line = 0, first
+    while (found := text.find(needle, position)) != -1:
+        line += text.count("\n", position, found)
+        if confirm(line, needle):
+            return line
+        position = text.find("\n", found) + 1
+        if position == 0:
+            return None
+        line += 1
+    return None
+
+
+class _Tail:
+    """How far one task's log has been read, and its incomplete last line."""
+
+    __slots__ = ("task", "path", "prefix", "offset", "identity", "pending", "behind")
+
+    def __init__(self, task: str, path: Path) -> None:
+        self.task, self.path, self.prefix = task, path, f"[{task}] "
+        self.offset = 0
+        self.identity: tuple[int, int] | None = None
+        self.pending = b""
+        self.behind = True
+
+    def chunks(self, limit: int | None) -> Iterator[bytes]:
+        """New bytes, a chunk at a time, up to the size the file had when this started and at most `limit`.
+
+        The file is opened per call: a combined view may follow hundreds of files, most of them finished."""
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            self.behind = False
+            return
+        if (stat.st_dev, stat.st_ino) != self.identity or stat.st_size < self.offset:
+            self.identity, self.offset, self.pending = (stat.st_dev, stat.st_ino), 0, b""
+        end = stat.st_size if limit is None else min(stat.st_size, self.offset + limit)
+        if end > self.offset:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                self.behind = False  # unreadable: nothing to catch up with until it changes
+                return
+            try:
+                while self.offset < end and (data := os.pread(fd, min(CHUNK, end - self.offset), self.offset)):
+                    self.offset += len(data)
+                    yield data
+            finally:
+                os.close(fd)
+        self.behind = self.offset < stat.st_size
+
+
+class CombinedLog:
+    """The interleaved output of many task logs, each line prefixed `[task] `, in bounded memory.
+
+    Complete lines go to a ring of at most `max_lines` lines and `max_chars` characters (each line cut to
+    `max_line_chars`); what falls off the front is counted in `dropped`, so `dropped + i` numbers a line for good.
+    Each task's incomplete last line is shown after the ring, as in a terminal, until its newline arrives. Lines of
+    different tasks are interleaved in the order they are read, which is as fine as the refresh rate.
+    """
+
+    generation = 0
+    """Bumped when the lines are renumbered: never here (the interface is shared with `LogIndex`)."""
+
+    def __init__(self, paths: Mapping[str, Path] | None = None, *, max_lines: int = 100_000,
+                 max_chars: int = 64 << 20, max_line_chars: int = 16 << 10) -> None:
+        self.max_lines, self.max_chars, self.max_line_chars = max_lines, max_chars, max_line_chars
+        self.dropped = 0
+        self.version = 0
+        self.caught_up = True
+        self._tails: dict[str, _Tail] = {}
+        self._lines: deque[str] = deque()
+        self._chars = 0
+        self._partials: list[str] = []
+        for task, path in (paths or {}).items():
+            self.add(task, path)
+
+    def add(self, task: str, path: Path) -> None:
+        """Follow `task`'s log too (from its start). Adding a task again with the same path changes nothing."""
+        path = Path(path)
+        if task not in self._tails or self._tails[task].path != path:
+            self._tails[task] = _Tail(task, path)
+            self.caught_up = False
+
+    @property
+    def paths(self) -> dict[str, Path]:
+        return {task: tail.path for task, tail in self._tails.items()}
+
+    @property
+    def folders(self) -> frozenset[Path]:
+        """Folders to watch for changes of these logs."""
+        return frozenset(tail.path.parent for tail in self._tails.values())
+
+    @property
+    def line_count(self) -> int:
+        return len(self._lines) + len(self._partials)
+
+    @property
+    def complete_lines(self) -> int:
+        """Lines whose text can no longer change; the incomplete ones follow them."""
+        return len(self._lines)
+
+    def refresh(self, max_bytes: int | None = None) -> int:
+        """Read what the files gained (about `max_bytes` in all, shared among them); return how many lines were
+        added, counting the ones that fell off the front."""
+        before = self.dropped + self.line_count
+        share = None if max_bytes is None else max(max_bytes // max(1, len(self._tails)), 1 << 16)
+        read = False
+        for tail in self._tails.values():
+            for data in tail.chunks(share):
+                self._take(tail, data)
+                read = True
+        self.caught_up = not any(tail.behind for tail in self._tails.values())
+        if read:
+            self._partials = [tail.prefix + self._decode_line(tail.pending)
+                              for tail in self._tails.values() if visible_part(tail.pending) and not tail.behind]
+            self.version += 1
+        return self.dropped + self.line_count - before
+
+    def _take(self, tail: _Tail, data: bytes) -> None:
+        *complete, tail.pending = (tail.pending + data).split(b"\n")
+        for raw in complete:
+            self._append(tail.prefix + self._decode_line(raw))
+        if len(tail.pending) > 4 * self.max_line_chars:
+            self._bound_pending(tail)
+
+    def _bound_pending(self, tail: _Tail) -> None:
+        """Keep an endless unterminated line bounded: drop what a `\\r` overwrote, or else emit it as a line."""
+        tail.pending = tail.pending[tail.pending.rstrip(b"\r").rfind(b"\r") + 1:]
+        if len(tail.pending) > 4 * self.max_line_chars:
+            self._append(tail.prefix + self._decode_line(tail.pending))
+            tail.pending = b""
+
+    def _decode_line(self, raw: bytes) -> str:
+        return _decode(visible_part(raw)[: 4 * self.max_line_chars])[: self.max_line_chars]
+
+    def _append(self, line: str) -> None:
+        lines = self._lines
+        lines.append(line)
+        self._chars += len(line)
+        while len(lines) > self.max_lines or (self._chars > self.max_chars and len(lines) > 1):
+            self._chars -= len(lines.popleft())
+            self.dropped += 1
+
+    def line(self, i: int, max_chars: int | None = None) -> str:
+        """Line `i` (counted from the oldest line still kept), at most `max_chars` characters of it."""
+        if not 0 <= i < self.line_count:
+            raise IndexError(i)
+        complete = len(self._lines)
+        text = self._lines[i] if i < complete else self._partials[i - complete]
+        return text[:max_chars]
+
+    def search(self, query: str, start_line: int, backwards: bool = False) -> int | None:
+        """The first line from `start_line` on (or back from it) containing `query`, ignoring case and ANSI."""
+        needle = query.lower()
+        start_line = _clamp_start(start_line, self.line_count, backwards)
+        if not needle or start_line is None:
+            return None
+        lines = [*self._lines, *self._partials]  # a snapshot: indexing a deque in a loop is slow
+        order = range(start_line, -1, -1) if backwards else range(start_line, len(lines))
+        return next((i for i in order if needle in strip_ansi(lines[i]).lower()), None)
+
+    def __repr__(self) -> str:
+        return f"CombinedLog(tasks={len(self._tails)}, lines={self.line_count}, dropped={self.dropped})"
+
+
+class LogWatcher:
+    """One flag raised when anything in the watched folders changes, for a UI timer to poll with `changed()`.
+
+    A daemon thread runs `watchfiles.watch`, which batches file-system events; the UI is never called back per write
+    (no message, no `call_from_thread`), it asks at its own pace. If watching fails (no watchfiles, folder missing,
+    inotify limits), `changed()` instead answers True every `poll_interval`; while watching it still does every
+    `safety_interval`, in case an event is missed (network file systems).
+    """
+
+    def __init__(self, folders: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0) -> None:
+        self.folders = frozenset(Path(folder) for folder in folders)
+        self.poll_interval, self.safety_interval = poll_interval, safety_interval
+        self._changed = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._watching = False
+        self._last_answer = time.monotonic()
+
+    @property
+    def watching(self) -> bool:
+        """True while file-system events arrive; False when polling."""
+        return self._watching
+
+    def start(self) -> None:
+        existing = [str(folder) for folder in self.folders if folder.is_dir()]
+        if not existing or self._thread is not None:
+            return
+        self._watching = True
+        self._thread = threading.Thread(target=self._run, args=(existing,), name="tuidag-log-watcher", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def changed(self) -> bool:
+        """True if something changed since the last True (or the poll interval passed): then refresh the logs."""
+        now = time.monotonic()
+        interval = self.safety_interval if self._watching else self.poll_interval
+        if self._changed.is_set() or now - self._last_answer >= interval:
+            self._changed.clear()  # before the caller reads, so a write during its refresh is seen next time
+            self._last_answer = now
+            return True
+        return False
+
+    def _run(self, folders: list[str]) -> None:
+        try:
+            import watchfiles
+
+            for _ in watchfiles.watch(*folders, watch_filter=None, debounce=50, step=20, rust_timeout=500,
+                                      yield_on_timeout=False, stop_event=self._stop, raise_interrupt=False):
+                self._changed.set()
+        except Exception as error:  # any failure to watch degrades to polling, it must not end the UI
+            log.info("watching %s failed (%s); polling instead", folders, error)
+        finally:
+            self._watching = False
