@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -64,7 +65,7 @@ class Recorder:
 def start_run(dag: DagSpec, tmp_path: Path, observers=(), **kwargs) -> tuple[Scheduler, Recorder]:
     logs = tmp_path / "logs"
     logs.mkdir(exist_ok=True)
-    scheduler = Scheduler(dag, LocalExecutor(), "testrun", logs, **kwargs)
+    scheduler = Scheduler(dag, LocalExecutor(), f"test-{uuid.uuid4().hex[:12]}", logs, **kwargs)
     recorder = Recorder()
     scheduler.subscribe(recorder)
     for observer in observers:

@@ -242,3 +242,22 @@ def test_core_never_imports_textual():
             "tuidag.cli; print('textual' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_second_sigint_kills_at_once(tmp_path):
+    """A task that ignores SIGTERM would keep a first Ctrl-C waiting for the grace period; a second one doesn't wait."""
+    pids = tmp_path / "pids"
+    dag = write(tmp_path / "dag.yaml", f"kill_grace: 60s\ntasks:\n  a:\n    run: trap '' TERM; echo $$ > {pids}; "
+                                       "while :; do sleep 0.05; done\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: pids.exists() and pids.read_text().strip())
+    refs = read_pids(pids)
+    proc.send_signal(signal.SIGINT)
+    (run,) = RunStore(tmp_path / ".tuidag").runs()
+    wait_until(lambda: any(r.get("to") == "CANCELLING" for r in read_journal(run.journal)))
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert not any(alive(*r) for r in refs)
+    assert any(r.get("event") == "forced-exit" for r in read_journal(run.journal))

@@ -43,7 +43,7 @@ def test_environment_and_stdin(tmp_path):
                    env={"SHARED": "dag"})
     scheduler, _ = start_run(dag, tmp_path)
     assert finish(scheduler, 10) == {"a": "SUCCEEDED"}  # `cat` reads /dev/null and ends at once
-    assert (tmp_path / "logs" / "a.log").read_text().splitlines()[1] == "task-wins mine testrun a 1"
+    assert (tmp_path / "logs" / "a.log").read_text().splitlines()[1] == f"task-wins mine {scheduler.run_id} a 1"
 
 
 def test_failure_skips_downstream_and_independent_branch_continues(tmp_path):

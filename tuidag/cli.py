@@ -43,20 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     state = argparse.ArgumentParser(add_help=False)
-    state.add_argument("--state-dir", type=Path, help="where runs are kept (default: .tuidag next to the DAG file, "
-                                                      "or $TUIDAG_STATE_DIR)")
+    _add_state_dir(state)
 
-    run = sub.add_parser("run", parents=[state], help="run a DAG")
+    run = sub.add_parser("run", help="run a DAG")
     run.add_argument("file", type=Path)
-    view = run.add_mutually_exclusive_group()
-    view.add_argument("--tui", dest="tui", action="store_true", default=None, help="always open the terminal UI")
-    view.add_argument("--no-tui", dest="tui", action="store_false", help="never open the terminal UI")
-    run.add_argument("-j", "--max-parallel", type=_positive_int, help="tasks running at once (default: from file)")
-    run.add_argument("--kill-grace", type=_duration_arg, help="SIGTERM -> SIGKILL grace period (default 5s)")
-    run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
-    run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
-    run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_ID",
-                     help="reuse the tasks that succeeded in the latest (or the given) run of this DAG")
+    add_run_options(run)
 
     validate = sub.add_parser("validate", help="check a DAG file and exit")
     validate.add_argument("file", type=Path)
@@ -76,11 +67,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """The options of `tuidag run`, shared with `Dag.main()` so a Python DAG takes exactly the same ones."""
+    view = run.add_mutually_exclusive_group()
+    view.add_argument("--tui", dest="tui", action="store_true", default=None, help="always open the terminal UI")
+    view.add_argument("--no-tui", dest="tui", action="store_false", help="never open the terminal UI")
+    run.add_argument("-j", "--max-parallel", type=_positive_int, help="tasks running at once (default: from file)")
+    run.add_argument("--kill-grace", type=_duration_arg, help="SIGTERM -> SIGKILL grace period (default 5s)")
+    run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
+    run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
+    run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_ID",
+                     help="reuse the tasks that succeeded in the latest (or the given) run of this DAG")
+    _add_state_dir(run)
+
+
+def _add_state_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", type=Path, help="where runs are kept (default: .tuidag next to the DAG "
+                                                       "file, or $TUIDAG_STATE_DIR)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    return guarded(COMMANDS[args.command], args)
+
+
+def guarded(command, args: argparse.Namespace) -> int:
+    """Run a command, turning user mistakes into their message and exit code 2 (never a traceback)."""
     try:
-        return COMMANDS[args.command](args)
+        return command(args)
     except DagErrors as exc:
         for err in exc.errors:
             print(err, file=sys.stderr)
@@ -93,7 +108,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(path: Path) -> DagSpec:
-    return load_dag(path)
+    if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
+        from .api import load_python
+
+        return load_python(path)
+    notes: list = []
+    dag = load_dag(path, notes)
+    for note in notes:  # e.g. SkyPilot keys that only matter on a cloud
+        print(note, file=sys.stderr)
+    return dag
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

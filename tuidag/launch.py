@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .engine import process
 from .engine.executor import Executor
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
@@ -60,11 +61,22 @@ class RunSession:
         return cls(dag, store, run, journal, scheduler)
 
     def interrupt(self, signum: int) -> None:
-        """A signal asked us to stop: cancel every task (killing every tree) without blocking the caller."""
-        if self.interrupted_by is None:
-            self.interrupted_by = signal.Signals(signum).name
+        """A signal asked us to stop: cancel every task (killing every tree) without blocking the caller.
+        A second signal means "now": every process of the run gets SIGKILL and tuidag exits at once."""
+        if self.interrupted_by is not None:
+            self.force_exit(signum)
+        self.interrupted_by = signal.Signals(signum).name
         threading.Thread(target=self.scheduler.cancel_all, args=(f"interrupted by {self.interrupted_by}",),
                          name="tuidag-interrupt", daemon=True).start()
+
+    def force_exit(self, signum: int) -> None:
+        """Don't wait for grace periods or for in-process callables that ignore cancellation."""
+        procs = process.collect_tree(None, run_id=self.run.run_id)
+        process.signal_all(procs, signal.SIGKILL)
+        process.wait_gone(procs, time.monotonic() + 2.0)
+        self.journal.write({"type": "run", "event": "forced-exit", "t": time.time(),
+                            "detail": f"second {signal.Signals(signum).name}: killed {len(procs)} process(es)"})
+        os._exit(SIGNAL_EXIT[signum])
 
     def finish(self) -> RunSummary:
         """Wait for the pool, record the outcome in summary.json and close the journal."""

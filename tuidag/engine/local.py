@@ -37,6 +37,10 @@ class LocalExecutor(Executor):
             process.become_subreaper()
 
     def launch(self, attempt: Attempt) -> RunningAttempt:
+        if attempt.task.func is not None:  # a Python callable: in a pool thread, or a child process (isolate=True)
+            from .inprocess import launch_callable
+
+            return launch_callable(attempt)
         steps = []
         if attempt.task.setup:
             steps.append(("setup", attempt.task.setup))
@@ -68,7 +72,7 @@ class ShellAttempt(RunningAttempt):
             if kind == "setup" or index > 0:
                 os.write(fd, f"--- {kind} ---\n".encode())
             popen = subprocess.Popen(
-                ["/bin/sh", "-c", command],
+                [self.attempt.task.shell, "-c", command],
                 stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
                 cwd=self.attempt.workdir, env=dict(self.attempt.env), start_new_session=True, close_fds=True,
             )
@@ -82,6 +86,11 @@ class ShellAttempt(RunningAttempt):
         finally:
             os.close(fd)
         self._step = index
+        self._track(popen)
+
+    def _track(self, popen) -> None:
+        """Make `popen` the leader that waiting, killing and usage look at. Anything with Popen's `pid`, `poll()`,
+        `wait(timeout)` and `returncode` will do (`inprocess.IsolatedAttempt` passes a multiprocessing child)."""
         self._popen = popen
         self.pid = popen.pid
         self.create_time = process.create_time(popen.pid)  # None: it already ran and exited

@@ -1,16 +1,29 @@
 """One entry point for DAG files, whatever format they are in: read once, then hand the text to the right loader."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from .skypilot_loader import Note, load_skypilot, pipeline_documents
 from .source import read_source
 from .spec import DagSpec
 from .yaml_loader import load_yaml
 
+__all__ = ["Note", "load_dag"]
 
-def load_dag(path: Path) -> DagSpec:
-    """Load and validate the DAG in `path`. Raises DagErrors (every problem, located) for unreadable or bad files."""
+#: A line that starts or ends a YAML document. Only files with one can hold several documents, so only those are
+#: composed a first time to find out whether they are SkyPilot pipelines.
+_DOCUMENT_MARKER = re.compile(r"^(?:---|\.\.\.)(?:[ \t\r]|$)", re.MULTILINE)
+
+
+def load_dag(path: Path, notes: list[Note] | None = None) -> DagSpec:
+    """Load and validate the DAG in `path`. Raises DagErrors (every problem, located) for unreadable or bad files.
+    Notes (settings that have no effect here, each located) are appended to `notes` when it is given."""
     text = read_source(path)
-    # Dispatch point: formats are told apart by content, not by file extension, since they all end in .yaml.
-    # A SkyPilot pipeline loader (multi-document files) will be chosen here before falling back to tuidag's format.
+    # Formats are told apart by content, not by file extension, since they all end in .yaml: a multi-document file
+    # whose first document has no `tasks:` is a SkyPilot pipeline; anything else is tuidag's own format.
+    if _DOCUMENT_MARKER.search(text):
+        documents = pipeline_documents(text, str(path))
+        if documents is not None:
+            return load_skypilot(path, documents, notes)
     return load_yaml(path, text)

@@ -14,6 +14,7 @@ from .errors import Location
 #: Task names double as log file names and CLI arguments, so they stay in a conservative alphabet.
 TASK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 DEFAULT_KILL_GRACE = 5.0
+DEFAULT_SHELL = "/bin/sh"
 
 
 class FailurePolicy(str, Enum):
@@ -52,6 +53,7 @@ class TaskSpec:
     setup: str | None = None
     func: Callable[..., Any] | None = field(default=None, compare=False)
     isolate: bool = False
+    shell: str = DEFAULT_SHELL    # runs `run` and `setup` as `shell -c COMMAND` (SkyPilot pipelines use bash)
     location: Location | None = field(default=None, compare=False)
     dep_locations: tuple[Location | None, ...] = field(default=(), compare=False)
 

@@ -1,0 +1,466 @@
+"""The Python front end: a `Dag` object that collects callables and shell commands, and `load_python(path)`, which
+imports a file and turns the one `Dag` it defines into the same DagSpec the YAML front ends produce.
+
+    from tuidag import Dag
+
+    dag = Dag("etl", max_parallel=4)
+
+    @dag.task()
+    def extract(ctx):
+        print("pulling rows")        # into extract's log file
+        return 42                    # kept in the journal, and ctx.results["extract"] downstream
+
+    @dag.task(depends_on=[extract], retries=1)
+    def transform(ctx):
+        ...
+
+    dag.shell("load", "psql -f load.sql", depends_on=[transform])
+
+    if __name__ == "__main__":
+        dag.main()                   # the options of `tuidag run`
+
+Mistakes (unknown or duplicate names, cycles, bad options) are collected while the file runs and reported together,
+as `FILE:LINE:COL: message` pointing at the decorator or `dag.shell(...)` call, when the DAG is loaded or run.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .model.durations import parse_duration
+from .model.errors import DagError, DagErrors, Location
+from .model.source import read_source
+from .model.spec import DEFAULT_KILL_GRACE, DagSpec, FailurePolicy, TaskSpec
+from .model.validate import graph_errors
+
+__all__ = ["Dag", "TaskContext", "load_python"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TaskContext":  # the engine is imported when something runs, not to define or validate a DAG
+        from .engine.inprocess import TaskContext
+
+        return TaskContext
+    raise AttributeError(f"module 'tuidag.api' has no attribute {name!r}")
+
+
+@dataclass
+class _Task:
+    """A task as registered, before the DAG is assembled (dependencies may name tasks registered later)."""
+
+    name: str
+    location: Location
+    depends_on: list[Any]
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Dag:
+    """A DAG built in Python. Tasks are callables (`@dag.task()`) or shell commands (`dag.shell(...)`)."""
+
+    def __init__(self, name: str | None = None, *, max_parallel: int | None = None,
+                 on_failure: str | FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM,
+                 kill_grace: float | str = DEFAULT_KILL_GRACE, env: Mapping[str, Any] | None = None,
+                 workdir: str | os.PathLike[str] | None = None):
+        self.location = _caller_location()
+        self.source: Path | None = _source_file(self.location.file)
+        self._errors: list[DagError] = []
+        self._tasks: dict[str, _Task] = {}
+        self._by_func: dict[Any, list[str]] = {}
+        at = self.location
+        self.name: str | None = None
+        if name is not None and self._check(isinstance(name, str) and name.strip() != "", at,
+                                            f"Dag name must be a non-empty string, got {name!r}"):
+            self.name = name
+        self.max_parallel: int | None = None
+        if max_parallel is not None and self._check(_is_int(max_parallel, 1), at,
+                                                    f"max_parallel must be a positive integer, got {max_parallel!r}"):
+            self.max_parallel = max_parallel
+        self.on_failure = FailurePolicy.SKIP_DOWNSTREAM
+        choices = [policy.value for policy in FailurePolicy]
+        if self._check(str(on_failure) in choices, at,
+                       f"on_failure must be one of {', '.join(choices)}, got {on_failure!r}"):
+            self.on_failure = FailurePolicy(str(on_failure))
+        self.kill_grace = self._duration(kill_grace, "kill_grace", at, positive=False, default=DEFAULT_KILL_GRACE)
+        self.env = self._env(env, "env", at)
+        self.workdir = self._path(workdir, "workdir", at)
+
+    def __repr__(self) -> str:
+        return f"<tuidag.Dag {self.name or '(unnamed)'}: {len(self._tasks)} tasks>"
+
+    @property
+    def task_names(self) -> tuple[str, ...]:
+        return tuple(self._tasks)
+
+    # --- building -----------------------------------------------------------------------------------------------
+    def task(self, func: Callable[..., Any] | None = None, /, *, name: str | None = None,
+             depends_on: Iterable[Any] | Any = (), retries: int = 0, retry_delay: float | str = 0,
+             timeout: float | str | None = None, env: Mapping[str, Any] | None = None,
+             workdir: str | os.PathLike[str] | None = None, isolate: bool = False):
+        """Register a callable as a task: `@dag.task()` (or bare `@dag.task`). It is called with a `TaskContext`
+        (or with no argument if it takes none) and returns the function unchanged.
+
+        The task is named after the function unless `name` is given. `depends_on` lists functions registered in
+        this DAG or task names. It runs on a pool thread of the executor; with `isolate=True` in a child process,
+        where it can be killed (then it must be a module-level function and its return value picklable)."""
+        call_site = _caller_location()
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            at = _function_location(f) or call_site
+            if not callable(f):
+                self._errors.append(DagError(f"@dag.task() needs a function, got {f!r}", call_site))
+                return f
+            task_name = name if name is not None else getattr(f, "__name__", None)
+            if not isinstance(task_name, str):
+                self._errors.append(DagError(f"task name must be a string, got {task_name!r}", call_site))
+                return f
+            if isolate is not True and isolate is not False:
+                self._errors.append(DagError(f"task '{task_name}': isolate must be True or False, got {isolate!r}",
+                                             at))
+            elif isolate:
+                from .engine.inprocess import isolate_problem
+
+                problem = isolate_problem(f)
+                if problem:
+                    self._errors.append(DagError(f"task '{task_name}': isolate=True {problem}", at))
+            options = self._options(task_name, at, retries, retry_delay, timeout, env, workdir)
+            self._add(_Task(task_name, at, _dependency_list(depends_on),
+                            {"func": f, "isolate": bool(isolate), **options}), f)
+            return f
+
+        return register(func) if func is not None else register
+
+    def shell(self, name: str, run: str, *, depends_on: Iterable[Any] | Any = (), setup: str | None = None,
+              env: Mapping[str, Any] | None = None, workdir: str | os.PathLike[str] | None = None,
+              retries: int = 0, retry_delay: float | str = 0, timeout: float | str | None = None) -> str:
+        """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`."""
+        at = _caller_location()
+        if not isinstance(name, str):
+            self._errors.append(DagError(f"task name must be a string, got {name!r}", at))
+            return str(name)
+        options = self._options(name, at, retries, retry_delay, timeout, env, workdir)
+        if not isinstance(run, str) or not run.strip():
+            self._errors.append(DagError(f"task '{name}': run must be a non-empty shell command string, "
+                                         f"got {run!r}", at))
+        else:
+            options["run"] = run
+        if setup is not None:
+            if isinstance(setup, str) and setup.strip():
+                options["setup"] = setup
+            else:
+                self._errors.append(DagError(f"task '{name}': setup must be a non-empty shell command string, "
+                                             f"got {setup!r}", at))
+        self._add(_Task(name, at, _dependency_list(depends_on), options), None)
+        return name
+
+    def _add(self, task: _Task, func: Callable[..., Any] | None) -> None:
+        first = self._tasks.get(task.name)
+        if first is not None:
+            self._errors.append(DagError(f"duplicate task '{task.name}' (first defined on line "
+                                         f"{first.location.line})", task.location))
+            return
+        self._tasks[task.name] = task
+        if func is not None:
+            try:
+                self._by_func.setdefault(func, []).append(task.name)
+            except TypeError:  # an unhashable callable can only be depended on by name
+                pass
+
+    # --- assembling ---------------------------------------------------------------------------------------------
+    def spec(self, source: str | os.PathLike[str] | None = None) -> DagSpec:
+        """The validated DagSpec. Raises DagErrors listing every mistake, located at the calls that made them.
+        `source` is the file the DAG counts as coming from (state dir, default name); default: where `Dag()` ran."""
+        src = Path(source) if source is not None else self.source
+        folder = src.resolve().parent if src is not None else Path.cwd()
+        errors = list(self._errors)
+        workdir = (folder / self.workdir).resolve() if self.workdir is not None else folder
+        tasks: dict[str, TaskSpec] = {}
+        for task in self._tasks.values():
+            deps, where = self._resolve(task, errors)
+            options = dict(task.options)
+            if options.get("workdir") is not None:
+                options["workdir"] = (workdir / options["workdir"]).resolve()
+            tasks[task.name] = TaskSpec(name=task.name, depends_on=tuple(deps), location=task.location,
+                                        dep_locations=tuple(where), **options)
+        if not self._tasks:
+            errors.append(DagError("the DAG has no tasks: add some with @dag.task() or dag.shell()", self.location))
+        errors.extend(graph_errors(tasks))
+        if errors:
+            raise DagErrors(errors)
+        name = self.name or (src.stem if src is not None else "dag")
+        settings: dict[str, Any] = {"max_parallel": self.max_parallel} if self.max_parallel else {}
+        return DagSpec(name=name, tasks=tasks, on_failure=self.on_failure, kill_grace=self.kill_grace, env=self.env,
+                       workdir=workdir, source=src.resolve() if src is not None else None, **settings)
+
+    def _resolve(self, task: _Task, errors: list[DagError]) -> tuple[list[str], list[Location]]:
+        """Dependency names (functions looked up among this DAG's tasks), each located at the task's call."""
+        names: list[str] = []
+        for dep in task.depends_on:
+            if isinstance(dep, str):
+                dep_name = dep
+            elif callable(dep):
+                registered = self._by_func.get(dep, []) if _hashable(dep) else []
+                label = getattr(dep, "__qualname__", repr(dep))
+                if not registered:
+                    errors.append(DagError(f"task '{task.name}' depends on {label}(), which is not a task of this "
+                                           f"DAG (register it with @dag.task())", task.location))
+                    continue
+                if len(registered) > 1:
+                    errors.append(DagError(f"task '{task.name}' depends on {label}(), which is registered as "
+                                           f"several tasks ({', '.join(registered)}): name the one you mean",
+                                           task.location))
+                    continue
+                dep_name = registered[0]
+            else:
+                errors.append(DagError(f"task '{task.name}': depends_on entries must be task functions or task "
+                                       f"names, got {dep!r}", task.location))
+                continue
+            if dep_name in names:
+                errors.append(DagError(f"task '{task.name}': depends_on lists '{dep_name}' twice", task.location))
+                continue
+            names.append(dep_name)
+        return names, [task.location] * len(names)
+
+    # --- running ------------------------------------------------------------------------------------------------
+    def main(self, argv: Sequence[str] | None = None, *, exit: bool = True) -> int:
+        """Run the DAG with the options of `tuidag run` (terminal UI, --no-tui, -j, --state-dir, ...) taken from
+        `argv` (default: the command line). Exits with the run's exit code unless `exit=False`."""
+        from . import cli
+
+        argv = sys.argv[1:] if argv is None else list(argv)
+        prog = f"python {os.path.basename(self.location.file)}" if self.source else "tuidag"
+        parser = argparse.ArgumentParser(prog=prog, description=f"Run the {self.name!r} DAG.")
+        cli.add_run_options(parser)
+        args = parser.parse_args(argv)
+        code = cli.guarded(lambda options: cli.run_dag(self.spec(), options), args)
+        if exit:
+            sys.exit(code)
+        return code
+
+    # --- checking options ---------------------------------------------------------------------------------------
+    def _check(self, ok: bool, at: Location, message: str) -> bool:
+        if not ok:
+            self._errors.append(DagError(message, at))
+        return ok
+
+    def _options(self, name: str, at: Location, retries: Any, retry_delay: Any, timeout: Any,
+                 env: Any, workdir: Any) -> dict[str, Any]:
+        what = f"task '{name}': "
+        options: dict[str, Any] = {}
+        if self._check(_is_int(retries, 0), at, f"{what}retries must be an integer >= 0, got {retries!r}"):
+            options["retries"] = retries
+        options["retry_delay"] = self._duration(retry_delay, what + "retry_delay", at, positive=False, default=0.0)
+        if timeout is not None:
+            options["timeout"] = self._duration(timeout, what + "timeout", at, positive=True, default=None)
+        options["env"] = self._env(env, what + "env", at)
+        options["workdir"] = self._path(workdir, what + "workdir", at)
+        return options
+
+    def _duration(self, value: Any, what: str, at: Location, positive: bool, default: Any) -> Any:
+        try:
+            seconds = parse_duration(value)
+        except ValueError:
+            self._errors.append(DagError(f"{what} must be a duration like 500ms, 5s, 2m or 1h, got {value!r}", at))
+            return default
+        if positive and seconds == 0:
+            self._errors.append(DagError(f"{what} must be longer than 0, got {value!r}", at))
+            return default
+        return seconds
+
+    def _env(self, env: Any, what: str, at: Location) -> dict[str, str]:
+        if env is None:
+            return {}
+        if not isinstance(env, Mapping):
+            self._errors.append(DagError(f"{what} must be a mapping of variable names to values, got {env!r}", at))
+            return {}
+        result: dict[str, str] = {}
+        for key, value in env.items():
+            if not isinstance(key, str) or not key or "=" in key:
+                self._errors.append(DagError(f"{what}: variable name {key!r} must be a non-empty string without "
+                                             f"'='", at))
+            elif isinstance(value, bool):
+                result[key] = "true" if value else "false"
+            elif isinstance(value, (str, int, float)):
+                result[key] = str(value)
+            else:
+                self._errors.append(DagError(f"{what} value for '{key}' must be a string, number or boolean, "
+                                             f"got {value!r}", at))
+        return result
+
+    def _path(self, value: Any, what: str, at: Location) -> Path | None:
+        if value is None:
+            return None
+        if isinstance(value, (str, os.PathLike)) and str(value).strip():
+            return Path(value).expanduser()
+        self._errors.append(DagError(f"{what} must be a directory path, got {value!r}", at))
+        return None
+
+
+# --- helpers ----------------------------------------------------------------------------------------------------
+def _is_int(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _dependency_list(depends_on: Any) -> list[Any]:
+    """One dependency or an iterable of them."""
+    if depends_on is None:
+        return []
+    if isinstance(depends_on, str) or callable(depends_on):
+        return [depends_on]
+    try:
+        return list(depends_on)
+    except TypeError:
+        return [depends_on]  # reported as a bad entry when the DAG is assembled
+
+
+def _caller_location() -> Location:
+    """Where the user's code called into this module: the first frame outside it."""
+    frame = sys._getframe(1)
+    here = __file__
+    while frame is not None and frame.f_code.co_filename == here:
+        frame = frame.f_back
+    if frame is None:
+        return Location("<unknown>", 1, 1)
+    return Location(frame.f_code.co_filename, frame.f_lineno, 1)
+
+
+def _function_location(func: Any) -> Location | None:
+    """A function's definition line; for a decorated one, its first decorator's line."""
+    try:
+        func = inspect.unwrap(func)
+    except ValueError:  # a cycle of __wrapped__
+        pass
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    return Location(code.co_filename, code.co_firstlineno, 1)
+
+
+def _source_file(file: str) -> Path | None:
+    """The file a Dag was created in, or None when it is not a real file (an interactive session, `python -c`)."""
+    if not file or file.startswith("<"):
+        return None
+    path = Path(file)
+    return path if path.is_file() else None
+
+
+# --- loading a file ---------------------------------------------------------------------------------------------
+def load_python(path: str | os.PathLike[str]) -> DagSpec:
+    """Import a Python file as a module (its `if __name__ == "__main__":` block does not run) and return the spec of
+    the one `Dag` it defines at module level. Raises DagErrors (located) for every problem."""
+    path = Path(path)
+    try:
+        return _load_python(path)
+    except DagErrors as exc:  # Python records files by absolute path: show this one as it was given, like the
+        raise DagErrors([_shown_as(err, path) for err in exc.errors]) from None  # YAML loaders do
+
+
+def _shown_as(err: DagError, path: Path) -> DagError:
+    loc = err.location
+    if loc is None or loc.file == str(path) or not _same_file(loc.file, str(path)):
+        return err
+    return DagError(err.message, Location(str(path), loc.line, loc.col))
+
+
+def _load_python(path: Path) -> DagSpec:
+    file = str(path)
+    read_source(path)  # an unreadable file reads like any other DAG error
+    module = _import_file(path)
+    found: dict[int, tuple[list[str], Dag]] = {}
+    for attr, value in vars(module).items():
+        if isinstance(value, Dag):
+            found.setdefault(id(value), ([], value))[0].append(attr)
+    if not found:
+        raise DagErrors([DagError("no tuidag.Dag found at module level: define one, e.g. dag = Dag(\"etl\")",
+                                  Location(file, 1, 1))])
+    dags = list(found.values())
+    if len(dags) > 1:
+        listed = ", ".join(f"{' = '.join(names)} (line {dag.location.line})" for names, dag in dags)
+        second = dags[1][1].location
+        where = second if _same_file(second.file, file) else Location(file, 1, 1)
+        raise DagErrors([DagError(f"found {len(dags)} Dag objects: {listed}; a file may define only one", where)])
+    return dags[0][1].spec(source=path)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _module_name(path: Path) -> str:
+    """The file's stem when that is free to use as a module name (so `__name__` and logger names read naturally
+    and child processes can import it by name), else a private name."""
+    stem = path.stem
+    if stem.isidentifier() and stem not in sys.modules:
+        try:
+            spec = importlib.util.find_spec(stem)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or (spec.origin and _same_file(spec.origin, str(path))):
+            return stem
+    return "tuidag_dag_" + re.sub(r"\W", "_", stem)
+
+
+def _import_file(path: Path) -> ModuleType:
+    file = str(path)
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # as `python FILE` would: the file's own imports of its neighbours work
+    name = _module_name(path)
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise DagErrors([DagError("cannot import this file as Python", Location(file, 1, 1))])
+    module = importlib.util.module_from_spec(spec)
+    previous = sys.modules.get(name)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except (DagErrors, KeyboardInterrupt):
+        raise
+    except SyntaxError as exc:
+        _restore(name, previous)
+        where = Location(exc.filename or file, exc.lineno or 1, exc.offset or 1)
+        raise DagErrors([DagError(f"invalid Python: {exc.msg}", where)]) from None
+    except BaseException as exc:
+        _restore(name, previous)
+        where = _raise_site(exc.__traceback__, path) or Location(file, 1, 1)
+        from .engine.inprocess import describe_exception
+
+        what = f"exit code {exc.code}" if isinstance(exc, SystemExit) else describe_exception(exc)
+        raise DagErrors([DagError(f"error while importing the file: {what}", where)]) from None
+    return module
+
+
+def _restore(name: str, previous: ModuleType | None) -> None:
+    if previous is None:
+        sys.modules.pop(name, None)
+    else:
+        sys.modules[name] = previous
+
+
+def _raise_site(tb: TracebackType | None, path: Path) -> Location | None:
+    """The innermost traceback line inside the file being loaded."""
+    where = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if _same_file(code.co_filename, str(path)):
+            where = Location(str(path), tb.tb_lineno, 1)
+        tb = tb.tb_next
+    return where
