@@ -318,3 +318,13 @@ def test_run_summary_counts_and_outcome(tmp_path):
     summary = RunSummary(scheduler.snapshot())
     assert not summary.ok and summary.outcome == "failed"
     assert summary.counts[TaskState.SUCCEEDED] == 1 and summary.counts[TaskState.FAILED] == 1
+
+
+def test_daemon_left_by_a_successful_task_is_ended_with_the_run(tmp_path):
+    pids = tmp_path / "pids"
+    dag = make_dag({"a": f"sh -c \"setsid sh -c 'echo \\$\\$ > {pids}; exec sleep 60' &\""})
+    scheduler, rec = start_run(dag, tmp_path)
+    wait_until(lambda: pids.exists() and pids.read_text().strip())
+    refs = read_pids(pids)
+    assert finish(scheduler) == {"a": "SUCCEEDED"}  # finish() closes the scheduler, as the CLI does
+    assert not any(alive(*r) for r in refs)

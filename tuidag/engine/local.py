@@ -35,8 +35,19 @@ class LocalExecutor(Executor):
     def __init__(self, subreaper: bool = True):
         if subreaper:
             process.become_subreaper()
+        self._run_ids: set[str] = set()
+
+    def close(self) -> None:
+        """The run is over: end anything its tasks left running outside their process groups (daemons that called
+        setsid or double-forked after a task succeeded), found by the run's tag."""
+        for run_id in self._run_ids:
+            leftovers = process.collect_tree(None, run_id=run_id)
+            if leftovers:
+                process.terminate_tree(leftovers, grace=1.0)
+        self._run_ids.clear()
 
     def launch(self, attempt: Attempt) -> RunningAttempt:
+        self._run_ids.add(attempt.run_id)
         if attempt.task.func is not None:  # a Python callable: in a pool thread, or a child process (isolate=True)
             from .inprocess import launch_callable
 
@@ -56,6 +67,7 @@ class ShellAttempt(RunningAttempt):
         self._lock = threading.Lock()
         self._kill_requested = False
         self._kill_reason: str | None = None
+        self._kill_started: float | None = None  # monotonic time of the SIGTERM; SIGKILL follows kill_grace later
         self._popen: subprocess.Popen | None = None
         self._leader: process.ProcRef | None = None
         self._tree_cache: dict[int, psutil.Process] = {}
@@ -103,6 +115,7 @@ class ShellAttempt(RunningAttempt):
                 return
             self._kill_requested = True
             self._kill_reason = reason
+            self._kill_started = time.monotonic()
             popen = self._popen
         if popen is not None and popen.returncode is None:
             # Collect before signalling: a leader that exits on SIGTERM orphans its children out of the tree.
@@ -173,10 +186,7 @@ class ShellAttempt(RunningAttempt):
 
     def _escalate_if_due(self) -> None:
         """While the leader ignores SIGTERM, SIGKILL the tree once the grace period is over."""
-        started = getattr(self, "_kill_started", None)
-        if started is None:
-            self._kill_started = time.monotonic()
-        elif time.monotonic() - started >= self.attempt.kill_grace:
+        if time.monotonic() - self._kill_started >= self.attempt.kill_grace:
             popen = self._popen
             tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
             process.signal_all({**self._tree_cache, **tree}, 9, popen.pid)
@@ -185,8 +195,7 @@ class ShellAttempt(RunningAttempt):
         """The leader is gone. Make sure nothing it started outlives the attempt."""
         pgid = self._popen.pid
         if self._kill_requested:
-            started = getattr(self, "_kill_started", time.monotonic())
-            grace = max(0.0, self.attempt.kill_grace - (time.monotonic() - started))
+            grace = max(0.0, self.attempt.kill_grace - (time.monotonic() - self._kill_started))
             tree = process.collect_tree(None, self.attempt.run_id, self.attempt.task.name, pgid)
             tree.update({pid: p for pid, p in self._tree_cache.items() if _alive(p)})
             survivors = process.wait_gone(tree, time.monotonic() + grace)
