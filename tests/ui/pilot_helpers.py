@@ -1,0 +1,48 @@
+"""Driving `TuidagApp` under Pilot: start it on a session, poll for conditions against a deadline, clean up."""
+from __future__ import annotations
+
+import time
+from contextlib import asynccontextmanager
+from typing import AsyncIterator, Callable
+
+from textual.pilot import Pilot
+
+from tuidag.launch import RunSession
+from tuidag.ui.app import TuidagApp
+
+SIZE = (160, 45)
+
+
+@asynccontextmanager
+async def open_app(session: RunSession, **kwargs) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
+    """The app on a real session; afterwards no task is left running and the session is finished."""
+    app = TuidagApp(session, **kwargs)
+    try:
+        async with app.run_test(headless=True, size=SIZE) as pilot:
+            await pilot.pause()
+            yield app, pilot
+    finally:
+        if app.run_started and not session.scheduler.finished:
+            session.scheduler.cancel_all("test teardown")
+            assert session.scheduler.wait(10)
+        session.finish()
+
+
+async def until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    """Let the app run until `predicate()` holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout}s")
+        await pilot.pause(0.05)
+
+
+def ui_states(app: TuidagApp) -> dict[str, str]:
+    """Task states as the UI shows them (after its batched updates)."""
+    return {name: snap.state.value for name, snap in app.model.snapshots.items()}
+
+
+async def select(app: TuidagApp, pilot: Pilot, name: str) -> None:
+    """Select a task as a click would (the navigation keys have their own test)."""
+    app.canvas.select(name)
+    await pilot.pause()

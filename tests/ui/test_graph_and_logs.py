@@ -1,0 +1,158 @@
+"""Selection on the graph (keys and mouse), the log pane keys, focus switching and the batched event pipeline."""
+from __future__ import annotations
+
+import threading
+import time
+
+from pilot_helpers import open_app, until
+from tuidag.engine.events import TaskEvent, TaskSnapshot
+from tuidag.model.state import TaskState
+from tuidag.ui.widgets.dag_canvas import DagCanvas
+
+DIAMOND = {
+    "a": "true",
+    "b": {"run": "true", "depends_on": ["a"]},
+    "c": {"run": "true", "depends_on": ["a"]},
+    "d": {"run": "true", "depends_on": ["b", "c"]},
+    "e": "true",
+}
+
+
+async def test_arrows_and_hjkl_move_along_columns_and_edges(new_session):
+    async with open_app(new_session(DIAMOND), start=False) as (app, pilot):
+        canvas = app.canvas
+        assert app.focused is canvas
+        assert app.graph.columns[0] == ["a", "e"] and app.graph.columns[1] == ["b", "c"]
+        assert canvas.selected == "a"
+        moves = [("l", "b"), ("j", "c"), ("j", "c"), ("right", "d"), ("h", "b"), ("down", "c"), ("left", "a"),
+                 ("down", "e"), ("l", "e"), ("up", "a"), ("k", "a"), ("h", "a")]
+        for key, expected in moves:
+            await pilot.press(key)
+            assert canvas.selected == expected, (key, expected)
+        assert app.log_pane.path == app.session.run.log_path("a")
+
+
+async def test_click_selects_a_tile_and_its_log(new_session):
+    async with open_app(new_session(DIAMOND), start=False) as (app, pilot):
+        tile = app.graph.tiles["d"]
+        await pilot.click(DagCanvas, offset=(1 + tile.x + 3, 1 + tile.mid))  # 1: the canvas border
+        assert app.canvas.selected == "d"
+        await until(pilot, lambda: app.log_pane.path == app.session.run.log_path("d"), what="log of d")
+        await pilot.click(DagCanvas, offset=(1 + tile.x - 2, 1 + tile.mid))  # the gap: nothing changes
+        assert app.canvas.selected == "d"
+
+
+async def test_large_graph_scrolls_to_keep_the_selection_visible(new_session):
+    tasks = {f"t{i:03d}": "true" for i in range(60)}
+    async with open_app(new_session(tasks), start=False) as (app, pilot):
+        await pilot.press(*["j"] * 12)
+        assert app.canvas.selected == "t012"
+        tile = app.graph.tiles["t012"]
+        assert app.canvas.scroll_offset.y > 0
+        assert app.canvas.scroll_offset.y <= tile.y
+        assert tile.y + tile.height <= app.canvas.scroll_offset.y + app.canvas.scrollable_content_region.height
+
+
+async def test_tab_switches_focus_between_graph_and_log(new_session):
+    async with open_app(new_session(DIAMOND), start=False) as (app, pilot):
+        assert app.focused is app.canvas
+        await pilot.press("tab")
+        assert app.focused is app.log_pane
+        await pilot.press("j")  # the log pane has focus: the selection stays
+        assert app.canvas.selected == "a"
+        await pilot.press("tab")
+        assert app.focused is app.canvas
+
+
+async def test_search_next_previous_and_not_found(new_session):
+    session = new_session({"talk": "for i in $(seq 1 400); do echo line $i; done; echo needle one; "
+                                   "for i in $(seq 1 400); do echo more $i; done; echo needle two"})
+    async with open_app(session) as (app, pilot):
+        notes = []
+        app.notify = lambda message, **kw: notes.append(message)
+        await until(pilot, lambda: app.model.finished and app.log_pane.line_count >= 802, what="log written")
+        lines = app.session.run.log_path("talk").read_text().splitlines()
+        first, second = lines.index("needle one"), lines.index("needle two")
+        await pilot.press("n")
+        assert notes == ["nothing to repeat: search with / first"]
+        await pilot.press("g", "slash")
+        assert app.focused is app.search_bar
+        await pilot.press(*"needle", "enter")
+        assert app.focused is app.log_pane and not app.search_bar.has_class("visible")
+        assert app.log_pane.match_line == first
+        await pilot.press("n")
+        assert app.log_pane.match_line == second
+        await pilot.press("n")
+        assert app.log_pane.match_line == first  # wraps around
+        await pilot.press("N")
+        assert app.log_pane.match_line == second
+        await pilot.press("slash", "z", "z", "enter")
+        assert notes[-1] == "not found: zz"
+        await pilot.press("slash", "x", "escape")
+        assert not app.search_bar.has_class("visible") and app.log_pane.query == "zz"
+
+
+async def test_follow_wrap_top_and_bottom(new_session):
+    session = new_session({"talk": "for i in $(seq 1 300); do echo line $i $(printf 'x%.0s' $(seq 1 200)); done"})
+    async with open_app(session) as (app, pilot):
+        log = app.log_pane
+        await until(pilot, lambda: app.model.finished and log.line_count >= 301, what="log written")
+        assert log.following
+        await pilot.press("g")
+        assert not log.following and log.scroll_offset.y == 0
+        await pilot.press("G")
+        assert log.following and log.scroll_offset.y == log.max_scroll_y > 0
+        await pilot.press("f")
+        assert not log.following
+        await pilot.press("f")
+        assert log.following
+        await pilot.press("w")
+        assert log.wrap
+        await pilot.press("w")
+        assert not log.wrap
+
+
+async def test_combined_view_interleaves_every_task_with_a_prefix(new_session):
+    session = new_session({"left": "echo from-left", "right": "echo from-right",
+                           "after": {"run": "echo from-after", "depends_on": ["left"]}})
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="run finished")
+        await pilot.press("a")
+        assert app.log_pane.title == "all tasks" and app.log_pane.path is None
+
+        def lines() -> list[str]:
+            return [app.combined.line(i) for i in range(app.combined.line_count)]
+
+        await until(pilot, lambda: {"[left] from-left", "[right] from-right", "[after] from-after"} <= set(lines()),
+                    what="combined lines")
+        await pilot.press("j")  # selecting another task keeps the combined view
+        assert app.log_pane.path is None
+        await pilot.press("a")
+        assert app.log_pane.path == app.session.run.log_path(app.canvas.selected)
+
+
+async def test_engine_events_from_threads_are_applied_in_batches(new_session):
+    """20,000 events pushed from a thread show up without the engine thread ever waiting on the UI."""
+    async with open_app(new_session(DIAMOND), start=False) as (app, pilot):
+        drains = []
+        original = app.model.apply
+        app.model.apply = lambda batch: drains.append(sum(isinstance(e, TaskEvent) for e in batch)) or original(batch)
+        cycle = [TaskState.QUEUED, TaskState.RUNNING, TaskState.SUCCEEDED, TaskState.PENDING]
+
+        def engine() -> None:
+            old = TaskState.PENDING
+            for seq in range(20_000):
+                new = cycle[seq % 4]
+                app.engine_event(TaskEvent(seq, 0.0, old, TaskSnapshot("b", new)))
+                old = new
+
+        started = time.monotonic()
+        thread = threading.Thread(target=engine)
+        thread.start()
+        thread.join()
+        pushed = time.monotonic() - started
+        await until(pilot, lambda: sum(drains) == 20_000, what="every event applied")
+        assert pushed < 1.0
+        assert len([n for n in drains if n]) < 100  # batches, not one UI call per event
+        assert app.model.snapshots["b"].state is TaskState.PENDING
+        assert app.model.counts[TaskState.PENDING] == 5

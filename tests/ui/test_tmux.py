@@ -1,0 +1,144 @@
+"""End to end in a real terminal: `tuidag run FILE` inside tmux, driven with send-keys, read with capture-pane.
+
+The tasks write their pids (the shell and a child) to a file; after tuidag exits, none of them, and no process with
+the run's TUIDAG_RUN_ID in its environment, may be left.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+REPO = Path(__file__).resolve().parents[2]
+DAG = """\
+name: e2e
+tasks:
+  slow:
+    run: echo $$ >> pids; sleep 30 & echo $! >> pids; echo slow started; wait
+  after:
+    depends_on: slow
+    run: "true"
+  other:
+    run: echo $$ >> pids; sleep 30 & echo $! >> pids; echo other started; wait
+"""
+# Runs the CLI like the `tuidag` script does, and records its pid and exit code for the test.
+LAUNCHER = ("import os, sys; open('tuidag.pid', 'w').write(str(os.getpid())); from tuidag.cli import main; "
+            "code = main(sys.argv[1:]); open('exit.code', 'w').write(str(code)); sys.exit(code)")
+
+
+class Tmux:
+    def __init__(self, workdir: Path):
+        self.name = f"tuidag-e2e-{os.getpid()}-{time.monotonic_ns()}"
+        self.workdir = workdir
+        (workdir / "dag.yaml").write_text(DAG)
+        command = (f"cd {workdir} && env PYTHONPATH={REPO} {sys.executable} -c \"{LAUNCHER}\" "
+                   f"run dag.yaml --state-dir state --kill-grace 0.5")
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45", command], check=True)
+
+    def screen(self) -> str:
+        done = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        return done.stdout
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+
+    def alive(self) -> bool:
+        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode == 0
+
+    def wait_for(self, text: str, timeout: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not on screen within {timeout}s:\n{screen}")
+            time.sleep(0.05)
+
+    def wait_exit(self, timeout: float = 15.0) -> int:
+        code = self.workdir / "exit.code"
+        deadline = time.monotonic() + timeout
+        while not code.exists() or self.alive() and not code.read_text():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"tuidag did not exit within {timeout}s:\n{self.screen()}")
+            time.sleep(0.05)
+        return int(code.read_text())
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    session = Tmux(tmp_path)
+    yield session
+    session.kill()
+
+
+def task_pids(workdir: Path, count: int = 4) -> list[psutil.Process]:
+    path = workdir / "pids"
+    deadline = time.monotonic() + 15
+    while not path.exists() or len(path.read_text().split()) < count:
+        assert time.monotonic() < deadline, "tasks did not start"
+        time.sleep(0.05)
+    return [psutil.Process(int(pid)) for pid in path.read_text().split()]
+
+
+def leftovers(workdir: Path, procs: list[psutil.Process]) -> list[psutil.Process]:
+    """Task processes still alive, by pid (+ create time) and by the run id in their environment."""
+    run_id = next((workdir / "state" / "runs").iterdir()).name
+    left = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("TUIDAG_RUN_ID") == run_id and proc.status() != psutil.STATUS_ZOMBIE:
+                left.append(proc)
+        except psutil.Error:
+            pass
+    return left
+
+
+def select(tmux: Tmux, task: str) -> None:
+    for _ in range(4):
+        if f"┏━ {task} " in tmux.screen():
+            return
+        tmux.keys("j")
+        time.sleep(0.1)
+    tmux.wait_for(f"┏━ {task} ")
+
+
+def test_cancel_a_branch_then_quit(tmux):
+    tmux.wait_for("2 running")
+    procs = task_pids(tmux.workdir)
+    select(tmux, "slow")
+    tmux.keys("c")
+    tmux.wait_for("Cancel slow and everything downstream of it?")
+    tmux.keys("y")
+    tmux.wait_for("2 cancelled")
+    assert "⊘ cancelled" in tmux.screen() and "● 1 running" in tmux.screen()
+    tmux.keys("q")
+    tmux.wait_for("Quit? The run is not finished")
+    tmux.keys("y")
+    assert tmux.wait_exit() == 1
+    assert leftovers(tmux.workdir, procs) == []
+
+
+@pytest.mark.parametrize("how, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_signals_stop_every_task(tmux, how, code):
+    tmux.wait_for("2 running")
+    procs = task_pids(tmux.workdir)
+    if how == "SIGTERM":
+        os.kill(int((tmux.workdir / "tuidag.pid").read_text()), signal.SIGTERM)
+    else:
+        tmux.kill()  # closing the terminal: tuidag gets SIGHUP
+    assert tmux.wait_exit() == code
+    assert leftovers(tmux.workdir, procs) == []

@@ -1,0 +1,419 @@
+"""The terminal UI of a run: header, graph canvas, log pane, footer; and `run_tui`, which the CLI calls.
+
+Threading model: the engine calls `TuidagApp.engine_event` from its own threads, and that only appends the event to
+a deque. A timer (20 per second) drains the deque on the UI thread, applies the whole batch to the `RunModel` and
+repaints just the tiles that changed. Nothing is posted per event or per log line (measured: `call_from_thread` per
+event blocks the engine, `post_message` per line stalls the loop for seconds; batching keeps the lag ~10 ms).
+Live CPU/memory of running trees is sampled once a second on a worker thread and goes through the same deque.
+Controls that may block (cancelling kills process trees) run on worker threads too.
+"""
+from __future__ import annotations
+
+import asyncio
+import gc
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from functools import partial
+from pathlib import Path
+from typing import Callable, Iterable
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.driver import Driver
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+from textual.worker import get_current_worker
+
+from ..engine.events import Event, TaskEvent
+from ..launch import RunSession
+from ..model.state import TaskState
+from ..views.graph_layout import layout_dag
+from ..views.headless import counts_line
+from ..views.log_index import CombinedLog
+from .messages import TaskSelected
+from .run_model import RunModel, UsageSample
+from .screens.confirm import ConfirmScreen
+from .screens.help import HelpScreen
+from .state_style import LOOKS
+from .terminal import HangupSafeDriver
+from .widgets.dag_canvas import DagCanvas
+from .widgets.log_view import LogView
+from .widgets.run_header import RunHeader
+
+S = TaskState
+DRAIN_INTERVAL = 1 / 20
+HEADER_INTERVAL = 0.2  # counts and progress repaint at most this often (a big run changes them on every drain)
+TICK_INTERVAL = 1.0
+RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
+
+
+class SearchBar(Input):
+    """The `/` prompt: Enter searches the log pane, Esc gives up."""
+
+    BINDINGS = [Binding("escape", "close", "Close", show=False)]
+
+    def action_close(self) -> None:
+        self.app.close_search()
+
+
+class TuidagApp(App[None]):
+    """The run screen. Construct it from a `RunSession`; `start=False` leaves the scheduler alone so a test can feed
+    synthetic events through `engine_event`, and `clock` freezes time for deterministic snapshots."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "tuidag"
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", tooltip="Show every key"),
+        Binding("c", "cancel_branch", "Cancel",
+                tooltip="Cancel the selected task and everything downstream of it (asks first)"),
+        Binding("C", "cancel_all", "Cancel all", tooltip="Cancel every unfinished task (asks first)"),
+        Binding("r", "rerun", "Re-run",
+                tooltip="Run the selected failed, cancelled or skipped task again, with its unfinished downstream"),
+        Binding("p", "pause", "Pause", tooltip="Pause / resume: running tasks go on, nothing new starts while paused"),
+        Binding("slash", "search", "Search", tooltip="Search the whole log in the log pane"),
+        Binding("n", "search_next", "Next", show=False, tooltip="Next search match"),
+        Binding("N", "search_prev", "Prev", show=False, tooltip="Previous search match"),
+        Binding("f", "follow", "Follow", tooltip="Toggle following the end of the log"),
+        Binding("w", "wrap", "Wrap", tooltip="Toggle wrapping long log lines"),
+        Binding("g", "log_top", "Top", show=False, tooltip="Go to the top of the log"),
+        Binding("G", "log_bottom", "Bottom", show=False, tooltip="Go to the bottom of the log"),
+        Binding("a", "combined", "All logs",
+                tooltip="Toggle the combined view: output of all tasks interleaved, each line prefixed by its task"),
+        Binding("q", "quit", "Quit", tooltip="Quit; while tasks run, asks, then stops every task first"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True,
+                tooltip="Stop every task now (no question) and quit when all are gone"),
+    ]
+
+    def __init__(self, session: RunSession, *, exit_on_finish: bool = False, start: bool = True,
+                 clock: Callable[[], float] = time.time, usage_interval: float | None = 1.0,
+                 signals: Iterable[int] = (), driver_class: type[Driver] | None = None):
+        super().__init__(driver_class=driver_class)
+        self.session = session
+        self.scheduler = session.scheduler
+        self.exit_on_finish = exit_on_finish
+        self.usage_interval = usage_interval
+        self._start = start
+        self._signals = tuple(signals)
+        self.run_started = False
+        self._inbox: deque[Event | UsageSample] = deque()
+        self._header_dirty = False
+        self._header_painted = 0.0
+        self._stop_sampling = threading.Event()
+        self._combined_on = False
+        self.combined = CombinedLog({})
+        dag = session.dag
+        self.graph = layout_dag(dag)
+        self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
+        self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
+        self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
+        # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
+        self.header = RunHeader(dag.name, session.run.run_id, self.model, id="header")
+        self.canvas = DagCanvas(self.graph, self.model, self._parents, dag.children, id="graph")
+        self.canvas.border_title = f"{dag.name} · {self.model.total} tasks"
+        self.canvas.border_subtitle = "←↑↓→ hjkl select · c cancel · r re-run"
+        self.log_pane = LogView(id="log")
+        self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
+
+    # ---------------------------------------------------------------------------------------------- engine side
+    def engine_event(self, event: Event) -> None:
+        """Engine observer, called on engine threads: never touches the UI."""
+        self._inbox.append(event)
+
+    # ------------------------------------------------------------------------------------------------- building
+    def compose(self) -> ComposeResult:
+        yield self.header
+        with Vertical(id="panes"):
+            yield self.canvas
+            yield self.log_pane
+        yield self.search_bar
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(DRAIN_INTERVAL, self._drain)
+        self.set_interval(TICK_INTERVAL, self._tick)
+        loop = asyncio.get_running_loop()
+        for signum in self._signals:
+            loop.add_signal_handler(signum, self._on_signal, signum)
+        self.canvas.focus()
+        if self._start:
+            self.call_after_refresh(self._start_run)  # the graph is on screen before the first task starts
+
+    def _start_run(self) -> None:
+        # Everything built so far (layout, widgets, styles) lives as long as the app: keep it out of the garbage
+        # collector's full passes, which otherwise stall the screen for ~0.1 s now and then on a big run.
+        gc.freeze()
+        self.run_started = True
+        self.scheduler.start()
+        if self.usage_interval:
+            self._sample_usage()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()
+        self._stop_sampling.set()
+        self._unsubscribe()
+        loop = asyncio.get_running_loop()
+        for signum in self._signals:
+            loop.remove_signal_handler(signum)
+
+    @property
+    def run_active(self) -> bool:
+        """Tasks may still be running or start: quitting must stop them first."""
+        return self.run_started and not self.scheduler.finished
+
+    # ------------------------------------------------------------------------------------------ applying events
+    def _drain(self) -> None:
+        inbox = self._inbox
+        batch = [inbox.popleft() for _ in range(len(inbox))]
+        if batch:
+            was_finished = self.model.finished
+            changed = self.model.apply(batch)
+            for event in batch:
+                if isinstance(event, TaskEvent) and event.new is S.RUNNING and event.is_transition:
+                    self.combined.add(event.task, Path(event.snapshot.log_path))
+            self.canvas.refresh_tasks(changed)
+            self._header_dirty = True
+            if self.model.finished and not was_finished:
+                self._on_finished()
+        now = time.monotonic()
+        if self._header_dirty and now - self._header_painted >= HEADER_INTERVAL:
+            self._header_dirty, self._header_painted = False, now
+            self.header.refresh()
+        if self.model.stopping and self.scheduler.finished and not self._inbox:
+            self.exit()
+
+    def _on_finished(self) -> None:
+        if self.exit_on_finish and not self.model.stopping:
+            self.exit()
+
+    def _tick(self) -> None:
+        """Once a second: elapsed times of live tasks and of the run."""
+        live = [n for n, s in self.model.snapshots.items() if s.state in (S.RUNNING, S.RETRYING, S.CANCELLING)]
+        self.canvas.refresh_tasks(live)
+        self.header.refresh()
+
+    @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
+    def _sample_usage(self) -> None:
+        """CPU % and memory of each running task's whole process tree, off the UI thread."""
+        worker = get_current_worker()
+        while not worker.is_cancelled and not self._stop_sampling.is_set():
+            sample = {}
+            for name, snap in self.scheduler.snapshot().items():
+                if snap.state is S.RUNNING:
+                    usage = self.scheduler.usage(name)
+                    if usage is not None:
+                        sample[name] = usage
+            self._inbox.append(UsageSample(sample))
+            self._stop_sampling.wait(self.usage_interval)
+
+    # ------------------------------------------------------------------------------------------------ selection
+    @on(TaskSelected)
+    def _show_selected_log(self, message: TaskSelected) -> None:
+        if not self._combined_on:
+            self.log_pane.show_file(self.session.run.log_path(message.task), message.task)
+
+    # -------------------------------------------------------------------------------------------------- actions
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.key_help()))
+
+    def key_help(self) -> list[tuple[str, str]]:
+        rows = [(" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
+                for b in DagCanvas.BINDINGS]
+        rows.append(("tab", "Switch focus between the graph and the log pane"))
+        rows += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
+        rows.append(("click", "Select a task"))
+        return rows
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for binding in self.BINDINGS:
+            if binding.tooltip and binding.action != "quit":  # Textual already offers Quit
+                yield SystemCommand(binding.description, binding.tooltip, getattr(self, f"action_{binding.action}"))
+        for binding in DagCanvas.BINDINGS:
+            direction = binding.action.split("'")[1]
+            yield SystemCommand(f"Select {binding.description.lower()}", binding.tooltip,
+                                partial(self.canvas.action_move, direction))
+        yield SystemCommand("Switch focus", "Between the graph and the log pane", self.action_focus_next)
+
+    def action_cancel_branch(self) -> None:
+        name = self.canvas.selected
+        if name is None or not self._may_control():
+            return
+        branch = self.scheduler.branch(name)
+        if not branch:
+            self.notify(f"{name} and everything downstream of it already finished")
+            return
+        question = f"Cancel [b]{name}[/b] and everything downstream of it? {_these(branch)} will stop:"
+        self.push_screen(ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
+                         partial(self._confirmed, partial(self.scheduler.cancel, name)))
+
+    def action_cancel_all(self) -> None:
+        if not self._may_control():
+            return
+        unfinished = self._unfinished()
+        if not unfinished:
+            self.notify("every task already finished")
+            return
+        question = f"Cancel every unfinished task? {_these(unfinished)} will stop:"
+        self.push_screen(ConfirmScreen(question, self._describe(unfinished), "Running tasks get SIGTERM, then SIGKILL."),
+                         partial(self._confirmed, self.scheduler.cancel_all))
+
+    def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
+        if yes:
+            self.run_worker(control, thread=True, group="control", description="cancel")
+
+    def action_rerun(self) -> None:
+        name = self.canvas.selected
+        if name is None or self.model.stopping or not self.run_started:
+            return
+        snap = self.model.snapshots[name]
+        if snap.state not in RERUNNABLE:
+            self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
+            return
+        blocked = [d for d in self._parents[name] if self.model.snapshots[d].state is not S.SUCCEEDED]
+        if blocked:
+            self.notify(f"{name} needs {blocked[0]}, which did not succeed: re-run that first", severity="warning")
+            return
+        self.scheduler.rerun(name)
+
+    def action_pause(self) -> None:
+        if not self._may_control():
+            return
+        if self.scheduler.paused:
+            self.scheduler.resume()
+        else:
+            self.scheduler.pause()
+
+    def action_search(self) -> None:
+        self.search_bar.add_class("visible")
+        self.search_bar.focus()
+
+    def close_search(self) -> None:
+        self.search_bar.remove_class("visible")
+        self.log_pane.focus()
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        self.close_search()
+        query = event.value
+        if query and not self.log_pane.search(query):
+            self.notify(f"not found: {query}", severity="warning")
+
+    def action_search_next(self) -> None:
+        self._search_again(self.log_pane.search_next)
+
+    def action_search_prev(self) -> None:
+        self._search_again(self.log_pane.search_prev)
+
+    def _search_again(self, step: Callable[[], bool]) -> None:
+        if not self.log_pane.query:
+            self.notify("nothing to repeat: search with / first")
+        elif not step():
+            self.notify(f"not found: {self.log_pane.query}", severity="warning")
+
+    def action_follow(self) -> None:
+        self.log_pane.toggle_follow()
+        self.notify(f"follow {'on' if self.log_pane.following else 'off'}", timeout=1.5)
+
+    def action_wrap(self) -> None:
+        self.log_pane.toggle_wrap()
+        self.notify(f"wrap {'on' if self.log_pane.wrap else 'off'}", timeout=1.5)
+
+    def action_log_top(self) -> None:
+        self.log_pane.scroll_home()
+
+    def action_log_bottom(self) -> None:
+        self.log_pane.scroll_end()
+
+    def action_combined(self) -> None:
+        self._combined_on = not self._combined_on
+        if self._combined_on:
+            self.log_pane.show_combined(self.combined)
+        elif self.canvas.selected:
+            self.log_pane.show_file(self.session.run.log_path(self.canvas.selected), self.canvas.selected)
+
+    async def action_quit(self) -> None:
+        if not self.run_active:
+            self.exit()
+            return
+        if self.model.stopping:
+            self.notify("stopping: waiting for every process to exit")
+            return
+        unfinished = self._unfinished()
+        question = f"Quit? The run is not finished: {_these(unfinished).lower()} will be cancelled first:"
+        self.push_screen(ConfirmScreen(question, self._describe(unfinished), "tuidag exits once every process is gone."),
+                         self._quit_confirmed)
+
+    def _quit_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self._stop(partial(self.scheduler.cancel_all, "cancelled: tuidag quit"))
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: the user wants the run stopped, now. Recorded as SIGINT (exit code 130), like the headless view."""
+        if self.run_active:
+            self._on_signal(signal.SIGINT)
+        else:
+            self.exit()
+
+    def _on_signal(self, signum: int) -> None:
+        """SIGINT/SIGTERM/SIGHUP: cancel everything (the session does it on its own thread), then exit."""
+        self._stop(partial(self.session.interrupt, signum))
+
+    def _stop(self, cancel: Callable[[], object]) -> None:
+        if not self.run_active:
+            self.exit()
+            return
+        self.model.stopping = True
+        self.header.refresh()
+        self.run_worker(cancel, thread=True, group="control", description="stop")
+
+    # -------------------------------------------------------------------------------------------------- helpers
+    def _may_control(self) -> bool:
+        if not self.run_started:
+            return False
+        if self.model.stopping:
+            self.notify("stopping: waiting for every process to exit")
+            return False
+        return True
+
+    def _unfinished(self) -> list[str]:
+        live = [n for n, s in self.model.snapshots.items() if s.state.active]
+        return live + [n for n, s in self.model.snapshots.items() if not s.state.terminal and not s.state.active]
+
+    def _describe(self, names: list[str]) -> list[str]:
+        return [f"{n}  ({LOOKS[self.model.snapshots[n].state].word})" for n in names]
+
+
+def _these(names: list[str]) -> str:
+    return "This task" if len(names) == 1 else f"These {len(names)} tasks"
+
+
+def run_tui(session: RunSession, exit_on_finish: bool = False) -> int:
+    """Run `session` in the terminal UI; return the run's exit code. The app starts the scheduler once it is on
+    screen; however the app ends, no task is left running when this returns."""
+    app = TuidagApp(session, exit_on_finish=exit_on_finish, signals=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
+                    driver_class=HangupSafeDriver)
+    try:
+        app.run()
+    finally:
+        scheduler = session.scheduler
+        if app.run_started and not scheduler.finished:
+            scheduler.cancel_all("cancelled: tuidag UI closed")
+            scheduler.wait()
+        summary = session.finish()
+    lines = [f"tuidag: run {session.run.run_id} of {session.dag.name}: "
+             + counts_line(summary.snapshots, time.time() - session.started)]
+    if session.interrupted_by:
+        lines.append(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
+    lines.append(f"tuidag: logs in {session.run.logs}\n")
+    try:
+        sys.stdout.write("".join(lines))
+        sys.stdout.flush()
+    except OSError:  # the terminal is gone (SIGHUP): the exit code still tells
+        pass
+    return session.exit_code(summary)

@@ -1,0 +1,78 @@
+"""What the UI knows about the run, updated in batches on the UI thread from engine events.
+
+The engine calls the app's observer from its own threads; the observer only appends to a deque. The app drains the
+deque on a timer and hands the whole batch to `RunModel.apply`, which returns the tasks whose tiles need repainting.
+Plain Python (no textual), so the bookkeeping is easy to reason about apart from the widgets.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
+from ..model.state import TaskState
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSample:
+    """CPU % and RSS bytes of each running task's process tree, sampled off the UI thread."""
+
+    usage: dict[str, tuple[float, int]]
+
+
+class RunModel:
+    def __init__(self, snapshots: dict[str, TaskSnapshot], started: float, clock: Callable[[], float]):
+        self.snapshots = dict(snapshots)
+        self.usage: dict[str, tuple[float, int]] = {}
+        self.counts: Counter[TaskState] = Counter(s.state for s in self.snapshots.values())
+        self.started = started
+        self.clock = clock
+        self.paused = False
+        self.finished_at: float | None = None  # set by the engine's "finished" event, cleared by a re-run
+        self.stopping = False                  # the user asked to quit: everything is being cancelled
+
+    @property
+    def total(self) -> int:
+        return len(self.snapshots)
+
+    @property
+    def done(self) -> int:
+        return sum(n for state, n in self.counts.items() if state.terminal)
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+    def elapsed(self) -> float:
+        end = self.finished_at if self.finished_at is not None else self.clock()
+        return max(0.0, end - self.started)
+
+    def running(self) -> list[str]:
+        return [name for name, snap in self.snapshots.items() if snap.state is TaskState.RUNNING]
+
+    def apply(self, events: Iterable[TaskEvent | RunEvent | UsageSample]) -> set[str]:
+        """Apply a batch in order; return the names of tasks whose tiles changed."""
+        changed: set[str] = set()
+        for event in events:
+            if isinstance(event, TaskEvent):
+                old = self.snapshots[event.task]
+                self.counts[old.state] -= 1
+                self.counts[event.new] += 1
+                self.snapshots[event.task] = event.snapshot
+                if event.new is not TaskState.RUNNING:
+                    self.usage.pop(event.task, None)
+                if not event.new.terminal:
+                    self.finished_at = None
+                changed.add(event.task)
+            elif isinstance(event, RunEvent):
+                if event.kind in ("paused", "resumed"):
+                    self.paused = event.kind == "paused"
+                elif event.kind == "finished":
+                    self.finished_at = event.time
+            else:
+                live = {n: u for n, u in event.usage.items() if self.snapshots[n].state is TaskState.RUNNING}
+                changed.update(live.keys() ^ self.usage.keys())
+                changed.update(n for n, u in live.items() if self.usage.get(n) != u)
+                self.usage = live
+        return changed

@@ -1,0 +1,42 @@
+"""How each task state looks: one glyph, colour and word per state, shared by the canvas tiles and the header.
+
+Every one of the nine states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
+hex values rather than theme variables so screenshots and snapshot tests don't depend on the theme.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.style import Style
+
+from ..model.state import TaskState
+
+S = TaskState
+
+
+@dataclass(frozen=True)
+class StateLook:
+    glyph: str
+    colour: str
+    word: str
+
+    @property
+    def style(self) -> Style:
+        return Style(color=self.colour)
+
+
+LOOKS: dict[TaskState, StateLook] = {
+    S.PENDING: StateLook("○", "#9e9e9e", "pending"),
+    S.QUEUED: StateLook("◌", "#5f87ff", "queued"),
+    S.RUNNING: StateLook("●", "#00d7ff", "running"),
+    S.RETRYING: StateLook("↻", "#d75fd7", "retrying"),
+    S.CANCELLING: StateLook("⊗", "#ff8700", "stopping"),
+    S.SUCCEEDED: StateLook("✔", "#5fd75f", "done"),
+    S.FAILED: StateLook("✘", "#ff5f5f", "failed"),
+    S.CANCELLED: StateLook("⊘", "#d7d700", "cancelled"),
+    S.SKIPPED: StateLook("↷", "#af875f", "skipped"),
+}
+
+#: Order of the per-state counts in the header: what needs attention first.
+COUNT_ORDER = (S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.PENDING, S.SUCCEEDED, S.FAILED, S.CANCELLED,
+               S.SKIPPED)

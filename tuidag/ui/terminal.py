@@ -1,0 +1,44 @@
+"""A Textual driver that survives the terminal hanging up.
+
+Textual writes the screen from a thread. When the terminal goes away (window closed, ssh dropped: SIGHUP), that
+write fails with EIO, the writer thread dies, and the app's shutdown then blocks forever putting into the dead
+thread's full queue: tuidag would never exit, so the run could not report its exit code (129). Output for a terminal
+that is gone is dropped instead; the app stops every task and exits as usual.
+"""
+from __future__ import annotations
+
+from typing import IO, Any
+
+from textual.drivers.linux_driver import LinuxDriver
+
+
+class _DropAfterHangup:
+    """A text stream that swallows write errors once the terminal is gone (and only then writes nothing)."""
+
+    def __init__(self, stream: IO[str]):
+        self._stream = stream
+        self.hung_up = False
+
+    def write(self, text: str) -> int:
+        if not self.hung_up:
+            try:
+                return self._stream.write(text)
+            except OSError:
+                self.hung_up = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.hung_up:
+            try:
+                self._stream.flush()
+            except OSError:
+                self.hung_up = True
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding...: the real stream's
+        return getattr(self._stream, name)
+
+
+class HangupSafeDriver(LinuxDriver):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._file = _DropAfterHangup(self._file)  # Textual keeps its output stream here
