@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from dags import alive, finish, make_dag, read_pids, start_run, wait_until
-from tuidag.engine.scheduler import RunSummary
+from tuidag.engine.scheduler import RerunRefused, RunSummary
 from tuidag.model.state import TaskState
 
 
@@ -322,9 +322,31 @@ def test_run_summary_counts_and_outcome(tmp_path):
 
 def test_daemon_left_by_a_successful_task_is_ended_with_the_run(tmp_path):
     pids = tmp_path / "pids"
-    dag = make_dag({"a": f"sh -c \"setsid sh -c 'echo \\$\\$ > {pids}; exec sleep 60' &\""})
+    dag = make_dag({"a": f"sh -c \"setsid sh -c 'echo \\$\\$ > {pids}; exec sleep 60' &\"; "
+                         f"until [ -s {pids} ]; do sleep 0.01; done"})
     scheduler, rec = start_run(dag, tmp_path)
     wait_until(lambda: pids.exists() and pids.read_text().strip())
     refs = read_pids(pids)
     assert finish(scheduler) == {"a": "SUCCEEDED"}  # finish() closes the scheduler, as the CLI does
     assert not any(alive(*r) for r in refs)
+
+
+def test_rerun_refuses_when_a_dependency_is_a_dead_end(tmp_path):
+    dag = make_dag({"a": "exit 1", "b": {"run": "true", "depends_on": ["a"]}})
+    scheduler, rec = start_run(dag, tmp_path)
+    assert scheduler.wait(10)
+    with pytest.raises(RerunRefused, match="re-run 'a' first"):
+        scheduler.rerun("b")
+    scheduler.close()
+
+
+def test_rerun_leaves_descendants_that_wait_on_another_dead_end(tmp_path):
+    flag = tmp_path / "ok"
+    dag = make_dag({"a": f"test -e {flag}", "x": "exit 1",
+                    "both": {"run": "true", "depends_on": ["a", "x"]},
+                    "only_a": {"run": "true", "depends_on": ["a"]}})
+    scheduler, rec = start_run(dag, tmp_path)
+    assert scheduler.wait(10)
+    flag.touch()
+    assert scheduler.rerun("a") == ["a", "only_a"]
+    assert finish(scheduler) == {"a": "SUCCEEDED", "x": "FAILED", "both": "SKIPPED", "only_a": "SUCCEEDED"}

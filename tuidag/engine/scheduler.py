@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 S = TaskState
 Observer = Callable[[Event], None]
 _WAITING = (S.PENDING, S.QUEUED, S.RETRYING)
+_DEAD_END = (S.FAILED, S.CANCELLED, S.SKIPPED)  # terminal states a dependent can never run after
+
+
+class RerunRefused(ValueError):
+    """`rerun()` of a task whose dependency can't succeed without being re-run itself."""
 
 
 class InvalidTransition(RuntimeError):
@@ -196,13 +201,27 @@ class Scheduler:
         return self._cancel(list(self._tasks), reason)
 
     def rerun(self, name: str) -> list[str]:
-        """Run a finished-but-not-succeeded task again, with its non-succeeded descendants, in this same run."""
+        """Run a finished-but-not-succeeded task again, with its non-succeeded descendants, in this same run.
+
+        A task can only run once all its dependencies can succeed, so a descendant that also waits on another
+        failed, cancelled or skipped task stays as it is, and re-running a task whose own dependency is in that state
+        is refused with RerunRefused naming the dependency to re-run first."""
         with self._lock:
             t = self._tasks[name]
             if t.state not in (S.FAILED, S.CANCELLED, S.SKIPPED):
                 return []
-            names = [name] + [d for d in self.dag.descendants(name) if self._tasks[d].state in TERMINAL
-                              and self._tasks[d].state is not S.SUCCEEDED]
+            blocked = [d for d in self.dag.tasks[name].depends_on if self._tasks[d].state in _DEAD_END]
+            if blocked:
+                raise RerunRefused(f"'{name}' needs '{blocked[0]}', which is {self._tasks[blocked[0]].state}: "
+                                   f"re-run '{blocked[0]}' first")
+            chosen = {name}
+            for d in self.dag.descendants(name):  # topological order: a task's deps are decided before it
+                state = self._tasks[d].state
+                if state in _DEAD_END and all(
+                        dep in chosen or self._tasks[dep].state not in _DEAD_END
+                        for dep in self.dag.tasks[d].depends_on):
+                    chosen.add(d)
+            names = [n for n in self.dag.topological_order if n in chosen]
             self._stopping = False
             self._done.clear()
             for n in names:

@@ -30,6 +30,7 @@ from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
 from ..engine.events import Event, TaskEvent
+from ..engine.scheduler import RerunRefused
 from ..launch import RunSession
 from ..model.state import TaskState
 from ..views.graph_layout import layout_dag
@@ -275,11 +276,10 @@ class TuidagApp(App[None]):
         if snap.state not in RERUNNABLE:
             self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
             return
-        blocked = [d for d in self._parents[name] if self.model.snapshots[d].state is not S.SUCCEEDED]
-        if blocked:
-            self.notify(f"{name} needs {blocked[0]}, which did not succeed: re-run that first", severity="warning")
-            return
-        self.scheduler.rerun(name)
+        try:
+            self.scheduler.rerun(name)
+        except RerunRefused as refused:
+            self.notify(str(refused), severity="warning")
 
     def action_pause(self) -> None:
         if not self._may_control():
