@@ -30,10 +30,15 @@ def create_time(pid: int) -> float | None:
     """What psutil.Process(pid).create_time() returns, without its per-call /proc/stat read (hot path: every spawn)."""
     global _boot_time
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        stat = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if _boot_time is None:
         _boot_time = psutil.boot_time()
     fields = stat[stat.rfind(b")") + 2:].split()

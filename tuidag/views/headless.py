@@ -88,8 +88,8 @@ class HeadlessReporter:
     # engine side: must be quick and never block
     def __call__(self, event: Event) -> None:
         self._events.append(event)
-        if isinstance(event, TaskEvent) and event.new.terminal:
-            self._wake.set()
+        if not self.quiet and isinstance(event, TaskEvent) and event.new.terminal:
+            self._wake.set()  # print the task's last output promptly
 
     def start(self, task_names: list[str]) -> None:
         self._width = min(24, max((len(n) for n in task_names), default=0))
