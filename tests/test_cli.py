@@ -6,10 +6,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from dags import alive, read_pids, wait_until

@@ -1,8 +1,6 @@
 """The scheduler and local executor against real subprocesses: states, policies, retries, timeouts, cancellation."""
 from __future__ import annotations
 
-import os
-import signal
 import threading
 
 import psutil

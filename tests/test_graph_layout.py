@@ -4,7 +4,6 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-import time
 
 from dags import make_dag
 from tuidag.views.graph_layout import ARROW, layout_dag, layout_graph, render_text
@@ -108,15 +107,15 @@ def test_tile_at_and_layout_of_a_dagspec():
     assert layout.tile_at(0, 99) is None
 
 
-def test_two_thousand_tasks_lay_out_well_under_a_second():
+def test_two_thousand_tasks_lay_out():
+    """Shapes that stress the layout (wide layers, a 1,998-way fan, a long chain); its speed is measured by
+    benchmarks/ui_bench.py, not here."""
     for deps in (_layered(2000, 100, seed=1), _layered(2000, 500, seed=2),
                  {"root": [], **{f"x{i}": ["root"] for i in range(1998)}, "sink": [f"x{i}" for i in range(1998)]},
                  {f"c{i}": [f"c{i - 1}"] if i else [] for i in range(2000)}):
-        started = time.perf_counter()
         layout = layout_graph(deps)
         for y in range(min(layout.height, 60)):  # a first screen of edges
             layout.edge_runs(y)
-        assert time.perf_counter() - started < 1.0
         assert len(layout.tiles) == 2000
 
 

@@ -154,9 +154,7 @@ def test_large_file_indexes_with_bounded_memory(log: Path) -> None:
     line = b"2024-01-01 12:00:00 INFO message number %07d\n"
     log.write_bytes(b"".join(line % i for i in range(200_000)))
     index = LogIndex(log)
-    started = time.perf_counter()
     assert index.refresh() == 200_000
-    assert time.perf_counter() - started < 2.0
     assert index.line(123_456) == "2024-01-01 12:00:00 INFO message number 0123456"
     assert index._starts.itemsize * len(index._starts) < 2 * 8 * 200_000  # offsets only, no text kept
 

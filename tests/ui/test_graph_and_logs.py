@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from pilot_helpers import open_app, until
 from tuidag.engine.events import TaskEvent, TaskSnapshot
@@ -146,13 +145,10 @@ async def test_engine_events_from_threads_are_applied_in_batches(new_session):
                 app.engine_event(TaskEvent(seq, 0.0, old, TaskSnapshot("b", new)))
                 old = new
 
-        started = time.monotonic()
         thread = threading.Thread(target=engine)
         thread.start()
-        thread.join()
-        pushed = time.monotonic() - started
+        thread.join()  # the engine side never waits for the UI: this returns with the UI loop still paused
         await until(pilot, lambda: sum(drains) == 20_000, what="every event applied")
-        assert pushed < 1.0
         assert len([n for n in drains if n]) < 100  # batches, not one UI call per event
         assert app.model.snapshots["b"].state is TaskState.PENDING
         assert app.model.counts[TaskState.PENDING] == 5

@@ -36,12 +36,12 @@ LAUNCHER = ("import os, sys; open('tuidag.pid', 'w').write(str(os.getpid())); fr
 
 
 class Tmux:
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, dag: str = DAG, kill_grace: float = 0.5):
         self.name = f"tuidag-e2e-{os.getpid()}-{time.monotonic_ns()}"
         self.workdir = workdir
-        (workdir / "dag.yaml").write_text(DAG)
+        (workdir / "dag.yaml").write_text(dag)
         command = (f"cd {workdir} && env PYTHONPATH={REPO} {sys.executable} -c \"{LAUNCHER}\" "
-                   f"run dag.yaml --state-dir state --kill-grace 0.5")
+                   f"run dag.yaml --state-dir state --kill-grace {kill_grace}")
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45", command], check=True)
 
     def screen(self) -> str:

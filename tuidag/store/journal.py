@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..engine.events import Event, RunEvent, TaskEvent
+from ..engine.events import Event, RunEvent
 from ..model.state import TaskState
 
 _SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused")
