@@ -68,10 +68,11 @@ class Trees:
         assert not short, f"trees with fewer live processes than expected, before anything ended: {short}"
 
     # ------------------------------------------------------------------------------------------------- checks
-    def report(self, way: str, left: dict[str, list[int]], expected_state: dict[str, str] | None = None) -> str:
-        lines = [f"{way}: processes alive when their tree ended (per tree):"]
+    def report(self, way: str, left: dict[str, list[int]], states: dict[str, str] | None = None,
+               when: str = "when its task ended") -> str:
+        lines = [f"{way}: processes of each tree alive {when}:"]
         for tree in TREES:
-            state = (expected_state or {}).get(tree.name, "")
+            state = (states or {}).get(tree.name, "")
             alive_now = left.get(tree.name, [])
             verdict = f"{len(alive_now)} of {tree.processes} survived {alive_now}" if alive_now else "ok"
             lines.append(f"  ({way}, {tree.name}): {verdict} {state}".rstrip())
@@ -140,9 +141,10 @@ async def test_ui_keys_leave_no_process(new_session, tmp_path, way):
                                 what=f"{tree.name} cancelled")
                     # cancelling one branch leaves the other trees whole
                     later = TREES[i + 1:]
-                    hurt = {t.name: [pid for pid, ct in trees.refs[t.name] if not alive(pid, ct)] for t in later}
-                    hurt = {name: pids for name, pids in hurt.items() if pids or not running(session, name)}
-                    assert not hurt, f"cancelling {tree.name} hurt other branches (dead pids): {hurt}"
+                    dead = {t.name: sum(not alive(*ref) for ref in trees.refs[t.name]) for t in later}
+                    hurt = {name: f"{n} process(es) gone, task {session.scheduler.snapshot()[name].state.value}"
+                            for name, n in dead.items() if n or not running(session, name)}
+                    assert not hurt, f"(c, {tree.name}): cancelling it hurt other branches: {hurt}"
                 await until(pilot, lambda: app.model.finished, timeout=END_TIMEOUT, what="run finished")
             elif way == "C":
                 await pilot.press("C")
@@ -157,7 +159,7 @@ async def test_ui_keys_leave_no_process(new_session, tmp_path, way):
                 await pilot.press("y")
                 await until(pilot, lambda: app.return_code is not None, timeout=END_TIMEOUT, what="app exit")
                 left = trees.survivors_now()  # the instant the app has exited
-                assert not left, trees.report("q, at app exit", left)
+                assert not left, trees.report("q", left, when="the instant the app exited")
                 assert session.scheduler.finished
             trees.check_at_end(way)
         if way == "q":
@@ -183,8 +185,9 @@ def test_sighup_closing_the_terminal_leaves_no_process(tmp_path):
         assert len(journals) == 1, journals
         rep = replay(journals[0])
         states = {t.name: f"[journal: {rep.tasks[t.name].state.value}]" for t in TREES}
-        assert not left, trees.report("SIGHUP", left, states)
-        assert set(states.values()) == {"[journal: CANCELLED]"}, trees.report("SIGHUP", left, states)
+        gone = "the instant the tuidag process was gone"
+        assert not left, trees.report("SIGHUP", left, states, gone)
+        assert set(states.values()) == {"[journal: CANCELLED]"}, trees.report("SIGHUP", left, states, gone)
         assert tmux.wait_exit() == 129
     finally:
         tmux.kill()
