@@ -21,6 +21,7 @@ tasks:
   quick:
     run: echo quick
   slow:
+    depends_on: quick
     run: |
       setsid sh -c 'echo $$ >> {pids}; sleep 120' &
       sh -c 'trap "" TERM; echo $$ >> {pids}; sleep 120' &
