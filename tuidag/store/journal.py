@@ -14,6 +14,7 @@ from typing import Any, Iterator
 from ..engine.events import Event, RunEvent
 from ..model.state import TaskState
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
 _SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused")
 
 
@@ -26,7 +27,7 @@ class JournalWriter:
         self.write({"type": "run", "event": "created", **header})
 
     def write(self, record: dict[str, Any]) -> None:
-        os.write(self._fd, (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode())
+        os.write(self._fd, (_ENCODER.encode(record) + "\n").encode())
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunEvent):
