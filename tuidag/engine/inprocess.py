@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import output_routing
-from .executor import Attempt, AttemptResult, Executor, RunningAttempt
+from .executor import Attempt, AttemptResult, RunningAttempt
 from .local import ShellAttempt, attempt_header, open_log
 
 
@@ -49,13 +49,6 @@ class TaskContext:
     workdir: Path                      # the task's working directory (in a thread, the cwd is shared)
     log_path: Path                     # this task's log file
     isolated: bool = field(default=False)  # running in its own child process
-
-
-class InProcessExecutor(Executor):
-    """An executor for callable tasks only (`LocalExecutor` hands callables over to the same attempts)."""
-
-    def launch(self, attempt: Attempt) -> RunningAttempt:
-        return launch_callable(attempt)
 
 
 def launch_callable(attempt: Attempt) -> RunningAttempt:

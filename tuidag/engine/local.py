@@ -30,7 +30,8 @@ def open_log(attempt: Attempt) -> int:
 
 
 class LocalExecutor(Executor):
-    """Shell tasks as subprocesses. In-process callables are handled by `inprocess.InProcessExecutor`."""
+    """Shell tasks as subprocesses; Python callables go to `inprocess.launch_callable` (a thread, or a child process
+    with isolate=True)."""
 
     def __init__(self, subreaper: bool = True):
         if subreaper:

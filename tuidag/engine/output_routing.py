@@ -106,11 +106,6 @@ class LogTarget:
                 os.close(fd)
 
 
-def current_target() -> LogTarget | None:
-    """The log the calling thread writes to, or None for a thread that is not running a task."""
-    return _current.get()
-
-
 def set_target(target: LogTarget | None) -> Token:
     return _current.set(target)
 

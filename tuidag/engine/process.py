@@ -52,10 +52,6 @@ class ProcRef:
     pid: int
     create_time: float
 
-    @classmethod
-    def of(cls, proc: psutil.Process) -> "ProcRef":
-        return cls(proc.pid, proc.create_time())
-
     def process(self) -> psutil.Process | None:
         """The live process this ref names, or None if it is gone or the pid now belongs to someone else."""
         try:

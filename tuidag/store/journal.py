@@ -111,7 +111,6 @@ class Replay:
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
     started_at: float | None = None
     finished_at: float | None = None
-    finish_detail: str | None = None
     last_time: float | None = None
 
 
@@ -129,7 +128,6 @@ def replay(path: Path) -> Replay:
                 result.started_at = rec.get("t")
             elif event == "finished":
                 result.finished_at = rec.get("t")
-                result.finish_detail = rec.get("detail")
             result.last_time = rec.get("t", result.last_time)
             continue
         name = rec.get("task")
