@@ -42,13 +42,14 @@ def test_engine_endings(tmp_path, tree, way):
         # generous: the fifty-children tree must finish starting first
         task_timeout = 3.0
         tasks["victim"]["timeout"] = task_timeout
-    if way == "cancel-all-policy":
-        tasks["failing"] = {"run": f"while [ $(wc -l < {pids} 2>/dev/null || echo 0) -lt {tree.processes} ]; "
-                                   "do sleep 0.02; done; exit 1"}
+    go = tmp_path / "go"
+    if way == "cancel-all-policy":  # fails once the test has recorded the tree
+        tasks["failing"] = {"run": f"until [ -e {go} ]; do sleep 0.02; done; exit 1"}
     policy = "cancel-all" if way == "cancel-all-policy" else "skip-downstream"
     dag = make_dag(tasks, on_failure=policy, kill_grace=GRACE, max_parallel=4)
     scheduler, rec = start_run(dag, tmp_path)
     refs = started(pids, tree)
+    go.touch()
     if way == "cancel-branch":
         scheduler.cancel("victim")
     elif way == "cancel-all":
