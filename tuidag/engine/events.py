@@ -1,7 +1,7 @@
 """Immutable events the engine publishes to its observers (the journal, the headless reporter, the UI)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..model.state import TaskState
@@ -27,6 +27,23 @@ class TaskSnapshot:
         if self.started_at is None:
             return None
         return (self.finished_at if self.finished_at is not None else now) - self.started_at
+
+    def evolve(self, **changes: Any) -> "TaskSnapshot":
+        """`dataclasses.replace(self, **changes)`, written out: it runs for every event and the generic one is twice
+        as slow."""
+        if not changes.keys() <= _FIELD_NAMES:
+            raise TypeError(f"TaskSnapshot has no field {sorted(changes.keys() - _FIELD_NAMES)[0]!r}")
+        get = changes.get
+        return TaskSnapshot(
+            get("name", self.name), get("state", self.state), get("attempt", self.attempt),
+            get("reason", self.reason), get("exit_code", self.exit_code), get("started_at", self.started_at),
+            get("finished_at", self.finished_at), get("changed_at", self.changed_at), get("pid", self.pid),
+            get("create_time", self.create_time), get("log_path", self.log_path), get("reused", self.reused),
+            get("value", self.value))
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(TaskSnapshot))
+assert len(_FIELD_NAMES) == 13, "TaskSnapshot.evolve lists every field"
 
 
 @dataclass(frozen=True, slots=True)

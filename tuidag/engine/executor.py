@@ -23,7 +23,7 @@ class Attempt:
     number: int                 # 1-based attempt number
     env: Mapping[str, str]      # full environment: OS + DAG + task + TUIDAG_* tags
     workdir: Path
-    log_path: Path
+    log_path: str
     timeout: float | None
     kill_grace: float
     results: Mapping[str, Any] = field(default_factory=dict)  # return values of finished callable dependencies

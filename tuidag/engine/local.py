@@ -12,12 +12,23 @@ import subprocess
 import threading
 import time
 from datetime import datetime
-import psutil
+from typing import TYPE_CHECKING
 
 from . import process
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt
 
-_POLL = 0.1  # how often a waiting attempt looks at kill requests and deadlines it was not woken for
+if TYPE_CHECKING:
+    import psutil
+
+_devnull_fd: int | None = None
+
+
+def devnull() -> int:
+    """One read-only /dev/null descriptor for every task's stdin (Popen would open and close one per spawn)."""
+    global _devnull_fd
+    if _devnull_fd is None:
+        _devnull_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    return _devnull_fd
 
 
 def attempt_header(attempt: Attempt, what: str) -> bytes:
@@ -42,6 +53,8 @@ class LocalExecutor(Executor):
         """The run is over: end anything its tasks left running outside their process groups (daemons that called
         setsid or double-forked after a task succeeded), found by the run's tag."""
         for run_id in self._run_ids:
+            if not process.tagged_pids(run_id):
+                continue
             leftovers = process.collect_tree(None, run_id=run_id)
             if leftovers:
                 process.terminate_tree(leftovers, grace=1.0)
@@ -69,6 +82,8 @@ class ShellAttempt(RunningAttempt):
         self._kill_requested = False
         self._kill_reason: str | None = None
         self._kill_started: float | None = None  # monotonic time of the SIGTERM; SIGKILL follows kill_grace later
+        self._escalation: threading.Timer | None = None  # sends that SIGKILL unless the attempt ended first
+        self._ended = False
         self._popen: subprocess.Popen | None = None
         self._leader: process.ProcRef | None = None
         self._tree_cache: dict[int, psutil.Process] = {}
@@ -86,8 +101,8 @@ class ShellAttempt(RunningAttempt):
                 os.write(fd, f"--- {kind} ---\n".encode())
             popen = subprocess.Popen(
                 [self.attempt.task.shell, "-c", command],
-                stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
-                cwd=self.attempt.workdir, env=dict(self.attempt.env), start_new_session=True, close_fds=True,
+                stdin=devnull(), stdout=fd, stderr=subprocess.STDOUT,
+                cwd=self.attempt.workdir, env=self.attempt.env, start_new_session=True, close_fds=True,
             )
         except FileNotFoundError as exc:
             missing = exc.filename or self.attempt.workdir
@@ -123,9 +138,16 @@ class ShellAttempt(RunningAttempt):
             tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
             self._tree_cache = tree
             process.signal_all(tree, 15, popen.pid)
+        with self._lock:
+            if not self._ended:  # the waiting thread blocks in waitpid: a timer sends the SIGKILL if one is due
+                self._escalation = threading.Timer(self.attempt.kill_grace, self._escalate)
+                self._escalation.daemon = True
+                self._escalation.start()
 
     def usage(self) -> tuple[float, int] | None:
         """CPU%/RSS of the live tree. Process objects are kept between calls so cpu_percent has a baseline."""
+        import psutil
+
         popen = self._popen
         if popen is None or popen.returncode is not None:
             return None
@@ -141,6 +163,15 @@ class ShellAttempt(RunningAttempt):
 
     # --- waiting --------------------------------------------------------------------------------------------
     def wait(self) -> AttemptResult:
+        try:
+            return self._wait_steps()
+        finally:
+            with self._lock:
+                self._ended = True
+                if self._escalation is not None:
+                    self._escalation.cancel()
+
+    def _wait_steps(self) -> AttemptResult:
         while True:
             code = self._wait_leader()
             self._finish_tree()
@@ -156,41 +187,40 @@ class ShellAttempt(RunningAttempt):
             self._start_step(self._step + 1)
 
     def _wait_leader(self) -> int:
+        """Block until the leader exits (one waitpid). A kill meanwhile signals the tree and arms the escalation
+        timer, so the leader does exit; a timeout is the one thing the waiting thread has to watch the clock for."""
         popen = self._popen
         assert popen is not None
+        if self._deadline is not None and not self._exited_before_deadline(popen):
+            self.kill("timeout")
+        return popen.wait()
+
+    def _exited_before_deadline(self, popen) -> bool:
         try:
             pidfd = os.pidfd_open(popen.pid)
-        except (AttributeError, OSError):
-            pidfd = None
+        except (AttributeError, OSError):  # no pidfd (old kernel) or the leader is already reaped
+            try:
+                popen.wait(max(0.0, self._deadline - time.monotonic()))
+                return True
+            except subprocess.TimeoutExpired:
+                return False
         try:
             while popen.poll() is None:
-                timeout = _POLL
-                if self._deadline is not None:
-                    left = self._deadline - time.monotonic()
-                    if left <= 0 and not self._kill_requested:
-                        self.kill("timeout")
-                        continue
-                    timeout = max(0.0, min(timeout, left)) if left > 0 else _POLL
-                if self._kill_requested:
-                    self._escalate_if_due()
-                if pidfd is not None:
-                    select.select([pidfd], [], [], timeout)
-                else:
-                    try:
-                        popen.wait(timeout)
-                    except subprocess.TimeoutExpired:
-                        pass
+                left = self._deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                select.select([pidfd], [], [], left)
+            return True
         finally:
-            if pidfd is not None:
-                os.close(pidfd)
-        return popen.returncode
+            os.close(pidfd)
 
-    def _escalate_if_due(self) -> None:
-        """While the leader ignores SIGTERM, SIGKILL the tree once the grace period is over."""
-        if time.monotonic() - self._kill_started >= self.attempt.kill_grace:
-            popen = self._popen
-            tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
-            process.signal_all({**self._tree_cache, **tree}, 9, popen.pid)
+    def _escalate(self) -> None:
+        """The grace period is over and the leader has not been reaped: SIGKILL the tree."""
+        popen = self._popen
+        if popen.returncode is not None:
+            return  # the waiting thread finishes the tree off itself (`_finish_tree`)
+        tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
+        process.signal_all({**self._tree_cache, **tree}, 9, popen.pid)
 
     def _finish_tree(self) -> None:
         """The leader is gone. Make sure nothing it started outlives the attempt."""
@@ -210,6 +240,8 @@ class ShellAttempt(RunningAttempt):
 
 
 def _alive(proc: psutil.Process) -> bool:
+    import psutil
+
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

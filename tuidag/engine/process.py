@@ -9,13 +9,16 @@ Every process is identified by pid *and* create time, so a recycled pid is never
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
+# psutil itself is imported where it is used: a run in which nothing needs killing never loads it (a tenth of the
+# start-up time of a short run).
 
 TAG_RUN = "TUIDAG_RUN_ID"
 TAG_TASK = "TUIDAG_TASK"
@@ -40,9 +43,38 @@ def create_time(pid: int) -> float | None:
     finally:
         os.close(fd)
     if _boot_time is None:
-        _boot_time = psutil.boot_time()
+        _boot_time = boot_time()
     fields = stat[stat.rfind(b")") + 2:].split()
     return int(fields[19]) / _CLOCK_TICKS + _boot_time
+
+
+def boot_time() -> float:
+    """The system's boot time, as psutil computes it (`btime` in /proc/stat)."""
+    with open("/proc/stat", "rb") as f:
+        for line in f:
+            if line.startswith(b"btime"):
+                return float(line.split()[1])
+    raise RuntimeError("no btime in /proc/stat")
+
+
+def tagged_pids(run_id: str) -> list[int]:
+    """Processes whose environment carries the run's tag, from a plain /proc scan (it runs at the end of every run,
+    so it must not need psutil). The environment a process started with is what /proc shows, and it is inherited
+    through setsid, double forks and re-parenting."""
+    tag = f"{TAG_RUN}={run_id}".encode()
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:  # gone, or another user's
+            continue
+        if tag in environ.split(b"\0"):
+            found.append(int(name))
+    return found
 
 
 @dataclass(frozen=True)
@@ -54,6 +86,8 @@ class ProcRef:
 
     def process(self) -> psutil.Process | None:
         """The live process this ref names, or None if it is gone or the pid now belongs to someone else."""
+        import psutil
+
         try:
             proc = psutil.Process(self.pid)
             if abs(proc.create_time() - self.create_time) > 0.01:
@@ -68,6 +102,8 @@ class ProcRef:
 
 def become_subreaper() -> bool:
     """Make this process adopt orphaned descendants (Linux), so double-forked daemons stay findable."""
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
@@ -83,6 +119,8 @@ def _reap_if_child(pid: int) -> None:
 
 
 def _tagged(proc: psutil.Process, run_id: str, task: str | None) -> bool:
+    import psutil
+
     try:
         env = proc.environ()
     except (psutil.Error, OSError):
@@ -95,6 +133,8 @@ def collect_tree(
 ) -> dict[int, psutil.Process]:
     """Every live process that belongs to an attempt: descendants of the leader, members of its process group or
     session, and processes tagged with (run_id, task). With task=None, every process tagged with run_id."""
+    import psutil
+
     found: dict[int, psutil.Process] = {}
     me = os.getpid()
     lead = leader.process() if leader else None
@@ -133,6 +173,8 @@ def group_alive(pgid: int) -> bool:
 
 
 def signal_all(procs: dict[int, psutil.Process], sig: int, pgid: int | None = None) -> None:
+    import psutil
+
     if pgid is not None:
         try:
             os.killpg(pgid, sig)
@@ -148,6 +190,8 @@ def signal_all(procs: dict[int, psutil.Process], sig: int, pgid: int | None = No
 def wait_gone(procs: dict[int, psutil.Process], deadline: float, poll: float = 0.02) -> dict[int, psutil.Process]:
     """Wait until every process exited (reaping the ones that are our children) or the deadline passed.
     Returns the survivors."""
+    import psutil
+
     alive = dict(procs)
     while alive:
         for pid, proc in list(alive.items()):
@@ -176,6 +220,8 @@ def terminate_tree(procs: dict[int, psutil.Process], grace: float, pgid: int | N
 
 def tree_usage(procs: list[psutil.Process]) -> tuple[float, int]:
     """(CPU percent since the previous call on the same Process objects, RSS bytes) summed over a tree."""
+    import psutil
+
     cpu, rss = 0.0, 0
     for proc in procs:
         try:

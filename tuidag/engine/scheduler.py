@@ -17,7 +17,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -41,7 +41,7 @@ class InvalidTransition(RuntimeError):
     """The scheduler tried a move the state table forbids: a bug, never a user error."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Task:
     """The scheduler's mutable record of one task. Only touched with the scheduler lock held."""
 
@@ -122,7 +122,7 @@ class Scheduler:
         for name in dag.topological_order:
             snap = TaskSnapshot(name, S.PENDING, changed_at=now, log_path=str(log_dir / log_name(name)))
             if name in reused:
-                snap = replace(snap, state=S.SUCCEEDED, reused=True, reason="reused from an earlier run")
+                snap = snap.evolve(state=S.SUCCEEDED, reused=True, reason="reused from an earlier run")
             self._tasks[name] = _Task(snap)
         self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
 
@@ -334,9 +334,9 @@ class Scheduler:
             attempt = Attempt(
                 run_id=self.run_id, task=spec, number=number,
                 env={**self._base_env, **spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)},
-                workdir=spec.workdir or self.dag.workdir, log_path=Path(t.snap.log_path),
+                workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path,
                 timeout=spec.timeout, kill_grace=self.kill_grace,
-                results={d: self._results.get(d) for d in spec.depends_on},
+                results={d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {},
             )
         self._flush()
         try:
@@ -440,7 +440,7 @@ class Scheduler:
             raise InvalidTransition(f"{t.snap.name}: {old} -> {new}")
         now = self.clock()
         self._unfinished += (old in TERMINAL) - (new in TERMINAL)
-        t.snap = replace(t.snap, state=new, changed_at=now, **fields)
+        t.snap = t.snap.evolve(state=new, changed_at=now, **fields)
         self._seq += 1
         self._outbox.append(TaskEvent(self._seq, now, old, t.snap))
 
@@ -450,7 +450,7 @@ class Scheduler:
 
     def _flush(self) -> None:
         """Deliver queued events in order. Never called with the scheduler lock held."""
-        while True:
+        while self._outbox:  # (a lock-free peek: events added after it are delivered by the thread that added them)
             if not self._deliver_lock.acquire(blocking=False):
                 return  # the thread holding it delivers our events too (it re-checks after releasing)
             try:
@@ -469,6 +469,4 @@ class Scheduler:
                                 log.exception("observer %r failed on %r", observer, event)
             finally:
                 self._deliver_lock.release()
-            with self._lock:
-                if not self._outbox:
-                    return
+            # Loop: events another thread queued while we held the delivery lock are ours to deliver.

@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .skypilot_loader import Note, load_skypilot, pipeline_documents
 from .source import read_source
 from .spec import DagSpec
 from .yaml_loader import load_yaml
 
-__all__ = ["Note", "load_dag"]
+if TYPE_CHECKING:
+    from .skypilot_loader import Note
+
+__all__ = ["load_dag"]
 
 #: A line that starts or ends a YAML document. Only files with one can hold several documents, so only those are
 #: composed a first time to find out whether they are SkyPilot pipelines.
@@ -23,6 +26,8 @@ def load_dag(path: Path, notes: list[Note] | None = None) -> DagSpec:
     # Formats are told apart by content, not by file extension, since they all end in .yaml: a multi-document file
     # whose first document has no `tasks:` is a SkyPilot pipeline; anything else is tuidag's own format.
     if _DOCUMENT_MARKER.search(text):
+        from .skypilot_loader import load_skypilot, pipeline_documents  # loaded only for multi-document files
+
         documents = pipeline_documents(text, str(path))
         if documents is not None:
             return load_skypilot(path, documents, notes)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..engine.events import Event, RunEvent
+from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
@@ -34,24 +34,47 @@ class JournalWriter:
             self.write({"type": "run", "seq": event.seq, "t": event.time, "event": event.kind,
                         "detail": event.detail})
             return
-        snap = event.snapshot
-        record: dict[str, Any] = {"type": "task", "seq": event.seq, "t": event.time, "task": snap.name,
-                                  "from": event.old.value if event.old else None, "to": snap.state.value}
-        for name in _SNAPSHOT_FIELDS:
-            value = getattr(snap, name)
-            if value is not None and value is not False:
-                record[name] = value
-        if snap.value is not None and snap.state is TaskState.SUCCEEDED:
-            try:
-                record["value"] = json.loads(json.dumps(snap.value))
-            except (TypeError, ValueError):
-                record["value_repr"] = repr(snap.value)[:200]
-        self.write(record)
+        os.write(self._fd, task_line(event))
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+_STATE_JSON = {state: f'"{state.value}"' for state in TaskState} | {None: "null"}
+
+
+def task_line(event: TaskEvent) -> bytes:
+    """The journal line of a task event: what `_ENCODER` would write for the record, formatted directly because it
+    runs several times per task (the generic encoder was a fifth of the engine's time on a DAG of quick tasks)."""
+    snap = event.snapshot
+    enc = _ENCODER.encode
+    parts = [f'{{"type":"task","seq":{event.seq},"t":{event.time!r},"task":{enc(snap.name)},'
+             f'"from":{_STATE_JSON[event.old]},"to":{_STATE_JSON[snap.state]}']
+    if snap.attempt is not None:
+        parts.append(f',"attempt":{snap.attempt}')
+    if snap.reason is not None:
+        parts.append(f',"reason":{enc(snap.reason)}')
+    if snap.exit_code is not None:
+        parts.append(f',"exit_code":{snap.exit_code}')
+    if snap.started_at is not None:
+        parts.append(f',"started_at":{snap.started_at!r}')
+    if snap.finished_at is not None:
+        parts.append(f',"finished_at":{snap.finished_at!r}')
+    if snap.pid is not None:
+        parts.append(f',"pid":{snap.pid}')
+    if snap.create_time is not None:
+        parts.append(f',"create_time":{snap.create_time!r}')
+    if snap.reused:
+        parts.append(',"reused":true')
+    if snap.value is not None and snap.state is TaskState.SUCCEEDED:
+        try:
+            parts.append(f',"value":{enc(json.loads(json.dumps(snap.value)))}')
+        except (TypeError, ValueError):
+            parts.append(f',"value_repr":{enc(repr(snap.value)[:200])}')
+    parts.append("}\n")
+    return "".join(parts).encode()
 
 
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:

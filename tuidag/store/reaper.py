@@ -10,12 +10,14 @@ from __future__ import annotations
 import fcntl
 import os
 from dataclasses import dataclass
-
-import psutil
+from typing import TYPE_CHECKING
 
 from ..engine import process
 from .journal import replay
 from .runs import RunDir, RunStore, write_summary
+
+if TYPE_CHECKING:
+    import psutil
 
 REAP_GRACE = 2.0
 
@@ -46,6 +48,8 @@ def reap_interrupted(store: RunStore, grace: float = REAP_GRACE) -> list[Reaped]
 
 
 def _reap_run(run: RunDir, grace: float) -> Reaped:
+    import psutil  # only after a crash: an ordinary start never loads it
+
     rep = replay(run.journal)
     victims: dict[int, psutil.Process] = {}
     owners: dict[int, str] = {}

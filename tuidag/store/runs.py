@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engine.process import create_time
 from .journal import JournalWriter
 
 STATE_DIR_ENV = "TUIDAG_STATE_DIR"
@@ -130,11 +131,9 @@ class RunStore:
         run = RunDir(run_id, path)
         run.logs.mkdir(mode=0o700)
         _hold_owner_lock(run)
-        import psutil  # only a run needs it; `tuidag validate` and errors stay quick to start
-
-        me = psutil.Process()
+        me = os.getpid()
         header = {"run_id": run_id, "dag": dag_name, "source": str(source) if source else None,
-                  "host": os.uname().nodename, "pid": me.pid, "pid_create_time": me.create_time(),
+                  "host": os.uname().nodename, "pid": me, "pid_create_time": create_time(me),
                   "tasks": tasks, **(extra or {})}
         return run, JournalWriter(run.journal, header)
 
