@@ -4,6 +4,13 @@ The DAG: 10 layers of N/10 tasks; every task past the first layer depends on 2 t
 as a tuidag YAML file and as a build.ninja, then `tuidag run --no-tui --quiet -j 8` (per-task logs and journal
 included) and `ninja -j 8` run alternately; the script prints the median wall times and their ratio.
 
+A third column, "py floor", is the least any Python program can do for the same job: a bare thread pool that runs the
+same commands with `subprocess`, each into its own log file, in dependency order (no journal, no states, no output).
+It shows how much of the gap to ninja is the language's own start-up and process spawning.
+
+tuidag's bytecode is compiled first, as `pip install` does (the figures would otherwise include compiling every
+module on every start when PYTHONDONTWRITEBYTECODE is set).
+
     python benchmarks/core_bench.py                 # N=1000 and N=5000, 5 repeats each
     python benchmarks/core_bench.py --sizes 1000 --repeats 9
 """
@@ -73,7 +80,50 @@ def ninja_binary() -> str:
     return os.path.join(ninja.BIN_DIR, "ninja")
 
 
-def bench(n: int, repeats: int, jobs: int) -> tuple[float, float]:
+FLOOR = """
+import os, subprocess, sys, threading, yaml
+from concurrent.futures import ThreadPoolExecutor
+tasks = yaml.load(open(sys.argv[1]), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["tasks"]
+children = {name: [] for name in tasks}
+waiting = {name: len(t.get("depends_on", [])) for name, t in tasks.items()}
+for name, t in tasks.items():
+    for dep in t.get("depends_on", []):
+        children[dep].append(name)
+os.makedirs("floor-logs", exist_ok=True)
+lock, done, left = threading.Lock(), threading.Event(), [len(tasks)]
+pool = ThreadPoolExecutor(int(sys.argv[2]))
+def work(name):
+    fd = os.open(f"floor-logs/{name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    subprocess.Popen(["/bin/sh", "-c", tasks[name]["run"]], stdin=subprocess.DEVNULL, stdout=fd,
+                     stderr=subprocess.STDOUT, start_new_session=True).wait()
+    os.close(fd)
+    with lock:
+        left[0] -= 1
+        for child in children[name]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                pool.submit(work, child)
+        if left[0] == 0:
+            done.set()
+for name, count in waiting.items():
+    if count == 0:
+        pool.submit(work, name)
+done.wait()
+pool.shutdown()
+"""
+
+
+def compile_tuidag() -> None:
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("tuidag")
+    if spec is None or spec.origin is None:
+        sys.exit("tuidag is not importable: pip install -e .")
+    compileall.compile_dir(os.path.dirname(spec.origin), quiet=1)
+
+
+def bench(n: int, repeats: int, jobs: int) -> tuple[float, float, float]:
     work = Path(tempfile.mkdtemp(prefix=f"tuidag-bench-{n}-"))
     try:
         tasks = layered(n)
@@ -82,11 +132,13 @@ def bench(n: int, repeats: int, jobs: int) -> tuple[float, float]:
         env = {**os.environ, "TUIDAG_STATE_DIR": str(work / "state")}
         tuidag_cmd = [sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "-j", str(jobs), "dag.yaml"]
         ninja_cmd = [ninja_binary(), "-j", str(jobs)]
-        t_times, n_times = [], []
+        floor_cmd = [sys.executable, "-c", FLOOR, "dag.yaml", str(jobs)]
+        t_times, n_times, f_times = [], [], []
         for _ in range(repeats):
             n_times.append(timed(ninja_cmd, work))
             t_times.append(timed(tuidag_cmd, work, env))
-        return statistics.median(t_times), statistics.median(n_times)
+            f_times.append(timed(floor_cmd, work))
+        return statistics.median(t_times), statistics.median(n_times), statistics.median(f_times)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -99,10 +151,11 @@ def main() -> None:
     args = parser.parse_args()
     print(f"layered DAG, {LAYERS} layers, 2 deps per task, command `true`, -j {args.j}, "
           f"median of {args.repeats}, {os.cpu_count()} cores")
-    print(f"{'N':>6}  {'tuidag':>8}  {'ninja':>8}  {'ratio':>6}")
+    compile_tuidag()
+    print(f"{'N':>6}  {'tuidag':>8}  {'ninja':>8}  {'ratio':>6}  {'py floor':>8}  {'ratio':>6}")
     for n in args.sizes:
-        t, nj = bench(n, args.repeats, args.j)
-        print(f"{n:>6}  {t:>7.2f}s  {nj:>7.2f}s  {t / nj:>5.2f}x", flush=True)
+        t, nj, floor = bench(n, args.repeats, args.j)
+        print(f"{n:>6}  {t:>7.2f}s  {nj:>7.2f}s  {t / nj:>5.2f}x  {floor:>7.2f}s  {floor / nj:>5.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from dags import alive, read_pids, wait_until
 from test_cli import tuidag, write
@@ -71,14 +72,19 @@ def test_kill9_leaves_readable_journal_and_next_command_reaps(tmp_path):
         bystander.wait()
 
 
-def test_reaper_never_touches_a_recycled_pid(tmp_path):
-    """A journal naming a live pid with another create time (the pid was reused) must leave that process alone."""
+@pytest.mark.parametrize("identity", ["other create time", "no create time, no tag"])
+def test_reaper_never_touches_a_recycled_pid(tmp_path, identity):
+    """A journal naming a live pid that now belongs to another process (another create time, or without the run's
+    tag in its environment) must leave that process alone."""
     bystander = subprocess.Popen(["sleep", "120"])
     try:
         store = RunStore(tmp_path / "state")
         run, journal = store.create_run("fake", None, ["t"])
-        journal.write({"type": "task", "seq": 1, "t": 1.0, "task": "t", "from": "QUEUED", "to": "RUNNING",
-                       "pid": bystander.pid, "create_time": psutil.Process(bystander.pid).create_time() - 100})
+        record = {"type": "task", "seq": 1, "t": 1.0, "task": "t", "from": "QUEUED", "to": "RUNNING",
+                  "pid": bystander.pid}
+        if identity == "other create time":
+            record["create_time"] = psutil.Process(bystander.pid).create_time() - 100
+        journal.write(record)
         journal.close()
         # the run's owner is this very process; a fresh process must see it as dead to reap it
         code = ("import sys; from pathlib import Path; from tuidag.store.runs import RunStore; "
@@ -147,8 +153,9 @@ def test_resume_named_run_and_unknown_run(tmp_path):
 
 def test_two_tuidags_on_one_state_dir(tmp_path):
     """Concurrent runs don't corrupt each other, and neither one's reaper touches the other's live run."""
-    pids = tmp_path / "pids"
-    slow = write(tmp_path / "slow.yaml", f"tasks:\n  s:\n    run: echo $$ > {pids}; sleep 2; echo slow done\n")
+    pids, go = tmp_path / "pids", tmp_path / "go"
+    slow = write(tmp_path / "slow.yaml", f"tasks:\n  s:\n    run: echo $$ > {pids}; "
+                                         f"while [ ! -e {go} ]; do sleep 0.05; done; echo slow done\n")
     fast = write(tmp_path / "fast.yaml", "tasks:\n" + "".join(f"  t{i}:\n    run: echo {i}\n" for i in range(20)))
     runner = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(slow)], cwd=tmp_path,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -161,6 +168,7 @@ def test_two_tuidags_on_one_state_dir(tmp_path):
         assert proc.returncode == 0 and "interrupted" not in err
     assert alive(*ref)  # the slow run's task was left alone
     assert "still running" in tuidag("run", str(slow), "--resume", cwd=tmp_path).stderr
+    go.touch()
     assert runner.wait(30) == 0
     runs = RunStore(tmp_path / ".tuidag").runs()
     assert len(runs) == 3

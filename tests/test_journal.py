@@ -5,7 +5,7 @@ import json
 
 from hypothesis import given, strategies as st
 
-from tuidag.engine.events import TaskEvent, TaskSnapshot
+from tuidag.engine.events import RunEvent, TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.store.journal import JournalWriter, read_journal, replay, task_line
 
@@ -55,12 +55,13 @@ def test_written_events_replay_to_the_last_state(tmp_path):
     path = tmp_path / "journal.jsonl"
     writer = JournalWriter(path, {"tasks": ["a"]})
     snap = TaskSnapshot("a", TaskState.RUNNING, attempt=1, started_at=10.5, pid=4242, create_time=9.25)
-    writer(TaskEvent(1, 10.5, TaskState.QUEUED, snap))
-    writer(TaskEvent(2, 11.0, TaskState.RUNNING,
-                     snap.evolve(state=TaskState.FAILED, exit_code=3, reason='exit code 3 "quoted"\n',
-                                 finished_at=11.0)))
+    writer.record([TaskEvent(1, 10.5, TaskState.QUEUED, snap)])
+    writer.record([RunEvent(2, 10.7, "paused"),
+                   TaskEvent(3, 11.0, TaskState.RUNNING,
+                             snap.evolve(state=TaskState.FAILED, exit_code=3, reason='exit code 3 "quoted"\n',
+                                         finished_at=11.0))])
     writer.close()
-    assert len(list(read_journal(path))) == 3
+    assert [r.get("seq") for r in read_journal(path)] == [None, 1, 2, 3]
     task = replay(path).tasks["a"]
     assert (task.state, task.exit_code, task.reason, task.pids) == (
         TaskState.FAILED, 3, 'exit code 3 "quoted"\n', [(4242, 9.25)])

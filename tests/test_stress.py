@@ -47,7 +47,7 @@ def test_stress(tmp_path_factory, case):
     scheduler = Scheduler(dag, LocalExecutor(), run_id, tmp / "logs")
     journal = JournalWriter(tmp / "journal.jsonl", {"run_id": run_id, "tasks": list(dag.topological_order)})
     rec = Recorder()
-    scheduler.subscribe(journal)
+    scheduler.subscribe(journal.record, batches=True)
     scheduler.subscribe(rec)
     scheduler.start()
 

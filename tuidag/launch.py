@@ -57,7 +57,8 @@ class RunSession:
             _link_log(resume_from.log_path(name), run.log_path(name))
         scheduler = Scheduler(dag, executor or LocalExecutor(), run.run_id, run.logs, log_name=log_file_name,
                               max_parallel=max_parallel, kill_grace=kill_grace, reused=reused)
-        scheduler.subscribe(journal)  # first observer: the journal sees every event before any view does
+        # The first observer: the journal records every event before any view sees it.
+        scheduler.subscribe(journal.record, batches=True)
         return cls(dag, store, run, journal, scheduler)
 
     def interrupt(self, signum: int) -> None:

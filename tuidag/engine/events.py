@@ -18,7 +18,7 @@ class TaskSnapshot:
     finished_at: float | None = None
     changed_at: float = 0.0          # wall clock of the last change
     pid: int | None = None           # leader of the current or last attempt
-    create_time: float | None = None # its create time, so a recycled pid is never mistaken for it
+    create_time: float | None = None # set when the leader is identified by create time (callables in a child process)
     log_path: str = ""
     reused: bool = False             # SUCCEEDED carried over from an earlier run (--resume)
     value: Any = field(default=None, compare=False)  # a callable task's return value

@@ -282,6 +282,8 @@ def _forget(child: multiprocessing.process.BaseProcess) -> None:
 class IsolatedAttempt(ShellAttempt):
     """A callable in a child process, controlled exactly like a shell task's process tree."""
 
+    identify_by_create_time = True  # the forkserver reaps the child, so its pid can be reused before we know
+
     def __init__(self, attempt: Attempt):
         self._outcome: tuple[str, Any] | None = None
         self._reader: threading.Thread | None = None

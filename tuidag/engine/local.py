@@ -75,6 +75,7 @@ class LocalExecutor(Executor):
 
 
 class ShellAttempt(RunningAttempt):
+    identify_by_create_time = False  # see _track
     def __init__(self, attempt: Attempt, steps: list[tuple[str, str]]):
         self.attempt = attempt
         self._steps = steps
@@ -118,11 +119,18 @@ class ShellAttempt(RunningAttempt):
 
     def _track(self, popen) -> None:
         """Make `popen` the leader that waiting, killing and usage look at. Anything with Popen's `pid`, `poll()`,
-        `wait(timeout)` and `returncode` will do (`inprocess.IsolatedAttempt` passes a multiprocessing child)."""
+        `wait(timeout)` and `returncode` will do (`inprocess.IsolatedAttempt` passes a multiprocessing child).
+
+        The leader is named by its pid and the run tag in its environment: it is our child, so its pid cannot be
+        reused before we reap it, and the tag tells it apart after a crash. That saves reading its create time on
+        every spawn; a leader someone else reaps (`identify_by_create_time`) gets its create time instead."""
         self._popen = popen
         self.pid = popen.pid
-        self.create_time = process.create_time(popen.pid)  # None: it already ran and exited
-        self._leader = process.ProcRef(popen.pid, self.create_time or 0.0)
+        if self.identify_by_create_time:
+            self.create_time = process.create_time(popen.pid)  # None: it already ran and exited
+            self._leader = process.ProcRef(popen.pid, self.create_time or 0.0)
+        else:
+            self._leader = process.ProcRef(popen.pid, run_id=self.attempt.run_id)
 
     # --- control --------------------------------------------------------------------------------------------
     def kill(self, reason: str = "cancelled") -> None:

@@ -5,7 +5,8 @@ a leader that exits on SIGTERM while its children keep running (they are then re
 and daemons that called setsid or double-forked. So the tree is collected *before* any signal is sent, by three
 routes at once: the leader's recursive children, the leader's process group and session, and every process that
 carries this attempt's `TUIDAG_RUN_ID`/`TUIDAG_TASK` tag in its environment (inherited through setsid and forks).
-Every process is identified by pid *and* create time, so a recycled pid is never signalled.
+Every process is identified by pid *and* create time (psutil objects), or a leader by pid and its run tag, so a recycled
+pid is never signalled.
 """
 from __future__ import annotations
 
@@ -79,10 +80,12 @@ def tagged_pids(run_id: str) -> list[int]:
 
 @dataclass(frozen=True)
 class ProcRef:
-    """A process identity that survives pid reuse."""
+    """A process identity that survives pid reuse: the pid plus either its create time or the run tag it carries in
+    its environment (a recycled pid belongs to a process without this run's tag)."""
 
     pid: int
-    create_time: float
+    create_time: float | None = None
+    run_id: str | None = None
 
     def process(self) -> psutil.Process | None:
         """The live process this ref names, or None if it is gone or the pid now belongs to someone else."""
@@ -90,7 +93,9 @@ class ProcRef:
 
         try:
             proc = psutil.Process(self.pid)
-            if abs(proc.create_time() - self.create_time) > 0.01:
+            if self.create_time is not None and abs(proc.create_time() - self.create_time) > 0.01:
+                return None
+            if self.create_time is None and (self.run_id is None or not _tagged(proc, self.run_id, None)):
                 return None
             if proc.status() == psutil.STATUS_ZOMBIE:
                 _reap_if_child(proc.pid)

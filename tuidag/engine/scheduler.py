@@ -29,6 +29,7 @@ from .executor import Attempt, AttemptResult, Executor, RunningAttempt
 log = logging.getLogger(__name__)
 S = TaskState
 Observer = Callable[[Event], None]
+BatchObserver = Callable[[list[Event]], None]
 _WAITING = (S.PENDING, S.QUEUED, S.RETRYING)
 _DEAD_END = (S.FAILED, S.CANCELLED, S.SKIPPED)  # terminal states a dependent can never run after
 
@@ -106,7 +107,7 @@ class Scheduler:
         self._lock = threading.Lock()
         self._deliver_lock = threading.Lock()
         self._outbox: deque[Event] = deque()
-        self._observers: list[Observer] = []
+        self._observers: list[tuple[Observer | BatchObserver, bool]] = []  # (observer, wants batches)
         self._seq = 0
         self._pool = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="tuidag-task")
         self._paused = False
@@ -127,14 +128,18 @@ class Scheduler:
         self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
 
     # ------------------------------------------------------------------------------------------------ observers
-    def subscribe(self, observer: Observer) -> Callable[[], None]:
-        """Call `observer(event)` for every event from now on, in order, from engine threads. Keep it quick."""
+    def subscribe(self, observer: Observer | BatchObserver, *, batches: bool = False) -> Callable[[], None]:
+        """Call `observer(event)` for every event from now on, in order, from engine threads. Keep it quick.
+
+        With batches=True the observer gets a list of consecutive events per delivery instead, for observers that
+        do I/O per call (the journal writes each batch with one write())."""
+        entry = (observer, batches)
         with self._lock:
-            self._observers = [*self._observers, observer]
+            self._observers = [*self._observers, entry]
 
         def unsubscribe() -> None:
             with self._lock:
-                self._observers = [o for o in self._observers if o is not observer]
+                self._observers = [o for o in self._observers if o is not entry]
 
         return unsubscribe
 
@@ -461,8 +466,14 @@ class Scheduler:
                         batch = list(self._outbox)
                         self._outbox.clear()
                         observers = self._observers
-                    for event in batch:
-                        for observer in observers:
+                    for observer, batches in observers:
+                        if batches:
+                            try:
+                                observer(batch)
+                            except Exception:
+                                log.exception("observer %r failed on %d events", observer, len(batch))
+                            continue
+                        for event in batch:
                             try:
                                 observer(event)
                             except Exception:

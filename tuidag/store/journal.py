@@ -1,7 +1,7 @@
-"""The run journal: one JSON object per line, appended with a single write() per event as it happens.
+"""The run journal: one JSON object per line, appended as events happen, one write() per batch the engine delivers.
 
-A single `os.write` on an O_APPEND descriptor puts a whole line in the file or nothing, so a crash (even kill -9)
-leaves a journal whose every complete line parses; a torn last line is ignored on replay.
+Each `os.write` on an O_APPEND descriptor appends whole lines, so a crash (even kill -9) leaves a journal whose
+every complete line parses; a torn last line (a crash inside a write) is ignored on replay.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ _SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at
 
 
 class JournalWriter:
-    """An engine observer that appends every event to `journal.jsonl`."""
+    """Appends every event of a run to `journal.jsonl`; `record` is its engine observer (a batch one)."""
 
     def __init__(self, path: Path, header: dict[str, Any]):
         self.path = path
@@ -29,12 +29,16 @@ class JournalWriter:
     def write(self, record: dict[str, Any]) -> None:
         os.write(self._fd, (_ENCODER.encode(record) + "\n").encode())
 
-    def __call__(self, event: Event) -> None:
+    def record(self, events: list[Event]) -> None:
+        """Append events with one write(): subscribe it with `batches=True`."""
+        os.write(self._fd, b"".join(map(self._line, events)))
+
+    @staticmethod
+    def _line(event: Event) -> bytes:
         if isinstance(event, RunEvent):
-            self.write({"type": "run", "seq": event.seq, "t": event.time, "event": event.kind,
-                        "detail": event.detail})
-            return
-        os.write(self._fd, task_line(event))
+            record = {"type": "run", "seq": event.seq, "t": event.time, "event": event.kind, "detail": event.detail}
+            return (_ENCODER.encode(record) + "\n").encode()
+        return task_line(event)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -117,7 +121,7 @@ class TaskRecord:
     pid: int | None = None
     create_time: float | None = None
     reused: bool = False
-    pids: list[tuple[int, float]] = field(default_factory=list)  # every attempt leader ever started
+    pids: list[tuple[int, float | None]] = field(default_factory=list)  # every attempt leader: (pid, create time)
 
     @property
     def duration(self) -> float | None:
@@ -160,7 +164,7 @@ def replay(path: Path) -> Replay:
         task.state = TaskState(rec["to"])
         for key in _SNAPSHOT_FIELDS:
             setattr(task, key, rec.get(key, False if key == "reused" else None))
-        if task.pid is not None and task.create_time is not None:
+        if task.pid is not None:
             ref = (task.pid, task.create_time)
             if ref not in task.pids:
                 task.pids.append(ref)

@@ -1,9 +1,10 @@
 """Cleaning up after a tuidag that died mid-run (kill -9, power loss, OOM killer).
 
-Its task processes may still be running. Every attempt's leader is in the journal with its pid *and* create time, and
-every task process carries `TUIDAG_RUN_ID` in its environment, so the next tuidag command on the state dir can find
-exactly those processes — and never a process of another program that reused a pid — kill them, and record the run
-as interrupted.
+Its task processes may still be running. Every attempt's leader is in the journal by pid, and every task process
+carries `TUIDAG_RUN_ID` in its environment, so the next tuidag command on the state dir can find exactly those
+processes — a journalled pid counts only while it still carries the run's tag (or, for callables in child processes,
+has the journalled create time), so a process of another program that reused a pid is never touched — kill them, and
+record the run as interrupted.
 """
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
     owners: dict[int, str] = {}
     for task in rep.tasks.values():
         for pid, ctime in task.pids:
-            leader = process.ProcRef(pid, ctime).process()  # None if gone or the pid now names another process
+            # None if gone or the pid now names another process (another create time, or no tag of this run)
+            leader = process.ProcRef(pid, ctime, run.run_id).process()
             if leader is None:
                 continue
             try:
