@@ -160,6 +160,7 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
 
 
 def run_headless(session, quiet: bool = False) -> int:
+    from .model.collector import freeze_survivors
     from .launch import install_signal_handlers
     from .views.headless import HeadlessReporter, counts_line, summary_table, use_colour
 
@@ -168,6 +169,7 @@ def run_headless(session, quiet: bool = False) -> int:
     session.scheduler.subscribe(reporter)
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
+    freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
     print(f"tuidag: run {session.run.run_id} of {session.dag.name} ({len(session.dag.tasks)} tasks), "
           f"logs in {session.run.logs}", flush=True)
     session.scheduler.start()

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .collector import collector_paused
 from .source import read_source
 from .spec import DagSpec
 from .yaml_loader import load_yaml
@@ -22,6 +23,11 @@ _DOCUMENT_MARKER = re.compile(r"^(?:---|\.\.\.)(?:[ \t\r]|$)", re.MULTILINE)
 def load_dag(path: Path, notes: list[Note] | None = None) -> DagSpec:
     """Load and validate the DAG in `path`. Raises DagErrors (every problem, located) for unreadable or bad files.
     Notes (settings that have no effect here, each located) are appended to `notes` when it is given."""
+    with collector_paused():  # loading is quadratic with the collector on (see collector.py)
+        return _load(path, notes)
+
+
+def _load(path: Path, notes: list[Note] | None) -> DagSpec:
     text = read_source(path)
     # Formats are told apart by content, not by file extension, since they all end in .yaml: a multi-document file
     # whose first document has no `tasks:` is a SkyPilot pipeline; anything else is tuidag's own format.
