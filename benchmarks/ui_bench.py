@@ -184,8 +184,10 @@ def main() -> None:
             view = "combined view" if combined else "task log     "
             print(f"100 MB flood, {view}: loop lag median {lag * 1000:.1f} ms, max {worst * 1000:.0f} ms "
                   f"(target < 100 ms); RSS growth {rss:.0f} MB (target < 100 MB); caught up in {secs:.1f} s")
-        tui = [asyncio.run(tui_run(state("tui", i))) for i in range(args.repeats)]
-        plain = [headless_run(state("plain", i)) for i in range(args.repeats)]
+        tui, plain = [], []
+        for i in range(args.repeats):  # alternated, so that a change in the machine's load hits both alike
+            tui.append(asyncio.run(tui_run(state("tui", i))))
+            plain.append(headless_run(state("plain", i)))
         for k, what in ((0, "wall, start-up included"), (1, "run only (engine start to finish)")):
             a, b = statistics.median(t[k] for t in tui), statistics.median(p[k] for p in plain)
             print(f"1,000 layered tasks of `true`, -j 8, {what}: app {a:.2f} s vs headless {b:.2f} s: "

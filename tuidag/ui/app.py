@@ -26,9 +26,10 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.driver import Driver
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 from textual.worker import get_current_worker
 
+from ..model.collector import collector_paused, freeze_survivors
 from ..engine.events import Event, TaskEvent
 from ..engine.scheduler import RerunRefused
 from ..launch import RunSession
@@ -43,6 +44,7 @@ from .screens.help import HelpScreen
 from .state_style import LOOKS
 from .terminal import HangupSafeDriver
 from .widgets.dag_canvas import DagCanvas
+from .widgets.key_footer import KeyFooter
 from .widgets.log_view import LogView
 from .widgets.run_header import RunHeader
 
@@ -50,6 +52,7 @@ S = TaskState
 DRAIN_INTERVAL = 1 / 20
 HEADER_INTERVAL = 0.2  # counts and progress repaint at most this often (a big run changes them on every drain)
 TICK_INTERVAL = 1.0
+GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the youngest generation (Python default: 700)
 RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
 
 
@@ -68,6 +71,7 @@ class TuidagApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "tuidag"
+    AUTO_FOCUS = "#graph"  # not the first focusable widget (the hidden search bar): the footer is built for the graph
     BINDINGS = [
         Binding("question_mark", "help", "Help", tooltip="Show every key"),
         Binding("c", "cancel_branch", "Cancel",
@@ -102,24 +106,30 @@ class TuidagApp(App[None]):
         self._start = start
         self._signals = tuple(signals)
         self.run_started = False
+        self._gc_threshold: tuple[int, ...] | None = None  # the collector's thresholds before the run started
         self._inbox: deque[Event | UsageSample] = deque()
         self._header_dirty = False
         self._header_painted = 0.0
         self._stop_sampling = threading.Event()
         self._combined_on = False
-        self.combined = CombinedLog({})
+        self._combined = CombinedLog({})
+        self._combined_pending: list[tuple[str, str]] = []  # (task, log path) started since the log was looked at
         dag = session.dag
-        self.graph = layout_dag(dag)
-        self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
-        self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
-        self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
+        with collector_paused():  # the layout of a big DAG is tens of thousands of objects, all kept
+            self.graph = layout_dag(dag)
+            self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
+            self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
+            self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
         self.header = RunHeader(dag.name, session.run.run_id, self.model, id="header")
-        self.canvas = DagCanvas(self.graph, self.model, self._parents, dag.children, id="graph")
+        self.canvas = DagCanvas(self.graph, self.model, self._parents, dag.children, on_select=self._show_log_of,
+                                id="graph")
         self.canvas.border_title = f"{dag.name} · {self.model.total} tasks"
         self.canvas.border_subtitle = "←↑↓→ hjkl select · c cancel · r re-run"
         self.log_pane = LogView(id="log")
+        # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
+        self.footer = KeyFooter()
 
     # ---------------------------------------------------------------------------------------------- engine side
     def engine_event(self, event: Event) -> None:
@@ -132,8 +142,7 @@ class TuidagApp(App[None]):
         with Vertical(id="panes"):
             yield self.canvas
             yield self.log_pane
-        yield self.search_bar
-        yield Footer()
+        yield self.footer
 
     def on_mount(self) -> None:
         self.set_interval(DRAIN_INTERVAL, self._drain)
@@ -143,12 +152,19 @@ class TuidagApp(App[None]):
             loop.add_signal_handler(signum, self._on_signal, signum)
         self.canvas.focus()
         if self._start:
-            self.call_after_refresh(self._start_run)  # the graph is on screen before the first task starts
+            # Start right away rather than after the first frame: building and painting the screen (~0.1 s) then
+            # overlaps the first tasks instead of delaying the whole run. The first frame follows within a frame.
+            self._start_run()
 
     def _start_run(self) -> None:
         # Everything built so far (layout, widgets, styles) lives as long as the app: keep it out of the garbage
         # collector's full passes, which otherwise stall the screen for ~0.1 s now and then on a big run.
-        gc.freeze()
+        freeze_survivors()
+        # Painting allocates many short-lived objects (strips, segments): at the default threshold (700) the young
+        # generation was collected ~60 times in a 1 s run and the middle one every ~0.2 s, 40 ms of pauses in all.
+        # Collect it a few times less often (much larger, and each pause grows past 10 ms: a key press waits for it).
+        self._gc_threshold = gc.get_threshold()
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *self._gc_threshold[1:])
         self.run_started = True
         self.scheduler.start()
         if self.usage_interval:
@@ -156,6 +172,8 @@ class TuidagApp(App[None]):
 
     def on_unmount(self) -> None:
         gc.unfreeze()
+        if self._gc_threshold is not None:
+            gc.set_threshold(*self._gc_threshold)
         self._stop_sampling.set()
         self._unsubscribe()
         loop = asyncio.get_running_loop()
@@ -174,9 +192,12 @@ class TuidagApp(App[None]):
         if batch:
             was_finished = self.model.finished
             changed = self.model.apply(batch)
+            running = S.RUNNING
             for event in batch:
-                if isinstance(event, TaskEvent) and event.new is S.RUNNING and event.is_transition:
-                    self.combined.add(event.task, Path(event.snapshot.log_path))
+                if type(event) is TaskEvent and event.old is not running and event.snapshot.state is running:
+                    self._combined_pending.append((event.snapshot.name, event.snapshot.log_path))
+            if self._combined_on and self._combined_pending:
+                self._add_to_combined()
             self.canvas.refresh_tasks(changed)
             self._header_dirty = True
             if self.model.finished and not was_finished:
@@ -187,6 +208,20 @@ class TuidagApp(App[None]):
             self.header.refresh()
         if self.model.stopping and self.scheduler.finished and not self._inbox:
             self.exit()
+
+    @property
+    def combined(self) -> CombinedLog:
+        """Every task's output, interleaved: the tasks that started so far (what `a` shows)."""
+        if self._combined_pending:
+            self._add_to_combined()
+        return self._combined
+
+    def _add_to_combined(self) -> None:
+        """Tasks are added to the combined log when it is looked at, not as they start: a big run starts hundreds a
+        second, and the log reads a task's file from its start whenever it is added."""
+        pending, self._combined_pending = self._combined_pending, []
+        for task, path in pending:
+            self._combined.add(task, Path(path))
 
     def _on_finished(self) -> None:
         if self.exit_on_finish and not self.model.stopping:
@@ -215,8 +250,12 @@ class TuidagApp(App[None]):
     # ------------------------------------------------------------------------------------------------ selection
     @on(TaskSelected)
     def _show_selected_log(self, message: TaskSelected) -> None:
+        self._show_log_of(message.task)
+
+    def _show_log_of(self, task: str) -> None:
+        """The selection moved (called by the canvas right away, so both repaint in one frame)."""
         if not self._combined_on:
-            self.log_pane.show_file(self.session.run.log_path(message.task), message.task)
+            self.log_pane.show_file(self.session.run.log_path(task), task)
 
     # -------------------------------------------------------------------------------------------------- actions
     def action_help(self) -> None:
@@ -289,7 +328,9 @@ class TuidagApp(App[None]):
         else:
             self.scheduler.pause()
 
-    def action_search(self) -> None:
+    async def action_search(self) -> None:
+        if not self.search_bar.is_attached:
+            await self.footer.screen.mount(self.search_bar, before=self.footer)  # the run screen, even under a dialog
         self.search_bar.add_class("visible")
         self.search_bar.focus()
 

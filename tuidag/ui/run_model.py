@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
-from ..model.state import TaskState
+from ..model.state import TERMINAL, TaskState
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,26 +52,35 @@ class RunModel:
         return [name for name, snap in self.snapshots.items() if snap.state is TaskState.RUNNING]
 
     def apply(self, events: Iterable[TaskEvent | RunEvent | UsageSample]) -> set[str]:
-        """Apply a batch in order; return the names of tasks whose tiles changed."""
+        """Apply a batch in order; return the names of tasks whose tiles changed.
+
+        Runs on the UI thread for every engine event (thousands a second in a big run of short tasks), so the common
+        case, a task event, is written out with local names rather than through the events' properties."""
         changed: set[str] = set()
+        add = changed.add
+        snapshots, counts = self.snapshots, self.counts
+        running = TaskState.RUNNING
         for event in events:
             if isinstance(event, TaskEvent):
-                old = self.snapshots[event.task]
-                self.counts[old.state] -= 1
-                self.counts[event.new] += 1
-                self.snapshots[event.task] = event.snapshot
-                if event.new is not TaskState.RUNNING:
-                    self.usage.pop(event.task, None)
-                if not event.new.terminal:
+                snap = event.snapshot
+                name, new = snap.name, snap.state
+                old = snapshots[name].state
+                if old is not new:
+                    counts[old] -= 1
+                    counts[new] += 1
+                snapshots[name] = snap
+                if new is not running and name in self.usage:
+                    del self.usage[name]
+                if new not in TERMINAL:
                     self.finished_at = None
-                changed.add(event.task)
+                add(name)
             elif isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self.paused = event.kind == "paused"
                 elif event.kind == "finished":
                     self.finished_at = event.time
             else:
-                live = {n: u for n, u in event.usage.items() if self.snapshots[n].state is TaskState.RUNNING}
+                live = {n: u for n, u in event.usage.items() if snapshots[n].state is running}
                 changed.update(live.keys() ^ self.usage.keys())
                 changed.update(n for n, u in live.items() if self.usage.get(n) != u)
                 self.usage = live

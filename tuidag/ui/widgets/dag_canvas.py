@@ -8,7 +8,7 @@ until the task changes, and moves the selection.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -31,6 +31,7 @@ EDGE_COLOUR = "#767699"
 SELECTED_BG = "#303048"
 _LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├")
 _HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣")
+MAX_CACHED_LINES = 512  # drawn canvas lines kept (a few screens): many more Strips would slow the garbage collector
 _UPSTREAM = re.compile(r"^upstream '(.+)' failed$")
 
 
@@ -45,14 +46,21 @@ class DagCanvas(ScrollView, can_focus=True):
     ]
 
     def __init__(self, graph: GraphLayout, model: RunModel, dependencies: Mapping[str, Sequence[str]],
-                 dependents: Mapping[str, Sequence[str]], *, id: str | None = None):
+                 dependents: Mapping[str, Sequence[str]], *, on_select: Callable[[str], None] | None = None,
+                 id: str | None = None):
+        """`on_select(name)`, if given, is called as soon as the selection moves, instead of posting `TaskSelected`:
+        what it changes (the log pane) is then painted in the same frame as the new selection, not one later."""
         super().__init__(id=id)
+        self.on_select = on_select
         self.graph = graph
         self.model = model
         self.dependencies = dependencies
         self.dependents = dependents
         self.selected: str | None = next((c[0] for c in graph.columns if c), None)
         self._tile_lines: dict[str, list[Strip]] = {}
+        self._line_cache: dict[int, Strip] = {}  # canvas line -> its visible part, drawn for `_lines_key`
+        self._lines_key: tuple[int, int] | None = None  # (scroll_x, width) the cached lines were drawn for
+        self._style_cache: tuple[Style, Style] | None = None
 
     def on_mount(self) -> None:
         self.virtual_size = Size(self.graph.width, self.graph.height)
@@ -61,18 +69,32 @@ class DagCanvas(ScrollView, can_focus=True):
 
     # -------------------------------------------------------------------------------------------------- painting
     def render_line(self, y: int) -> Strip:
+        """One line of the visible part of the canvas. Lines are kept until a tile on them changes (or the width, the
+        horizontal scroll or the styles do): scrolling by a few lines, as moving the selection does, then only draws
+        the lines that came into view."""
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
-        base = self.rich_style
         line = y + scroll_y
+        if (scroll_x, width) != self._lines_key:
+            self._lines_key = (scroll_x, width)
+            self._line_cache.clear()
+        strip = self._line_cache.get(line)
+        if strip is None:
+            if len(self._line_cache) >= MAX_CACHED_LINES:
+                self._line_cache.clear()
+            strip = self._line_cache[line] = self._draw_line(line, scroll_x, width)
+        return strip
+
+    def _draw_line(self, line: int, left: int, width: int) -> Strip:
+        base, edge_style = self._styles()
         if not 0 <= line < self.graph.height:
             return Strip.blank(width, base)
-        left, right = scroll_x, scroll_x + width
-        edge_style = base + Style(color=EDGE_COLOUR)
+        right = left + width
         pieces: list[tuple[int, list[Segment]]] = [
             (x, [Segment(text, edge_style)]) for x, text in self.graph.edge_runs(line, left, right)]
+        tiles = self.graph.tiles
         for name in self.graph.line_tiles[line]:
-            tile = self.graph.tiles[name]
+            tile = tiles[name]
             if tile.x < right and tile.x + tile.width > left:
                 strip = self._lines_of(name)[line - tile.y]
                 start = max(tile.x, left)
@@ -87,9 +109,19 @@ class DagCanvas(ScrollView, can_focus=True):
             pos = x + sum(len(seg.text) for seg in part)
         return Strip(segments, pos - left).crop_extend(0, width, base)
 
+    def _styles(self) -> tuple[Style, Style]:
+        """The widget's base style and the edges' style, looked up once per style change: `rich_style` walks the
+        ancestors on every call, which cost more than drawing the line itself."""
+        if self._style_cache is None:
+            base = self.rich_style
+            self._style_cache = (base, base + Style(color=EDGE_COLOUR))
+        return self._style_cache
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._style_cache = None
         self._tile_lines.clear()  # tiles are drawn on the widget's background
+        self._line_cache.clear()
 
     def _lines_of(self, name: str) -> list[Strip]:
         lines = self._tile_lines.get(name)
@@ -105,7 +137,7 @@ class DagCanvas(ScrollView, can_focus=True):
         width = self.graph.tiles[name].width
         selected = name == self.selected
         box = _HEAVY if selected else _LIGHT
-        base = self.rich_style + (Style(bgcolor=SELECTED_BG) if selected else Style())
+        base = self._styles()[0] + (Style(bgcolor=SELECTED_BG) if selected else Style())
         border = base + Style(color=look.colour, bold=selected)
         inner = width - 2
 
@@ -143,13 +175,19 @@ class DagCanvas(ScrollView, can_focus=True):
 
     def refresh_tasks(self, names: Iterable[str]) -> None:
         """Repaint these tiles only (their cached lines are rebuilt on the next paint)."""
-        window = self.window_region
+        tiles = self.graph.tiles
+        tile_lines, line_cache = self._tile_lines, self._line_cache
+        scroll_x, scroll_y = self.scroll_offset
+        window = self.scrollable_content_region.size
+        left, top, right, bottom = scroll_x, scroll_y, scroll_x + window.width, scroll_y + window.height
         for name in names:
-            self._tile_lines.pop(name, None)
-            tile = self.graph.tiles[name]
-            region = Region(tile.x, tile.y, tile.width, tile.height)
-            if window.overlaps(region):
-                self.refresh(region.translate(-self.scroll_offset))
+            tile_lines.pop(name, None)
+            tile = tiles[name]
+            x, y, width, height = tile.x, tile.y, tile.width, tile.height
+            for line in range(y, y + height):
+                line_cache.pop(line, None)
+            if x < right and x + width > left and y < bottom and y + height > top:
+                self.refresh(Region(x - scroll_x, y - scroll_y, width, height))
 
     # ------------------------------------------------------------------------------------------------- selection
     def select(self, name: str, *, scroll: bool = True) -> None:
@@ -161,7 +199,10 @@ class DagCanvas(ScrollView, can_focus=True):
             tile = self.graph.tiles[name]
             self.scroll_to_region(Region(tile.x, tile.y, tile.width, tile.height), spacing=Spacing(1, 4, 1, 4),
                                   animate=False, immediate=True)
-        self.post_message(TaskSelected(name))
+        if self.on_select is not None:
+            self.on_select(name)
+        else:
+            self.post_message(TaskSelected(name))
 
     def action_move(self, direction: str) -> None:
         if self.selected is None:

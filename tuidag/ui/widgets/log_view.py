@@ -327,9 +327,10 @@ class LogView(ScrollView, can_focus=True):
     def _update_virtual_size(self) -> None:
         width, height = self.scrollable_content_region.size
         if self._wrap:  # the last screenful starts at the largest scroll_y
-            self.virtual_size = Size(width, self._wrap_bottom_line(width, height) + height)
+            size = Size(width, self._wrap_bottom_line(width, height) + height)
         else:
-            self.virtual_size = Size(self._max_width, self.line_count)
+            size = Size(self._max_width, self.line_count)
+        set_virtual_size(self, size)
 
     def _wrap_bottom_line(self, width: int, height: int) -> int:
         """The first line of the last screenful when wrapped: lines from it to the end fill at most `height` rows."""
@@ -473,6 +474,24 @@ class LogView(ScrollView, can_focus=True):
         if (title.plain, titles[1].plain) != self._titles:  # setting a title repaints: only when it changed
             self.border_title, self.border_subtitle = titles
             self._titles = (title.plain, titles[1].plain)
+
+
+def set_virtual_size(view: ScrollView, size: Size) -> None:
+    """`view.virtual_size = size`, without the layout of the whole screen that assignment asks for.
+
+    The reactive is declared with `layout=True`: every change re-arranges every widget on the screen and repaints them
+    all (~20 ms at 160x45), and a followed log changes it on every tick, a new selection on every key press. A
+    `ScrollView`'s own size never depends on its virtual size (ours are sized by CSS), only its scrollbars do, so
+    update just those, as the layout pass would (`ScrollView._size_updated`); a scrollbar that appears or disappears
+    still asks for a layout itself. Before the view's first layout there is nothing to save: assign as usual."""
+    if size == view.virtual_size:
+        return
+    if not view.size:
+        view.virtual_size = size
+        return
+    view.set_reactive(ScrollView.virtual_size, size)
+    view._scroll_update(size)
+    view.refresh()
 
 
 def _wrap(segments: list[Segment], length: int, width: int) -> list[Row]:
