@@ -343,7 +343,8 @@ class Scheduler:
                 timeout=spec.timeout, kill_grace=self.kill_grace,
                 results={d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {},
             )
-        self._flush()
+        # RUNNING is delivered together with the leader's pid below (one journal write, not two), unless another
+        # thread's delivery takes it sooner.
         try:
             running = self.executor.launch(attempt)
         except Exception as exc:  # spawn failures (missing workdir, ...) fail the attempt, not the engine
