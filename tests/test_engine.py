@@ -285,6 +285,22 @@ def test_pause_holds_new_work_and_resume_releases_it(tmp_path):
     assert kinds == ["started", "paused", "resumed", "finished"]
 
 
+def test_pause_also_holds_tasks_already_waiting_for_a_slot(tmp_path):
+    """With one slot, b and c are queued for it while a runs; a pause then must keep them from starting."""
+    go = tmp_path / "go"
+    dag = make_dag({"a": f"while [ ! -e {go} ]; do sleep 0.02; done", "b": "true", "c": "true"}, max_parallel=1)
+    scheduler, rec = start_run(dag, tmp_path)
+    rec.wait_state("a", "RUNNING")
+    scheduler.pause()
+    go.touch()
+    rec.wait_state("a", "SUCCEEDED")
+    assert not scheduler.wait(0.3)
+    assert {n: s.state for n, s in scheduler.snapshot().items() if n != "a"} == {
+        "b": TaskState.QUEUED, "c": TaskState.QUEUED}
+    scheduler.resume()
+    assert finish(scheduler) == {"a": "SUCCEEDED", "b": "SUCCEEDED", "c": "SUCCEEDED"}
+
+
 def test_observer_may_call_back_into_the_scheduler(tmp_path):
     dag = make_dag({"a": "sleep 30", "b": {"run": "sleep 30", "depends_on": ["a"]}})
 

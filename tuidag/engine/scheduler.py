@@ -1,9 +1,10 @@
 """The scheduler: one object owns every task's state behind one lock; pool threads run attempts and report back.
 
 Ready-set scheduling: a task is QUEUED the moment its last dependency SUCCEEDED and submitted to a
-`ThreadPoolExecutor(max_parallel)` at once, so it starts as soon as a slot frees up. The scheduler's own record is the
-source of truth: a pool thread that picks up a task re-checks its state under the lock before starting it, because
-`Future.cancel()` cannot stop work that a thread already took. Running attempts are stopped through the executor's
+`ThreadPoolExecutor(max_parallel)` right after (outside the lock), so it starts as soon as a slot frees up. The
+scheduler's own record is the source of truth: a pool thread that picks up a task re-checks its state and generation
+under the lock before starting it, so work submitted for a task that was cancelled meanwhile does nothing (there is
+no racing `Future.cancel()`, which cannot stop work a thread already took anyway). Running attempts are stopped through the executor's
 `kill()`, which ends the whole process tree.
 
 Events are produced under the lock into an outbox and delivered outside it, in order, by whichever thread gets the
@@ -16,7 +17,7 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -49,7 +50,6 @@ class _Task:
     snap: TaskSnapshot
     generation: int = 0               # bumped on re-run so stale pool work and timers are ignored
     attempts_before: int = 0          # attempts made before the latest re-run (retries budget is per re-run)
-    future: Future | None = None
     running: RunningAttempt | None = None
     timer: threading.Timer | None = None
     cancel_reason: str | None = None
@@ -107,6 +107,7 @@ class Scheduler:
         self._lock = threading.Lock()
         self._deliver_lock = threading.Lock()
         self._outbox: deque[Event] = deque()
+        self._ready: deque[tuple[str, int]] = deque()  # (task, generation) to submit to the pool
         self._observers: list[tuple[Observer | BatchObserver, bool]] = []  # (observer, wants batches)
         self._seq = 0
         self._pool = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="tuidag-task")
@@ -120,8 +121,9 @@ class Scheduler:
         now = clock()
         reused = set(reused)
         self._tasks: dict[str, _Task] = {}
+        logs = str(log_dir)  # joined as strings: a Path per task was a third of setting up a big run
         for name in dag.topological_order:
-            snap = TaskSnapshot(name, S.PENDING, changed_at=now, log_path=str(log_dir / log_name(name)))
+            snap = TaskSnapshot(name, S.PENDING, changed_at=now, log_path=f"{logs}/{log_name(name)}")
             if name in reused:
                 snap = snap.evolve(state=S.SUCCEEDED, reused=True, reason="reused from an earlier run")
             self._tasks[name] = _Task(snap)
@@ -290,9 +292,6 @@ class Scheduler:
         return affected
 
     def _drop_pending_work(self, t: _Task) -> None:
-        if t.future is not None:
-            t.future.cancel()
-            t.future = None
         if t.timer is not None:
             t.timer.cancel()
             t.timer = None
@@ -310,7 +309,7 @@ class Scheduler:
         if self._paused:
             self._held.append(t.snap.name)
             return
-        t.future = self._pool.submit(self._work, t.snap.name, t.generation)
+        self._ready.append((t.snap.name, t.generation))  # submitted by _flush, once the lock is released
 
     def _work(self, name: str, generation: int) -> None:
         """Runs on a pool thread: one attempt of one task, from start to its tree being gone."""
@@ -330,19 +329,21 @@ class Scheduler:
             t = self._tasks[name]
             if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING) or self._stopping:
                 return
-            t.future = None
+            if self._paused:  # queued for a slot before the pause: it waits for resume like anything queued since
+                self._held.append(name)
+                return
             number = t.snap.attempt + 1
             spec = self.dag.tasks[name]
             now = self.clock()
             self._set(t, S.RUNNING, attempt=number, started_at=t.snap.started_at or now, pid=None,
                       create_time=None, reason=None, exit_code=None)
-            attempt = Attempt(
-                run_id=self.run_id, task=spec, number=number,
-                env={**self._base_env, **spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)},
-                workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path,
-                timeout=spec.timeout, kill_grace=self.kill_grace,
-                results={d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {},
-            )
+            results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
+        attempt = Attempt(
+            run_id=self.run_id, task=spec, number=number,
+            env={**self._base_env, **spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)},
+            workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path,
+            timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
+        )
         # RUNNING is delivered together with the leader's pid below (one journal write, not two), unless another
         # thread's delivery takes it sooner.
         try:
@@ -455,19 +456,32 @@ class Scheduler:
         self._outbox.append(RunEvent(self._seq, self.clock(), kind, detail))
 
     def _flush(self) -> None:
-        """Deliver queued events in order. Never called with the scheduler lock held."""
-        while self._outbox:  # (a lock-free peek: events added after it are delivered by the thread that added them)
+        """Submit the tasks that became ready, then deliver queued events in order. Called after every change, never
+        with the scheduler lock held.
+
+        It takes no scheduler lock either: events enter the outbox in order under that lock, and only the thread
+        holding the delivery lock takes them out (deque appends and pops are atomic), so a pool thread that just
+        changed a task never waits here for another thread's bookkeeping."""
+        ready = self._ready
+        while ready:
+            try:
+                name, generation = ready.popleft()
+            except IndexError:  # another thread took the last one
+                break
+            self._pool.submit(self._work, name, generation)
+        outbox = self._outbox
+        while outbox:
             if not self._deliver_lock.acquire(blocking=False):
                 return  # the thread holding it delivers our events too (it re-checks after releasing)
             try:
-                while True:
-                    with self._lock:
-                        if not self._outbox:
-                            break
-                        batch = list(self._outbox)
-                        self._outbox.clear()
-                        observers = self._observers
-                    for observer, batches in observers:
+                while outbox:
+                    batch = []
+                    try:
+                        while True:
+                            batch.append(outbox.popleft())
+                    except IndexError:
+                        pass
+                    for observer, batches in self._observers:
                         if batches:
                             try:
                                 observer(batch)

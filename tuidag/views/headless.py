@@ -185,7 +185,7 @@ def summary_table(snapshots: dict[str, TaskSnapshot], colour: bool = False) -> s
                     if snap.started_at is not None and snap.finished_at is not None else None)
         rows.append((snap.name, snap.state.value + (" (reused)" if snap.reused else ""), str(snap.attempt),
                      format_duration(duration), "-" if snap.exit_code is None else str(snap.exit_code),
-                     snap.log_path if os.path.exists(snap.log_path) else "-"))
+                     snap.log_path if snap.attempt or snap.reused else "-"))  # only a task that started has one
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for i, row in enumerate(rows):
