@@ -144,8 +144,7 @@ async def tui_run(state: Path) -> tuple[float, float]:
     span = run_span(session)
     started = time.perf_counter()
     app = TuidagApp(session, exit_on_finish=True)
-    async with app.run_test(headless=True, size=SIZE):
-        await wait_until(lambda: app.return_code is not None)
+    await app.run_async(headless=True, size=SIZE)  # the app's own loop, as `tuidag run` drives it; it exits at the end
     elapsed = time.perf_counter() - started
     session.finish()
     return elapsed, span[1] - span[0]
