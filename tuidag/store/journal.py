@@ -47,6 +47,7 @@ class JournalWriter:
 
 
 _STATE_JSON = {state: f'"{state.value}"' for state in TaskState} | {None: "null"}
+_NUMBER_FIELDS = ("attempt", "exit_code", "started_at", "finished_at", "pid", "create_time")
 
 
 def task_line(event: TaskEvent) -> bytes:
@@ -56,20 +57,12 @@ def task_line(event: TaskEvent) -> bytes:
     enc = _ENCODER.encode
     parts = [f'{{"type":"task","seq":{event.seq},"t":{event.time!r},"task":{enc(snap.name)},'
              f'"from":{_STATE_JSON[event.old]},"to":{_STATE_JSON[snap.state]}']
-    if snap.attempt is not None:
-        parts.append(f',"attempt":{snap.attempt}')
+    for name in _NUMBER_FIELDS:
+        value = getattr(snap, name)
+        if value is not None:
+            parts.append(f',"{name}":{value!r}')  # an int's or float's repr is its JSON
     if snap.reason is not None:
         parts.append(f',"reason":{enc(snap.reason)}')
-    if snap.exit_code is not None:
-        parts.append(f',"exit_code":{snap.exit_code}')
-    if snap.started_at is not None:
-        parts.append(f',"started_at":{snap.started_at!r}')
-    if snap.finished_at is not None:
-        parts.append(f',"finished_at":{snap.finished_at!r}')
-    if snap.pid is not None:
-        parts.append(f',"pid":{snap.pid}')
-    if snap.create_time is not None:
-        parts.append(f',"create_time":{snap.create_time!r}')
     if snap.reused:
         parts.append(',"reused":true')
     if snap.value is not None and snap.state is TaskState.SUCCEEDED:
