@@ -11,10 +11,10 @@ import psutil
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dags import Recorder, alive, make_dag
+from dags import Recorder, make_dag
 from test_properties import check_invariants
 from tuidag.engine import LocalExecutor, Scheduler
-from tuidag.engine.process import TAG_RUN
+from tuidag.engine.process import TAG_RUN, ProcRef
 from tuidag.store.journal import JournalWriter, replay
 
 EXAMPLES = int(os.environ.get("TUIDAG_STRESS_EXAMPLES", "200"))
@@ -65,8 +65,8 @@ def test_stress(tmp_path_factory, case):
     final = {name: snap.state for name, snap in scheduler.snapshot().items()}
     check_invariants(dag, rec.task_events(), 8)
     assert {n: t.state for n, t in replay(tmp / "journal.jsonl").tasks.items()} == final
-    leaders = [(s.pid, s.create_time) for s in scheduler.snapshot().values() if s.pid and s.create_time]
-    assert not [ref for ref in leaders if alive(*ref)]
+    leaders = [ProcRef(s.pid, s.create_time, run_id) for s in scheduler.snapshot().values() if s.pid]
+    assert not [ref for ref in leaders if ref.process() is not None]
     tagged = []
     for proc in psutil.process_iter():
         try:
