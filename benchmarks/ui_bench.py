@@ -143,6 +143,7 @@ async def tui_run(state: Path) -> tuple[float, float]:
     session = RunSession.create(dag_of(layered(1000), "true"), state)
     span = run_span(session)
     started = time.perf_counter()
+    session.scheduler.start()  # as `run_tui` does: the app is built while the first tasks run
     app = TuidagApp(session, exit_on_finish=True)
     await app.run_async(headless=True, size=SIZE)  # the app's own loop, as `tuidag run` drives it; it exits at the end
     elapsed = time.perf_counter() - started

@@ -32,7 +32,7 @@ from textual.worker import get_current_worker
 from ..model.collector import collector_paused, freeze_survivors
 from ..engine.events import Event, TaskEvent
 from ..engine.scheduler import RerunRefused
-from ..launch import RunSession
+from ..launch import RunSession, install_signal_handlers
 from ..model.state import TaskState
 from ..views.graph_layout import layout_dag
 from ..views.headless import counts_line
@@ -435,15 +435,21 @@ def _these(names: list[str]) -> str:
 
 
 def run_tui(session: RunSession, exit_on_finish: bool = False) -> int:
-    """Run `session` in the terminal UI; return the run's exit code. The app starts the scheduler once it is on
-    screen; however the app ends, no task is left running when this returns."""
-    app = TuidagApp(session, exit_on_finish=exit_on_finish, signals=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
-                    driver_class=HangupSafeDriver)
+    """Run `session` in the terminal UI; return the run's exit code. However the app ends, no task is left running
+    when this returns.
+
+    The run starts before the app is built: building and painting a big graph takes a few tenths of a second, which
+    then overlap the first tasks instead of delaying the whole run. Until the app installs its own signal handlers,
+    a signal stops the run as it does headless."""
+    scheduler = session.scheduler
+    install_signal_handlers(session)
+    scheduler.start()
     try:
+        app = TuidagApp(session, exit_on_finish=exit_on_finish,
+                        signals=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP), driver_class=HangupSafeDriver)
         app.run()
     finally:
-        scheduler = session.scheduler
-        if app.run_started and not scheduler.finished:
+        if not scheduler.finished:
             scheduler.cancel_all("cancelled: tuidag UI closed")
             scheduler.wait()
         summary = session.finish()
