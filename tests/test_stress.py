@@ -8,6 +8,7 @@ import random
 import threading
 
 import psutil
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ def stress_case(draw):
     return seed, tasks, cancels, policy
 
 
+@pytest.mark.timeout(max(120, EXAMPLES // 2))  # the suite's 120 s covers the default 200 examples, not 1,000
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(stress_case())
