@@ -76,6 +76,7 @@ class LocalExecutor(Executor):
 
 class ShellAttempt(RunningAttempt):
     identify_by_create_time = False  # see _track
+
     def __init__(self, attempt: Attempt, steps: list[tuple[str, str]]):
         self.attempt = attempt
         self._steps = steps
