@@ -5,14 +5,21 @@ as a tuidag YAML file and as a build.ninja, then `tuidag run --no-tui --quiet -j
 included) and `ninja -j 8` run alternately; the script prints the median wall times and their ratio.
 
 A third column, "py floor", is the least any Python program can do for the same job: a bare thread pool that runs the
-same commands with `subprocess`, each into its own log file, in dependency order (no journal, no states, no output).
-It shows how much of the gap to ninja is the language's own start-up and process spawning.
+same commands with `subprocess`, each into a new log file of its own, in dependency order (no journal, no states, no
+output). It shows how much of the gap to ninja is the language's own start-up and process spawning.
+
+Both Python programs create one file per task and ninja creates none, so the file system shows in the ratios. On
+ext4 without a journal, creating a file right after many were deleted is slow: the kernel skips inodes freed in the
+last minutes (up to 300 s while their inode-table block is still dirty) one by one, and 5,000 new files can then take
+seconds instead of 0.15 s. `--dir /dev/shm` runs everything on tmpfs to take that out; every timed command starts
+after a `sync`.
 
 tuidag's bytecode is compiled first, as `pip install` does (the figures would otherwise include compiling every
 module on every start when PYTHONDONTWRITEBYTECODE is set).
 
     python benchmarks/core_bench.py                 # N=1000 and N=5000, 5 repeats each
     python benchmarks/core_bench.py --sizes 1000 --repeats 9
+    python benchmarks/core_bench.py --dir /dev/shm  # on tmpfs
 """
 from __future__ import annotations
 
@@ -61,6 +68,7 @@ def write_ninja(tasks, path: Path) -> None:
 
 
 def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
+    os.sync()  # no run pays for writing back what the one before it left dirty
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     elapsed = time.perf_counter() - start
@@ -89,11 +97,12 @@ waiting = {name: len(t.get("depends_on", [])) for name, t in tasks.items()}
 for name, t in tasks.items():
     for dep in t.get("depends_on", []):
         children[dep].append(name)
-os.makedirs("floor-logs", exist_ok=True)
+logs = f"floor-logs/{os.getpid()}"  # fresh files every run, as a run's logs outlive it
+os.makedirs(logs)
 lock, done, left = threading.Lock(), threading.Event(), [len(tasks)]
 pool = ThreadPoolExecutor(int(sys.argv[2]))
 def work(name):
-    fd = os.open(f"floor-logs/{name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    fd = os.open(f"{logs}/{name}.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     subprocess.Popen(["/bin/sh", "-c", tasks[name]["run"]], stdin=subprocess.DEVNULL, stdout=fd,
                      stderr=subprocess.STDOUT, start_new_session=True).wait()
     os.close(fd)
@@ -123,8 +132,8 @@ def compile_tuidag() -> None:
     compileall.compile_dir(os.path.dirname(spec.origin), quiet=1)
 
 
-def bench(n: int, repeats: int, jobs: int) -> tuple[float, float, float]:
-    work = Path(tempfile.mkdtemp(prefix=f"tuidag-bench-{n}-"))
+def bench(n: int, repeats: int, jobs: int, where: str | None) -> tuple[float, float, float]:
+    work = Path(tempfile.mkdtemp(prefix=f"tuidag-bench-{n}-", dir=where))
     try:
         tasks = layered(n)
         write_yaml(tasks, work / "dag.yaml")
@@ -148,13 +157,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("-j", type=int, default=8)
+    parser.add_argument("--dir", help="where the DAGs, logs and journals are written (default: the temp dir)")
     args = parser.parse_args()
     print(f"layered DAG, {LAYERS} layers, 2 deps per task, command `true`, -j {args.j}, "
           f"median of {args.repeats}, {os.cpu_count()} cores")
     compile_tuidag()
     print(f"{'N':>6}  {'tuidag':>8}  {'ninja':>8}  {'ratio':>6}  {'py floor':>8}  {'ratio':>6}")
     for n in args.sizes:
-        t, nj, floor = bench(n, args.repeats, args.j)
+        t, nj, floor = bench(n, args.repeats, args.j, args.dir)
         print(f"{n:>6}  {t:>7.2f}s  {nj:>7.2f}s  {t / nj:>5.2f}x  {floor:>7.2f}s  {floor / nj:>5.2f}x", flush=True)
 
 
