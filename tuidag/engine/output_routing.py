@@ -233,7 +233,8 @@ def _patch_thread_start() -> None:
     def start(self: threading.Thread) -> None:
         target = _current.get()
         # A pool's worker threads outlive the task that happened to create them; pools route per work item instead.
-        if target is not None and getattr(self, "_target", None) is not _cf_thread._worker:
+        pool_worker = getattr(self, "pool_worker", False) or getattr(self, "_target", None) is _cf_thread._worker
+        if target is not None and not pool_worker:
             run = self.run
 
             def run_with_target() -> None:

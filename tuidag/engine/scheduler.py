@@ -1,7 +1,7 @@
 """The scheduler: one object owns every task's state behind one lock; pool threads run attempts and report back.
 
-Ready-set scheduling: a task is QUEUED the moment its last dependency SUCCEEDED and submitted to a
-`ThreadPoolExecutor(max_parallel)` right after (outside the lock), so it starts as soon as a slot frees up. The
+Ready-set scheduling: a task is QUEUED the moment its last dependency SUCCEEDED and submitted to a pool of
+`max_parallel` worker threads right after (outside the lock), so it starts as soon as a slot frees up. The
 scheduler's own record is the source of truth: a pool thread that picks up a task re-checks its state and generation
 under the lock before starting it, so work submitted for a task that was cancelled meanwhile does nothing (there is
 no racing `Future.cancel()`, which cannot stop work a thread already took anyway). Running attempts are stopped through the executor's
@@ -17,7 +17,6 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -26,6 +25,7 @@ from ..model.spec import DagSpec, FailurePolicy
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt
+from .workers import WorkerPool
 
 log = logging.getLogger(__name__)
 S = TaskState
@@ -110,7 +110,7 @@ class Scheduler:
         self._ready: deque[tuple[str, int]] = deque()  # (task, generation) to submit to the pool
         self._observers: list[tuple[Observer | BatchObserver, bool]] = []  # (observer, wants batches)
         self._seq = 0
-        self._pool = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="tuidag-task")
+        self._pool = WorkerPool(self.max_parallel, "tuidag-task")
         self._paused = False
         self._stopping = False       # finish-running / cancel-all: start nothing new
         self._held: list[str] = []   # QUEUED or due-to-retry tasks held back while paused
