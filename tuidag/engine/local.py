@@ -14,7 +14,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from . import process
+from . import process, spawn
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class ShellAttempt(RunningAttempt):
         self._kill_started: float | None = None  # monotonic time of the SIGTERM; SIGKILL follows kill_grace later
         self._escalation: threading.Timer | None = None  # sends that SIGKILL unless the attempt ended first
         self._ended = False
-        self._popen: subprocess.Popen | None = None
+        self._popen: spawn.Child | None = None
         self._leader: process.ProcRef | None = None
         self._tree_cache: dict[int, psutil.Process] = {}
         self._deadline = time.monotonic() + attempt.timeout if attempt.timeout else None
@@ -101,15 +101,13 @@ class ShellAttempt(RunningAttempt):
                 os.write(fd, attempt_header(self.attempt, "started"))
             if kind == "setup" or index > 0:
                 os.write(fd, f"--- {kind} ---\n".encode())
-            popen = subprocess.Popen(
-                [self.attempt.task.shell, "-c", command],
-                stdin=devnull(), stdout=fd, stderr=subprocess.STDOUT,
-                cwd=self.attempt.workdir, env=self.attempt.env, start_new_session=True, close_fds=True,
-            )
+            popen = spawn.start([self.attempt.task.shell, "-c", command], self.attempt.env,
+                                str(self.attempt.workdir), devnull(), fd)
         except FileNotFoundError as exc:
-            missing = exc.filename or self.attempt.workdir
+            missing = str(exc.filename or self.attempt.workdir)
             os.write(fd, f"tuidag: cannot start: {missing} does not exist\n".encode())
-            raise RuntimeError(f"workdir {missing} does not exist") from None
+            what = "workdir" if missing == str(self.attempt.workdir) else "shell"
+            raise RuntimeError(f"{what} {missing} does not exist") from None
         except OSError as exc:
             os.write(fd, f"tuidag: cannot start: {exc}\n".encode())
             raise
