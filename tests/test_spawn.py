@@ -119,3 +119,30 @@ def test_poll_and_wait_with_a_timeout(start, tmp_path):
 def test_bad_environment_is_refused_before_anything_starts(start, tmp_path):
     with pytest.raises(ValueError):
         run(start, tmp_path, "true", env={"BAD": "a\0b"})
+
+
+def test_environment_and_arguments_arrive_entry_for_entry(start, tmp_path):
+    env = {f"VAR_{i}": "x" * i for i in range(40)}
+    env.update({"EMPTY": "", "EQUALS": "a=b=c", "UNICODE": "çà ✓", "PATH": os.defpath})
+    script = 'printf "%s\\n" "$0" "$1" "$2"; exec env'
+    log = tmp_path / "out.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        child = start(["/bin/sh", "-c", script, "", "two words", "ü"], env, str(tmp_path), fd, fd)
+    finally:
+        os.close(fd)
+    assert child.wait() == 0
+    lines = log.read_text().splitlines()
+    assert lines[:3] == ["", "two words", "ü"]
+    seen = dict(line.split("=", 1) for line in lines[3:])
+    seen.pop("PWD", None)  # the shell exports its working directory
+    assert seen == env
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["/bin/sh", "-c", "echo a\0b"], {}),
+    (["/bin/sh", "-c", "true"], {"A=B": "c"}),
+])
+def test_unrepresentable_arguments_are_refused(start, tmp_path, argv, env):
+    with pytest.raises(ValueError):
+        start(argv, env, str(tmp_path), 0, 1)

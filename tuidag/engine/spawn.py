@@ -11,6 +11,8 @@ Where libc lacks a piece of that (not Linux, glibc older than 2.34) `start` is P
 """
 from __future__ import annotations
 
+import array
+import itertools
 import os
 import shutil
 import signal
@@ -79,8 +81,8 @@ class _Libc:
     """glibc's posix_spawn and the file actions it needs, bound once. The spawn attributes (new session, default
     SIGPIPE and SIGXFSZ) are the same for every child, so one read-only set serves every thread."""
 
-    _FLAGS = 0x80 | 0x04  # POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF (glibc's values)
-    _BUFFER = 512         # bytes for a posix_spawn_file_actions_t or posix_spawnattr_t (glibc: 80 and 336)
+    FLAGS = 0x80 | 0x04  # POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF (glibc's values)
+    BUFFER = 512         # bytes for a posix_spawn_file_actions_t or posix_spawnattr_t (glibc: 80 and 336)
 
     def __init__(self) -> None:
         import ctypes
@@ -88,20 +90,37 @@ class _Libc:
         libc = ctypes.CDLL(None, use_errno=True)
         self.ctypes = ctypes
         self.spawn = libc.posix_spawn
-        self.spawn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+        self.spawn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                ctypes.c_void_p, ctypes.c_void_p]
         self.actions_init = libc.posix_spawn_file_actions_init
         self.actions_destroy = libc.posix_spawn_file_actions_destroy
         self.add_dup2 = libc.posix_spawn_file_actions_adddup2
-        self.add_chdir = libc.posix_spawn_file_actions_addchdir_np      # glibc 2.29
+        self.add_chdir = libc.posix_spawn_file_actions_addchdir_np          # glibc 2.29
         self.add_closefrom = libc.posix_spawn_file_actions_addclosefrom_np  # glibc 2.34
-        self.attr = ctypes.create_string_buffer(self._BUFFER)
-        defaults = ctypes.create_string_buffer(self._BUFFER)  # a sigset_t
+        self.attr = ctypes.create_string_buffer(self.BUFFER)
+        defaults = ctypes.create_string_buffer(self.BUFFER)  # a sigset_t
         if (libc.posix_spawnattr_init(self.attr) or libc.sigemptyset(defaults)
                 or libc.sigaddset(defaults, int(signal.SIGPIPE)) or libc.sigaddset(defaults, int(signal.SIGXFSZ))
                 or libc.posix_spawnattr_setsigdefault(self.attr, defaults)
-                or libc.posix_spawnattr_setflags(self.attr, self._FLAGS)):
+                or libc.posix_spawnattr_setflags(self.attr, self.FLAGS)):
             raise OSError("posix_spawn attributes could not be set up")
+
+    def strings(self, items: list[str], what: str):
+        """A NULL-terminated `char *[]` over one buffer, as (buffer, pointer array); both must outlive the call.
+
+        One encode and one array of addresses: converting an environment entry by entry (`os.fsencode`, then a
+        `c_char_p` each) took a tenth of a millisecond per spawn, more than all the rest of the spawn's Python."""
+        text = "\0".join(items)
+        if items and text.count("\0") != len(items) - 1:
+            raise ValueError(f"embedded null byte in {what}")
+        data = text.encode(_FS_ENCODING, _FS_ERRORS) + b"\0"
+        buffer = self.ctypes.create_string_buffer(data, len(data))
+        pointers = array.array(_POINTER_TYPE)
+        if items:
+            lengths = (len(part) + 1 for part in data.split(b"\0")[:-2])
+            pointers.extend(itertools.accumulate(lengths, initial=self.ctypes.addressof(buffer)))
+        pointers.append(0)
+        return buffer, pointers
 
 
 def _load_libc() -> _Libc | None:
@@ -113,19 +132,14 @@ def _load_libc() -> _Libc | None:
         return None
 
 
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # what os.fsencode uses
+_POINTER_TYPE = "Q" if array.array("Q").itemsize == 8 else "L"  # a C pointer, for the argv/envp arrays
 _libc: _Libc | None | bool = False  # False: not loaded yet (ctypes is imported on the first spawn, not at start-up)
-
-
-def _encode(text: str, what: str) -> bytes:
-    data = os.fsencode(text)
-    if b"\0" in data:
-        raise ValueError(f"embedded null byte in {what}")
-    return data
 
 
 def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, stdout: int) -> Child:
     """`start_popen`, done by one posix_spawn call. Raises OSError (FileNotFoundError naming `cwd` or the program)
-    when the process cannot start."""
+    when the process cannot start, ValueError for a NUL byte or an illegal variable name."""
     libc = _loaded()
     if libc is None:
         raise OSError("posix_spawn_file_actions_addchdir_np/addclosefrom_np are not available")
@@ -136,22 +150,24 @@ def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, st
         if found is None:
             raise FileNotFoundError(2, os.strerror(2), program)
         program = found
-    c_argv = (ctypes.c_char_p * (len(argv) + 1))(*[_encode(a, "an argument") for a in argv], None)
-    entries = []
-    for key, value in env.items():
+    for key in env:
         if "=" in key or not key:
             raise ValueError(f"illegal environment variable name {key!r}")
-        entries.append(_encode(key, "the environment") + b"=" + _encode(value, "the environment"))
-    c_env = (ctypes.c_char_p * (len(entries) + 1))(*entries, None)
-    actions = ctypes.create_string_buffer(libc._BUFFER)
+    argv_buffer, c_argv = libc.strings([program, *argv[1:]], "an argument")
+    env_buffer, c_env = libc.strings([f"{key}={value}" for key, value in env.items()], "the environment")
+    workdir = os.fsencode(cwd)
+    if b"\0" in workdir:
+        raise ValueError("embedded null byte in the working directory")
+    actions = ctypes.create_string_buffer(libc.BUFFER)
     libc.actions_init(actions)
     try:
         if (libc.add_dup2(actions, stdin, 0) or libc.add_dup2(actions, stdout, 1) or libc.add_dup2(actions, stdout, 2)
-                or libc.add_chdir(actions, _encode(cwd, "the working directory"))
-                or libc.add_closefrom(actions, 3)):
+                or libc.add_chdir(actions, workdir) or libc.add_closefrom(actions, 3)):
             raise OSError(ctypes.get_errno(), "posix_spawn file actions could not be set up")
         pid = ctypes.c_int()
-        err = libc.spawn(ctypes.byref(pid), _encode(program, "the program"), actions, libc.attr, c_argv, c_env)
+        # argv_buffer starts with the program's path: it is also the path argument
+        err = libc.spawn(ctypes.byref(pid), ctypes.addressof(argv_buffer), actions, libc.attr,
+                         c_argv.buffer_info()[0], c_env.buffer_info()[0])
     finally:
         libc.actions_destroy(actions)
     if err:
