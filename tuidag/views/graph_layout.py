@@ -207,12 +207,13 @@ class _Graph:
         pos = self._positions()
         best, best_crossings = [list(lay) for lay in self.layers], self._crossings(pos)
         for _ in range(ORDER_SWEEPS):
+            improved = False
             for direction in (1, -1):
                 self._sweep(direction, pos)
                 crossings = self._crossings(pos)
                 if crossings < best_crossings:
-                    best, best_crossings = [list(lay) for lay in self.layers], crossings
-            if best_crossings == 0:
+                    best, best_crossings, improved = [list(lay) for lay in self.layers], crossings, True
+            if best_crossings == 0 or not improved:  # a round that found nothing better: the sweeps have settled
                 break
         self.layers = best
 
