@@ -152,3 +152,17 @@ async def test_engine_events_from_threads_are_applied_in_batches(new_session):
         assert len([n for n in drains if n]) < 100  # batches, not one UI call per event
         assert app.model.snapshots["b"].state is TaskState.PENDING
         assert app.model.counts[TaskState.PENDING] == 5
+
+
+async def test_a_running_tile_shows_the_cpu_and_memory_of_its_tree(new_session, tmp_path):
+    stop = tmp_path / "stop"
+    busy = f"sh -c 'while [ ! -e {stop} ]; do :; done' & wait"  # the load is in a child of the leader
+    async with open_app(new_session({"busy": busy}), usage_interval=0.2) as (app, pilot):
+        await until(pilot, lambda: app.model.usage.get("busy", (0, 0))[0] > 10, what="CPU % of the busy tree")
+        cpu, rss = app.model.usage["busy"]
+        assert rss > 100_000
+        snap = app.scheduler.snapshot()["busy"]
+        assert app.canvas._detail(snap).startswith("cpu ") and "mem " in app.canvas._detail(snap)
+        stop.touch()
+        await until(pilot, lambda: app.scheduler.finished, what="the task to end")
+        await until(pilot, lambda: "busy" not in app.model.usage, what="usage to be dropped")

@@ -235,9 +235,13 @@ class TuidagApp(App[None]):
 
     @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
     def _sample_usage(self) -> None:
-        """CPU % and memory of each running task's whole process tree, off the UI thread."""
+        """CPU % and memory of each running task's whole process tree, off the UI thread.
+
+        The first sample comes one interval after the start: a CPU % needs an earlier reading of the same process
+        anyway, and the start (psutil's import, a process object per running task) then stays out of the busiest
+        moment, when the screen is built while the first tasks start."""
         worker = get_current_worker()
-        while not worker.is_cancelled and not self._stop_sampling.is_set():
+        while not self._stop_sampling.wait(self.usage_interval) and not worker.is_cancelled:
             sample = {}
             for name, snap in self.scheduler.snapshot().items():
                 if snap.state is S.RUNNING:
@@ -245,7 +249,6 @@ class TuidagApp(App[None]):
                     if usage is not None:
                         sample[name] = usage
             self._inbox.append(UsageSample(sample))
-            self._stop_sampling.wait(self.usage_interval)
 
     # ------------------------------------------------------------------------------------------------ selection
     @on(TaskSelected)
