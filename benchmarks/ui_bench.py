@@ -8,6 +8,7 @@
 
     python benchmarks/ui_bench.py              # 3 repeats, medians
     python benchmarks/ui_bench.py --repeats 5
+    python benchmarks/ui_bench.py --only overhead --repeats 7
 """
 from __future__ import annotations
 
@@ -163,7 +164,9 @@ def headless_run(state: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=["first-frame", "flood", "overhead"], help="measure one part only")
     args = parser.parse_args()
+    wanted = {args.only} if args.only else {"first-frame", "flood", "overhead"}
     with tempfile.TemporaryDirectory(prefix="tuidag-ui-bench-") as tmp:
         def state(tag: str, i: int) -> Path:
             path = Path(tmp) / f"{tag}-{i}"
@@ -171,24 +174,25 @@ def main() -> None:
             return path
 
         firsts, keys = [], []
-        for i in range(args.repeats):
+        for i in range(args.repeats if "first-frame" in wanted else 0):
             first, latencies = asyncio.run(graph_run(state("graph", i)))
             firsts.append(first)
             keys.extend(latencies)
-        print(f"2,000-task DAG, first frame:  median {statistics.median(firsts) * 1000:6.0f} ms   (target < 1000 ms)")
-        print(f"key j -> repainted selection: median {statistics.median(keys) * 1000:6.1f} ms, "
-              f"max {max(keys) * 1000:.1f} ms   (target < 100 ms)")
-        for combined in (False, True):
+        if firsts:
+            print(f"2,000-task DAG, first frame:  median {statistics.median(firsts) * 1000:6.0f} ms   (target < 1000 ms)")
+            print(f"key j -> repainted selection: median {statistics.median(keys) * 1000:6.1f} ms, "
+                  f"max {max(keys) * 1000:.1f} ms   (target < 100 ms)")
+        for combined in (False, True) if "flood" in wanted else ():
             results = [asyncio.run(flood(state(f"flood{combined}", i), combined)) for i in range(args.repeats)]
             lag, worst, rss, secs = (statistics.median(r[k] for r in results) for k in range(4))
             view = "combined view" if combined else "task log     "
             print(f"100 MB flood, {view}: loop lag median {lag * 1000:.1f} ms, max {worst * 1000:.0f} ms "
                   f"(target < 100 ms); RSS growth {rss:.0f} MB (target < 100 MB); caught up in {secs:.1f} s")
         tui, plain = [], []
-        for i in range(args.repeats):  # alternated, so that a change in the machine's load hits both alike
+        for i in range(args.repeats if "overhead" in wanted else 0):  # alternated, so that a change in the machine's load hits both alike
             tui.append(asyncio.run(tui_run(state("tui", i))))
             plain.append(headless_run(state("plain", i)))
-        for k, what in ((0, "wall, start-up included"), (1, "run only (engine start to finish)")):
+        for k, what in ((0, "wall, start-up included"), (1, "run only (engine start to finish)")) if tui else ():
             a, b = statistics.median(t[k] for t in tui), statistics.median(p[k] for p in plain)
             print(f"1,000 layered tasks of `true`, -j 8, {what}: app {a:.2f} s vs headless {b:.2f} s: "
                   f"ratio {a / b:.2f}")
