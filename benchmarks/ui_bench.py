@@ -164,9 +164,9 @@ def headless_run(state: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=["first-frame", "flood", "overhead"], help="measure one part only")
+    parser.add_argument("--only", nargs="+", choices=["first-frame", "flood", "overhead"], help="measure these parts only")
     args = parser.parse_args()
-    wanted = {args.only} if args.only else {"first-frame", "flood", "overhead"}
+    wanted = set(args.only or ["first-frame", "flood", "overhead"])
     with tempfile.TemporaryDirectory(prefix="tuidag-ui-bench-") as tmp:
         def state(tag: str, i: int) -> Path:
             path = Path(tmp) / f"{tag}-{i}"
