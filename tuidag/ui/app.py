@@ -150,6 +150,10 @@ class TuidagApp(App[None]):
         loop = asyncio.get_running_loop()
         for signum in self._signals:
             loop.add_signal_handler(signum, self._on_signal, signum)
+        if self.session.interrupted_by:
+            # The signal came while the app was being built and `run_tui`'s handler already stopped the run: show it
+            # stopping and exit when it has (without this the app stayed open, its run over, its terminal gone).
+            self.model.stopping = True
         self.canvas.focus()
         if self._start:
             # Start right away rather than after the first frame: building and painting the screen (~0.1 s) then
