@@ -3,10 +3,12 @@
 Textual writes the screen from a thread. When the terminal goes away (window closed, ssh dropped: SIGHUP), that
 write fails with EIO, the writer thread dies, and the app's shutdown then blocks forever putting into the dead
 thread's full queue: tuidag would never exit, so the run could not report its exit code (129). Output for a terminal
-that is gone is dropped instead; the app stops every task and exits as usual.
+that is gone is dropped instead, and the SIGCONT that comes with the hangup does not bring the screen back; the app
+stops every task and exits as usual.
 """
 from __future__ import annotations
 
+import os
 from typing import IO, Any
 
 from textual.drivers.linux_driver import LinuxDriver
@@ -42,3 +44,10 @@ class HangupSafeDriver(LinuxDriver):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._file = _DropAfterHangup(self._file)  # Textual keeps its output stream here
+
+    def _sigcont_application(self, *args: Any) -> None:
+        """A hangup comes with SIGCONT, and Textual answers SIGCONT by resuming the screen (new input and output
+        threads): on a terminal that is gone the new input thread then spins on end-of-file until tuidag exits. Only
+        a terminal that is still there (back from Ctrl+Z) is resumed."""
+        if os.isatty(self.fileno):
+            super()._sigcont_application(*args)
