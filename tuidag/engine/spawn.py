@@ -12,6 +12,7 @@ Where libc lacks a piece of that (not Linux, glibc older than 2.34) `start` is P
 from __future__ import annotations
 
 import array
+import functools
 import itertools
 import os
 import shutil
@@ -123,7 +124,9 @@ class _Libc:
         return buffer, pointers
 
 
-def _load_libc() -> _Libc | None:
+@functools.cache
+def _loaded() -> _Libc | None:
+    """glibc's spawn functions, bound on the first spawn (not at import: `tuidag graph` or `runs` never spawns)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -134,7 +137,6 @@ def _load_libc() -> _Libc | None:
 
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # what os.fsencode uses
 _POINTER_TYPE = "Q" if array.array("Q").itemsize == 8 else "L"  # a C pointer, for the argv/envp arrays
-_libc: _Libc | None | bool = False  # False: not loaded yet (ctypes is imported on the first spawn, not at start-up)
 
 
 def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, stdout: int) -> Child:
@@ -186,10 +188,3 @@ def start(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, stdout:
 
 def libc_available() -> bool:
     return _loaded() is not None
-
-
-def _loaded() -> _Libc | None:
-    global _libc
-    if _libc is False:
-        _libc = _load_libc()  # two threads may both load it on the first spawns: either result is fine
-    return _libc
