@@ -4,8 +4,8 @@ Ready-set scheduling: a task is QUEUED the moment its last dependency SUCCEEDED 
 `max_parallel` worker threads right after (outside the lock), so it starts as soon as a slot frees up. The
 scheduler's own record is the source of truth: a pool thread that picks up a task re-checks its state and generation
 under the lock before starting it, so work submitted for a task that was cancelled meanwhile does nothing (there is
-no racing `Future.cancel()`, which cannot stop work a thread already took anyway). Running attempts are stopped through the executor's
-`kill()`, which ends the whole process tree.
+no racing `Future.cancel()`, which cannot stop work a thread already took anyway). Running attempts are stopped
+through the executor's `kill()`, which ends the whole process tree.
 
 Events are produced under the lock into an outbox and delivered outside it, in order, by whichever thread gets the
 delivery lock first; observers therefore see a single ordered stream and may call back into the scheduler.

@@ -127,7 +127,8 @@ class TuidagApp(App[None]):
         self.canvas.border_title = f"{dag.name} · {self.model.total} tasks"
         self.canvas.border_subtitle = "←↑↓→ hjkl select · c cancel · r re-run"
         self.log_pane = LogView(id="log")
-        # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never search.
+        # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
+        # search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
         self.footer = KeyFooter()
 
@@ -307,7 +308,8 @@ class TuidagApp(App[None]):
             self.notify("every task already finished")
             return
         question = f"Cancel every unfinished task? {_these(unfinished)} will stop:"
-        self.push_screen(ConfirmScreen(question, self._describe(unfinished), "Running tasks get SIGTERM, then SIGKILL."),
+        self.push_screen(ConfirmScreen(question, self._describe(unfinished),
+                                       "Running tasks get SIGTERM, then SIGKILL."),
                          partial(self._confirmed, self.scheduler.cancel_all))
 
     def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
@@ -394,7 +396,8 @@ class TuidagApp(App[None]):
             return
         unfinished = self._unfinished()
         question = f"Quit? The run is not finished: {_these(unfinished).lower()} will be cancelled first:"
-        self.push_screen(ConfirmScreen(question, self._describe(unfinished), "tuidag exits once every process is gone."),
+        self.push_screen(ConfirmScreen(question, self._describe(unfinished),
+                                       "tuidag exits once every process is gone."),
                          self._quit_confirmed)
 
     def _quit_confirmed(self, yes: bool | None) -> None:
