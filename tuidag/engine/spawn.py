@@ -14,6 +14,7 @@ from __future__ import annotations
 import array
 import functools
 import itertools
+import operator
 import os
 import shutil
 import signal
@@ -94,10 +95,10 @@ class _Libc:
         self.spawn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                ctypes.c_void_p, ctypes.c_void_p]
         self.actions_init = libc.posix_spawn_file_actions_init
-        self.actions_destroy = libc.posix_spawn_file_actions_destroy
         self.add_dup2 = libc.posix_spawn_file_actions_adddup2
         self.add_chdir = libc.posix_spawn_file_actions_addchdir_np          # glibc 2.29
         self.add_closefrom = libc.posix_spawn_file_actions_addclosefrom_np  # glibc 2.34
+        self._actions: dict[tuple[int, int, bytes], object] = {}
         self.attr = ctypes.create_string_buffer(self.BUFFER)
         defaults = ctypes.create_string_buffer(self.BUFFER)  # a sigset_t
         if (libc.posix_spawnattr_init(self.attr) or libc.sigemptyset(defaults)
@@ -106,22 +107,42 @@ class _Libc:
                 or libc.posix_spawnattr_setflags(self.attr, self.FLAGS)):
             raise OSError("posix_spawn attributes could not be set up")
 
-    def strings(self, items: list[str], what: str):
+    def strings(self, items, what: str):
         """A NULL-terminated `char *[]` over one buffer, as (buffer, pointer array); both must outlive the call.
 
-        One encode and one array of addresses: converting an environment entry by entry (`os.fsencode`, then a
-        `c_char_p` each) took a tenth of a millisecond per spawn, more than all the rest of the spawn's Python."""
+        One encode and one array of addresses, computed by C-level iterators: converting an environment entry by
+        entry (`os.fsencode`, then a `c_char_p` each) took a tenth of a millisecond per spawn, more than all the rest
+        of the spawn's Python."""
         text = "\0".join(items)
-        if items and text.count("\0") != len(items) - 1:
-            raise ValueError(f"embedded null byte in {what}")
         data = text.encode(_FS_ENCODING, _FS_ERRORS) + b"\0"
+        parts = data.split(b"\0")[:-1]  # one per item, the NUL each ends with taken off
+        if len(parts) != len(items) + (not items):
+            raise ValueError(f"embedded null byte in {what}")
         buffer = self.ctypes.create_string_buffer(data, len(data))
         pointers = array.array(_POINTER_TYPE)
-        if items:
-            lengths = (len(part) + 1 for part in data.split(b"\0")[:-2])
-            pointers.extend(itertools.accumulate(lengths, initial=self.ctypes.addressof(buffer)))
+        if items:  # item i starts after items 0..i-1 and their NULs
+            starts = itertools.accumulate(map(operator.add, map(len, parts[:-1]), itertools.repeat(1)),
+                                          initial=self.ctypes.addressof(buffer))
+            pointers.extend(starts)
         pointers.append(0)
         return buffer, pointers
+
+    def file_actions(self, stdin: int, stdout: int, cwd: bytes):
+        """The file actions for one (stdin, stdout, cwd): dup2 0-2, chdir, close everything else. posix_spawn only
+        reads them, so one set serves every spawn with the same three values; descriptor numbers are reused, so a
+        run needs a handful of sets, kept here instead of being built and destroyed per spawn."""
+        key = (stdin, stdout, cwd)
+        actions = self._actions.get(key)
+        if actions is None:
+            if len(self._actions) >= 256:  # a run that spawns from many workdirs: start over rather than grow
+                self._actions.clear()  # the dropped sets are never destroyed: a few bytes each, and no race
+            actions = self.ctypes.create_string_buffer(self.BUFFER)
+            if (self.actions_init(actions) or self.add_dup2(actions, stdin, 0) or self.add_dup2(actions, stdout, 1)
+                    or self.add_dup2(actions, stdout, 2) or self.add_chdir(actions, cwd)
+                    or self.add_closefrom(actions, 3)):
+                raise OSError(self.ctypes.get_errno(), "posix_spawn file actions could not be set up")
+            self._actions[key] = actions
+        return actions
 
 
 @functools.cache
@@ -152,26 +173,18 @@ def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, st
         if found is None:
             raise FileNotFoundError(2, os.strerror(2), program)
         program = found
-    for key in env:
-        if "=" in key or not key:
-            raise ValueError(f"illegal environment variable name {key!r}")
+    if "=" in "".join(env) or "" in env:
+        bad = next(key for key in env if "=" in key or not key)
+        raise ValueError(f"illegal environment variable name {bad!r}")
     argv_buffer, c_argv = libc.strings([program, *argv[1:]], "an argument")
-    env_buffer, c_env = libc.strings([f"{key}={value}" for key, value in env.items()], "the environment")
+    env_buffer, c_env = libc.strings(list(map("=".join, env.items())), "the environment")
     workdir = os.fsencode(cwd)
     if b"\0" in workdir:
         raise ValueError("embedded null byte in the working directory")
-    actions = ctypes.create_string_buffer(libc.BUFFER)
-    libc.actions_init(actions)
-    try:
-        if (libc.add_dup2(actions, stdin, 0) or libc.add_dup2(actions, stdout, 1) or libc.add_dup2(actions, stdout, 2)
-                or libc.add_chdir(actions, workdir) or libc.add_closefrom(actions, 3)):
-            raise OSError(ctypes.get_errno(), "posix_spawn file actions could not be set up")
-        pid = ctypes.c_int()
-        # argv_buffer starts with the program's path: it is also the path argument
-        err = libc.spawn(ctypes.byref(pid), ctypes.addressof(argv_buffer), actions, libc.attr,
-                         c_argv.buffer_info()[0], c_env.buffer_info()[0])
-    finally:
-        libc.actions_destroy(actions)
+    pid = ctypes.c_int()
+    # argv_buffer starts with the program's path: it is also the path argument
+    err = libc.spawn(ctypes.byref(pid), ctypes.addressof(argv_buffer), libc.file_actions(stdin, stdout, workdir),
+                     libc.attr, c_argv.buffer_info()[0], c_env.buffer_info()[0])
     if err:
         missing = cwd if err in (2, 20) and not os.path.isdir(cwd) else program  # ENOENT, ENOTDIR
         raise OSError(err, os.strerror(err), missing)
