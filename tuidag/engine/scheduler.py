@@ -53,6 +53,7 @@ class _Task:
     running: RunningAttempt | None = None
     timer: threading.Timer | None = None
     cancel_reason: str | None = None
+    unannounced: TaskState | None = None  # RUNNING not delivered yet: the state it came from (see `_attempt`)
 
     @property
     def state(self) -> TaskState:
@@ -312,30 +313,39 @@ class Scheduler:
         self._ready.append((t.snap.name, t.generation))  # submitted by _flush, once the lock is released
 
     def _work(self, name: str, generation: int) -> None:
-        """Runs on a pool thread: one attempt of one task, from start to its tree being gone."""
-        try:
-            self._attempt(name, generation)
-        except Exception:  # a bug in the engine must not leave the task hanging in RUNNING forever
-            log.exception("engine error while running %s", name)
-            with self._lock:
-                t = self._tasks[name]
-                if t.generation == generation and t.state in (S.RUNNING, S.CANCELLING):
-                    t.running = None
-                    self._finish_attempt(t, AttemptResult(False, None, "internal error (see tuidag's log)"))
-            self._flush()
+        """Runs on a pool thread: one attempt of one task, from start to its tree being gone; then, while nothing
+        older waits for a thread, the first task that attempt made ready (handing it to another pool thread would
+        cost a wake-up and a context switch per task for nothing)."""
+        item: tuple[str, int] | None = (name, generation)
+        while item is not None:
+            name, generation = item
+            try:
+                item = self._attempt(name, generation)
+            except Exception:  # a bug in the engine must not leave the task hanging in RUNNING forever
+                log.exception("engine error while running %s", name)
+                with self._lock:
+                    t = self._tasks[name]
+                    if t.generation == generation and t.state in (S.RUNNING, S.CANCELLING):
+                        t.running = None
+                        self._finish_attempt(t, AttemptResult(False, None, "internal error (see tuidag's log)"))
+                self._flush()
+                item = None
 
-    def _attempt(self, name: str, generation: int) -> None:
+    def _attempt(self, name: str, generation: int) -> tuple[str, int] | None:
+        """One attempt; returns a ready task for this thread to run next (see `_work`)."""
         with self._lock:
             t = self._tasks[name]
             if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING) or self._stopping:
-                return
+                return None
             if self._paused:  # queued for a slot before the pause: it waits for resume like anything queued since
                 self._held.append(name)
-                return
+                return None
             number = t.snap.attempt + 1
             spec = self.dag.tasks[name]
             now = self.clock()
-            self._set(t, S.RUNNING, attempt=number, started_at=t.snap.started_at or now, pid=None,
+            # RUNNING is announced once the leader's pid is known (one event, not a second one for the pid), or
+            # before any other change of the task if one comes first (a cancel while launching, a launch error).
+            self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
                       create_time=None, reason=None, exit_code=None)
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
         attempt = Attempt(
@@ -344,8 +354,6 @@ class Scheduler:
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
         )
-        # RUNNING is delivered together with the leader's pid below (one journal write, not two), unless another
-        # thread's delivery takes it sooner.
         try:
             running = self.executor.launch(attempt)
         except Exception as exc:  # spawn failures (missing workdir, ...) fail the attempt, not the engine
@@ -355,7 +363,12 @@ class Scheduler:
                 t.running = running
                 kill_now = t.state is S.CANCELLING  # a cancel arrived while we were launching
                 if running.pid is not None:
-                    self._set(t, t.state, pid=running.pid, create_time=running.create_time)
+                    if t.unannounced is not None:
+                        t.snap = t.snap.evolve(pid=running.pid, create_time=running.create_time)
+                    else:  # a cancel announced RUNNING already: the pid comes as an update
+                        self._set(t, t.state, pid=running.pid, create_time=running.create_time)
+                if t.unannounced is not None:
+                    self._announce(t)
             self._flush()
             if kill_now:
                 running.kill()
@@ -363,7 +376,7 @@ class Scheduler:
         with self._lock:
             t.running = None
             self._finish_attempt(t, result)
-        self._flush()
+        return self._flush(keep=True)
 
     def _finish_attempt(self, t: _Task, result: AttemptResult) -> None:
         name = t.snap.name
@@ -441,38 +454,56 @@ class Scheduler:
             self._run_event("finished", detail)
             self._done.set()
 
-    def _set(self, t: _Task, new: TaskState, **fields: Any) -> None:
+    def _set(self, t: _Task, new: TaskState, announce: bool = True, **fields: Any) -> None:
+        """Move `t` to `new` (or update its fields) and queue the event, or with announce=False keep the event back
+        until `_announce` (the next `_set` of the task announces it first, so observers still see every step)."""
+        if t.unannounced is not None:
+            self._announce(t)
         old = t.state
         if new is not old and not can_move(old, new):
             raise InvalidTransition(f"{t.snap.name}: {old} -> {new}")
         now = self.clock()
         self._unfinished += (old in TERMINAL) - (new in TERMINAL)
         t.snap = t.snap.evolve(state=new, changed_at=now, **fields)
+        if announce:
+            self._seq += 1
+            self._outbox.append(TaskEvent(self._seq, now, old, t.snap))
+        else:
+            t.unannounced = old
+
+    def _announce(self, t: _Task) -> None:
+        """Deliver the transition `_set(announce=False)` kept back, with the snapshot as it is now."""
         self._seq += 1
-        self._outbox.append(TaskEvent(self._seq, now, old, t.snap))
+        self._outbox.append(TaskEvent(self._seq, t.snap.changed_at, t.unannounced, t.snap))
+        t.unannounced = None
 
     def _run_event(self, kind: str, detail: str = "") -> None:
         self._seq += 1
         self._outbox.append(RunEvent(self._seq, self.clock(), kind, detail))
 
-    def _flush(self) -> None:
+    def _flush(self, keep: bool = False) -> tuple[str, int] | None:
         """Submit the tasks that became ready, then deliver queued events in order. Called after every change, never
-        with the scheduler lock held.
+        with the scheduler lock held. With keep=True (a pool thread whose attempt just ended) the first ready task
+        is returned instead of submitted when no older work waits for a thread, for the caller to run itself.
 
         It takes no scheduler lock either: events enter the outbox in order under that lock, and only the thread
         holding the delivery lock takes them out (deque appends and pops are atomic), so a pool thread that just
         changed a task never waits here for another thread's bookkeeping."""
+        kept = None
         ready = self._ready
         while ready:
             try:
-                name, generation = ready.popleft()
+                item = ready.popleft()
             except IndexError:  # another thread took the last one
                 break
-            self._pool.submit(self._work, name, generation)
+            if keep and kept is None and self._pool.idle():
+                kept = item
+            else:
+                self._pool.submit(self._work, *item)
         outbox = self._outbox
         while outbox:
             if not self._deliver_lock.acquire(blocking=False):
-                return  # the thread holding it delivers our events too (it re-checks after releasing)
+                return kept  # the thread holding it delivers our events too (it re-checks after releasing)
             try:
                 while outbox:
                     batch = []
@@ -496,3 +527,4 @@ class Scheduler:
             finally:
                 self._deliver_lock.release()
             # Loop: events another thread queued while we held the delivery lock are ours to deliver.
+        return kept

@@ -38,6 +38,10 @@ class WorkerPool:
                     thread.start()
                     self._threads.append(thread)
 
+    def idle(self) -> bool:
+        """No submitted item is waiting for a thread."""
+        return self._queue.empty()
+
     def shutdown(self, wait: bool = True) -> None:
         """Let every thread finish the items already submitted, then stop (joining them when `wait`)."""
         with self._lock:
