@@ -6,7 +6,8 @@ import threading
 import psutil
 import pytest
 
-from dags import alive, finish, make_dag, read_pids, start_run, wait_until
+from dags import Recorder, alive, finish, make_dag, read_pids, start_run, wait_until
+from tuidag.engine import LocalExecutor, Scheduler
 from tuidag.engine.scheduler import RerunRefused, RunSummary
 from tuidag.model.state import TaskState
 
@@ -364,3 +365,47 @@ def test_rerun_leaves_descendants_that_wait_on_another_dead_end(tmp_path):
     flag.touch()
     assert scheduler.rerun("a") == ["a", "only_a"]
     assert finish(scheduler) == {"a": "SUCCEEDED", "x": "FAILED", "both": "SKIPPED", "only_a": "SUCCEEDED"}
+
+
+class _HeldLaunch(LocalExecutor):
+    """A LocalExecutor whose launches wait for the test's go, so a cancel can arrive while one is in progress."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def launch(self, attempt):
+        self.entered.set()
+        assert self.go.wait(10)
+        return super().launch(attempt)
+
+
+def test_a_cancel_while_launching_still_reports_every_step_in_order(tmp_path):
+    """RUNNING is held back until the leader's pid is known; a cancel in between must announce it first."""
+    executor = _HeldLaunch()
+    dag = make_dag({"a": "sleep 30"})
+    scheduler = Scheduler(dag, executor, "test-held-launch", tmp_path, kill_grace=1.0)
+    rec = Recorder()
+    scheduler.subscribe(rec)
+    scheduler.start()
+    assert executor.entered.wait(10)
+    assert scheduler.cancel("a") == ["a"]
+    executor.go.set()
+    assert finish(scheduler) == {"a": "CANCELLED"}
+    events = rec.task_events("a")
+    assert [e.new.value for e in events if e.is_transition] == ["QUEUED", "RUNNING", "CANCELLING", "CANCELLED"]
+    for before, after in zip(events, events[1:]):  # each event starts where the one before it ended
+        assert after.old is before.new
+    pid = scheduler.snapshot()["a"].pid
+    assert pid is not None and not psutil.pid_exists(pid)
+
+
+def test_ready_work_runs_in_the_order_it_became_ready(tmp_path):
+    """A pool thread runs the task its attempt made ready itself only when no older one waits for a thread."""
+    dag = make_dag({"a": "true", "b": "true", "c": "true", "a2": {"run": "true", "depends_on": ["a"]}},
+                   max_parallel=1)
+    scheduler, rec = start_run(dag, tmp_path)
+    finish(scheduler)
+    started = [e.task for e in rec.task_events() if e.is_transition and e.new is TaskState.RUNNING]
+    assert started == ["a", "b", "c", "a2"]
