@@ -174,9 +174,8 @@ def test_setup_failure_is_retried_like_any_failure(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("name: p\n---\nname: flaky\nsetup: test -e ok || { touch ok; exit 3; }\nrun: echo ran\n")
     dag, _ = load(path)
-    from dataclasses import replace
 
-    dag = replace(dag, tasks={"flaky": replace(dag.tasks["flaky"], retries=1)})
+    dag = dag.replace(tasks={"flaky": dag.tasks["flaky"]._replace(retries=1)})
     scheduler, rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"flaky": "SUCCEEDED"}
     assert rec.states("flaky") == ["QUEUED", "RUNNING", "RETRYING", "RUNNING", "SUCCEEDED"]

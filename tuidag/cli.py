@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
@@ -223,6 +222,8 @@ def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
     from .store.history import run_info
 
     store = open_store(_state_dir(args, args.file))

@@ -5,14 +5,11 @@ Exit codes: 0 every task succeeded; 1 any task failed, was skipped or cancelled;
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .engine import process
@@ -25,17 +22,24 @@ from .model.state import TaskState
 from .store.journal import JournalWriter, replay
 from .store.runs import RunDir, RunStore, log_file_name, write_summary
 
+try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
+    from _sha1 import sha1  # does the same for SHA-512)
+except ImportError:
+    from hashlib import sha1
 
 
-@dataclass
 class RunSession:
-    dag: DagSpec
-    store: RunStore
-    run: RunDir
-    journal: JournalWriter
-    scheduler: Scheduler
-    started: float = field(default_factory=time.time)
-    interrupted_by: str | None = None
+    """One run: its DAG, store folder, journal and scheduler, and how it was interrupted if it was."""
+
+    def __init__(self, dag: DagSpec, store: RunStore, run: RunDir, journal: JournalWriter, scheduler: Scheduler,
+                 started: float | None = None):
+        self.dag = dag
+        self.store = store
+        self.run = run
+        self.journal = journal
+        self.scheduler = scheduler
+        self.started = time.time() if started is None else started
+        self.interrupted_by: str | None = None
 
     @classmethod
     def create(
@@ -106,7 +110,7 @@ def fingerprints(dag: DagSpec) -> dict[str, str]:
         action = task.run if task.func is None else f"{task.func.__module__}.{task.func.__qualname__}"
         data = json.dumps([action, task.setup, sorted(task.depends_on), sorted({**dag.env, **task.env}.items()),
                            str(task.workdir or dag.workdir), task.isolate])
-        prints[name] = hashlib.sha1(data.encode()).hexdigest()[:16]
+        prints[name] = sha1(data.encode()).hexdigest()[:16]
     return prints
 
 
@@ -132,6 +136,8 @@ def _link_log(old: Path, new: Path) -> None:
     except FileNotFoundError:
         pass
     except OSError:
+        import shutil
+
         shutil.copyfile(old, new)
 
 

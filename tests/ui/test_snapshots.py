@@ -5,7 +5,6 @@ Update after an intended change with `pytest tests/ui/test_snapshots.py --snapsh
 """
 from __future__ import annotations
 
-import dataclasses
 import random
 from pathlib import Path
 
@@ -41,7 +40,7 @@ def frozen_app(tasks: dict, tmp_path: Path, monkeypatch, *, now: float, name: st
     run.logs.mkdir(parents=True)
     for task, text in (logs or {}).items():
         run.log_path(task).write_text(text)
-    session = dataclasses.replace(session, run=run, started=T0)
+    session.run, session.started = run, T0
     return TuidagApp(session, start=False, clock=lambda: T0 + now, usage_interval=None)
 
 

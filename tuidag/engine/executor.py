@@ -7,15 +7,13 @@ thread calls `launch()` and then blocks in `wait()`; `kill()` comes from any oth
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
-from ..model.spec import TaskSpec
+from ..model.spec import NO_ENV, TaskSpec
 
 
-@dataclass(frozen=True)
-class Attempt:
+class Attempt(NamedTuple):
     """Everything an executor needs to run one attempt."""
 
     run_id: str
@@ -26,11 +24,10 @@ class Attempt:
     log_path: str
     timeout: float | None
     kill_grace: float
-    results: Mapping[str, Any] = field(default_factory=dict)  # return values of finished callable dependencies
+    results: Mapping[str, Any] = NO_ENV  # return values of finished callable dependencies (read-only)
 
 
-@dataclass(frozen=True)
-class AttemptResult:
+class AttemptResult(NamedTuple):
     ok: bool
     exit_code: int | None = None
     reason: str | None = None    # why it failed or stopped: "exit code 3", "timeout", "setup failed", ...

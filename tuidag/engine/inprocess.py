@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -342,12 +342,12 @@ class IsolatedAttempt(ShellAttempt):
         kind, payload = outcome
         if result.ok:
             if kind == "ok":
-                return replace(result, value=payload)
+                return result._replace(value=payload)
             if kind == "unreadable":
                 self._note(f"tuidag: the return value could not be read back: {payload}\n")
             return result
         if kind == "error" and not result.cancelled and result.reason != "timeout":
-            return replace(result, reason=payload)
+            return result._replace(reason=payload)
         return result
 
     def _note(self, text: str) -> None:

@@ -8,10 +8,8 @@ from __future__ import annotations
 import os
 import select
 import signal
-import subprocess
 import threading
 import time
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from . import process, spawn
@@ -32,7 +30,7 @@ def devnull() -> int:
 
 
 def attempt_header(attempt: Attempt, what: str) -> bytes:
-    stamp = datetime.now().isoformat(timespec="seconds")
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")  # local time, to the second
     return f"=== tuidag: {attempt.task.name} attempt {attempt.number} {what} at {stamp} ===\n".encode()
 
 
@@ -206,6 +204,8 @@ class ShellAttempt(RunningAttempt):
         try:
             pidfd = os.pidfd_open(popen.pid)
         except (AttributeError, OSError):  # no pidfd (old kernel) or the leader is already reaped
+            import subprocess  # for TimeoutExpired, which every Child's wait(timeout) raises
+
             try:
                 popen.wait(max(0.0, self._deadline - time.monotonic()))
                 return True

@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import psutil
@@ -78,8 +77,7 @@ def tagged_pids(run_id: str) -> list[int]:
     return found
 
 
-@dataclass(frozen=True)
-class ProcRef:
+class ProcRef(NamedTuple):
     """A process identity that survives pid reuse: the pid plus either its create time or the run tag it carries in
     its environment (a recycled pid belongs to a process without this run's tag)."""
 

@@ -12,14 +12,12 @@ delivery lock first; observers therefore see a single ordered stream and may cal
 """
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from ..model.spec import DagSpec, FailurePolicy
 from ..model.state import TERMINAL, TaskState, can_move
@@ -27,7 +25,14 @@ from .events import Event, RunEvent, TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt
 from .workers import WorkerPool
 
-log = logging.getLogger(__name__)
+
+def _log_exception(message: str, *args: Any) -> None:
+    """Log an engine bug with its traceback (logging is imported on the first one: it is not needed otherwise)."""
+    import logging
+
+    logging.getLogger(__name__).exception(message, *args)
+
+
 S = TaskState
 Observer = Callable[[Event], None]
 BatchObserver = Callable[[list[Event]], None]
@@ -43,25 +48,26 @@ class InvalidTransition(RuntimeError):
     """The scheduler tried a move the state table forbids: a bug, never a user error."""
 
 
-@dataclass(slots=True)
 class _Task:
     """The scheduler's mutable record of one task. Only touched with the scheduler lock held."""
 
-    snap: TaskSnapshot
-    generation: int = 0               # bumped on re-run so stale pool work and timers are ignored
-    attempts_before: int = 0          # attempts made before the latest re-run (retries budget is per re-run)
-    running: RunningAttempt | None = None
-    timer: threading.Timer | None = None
-    cancel_reason: str | None = None
-    unannounced: TaskState | None = None  # RUNNING not delivered yet: the state it came from (see `_attempt`)
+    __slots__ = ("snap", "generation", "attempts_before", "running", "timer", "cancel_reason", "unannounced")
+
+    def __init__(self, snap: TaskSnapshot):
+        self.snap = snap
+        self.generation = 0               # bumped on re-run so stale pool work and timers are ignored
+        self.attempts_before = 0          # attempts made before the latest re-run (retries budget is per re-run)
+        self.running: RunningAttempt | None = None
+        self.timer: threading.Timer | None = None
+        self.cancel_reason: str | None = None
+        self.unannounced: TaskState | None = None  # RUNNING not delivered yet: the state it came from (`_attempt`)
 
     @property
     def state(self) -> TaskState:
         return self.snap.state
 
 
-@dataclass(frozen=True)
-class RunSummary:
+class RunSummary(NamedTuple):
     """How a run ended."""
 
     snapshots: dict[str, TaskSnapshot]
@@ -322,7 +328,7 @@ class Scheduler:
             try:
                 item = self._attempt(name, generation)
             except Exception:  # a bug in the engine must not leave the task hanging in RUNNING forever
-                log.exception("engine error while running %s", name)
+                _log_exception("engine error while running %s", name)
                 with self._lock:
                     t = self._tasks[name]
                     if t.generation == generation and t.state in (S.RUNNING, S.CANCELLING):
@@ -517,13 +523,13 @@ class Scheduler:
                             try:
                                 observer(batch)
                             except Exception:
-                                log.exception("observer %r failed on %d events", observer, len(batch))
+                                _log_exception("observer %r failed on %d events", observer, len(batch))
                             continue
                         for event in batch:
                             try:
                                 observer(event)
                             except Exception:
-                                log.exception("observer %r failed on %r", observer, event)
+                                _log_exception("observer %r failed on %r", observer, event)
             finally:
                 self._deliver_lock.release()
             # Loop: events another thread queued while we held the delivery lock are ours to deliver.

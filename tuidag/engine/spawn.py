@@ -18,7 +18,6 @@ import operator
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from typing import Mapping, Protocol
@@ -36,6 +35,8 @@ class Child(Protocol):
 
 
 def start_popen(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, stdout: int) -> Child:
+    import subprocess  # the fallback only: subprocess is not needed otherwise
+
     return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env,
                             start_new_session=True, close_fds=True)
 
@@ -64,6 +65,8 @@ class SpawnedChild:
         while self.poll() is None:
             left = deadline - time.monotonic()
             if left <= 0:
+                import subprocess  # for its exception only, raised as Popen raises it
+
                 raise subprocess.TimeoutExpired(self.args, timeout)
             time.sleep(min(delay, left))
             delay = min(delay * 2, 0.05)

@@ -6,12 +6,9 @@ item cost about a tenth of tuidag's time on a DAG of quick tasks. Here an item i
 """
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 from typing import Any, Callable
-
-log = logging.getLogger(__name__)
 
 
 class WorkerPool:
@@ -64,4 +61,6 @@ class WorkerPool:
             try:
                 fn(*args)
             except BaseException:  # the items catch their own errors; this keeps the thread alive regardless
-                log.exception("worker item %r failed", fn)
+                import logging
+
+                logging.getLogger(__name__).exception("worker item %r failed", fn)

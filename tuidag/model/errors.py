@@ -1,13 +1,10 @@
 """Located errors for bad DAG input: every message reads `FILE:LINE:COL: message`."""
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(NamedTuple):
     file: str
     line: int  # 1-based
     col: int   # 1-based
@@ -43,5 +40,7 @@ def _order(err: DagError) -> tuple:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """` (did you mean 'x'?)` when a close choice exists, else an empty string."""
+    import difflib  # only on the way to an error message
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""

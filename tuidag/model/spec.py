@@ -1,13 +1,18 @@
-"""The plain DAG model every front end (YAML, SkyPilot pipeline, Python API) produces and the engine consumes."""
+"""The plain DAG model every front end (YAML, SkyPilot pipeline, Python API) produces and the engine consumes.
+
+Records on the way from `tuidag run` to the first task are NamedTuples or plain classes rather than dataclasses:
+defining a dataclass costs about a millisecond and importing `dataclasses` (with `inspect`) a dozen more, which was a
+tenth of tuidag's start-up.
+"""
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, NamedTuple
 
 from .errors import Location
 
@@ -15,6 +20,7 @@ from .errors import Location
 TASK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 DEFAULT_KILL_GRACE = 5.0
 DEFAULT_SHELL = "/bin/sh"
+NO_ENV: Mapping[str, str] = MappingProxyType({})  # the shared default of every `env`: read-only, so it stays empty
 
 
 class FailurePolicy(str, Enum):
@@ -37,25 +43,24 @@ def task_name_problem(name: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class TaskSpec:
+class TaskSpec(NamedTuple):
     """One task. Exactly one of `run` (a shell command) or `func` (an in-process callable) is the action;
     `setup` is an optional shell command that runs before `run` and fails the task with reason `setup failed`."""
 
     name: str
     run: str | None = None
     depends_on: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = NO_ENV
     workdir: Path | None = None
     retries: int = 0
     retry_delay: float = 0.0
     timeout: float | None = None
     setup: str | None = None
-    func: Callable[..., Any] | None = field(default=None, compare=False)
+    func: Callable[..., Any] | None = None
     isolate: bool = False
     shell: str = DEFAULT_SHELL    # runs `run` and `setup` as `shell -c COMMAND` (SkyPilot pipelines use bash)
-    location: Location | None = field(default=None, compare=False)
-    dep_locations: tuple[Location | None, ...] = field(default=(), compare=False)
+    location: Location | None = None
+    dep_locations: tuple[Location | None, ...] = ()
 
     def dep_location(self, index: int) -> Location | None:
         if index < len(self.dep_locations) and self.dep_locations[index]:
@@ -63,16 +68,34 @@ class TaskSpec:
         return self.location
 
 
-@dataclass(frozen=True)
 class DagSpec:
-    name: str
-    tasks: Mapping[str, TaskSpec]  # insertion order = file order
-    max_parallel: int = field(default_factory=lambda: os.cpu_count() or 1)
-    on_failure: FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM
-    kill_grace: float = DEFAULT_KILL_GRACE
-    env: Mapping[str, str] = field(default_factory=dict)
-    workdir: Path = field(default_factory=Path.cwd)
-    source: Path | None = None
+    """A whole DAG: its tasks (insertion order = file order) and run settings. Immutable once built; the graph
+    queries below are computed on first use."""
+
+    _FIELDS = ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source")
+
+    def __init__(self, name: str, tasks: Mapping[str, TaskSpec], max_parallel: int | None = None,
+                 on_failure: FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM, kill_grace: float = DEFAULT_KILL_GRACE,
+                 env: Mapping[str, str] = NO_ENV, workdir: Path | None = None, source: Path | None = None):
+        set_field = super().__setattr__
+        set_field("name", name)
+        set_field("tasks", tasks)
+        set_field("max_parallel", max_parallel or os.cpu_count() or 1)
+        set_field("on_failure", on_failure)
+        set_field("kill_grace", kill_grace)
+        set_field("env", env)
+        set_field("workdir", workdir if workdir is not None else Path.cwd())
+        set_field("source", source)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"DagSpec is immutable: use replace({name}=...)")
+
+    def replace(self, **changes: Any) -> DagSpec:
+        """A copy with some settings changed."""
+        return DagSpec(**{name: changes.get(name, getattr(self, name)) for name in self._FIELDS})
+
+    def __repr__(self) -> str:
+        return f"DagSpec(name={self.name!r}, {len(self.tasks)} tasks, source={self.source})"
 
     # Graph queries. A DagSpec is immutable, so these are computed once.
     @cached_property

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..engine import process
 from .journal import replay
@@ -23,8 +22,7 @@ if TYPE_CHECKING:
 REAP_GRACE = 2.0
 
 
-@dataclass(frozen=True)
-class Reaped:
+class Reaped(NamedTuple):
     run_id: str
     processes: list[tuple[str, int, str]]  # (task or "?", pid, command name)
 

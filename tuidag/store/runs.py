@@ -6,15 +6,12 @@ and two runs started in the same millisecond by different processes still get di
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
-import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engine.process import create_time
 from .journal import JournalWriter
@@ -38,7 +35,7 @@ def default_state_dir(dag_file: Path | None) -> Path:
 def new_run_id(now: float | None = None) -> str:
     now = time.time() if now is None else now
     ms = int((now % 1) * 1000)
-    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{ms:03d}-{secrets.token_hex(2)}"
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{ms:03d}-{os.urandom(2).hex()}"
 
 
 def log_file_name(task: str) -> str:
@@ -48,12 +45,13 @@ def log_file_name(task: str) -> str:
     suffixed with a hash of the original so that two different names never share a file."""
     safe = _SAFE.sub("_", task).strip(".") or "_"
     if safe != task or ".." in task:
+        import hashlib  # only for names outside the validated alphabet (Python DAGs can name tasks freely)
+
         safe = safe.replace("..", "_") + "-" + hashlib.sha1(task.encode()).hexdigest()[:8]
     return safe + ".log"
 
 
-@dataclass(frozen=True)
-class RunDir:
+class RunDir(NamedTuple):
     run_id: str
     path: Path
 

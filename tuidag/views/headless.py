@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from dataclasses import dataclass, field
 from typing import TextIO
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
@@ -34,14 +33,16 @@ def use_colour(stream: TextIO) -> bool:
         return False
 
 
-@dataclass
 class _Tail:
     """Reads what a task appended to its log since the last read. The offset survives retries and re-runs, so
     output already printed is never printed again."""
 
-    path: str
-    offset: int = 0
-    pending: bytes = b""  # an incomplete last line
+    __slots__ = ("path", "offset", "pending")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.offset = 0
+        self.pending = b""  # an incomplete last line
 
     def read(self) -> list[bytes]:
         try:
@@ -68,21 +69,19 @@ class _Tail:
         return lines
 
 
-@dataclass
 class HeadlessReporter:
-    out: TextIO
-    quiet: bool = False
-    colour: bool = False
-    interval: float = 0.05
-    _events: deque = field(default_factory=deque)
-    _tails: dict[str, _Tail] = field(default_factory=dict)
-    _live: set[str] = field(default_factory=set)  # tasks whose log is being followed
-    _wake: threading.Event = field(default_factory=threading.Event)
-    _stop: bool = False
-    _thread: threading.Thread | None = None
-    _width: int = 0
-
-    def __post_init__(self) -> None:
+    def __init__(self, out: TextIO, quiet: bool = False, colour: bool = False, interval: float = 0.05):
+        self.out = out
+        self.quiet = quiet
+        self.colour = colour
+        self.interval = interval
+        self._events: deque[Event] = deque()
+        self._tails: dict[str, _Tail] = {}
+        self._live: set[str] = set()  # tasks whose log is being followed
+        self._wake = threading.Event()
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._width = 0
         self._task_colour: dict[str, int] = {}
 
     # engine side: must be quick and never block
