@@ -121,6 +121,15 @@ tasks:
     assert dag.tasks["plain"].workdir is None
 
 
+def test_a_symlinked_workdir_is_kept_as_written(tmp_path):
+    """The model depends on the file alone (so it can be cached): the link is followed when the task starts, so one
+    retargeted between runs takes effect."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "current").symlink_to(tmp_path / "v1")
+    path = write(tmp_path, "tasks:\n  a: {run: pwd, workdir: current/./}\n")
+    assert load_dag(path).tasks["a"].workdir == tmp_path.resolve() / "current"
+
+
 def test_a_relative_path_is_reported_as_given_but_resolved_for_the_spec(tmp_path, monkeypatch):
     write(tmp_path, "tasks:\n  a: {run: x, depends_on: b}\n")
     monkeypatch.chdir(tmp_path)

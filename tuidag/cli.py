@@ -106,13 +106,19 @@ def guarded(command, args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
-def _load(path: Path) -> DagSpec:
+def _load(path: Path, cache_dir: Path | None = None) -> DagSpec:
+    """The DAG in `path`; with a `cache_dir`, from there when it holds this exact file's model (see model/cache)."""
     if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
         from .api import load_python
 
         return load_python(path)
     notes: list = []
-    dag = load_dag(path, notes)
+    if cache_dir is not None:
+        from .model.cache import load_dag_cached
+
+        dag = load_dag_cached(path, cache_dir, notes)
+    else:
+        dag = load_dag(path, notes)
     for note in notes:  # e.g. SkyPilot keys that only matter on a cloud
         print(note, file=sys.stderr)
     return dag
@@ -133,7 +139,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    dag = _load(args.file)
+    dag = _load(args.file, _state_dir(args, args.file) / "cache")
     return run_dag(dag, args)
 
 

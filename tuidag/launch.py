@@ -5,7 +5,6 @@ Exit codes: 0 every task succeeded; 1 any task failed, was skipped or cancelled;
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -21,12 +20,6 @@ from .model.spec import DagSpec
 from .model.state import TaskState
 from .store.journal import JournalWriter, replay
 from .store.runs import RunDir, RunStore, log_file_name, write_summary
-
-try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
-    from _sha1 import sha1  # does the same for SHA-512)
-except ImportError:
-    from hashlib import sha1
-
 
 class RunSession:
     """One run: its DAG, store folder, journal and scheduler, and how it was interrupted if it was."""
@@ -53,7 +46,7 @@ class RunSession:
         resume_from: RunDir | None = None,
     ) -> "RunSession":
         store = RunStore(state_dir)
-        prints = fingerprints(dag)
+        prints = dag.fingerprints
         reused = reusable_tasks(dag, prints, resume_from) if resume_from else []
         extra = {"fingerprints": prints, "resumed_from": resume_from.run_id if resume_from else None}
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
@@ -101,17 +94,6 @@ class RunSession:
         if self.interrupted_by:
             return SIGNAL_EXIT[signal.Signals[self.interrupted_by]]
         return EXIT_OK if summary.ok else EXIT_FAILED
-
-
-def fingerprints(dag: DagSpec) -> dict[str, str]:
-    """A hash of what each task does, so --resume only reuses results of tasks whose definition is unchanged."""
-    prints = {}
-    for name, task in dag.tasks.items():
-        action = task.run if task.func is None else f"{task.func.__module__}.{task.func.__qualname__}"
-        data = json.dumps([action, task.setup, sorted(task.depends_on), sorted({**dag.env, **task.env}.items()),
-                           str(task.workdir or dag.workdir), task.isolate])
-        prints[name] = sha1(data.encode()).hexdigest()[:16]
-    return prints
 
 
 def reusable_tasks(dag: DagSpec, prints: dict[str, str], earlier: RunDir) -> list[str]:

@@ -13,6 +13,16 @@ class Location(NamedTuple):
         return f"{self.file}:{self.line}:{self.col}"
 
 
+class Note(NamedTuple):
+    """Something worth telling that is not an error, e.g. a key that has no effect locally."""
+
+    message: str
+    location: Location
+
+    def __str__(self) -> str:
+        return f"{self.location}: note: {self.message}"
+
+
 class DagError(Exception):
     """One problem in a DAG definition, with where it is."""
 

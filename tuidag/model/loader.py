@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 from .collector import collector_paused
 from .source import read_source
 from .spec import DagSpec
-from .yaml_loader import load_yaml
 
 if TYPE_CHECKING:
-    from .skypilot_loader import Note
+    from .errors import Note
 
 __all__ = ["load_dag"]
 
@@ -20,15 +19,17 @@ __all__ = ["load_dag"]
 _DOCUMENT_MARKER = re.compile(r"^(?:---|\.\.\.)(?:[ \t\r]|$)", re.MULTILINE)
 
 
-def load_dag(path: Path, notes: list[Note] | None = None) -> DagSpec:
-    """Load and validate the DAG in `path`. Raises DagErrors (every problem, located) for unreadable or bad files.
-    Notes (settings that have no effect here, each located) are appended to `notes` when it is given."""
+def load_dag(path: Path, notes: list[Note] | None = None, text: str | None = None) -> DagSpec:
+    """Load and validate the DAG in `path` (whose text is `text` when the caller read it already). Raises DagErrors
+    (every problem, located) for unreadable or bad files. Notes (settings that have no effect here, each located) are
+    appended to `notes` when it is given."""
     with collector_paused():  # loading is quadratic with the collector on (see collector.py)
-        return _load(path, notes)
+        return _load(path, notes, read_source(path) if text is None else text)
 
 
-def _load(path: Path, notes: list[Note] | None) -> DagSpec:
-    text = read_source(path)
+def _load(path: Path, notes: list[Note] | None, text: str) -> DagSpec:
+    from .yaml_loader import load_yaml  # PyYAML is a quarter of tuidag's imports: not for a DAG from the cache
+
     # Formats are told apart by content, not by file extension, since they all end in .yaml: a multi-document file
     # whose first document has no `tasks:` is a SkyPilot pipeline; anything else is tuidag's own format.
     if _DOCUMENT_MARKER.search(text):

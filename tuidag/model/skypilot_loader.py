@@ -36,7 +36,7 @@ from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
-from .errors import DagError, DagErrors, Location, did_you_mean
+from .errors import DagError, DagErrors, Location, Note, did_you_mean
 from .spec import DEFAULT_SHELL, DagSpec, TaskSpec
 from .validate import graph_errors
 from .yaml_loader import (_BOOL, _NULL, _SKIP, CSafeLoader, _describe, _offset_location, _Reader, _syntax_error,
@@ -55,17 +55,6 @@ EDGE_KEYS = ("source", "target", "data")
 #: What a one-node SkyPilot cluster tells its tasks; the task's own envs win.
 SKYPILOT_ENV = {"SKYPILOT_NODE_RANK": "0", "SKYPILOT_NUM_NODES": "1", "SKYPILOT_NODE_IPS": "127.0.0.1"}
 _ENV_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-@dataclass(frozen=True)
-class Note:
-    """Something worth telling that is not an error, e.g. a key that has no effect locally."""
-
-    message: str
-    location: Location
-
-    def __str__(self) -> str:
-        return f"{self.location}: note: {self.message}"
 
 
 def pipeline_documents(text: str, file: str) -> list[Node] | None:

@@ -6,6 +6,7 @@ tenth of tuidag's start-up.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from enum import Enum
@@ -15,6 +16,13 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, NamedTuple
 
 from .errors import Location
+
+try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
+    from _sha1 import sha1  # does the same for SHA-512)
+except ImportError:
+    from hashlib import sha1
+
+_FINGERPRINT_ENCODER = json.JSONEncoder()  # json.dumps' settings, without building an encoder per task
 
 #: Task names double as log file names and CLI arguments, so they stay in a conservative alphabet.
 TASK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -94,6 +102,13 @@ class DagSpec:
         """A copy with some settings changed."""
         return DagSpec(**{name: changes.get(name, getattr(self, name)) for name in self._FIELDS})
 
+    def prime(self, **computed: Any) -> None:
+        """Fill in graph queries already known (the cache stores them): `topological_order=...`."""
+        for name, value in computed.items():
+            if not isinstance(getattr(type(self), name, None), cached_property):
+                raise AttributeError(f"DagSpec has no computed property {name!r}")
+            self.__dict__[name] = value
+
     def __repr__(self) -> str:
         return f"DagSpec(name={self.name!r}, {len(self.tasks)} tasks, source={self.source})"
 
@@ -133,6 +148,18 @@ class DagSpec:
                     order.append(child)
             i += 1
         return tuple(order)
+
+    @cached_property
+    def fingerprints(self) -> dict[str, str]:
+        """A hash of what each task does, so --resume only reuses results of tasks whose definition is unchanged."""
+        prints = {}
+        encode = _FINGERPRINT_ENCODER.encode
+        for name, task in self.tasks.items():
+            action = task.run if task.func is None else f"{task.func.__module__}.{task.func.__qualname__}"
+            data = encode([action, task.setup, sorted(task.depends_on), sorted({**self.env, **task.env}.items()),
+                           str(task.workdir or self.workdir), task.isolate])
+            prints[name] = sha1(data.encode()).hexdigest()[:16]
+        return prints
 
     @cached_property
     def depth(self) -> dict[str, int]:

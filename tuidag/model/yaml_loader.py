@@ -6,6 +6,7 @@ be reported. Problems are collected rather than raised one by one, so a single `
 """
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -269,9 +270,11 @@ class _Reader:
         return _SKIP
 
     def directory(self, node: Node, what: str, base: Path) -> Path:
-        """An absolute path; a relative one is taken from `base`, as users write paths relative to the file."""
+        """An absolute path; a relative one is taken from `base`, as users write paths relative to the file.
+        Normalised as written (symlinks are followed when a task starts in it, not when the file is read), so the
+        model depends on the file alone and a link retargeted between runs takes effect."""
         text = self.text(node, what, "a directory path")
-        return _SKIP if text is _SKIP else (base / Path(text).expanduser()).resolve()
+        return _SKIP if text is _SKIP else Path(os.path.normpath(base / Path(text).expanduser()))
 
     def env(self, node: Node, what: str) -> dict[str, str]:
         """Variables as strings: text and numbers as written (so 1.10 stays "1.10"), booleans as true/false."""

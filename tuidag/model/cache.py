@@ -1,0 +1,117 @@
+"""Validated DAGs kept between runs, so that running a big DAG again does not parse and validate it again.
+
+For a YAML DAG of 1,000 tasks, importing PyYAML, composing the file and validating it is about 0.1 s, a sixth of the
+whole run of a DAG of quick tasks. `tuidag run` therefore keeps the validated model in the state dir
+(`cache/<hash of the file's real path>.dag`, one entry per DAG file, rewritten when it changes) in `marshal` form:
+plain data, never code, so reading an entry can't do anything but fail.
+
+An entry is used only when everything the loaders' result depends on is what it was when the entry was written:
+- the file's bytes (their SHA-1) and its real path (relative workdirs are taken from its folder);
+- the loaders' code: the size and modification time of every module in `tuidag/model` (an upgrade or an edited
+  checkout never reads what other code wrote);
+- what the loaders read from the environment: HOME (`~` in workdirs), PATH (which `bash` a SkyPilot pipeline runs
+  with) and the CPU count (the default `max_parallel`).
+Anything else (another version, a corrupt or unreadable entry) is a miss: the file is loaded as usual and the entry
+written again. A file with errors is never cached, so errors always come from the file itself, located as usual.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+from pathlib import Path
+
+from .errors import Location, Note
+from .loader import load_dag
+from .spec import DagSpec, FailurePolicy, TaskSpec, sha1
+
+FORMAT = 1
+_MODEL_DIR = os.path.dirname(__file__)
+
+
+def load_dag_cached(path: Path, cache_dir: Path, notes: list[Note] | None = None) -> DagSpec:
+    """`load_dag(path, notes)`, from `cache_dir` when it holds this exact file's model. Errors are not cached."""
+    try:
+        data = path.read_bytes()
+        real = os.path.realpath(path)
+    except OSError:
+        return load_dag(path, notes)  # reports why the file can't be read, located as usual
+    key = _key(data, real)
+    entry = cache_dir / f"{sha1(real.encode()).hexdigest()[:20]}.dag"
+    cached = _read(entry, key)
+    if cached is not None:
+        dag, found = cached
+    else:
+        found = []
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None  # load_dag reads it again and reports where the bad byte is
+        dag = load_dag(path, found, text)
+        _write(entry, key, dag, found)
+    if notes is not None:
+        notes.extend(found)
+    return dag
+
+
+def _key(data: bytes, real: str) -> str:
+    stamp = [FORMAT, real, os.environ.get("HOME", ""), os.environ.get("PATH", ""), os.cpu_count()]
+    with os.scandir(_MODEL_DIR) as entries:
+        for item in sorted(entries, key=lambda e: e.name):
+            if item.name.endswith(".py"):
+                info = item.stat()
+                stamp.append((item.name, info.st_size, info.st_mtime_ns))
+    return sha1(repr(stamp).encode() + b"\0" + data).hexdigest()
+
+
+def _read(entry: Path, key: str) -> tuple[DagSpec, list[Note]] | None:
+    try:
+        with open(entry, "rb") as f:
+            record = marshal.loads(f.read())
+        if record[0] != key:
+            return None
+        return _decode(record)
+    except Exception:  # missing, unreadable, truncated, or written by something else: load the file instead
+        return None
+
+
+def _write(entry: Path, key: str, dag: DagSpec, notes: list[Note]) -> None:
+    """Best effort: a state dir that can't be written is reported by the run store, not here."""
+    if any(task.func is not None for task in dag.tasks.values()):
+        return  # callables are not data (file loaders never make them, but a DAG with one can't be cached)
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
+        with open(tmp, "wb") as f:
+            marshal.dump(_encode(key, dag, notes), f)
+        os.replace(tmp, entry)  # readers see the old entry or the new one, never half of one
+    except OSError:
+        pass
+
+
+def _loc(location: Location | None) -> tuple | None:
+    return None if location is None else tuple(location)
+
+
+def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
+    tasks = [(t.name, t.run, t.depends_on, dict(t.env), None if t.workdir is None else str(t.workdir), t.retries,
+              t.retry_delay, t.timeout, t.setup, t.isolate, t.shell, _loc(t.location),
+              tuple(map(_loc, t.dep_locations)))
+             for t in dag.tasks.values()]
+    return (key, dag.name, dag.max_parallel, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
+            None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location)) for n in notes],
+            dag.topological_order, dag.fingerprints)
+
+
+def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
+    _, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints = record
+    tasks = {}
+    for (task, run, deps, task_env, task_workdir, retries, retry_delay, timeout, setup, isolate, shell, location,
+         dep_locations) in rows:
+        tasks[task] = TaskSpec(
+            task, run, deps, task_env, None if task_workdir is None else Path(task_workdir), retries, retry_delay,
+            timeout, setup, None, isolate, shell, None if location is None else Location(*location),
+            tuple(None if where is None else Location(*where) for where in dep_locations))
+    dag = DagSpec(name, tasks, max_parallel, FailurePolicy(on_failure), kill_grace, env, Path(workdir),
+                  None if source is None else Path(source))
+    dag.prime(topological_order=order, fingerprints=prints)
+    return dag, [Note(message, Location(*where)) for message, where in notes]
