@@ -5,6 +5,8 @@ import random
 import subprocess
 import sys
 
+import pytest
+
 from dags import make_dag
 from tuidag.views.graph_layout import ARROW, layout_dag, layout_graph, render_text
 
@@ -133,3 +135,26 @@ def _layered(n: int, width: int, seed: int) -> dict[str, list[str]]:
         earlier = names[max(0, layer - 2) * width:layer * width]
         deps[name] = rng.sample(earlier, min(len(earlier), rng.randint(1, 3))) if layer else []
     return deps
+
+
+def test_a_cached_layout_is_the_same_layout(tmp_path, monkeypatch):
+    """The layout of a DAG laid out before is read from the cache; it must draw exactly the same, and a damaged or
+    stale entry is laid out again."""
+    from tuidag.views import graph_layout
+
+    deps = _layered(300, 30, seed=3)
+    dag = make_dag({name: {"run": "true", "depends_on": d} for name, d in deps.items()})
+    fresh = layout_dag(dag)
+    first = layout_dag(dag, tmp_path)
+    monkeypatch.setattr(graph_layout, "layout_graph", lambda deps: pytest.fail("laid out again: the cache missed"))
+    cached = layout_dag(dag, tmp_path)
+    for layout in (first, cached):
+        assert render_text(layout) == render_text(fresh)
+        assert layout.tiles == fresh.tiles and layout.columns == fresh.columns
+        assert layout.has_children == fresh.has_children and layout.line_tiles == fresh.line_tiles
+    monkeypatch.undo()
+    (entry,) = tmp_path.iterdir()
+    entry.write_bytes(entry.read_bytes()[:100])
+    assert render_text(layout_dag(dag, tmp_path)) == render_text(fresh)
+    other = make_dag({"a": "true", "b": {"run": "true", "depends_on": ["a"]}})
+    assert render_text(layout_dag(other, tmp_path)) == render_text(layout_dag(other))

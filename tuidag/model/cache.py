@@ -54,38 +54,58 @@ def load_dag_cached(path: Path, cache_dir: Path, notes: list[Note] | None = None
 
 
 def _key(data: bytes, real: str) -> str:
-    stamp = [FORMAT, real, os.environ.get("HOME", ""), os.environ.get("PATH", ""), os.cpu_count()]
-    with os.scandir(_MODEL_DIR) as entries:
+    stamp = [FORMAT, real, os.environ.get("HOME", ""), os.environ.get("PATH", ""), os.cpu_count(),
+             code_stamp(_MODEL_DIR)]
+    return sha1(repr(stamp).encode() + b"\0" + data).hexdigest()
+
+
+def code_stamp(folder: str) -> list[tuple[str, int, int]]:
+    """Name, size and modification time of every module in `folder`: what an entry made by that code depends on."""
+    stamp = []
+    with os.scandir(folder) as entries:
         for item in sorted(entries, key=lambda e: e.name):
             if item.name.endswith(".py"):
                 info = item.stat()
                 stamp.append((item.name, info.st_size, info.st_mtime_ns))
-    return sha1(repr(stamp).encode() + b"\0" + data).hexdigest()
+    return stamp
 
 
-def _read(entry: Path, key: str) -> tuple[DagSpec, list[Note]] | None:
+def read_entry(entry: Path, key: str) -> tuple | None:
+    """The record `write_entry` stored at `entry` under `key`, or None: missing, written under another key, or not
+    readable as one (truncated, corrupt, from other code)."""
     try:
         with open(entry, "rb") as f:
             record = marshal.loads(f.read())
-        if record[0] != key:
-            return None
-        return _decode(record)
-    except Exception:  # missing, unreadable, truncated, or written by something else: load the file instead
+        return record if type(record) is tuple and record and record[0] == key else None
+    except Exception:
         return None
 
 
-def _write(entry: Path, key: str, dag: DagSpec, notes: list[Note]) -> None:
-    """Best effort: a state dir that can't be written is reported by the run store, not here."""
-    if any(task.func is not None for task in dag.tasks.values()):
-        return  # callables are not data (file loaders never make them, but a DAG with one can't be cached)
+def write_entry(entry: Path, record: tuple) -> None:
+    """Store `record` (marshal-able data whose first item is its key) at `entry`, atomically; best effort: a state
+    dir that can't be written is reported by the run store, not here."""
     try:
         entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
         with open(tmp, "wb") as f:
-            marshal.dump(_encode(key, dag, notes), f)
+            marshal.dump(record, f)
         os.replace(tmp, entry)  # readers see the old entry or the new one, never half of one
-    except OSError:
+    except (OSError, ValueError):  # ValueError: something in the record marshal can't store
         pass
+
+
+def _read(entry: Path, key: str) -> tuple[DagSpec, list[Note]] | None:
+    record = read_entry(entry, key)
+    try:
+        return None if record is None else _decode(record)
+    except Exception:  # a record of the right key but not of this shape: load the file instead
+        return None
+
+
+def _write(entry: Path, key: str, dag: DagSpec, notes: list[Note]) -> None:
+    if any(task.func is not None for task in dag.tasks.values()):
+        return  # callables are not data (file loaders never make them, but a DAG with one can't be cached)
+    write_entry(entry, _encode(key, dag, notes))
 
 
 def _loc(location: Location | None) -> tuple | None:

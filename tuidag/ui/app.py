@@ -116,7 +116,7 @@ class TuidagApp(App[None]):
         self._combined_pending: list[tuple[str, str]] = []  # (task, log path) started since the log was looked at
         dag = session.dag
         with collector_paused():  # the layout of a big DAG is tens of thousands of objects, all kept
-            self.graph = layout_dag(dag)
+            self.graph = layout_dag(dag, session.store.state_dir / "cache")  # read back when laid out before
             self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
             self._parents = {name: task.depends_on for name, task in dag.tasks.items()}

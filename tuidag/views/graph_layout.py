@@ -18,9 +18,11 @@ A pure function of the DAG (no textual), so the UI canvas only paints and the ge
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
+import os
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Mapping, Sequence
 
 TILE_HEIGHT = 3      # border+name, state line, border+detail
@@ -31,6 +33,7 @@ ROW_GAP = 1          # blank lines between two slots of a column
 ORDER_SWEEPS = 4     # down+up barycenter sweep pairs
 POSITION_PASSES = 4  # down/up vertical placement passes
 ARROW = "▶"
+LAYOUT_FORMAT = 1    # of `GraphLayout.to_data`, for the layout cache
 EDGE_CHUNK = 256     # edge text is made and cached per line in pieces this wide: a screen needs one or two
 
 _U, _D, _L, _R = 1, 2, 4, 8
@@ -81,6 +84,20 @@ class GraphLayout:
                 for y in range(tile.y, tile.y + tile.height):
                     self.line_tiles[y].append(name)
 
+    def to_data(self) -> tuple:
+        """The layout as plain data (for `marshal`); `from_data` makes the same layout from it."""
+        e = self._edges
+        tiles = [(t.name, t.layer, t.x, t.y, t.width) for t in self.tiles.values()]
+        return (tiles, self.columns, self.width, self.height, self.tile_width, self.has_children,
+                e.hsegs, e.track_xs, e.tracks, e.arrows)
+
+    @classmethod
+    def from_data(cls, data: tuple) -> GraphLayout:
+        tiles, columns, width, height, tile_width, has_children, hsegs, track_xs, tracks, arrows = data
+        edges = _EdgeDrawing()
+        edges.hsegs, edges.track_xs, edges.tracks, edges.arrows = hsegs, track_xs, tracks, arrows
+        return cls({t[0]: Tile(*t) for t in tiles}, columns, width, height, tile_width, edges, frozenset(has_children))
+
     def edge_runs(self, y: int, start: int = 0, end: int | None = None) -> list[tuple[int, str]]:
         """(x, text) runs of edge characters on canvas line y between columns start and end, sorted by x."""
         end = self.width if end is None else min(end, self.width)
@@ -107,9 +124,26 @@ class GraphLayout:
         return None
 
 
-def layout_dag(dag) -> GraphLayout:
-    """Lay out a `DagSpec` (anything with `.tasks[name].depends_on` and `.topological_order`)."""
-    return layout_graph({name: dag.tasks[name].depends_on for name in dag.topological_order})
+def layout_dag(dag, cache_dir: Path | None = None) -> GraphLayout:
+    """Lay out a `DagSpec` (anything with `.tasks[name].depends_on` and `.topological_order`). With a `cache_dir`
+    (the state dir's cache) the layout of a graph laid out before is read back instead: a layout is a pure function
+    of the names and edges, and a DAG of 1,000 tasks takes ~50 ms to lay out, a fifth of the app's start-up."""
+    deps = {name: dag.tasks[name].depends_on for name in dag.topological_order}
+    if cache_dir is None:
+        return layout_graph(deps)
+    from ..model.cache import code_stamp, read_entry, sha1, write_entry
+
+    key = sha1(repr((LAYOUT_FORMAT, code_stamp(os.path.dirname(__file__)), list(deps.items()))).encode()).hexdigest()
+    entry = cache_dir / f"layout-{key[:20]}.marshal"
+    record = read_entry(entry, key)
+    if record is not None:
+        try:
+            return GraphLayout.from_data(record[1])
+        except Exception:  # a record of the right key but not of this shape: lay it out again
+            pass
+    layout = layout_graph(deps)
+    write_entry(entry, (key, layout.to_data()))
+    return layout
 
 
 def layout_graph(deps: Mapping[str, Sequence[str]]) -> GraphLayout:
@@ -239,24 +273,15 @@ class _Graph:
                 pos[v] = i
 
     def _crossings(self, pos: list[int]) -> int:
-        """Edge crossings between adjacent layers: inversions of child positions, counted with a Fenwick tree."""
+        """Edge crossings between adjacent layers: with the edges sorted by where they start, every earlier edge
+        that ends further down crosses this one (counted with C-level bisect and insort, not a Python loop)."""
         total = 0
         for lay in self.layers[:-1]:
             ends = sorted((pos[u], pos[v]) for u in lay for v in self.succ[u])
-            size = max((b for _, b in ends), default=0) + 2
-            tree = [0] * size
-            seen = 0
+            seen: list[int] = []
             for _, b in ends:
-                i, below = b + 1, 0
-                while i > 0:  # how many earlier edges end at or before b
-                    below += tree[i]
-                    i -= i & -i
-                total += seen - below
-                seen += 1
-                i = b + 1
-                while i < size:
-                    tree[i] += 1
-                    i += i & -i
+                total += len(seen) - bisect_right(seen, b)
+                insort(seen, b)
         return total
 
     # ---------------------------------------------------------------------------------------- vertical placement
