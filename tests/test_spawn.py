@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tuidag.engine import spawn
+from tuidag.engine.executor import TaskEnvironment
 
 STARTERS = [pytest.param(spawn.start_popen, id="popen")]
 if spawn.libc_available():
@@ -146,3 +147,27 @@ def test_environment_and_arguments_arrive_entry_for_entry(start, tmp_path):
 def test_unrepresentable_arguments_are_refused(start, tmp_path, argv, env):
     with pytest.raises(ValueError):
         start(argv, env, str(tmp_path), 0, 1)
+
+
+@pytest.mark.parametrize("own", [{"TASK": "one", "EMPTY_OWN": ""}, {"SHARED_1": "overridden", "TASK": "two"}],
+                         ids=["own-beside-shared", "own-overrides-shared"])
+def test_a_task_environment_arrives_as_the_mapping_it_reads_as(start, tmp_path, own):
+    """The run's variables are encoded once and reused (libc path); what the child sees is exactly the mapping."""
+    shared = {f"SHARED_{i}": f"value {i}" for i in range(30)} | {"PATH": os.defpath}
+    for round_ in range(2):  # the second spawn reuses the encoded shared part
+        env = TaskEnvironment(shared, {**own, "ROUND": str(round_)})
+        log = tmp_path / f"env-{round_}.log"
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            child = start(["/bin/sh", "-c", "exec env"], env, str(tmp_path), fd, fd)
+        finally:
+            os.close(fd)
+        assert child.wait() == 0
+        seen = dict(line.split("=", 1) for line in log.read_text().splitlines())
+        seen.pop("PWD", None)
+        assert seen == dict(env) == {**shared, **own, "ROUND": str(round_)}
+
+
+def test_a_bad_name_in_a_task_environment_is_refused(start, tmp_path):
+    with pytest.raises(ValueError):
+        start(["/bin/sh", "-c", "true"], TaskEnvironment({"PATH": os.defpath}, {"A=B": "c"}), str(tmp_path), 0, 1)

@@ -8,9 +8,33 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping, NamedTuple
 
 from ..model.spec import NO_ENV, TaskSpec
+
+
+class TaskEnvironment(Mapping[str, str]):
+    """An attempt's environment: the run's variables (the OS's and the DAG's, the same for every task and never
+    changed once the run starts) under the task's own. Spawning encodes the run's part once per run instead of once
+    per task (see `spawn.start`); anything else reads it like a dict."""
+
+    __slots__ = ("shared", "own")
+
+    def __init__(self, shared: Mapping[str, str], own: Mapping[str, str]):
+        self.shared = shared
+        self.own = own
+
+    def __getitem__(self, key: str) -> str:
+        own = self.own
+        return own[key] if key in own else self.shared[key]
+
+    def __iter__(self) -> Iterator[str]:
+        own = self.own
+        yield from (key for key in self.shared if key not in own)
+        yield from own
+
+    def __len__(self) -> int:
+        return len(self.shared) + sum(key not in self.shared for key in self.own)
 
 
 class Attempt(NamedTuple):

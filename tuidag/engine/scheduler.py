@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 from ..model.spec import DagSpec, FailurePolicy
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
-from .executor import Attempt, AttemptResult, Executor, RunningAttempt
+from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
 from .workers import WorkerPool
 
 
@@ -356,7 +356,7 @@ class Scheduler:
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
         attempt = Attempt(
             run_id=self.run_id, task=spec, number=number,
-            env={**self._base_env, **spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)},
+            env=TaskEnvironment(self._base_env, {**spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)}),
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
         )

@@ -22,6 +22,8 @@ import sys
 import time
 from typing import Mapping, Protocol
 
+from .executor import TaskEnvironment
+
 
 class Child(Protocol):
     """What the executor uses of a started process (Popen has it too)."""
@@ -102,6 +104,7 @@ class _Libc:
         self.add_chdir = libc.posix_spawn_file_actions_addchdir_np          # glibc 2.29
         self.add_closefrom = libc.posix_spawn_file_actions_addclosefrom_np  # glibc 2.34
         self._actions: dict[tuple[int, int, bytes], object] = {}
+        self._shared: dict[int, tuple] = {}  # id(mapping) -> (mapping, buffer, pointers): see shared_environment
         self.attr = ctypes.create_string_buffer(self.BUFFER)
         defaults = ctypes.create_string_buffer(self.BUFFER)  # a sigset_t
         if (libc.posix_spawnattr_init(self.attr) or libc.sigemptyset(defaults)
@@ -129,6 +132,23 @@ class _Libc:
             pointers.extend(starts)
         pointers.append(0)
         return buffer, pointers
+
+    def environment(self, env: Mapping[str, str]):
+        """`strings` of the `KEY=value` entries, after checking the names."""
+        if "=" in "".join(env) or "" in env:
+            bad = next(key for key in env if "=" in key or not key)
+            raise ValueError(f"illegal environment variable name {bad!r}")
+        return self.strings(list(map("=".join, env.items())), "the environment")
+
+    def shared_environment(self, env: Mapping[str, str]):
+        """`environment(env)` for a mapping every spawn of a run shares (a `TaskEnvironment`'s `shared`), kept while
+        the mapping lives: encoding forty-odd variables was most of a spawn's Python."""
+        entry = self._shared.get(id(env))
+        if entry is None or entry[0] is not env:
+            if len(self._shared) >= 16:
+                self._shared.clear()
+            entry = self._shared[id(env)] = (env, *self.environment(env))
+        return entry[1], entry[2]
 
     def file_actions(self, stdin: int, stdout: int, cwd: bytes):
         """The file actions for one (stdin, stdout, cwd): dup2 0-2, chdir, close everything else. posix_spawn only
@@ -176,11 +196,13 @@ def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, st
         if found is None:
             raise FileNotFoundError(2, os.strerror(2), program)
         program = found
-    if "=" in "".join(env) or "" in env:
-        bad = next(key for key in env if "=" in key or not key)
-        raise ValueError(f"illegal environment variable name {bad!r}")
     argv_buffer, c_argv = libc.strings([program, *argv[1:]], "an argument")
-    env_buffer, c_env = libc.strings(list(map("=".join, env.items())), "the environment")
+    if type(env) is TaskEnvironment and env.own.keys().isdisjoint(env.shared):
+        shared_buffer, c_shared = libc.shared_environment(env.shared)  # encoded once per run
+        env_buffer, c_own = libc.environment(env.own)
+        c_env = c_shared[:-1] + c_own  # the run's entries, then the task's, then the NULL
+    else:
+        env_buffer, c_env = libc.environment(env)
     workdir = os.fsencode(cwd)
     if b"\0" in workdir:
         raise ValueError("embedded null byte in the working directory")
