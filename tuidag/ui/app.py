@@ -30,14 +30,14 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..model.collector import collector_paused, freeze_survivors
-from ..engine.events import Event, TaskEvent
+from ..engine.events import Event, RunEvent, TaskEvent
 from ..engine.scheduler import RerunRefused
 from ..launch import RunSession, install_signal_handlers
 from ..model.state import TaskState
 from ..views.graph_layout import layout_dag
 from ..views.headless import counts_line
 from ..views.log_index import CombinedLog
-from .messages import TaskSelected
+from .messages import RunFinished, TaskSelected
 from .run_model import RunModel, UsageSample
 from .screens.confirm import ConfirmScreen
 from .screens.help import HelpScreen
@@ -134,8 +134,12 @@ class TuidagApp(App[None]):
 
     # ---------------------------------------------------------------------------------------------- engine side
     def engine_event(self, event: Event) -> None:
-        """Engine observer, called on engine threads: never touches the UI."""
+        """Engine observer, called on engine threads: never touches the UI. The end of the run (once per run) is
+        drained at once instead of at the next tick, so the final state, and with --exit-on-finish the exit, don't
+        wait up to a tick for it."""
         self._inbox.append(event)
+        if type(event) is RunEvent and event.kind == "finished":
+            self.post_message(RunFinished())  # thread-safe; once per run
 
     # ------------------------------------------------------------------------------------------------- building
     def compose(self) -> ComposeResult:
@@ -256,6 +260,10 @@ class TuidagApp(App[None]):
             self._inbox.append(UsageSample(sample))
 
     # ------------------------------------------------------------------------------------------------ selection
+    @on(RunFinished)
+    def _on_run_finished(self) -> None:
+        self._drain()
+
     @on(TaskSelected)
     def _show_selected_log(self, message: TaskSelected) -> None:
         self._show_log_of(message.task)

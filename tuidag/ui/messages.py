@@ -1,4 +1,4 @@
-"""Messages between the run screen's widgets and the app (rare, user-driven events only: never one per log line)."""
+"""Messages between the run screen's widgets, the engine and the app (rare events only: never one per log line)."""
 from __future__ import annotations
 
 from textual.message import Message
@@ -10,3 +10,7 @@ class TaskSelected(Message):
     def __init__(self, task: str) -> None:
         super().__init__()
         self.task = task
+
+
+class RunFinished(Message):
+    """Posted from an engine thread when the run's last task ended, so the app shows it without waiting for a tick."""
