@@ -66,6 +66,8 @@ def test_a_hit_is_exactly_what_loading_the_file_gives(dag_file, tmp_path, no_loa
     hit = load_dag_cached(dag_file, tmp_path / "cache")
     same(hit, load_dag(dag_file))
     same(hit, first)
+    (entry,) = (tmp_path / "cache").iterdir()
+    assert (entry.stat().st_mode & 0o777, (tmp_path / "cache").stat().st_mode & 0o777) == (0o600, 0o700)
     assert hit.tasks["train"].location == load_dag(dag_file).tasks["train"].location
 
 
@@ -158,3 +160,8 @@ def test_a_second_run_does_not_even_import_the_yaml_parser(tmp_path):
                 for r in runs]
     assert "yaml" in imported[0] and "yaml" not in imported[1]
     assert len(list((tmp_path / "state" / "cache").iterdir())) == 1
+
+
+def test_a_record_marshal_cannot_store_leaves_nothing_behind(tmp_path):
+    cache.write_entry(tmp_path / "cache" / "x.dag", ("key", object()))
+    assert list((tmp_path / "cache").iterdir()) == []

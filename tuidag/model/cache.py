@@ -84,14 +84,18 @@ def read_entry(entry: Path, key: str) -> tuple | None:
 def write_entry(entry: Path, record: tuple) -> None:
     """Store `record` (marshal-able data whose first item is its key) at `entry`, atomically; best effort: a state
     dir that can't be written is reported by the run store, not here."""
+    tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
     try:
         entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
-        with open(tmp, "wb") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with open(fd, "wb") as f:
             marshal.dump(record, f)
         os.replace(tmp, entry)  # readers see the old entry or the new one, never half of one
     except (OSError, ValueError):  # ValueError: something in the record marshal can't store
-        pass
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
 
 
 def _read(entry: Path, key: str) -> tuple[DagSpec, list[Note]] | None:
