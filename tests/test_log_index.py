@@ -242,7 +242,7 @@ def test_combined_interleaves_and_prefixes(tmp_path: Path) -> None:
     append(a, "progress 1%\r")
     combined.refresh()
     assert lines_of(combined)[4:] == ["[b] b2 done", "[a] progress 1%"]
-    assert combined.folders == {tmp_path}
+    assert combined.watched == {tmp_path}
 
 
 def test_combined_is_bounded(tmp_path: Path) -> None:
@@ -325,6 +325,32 @@ def test_watcher_raises_the_flag_on_writes(tmp_path: Path) -> None:
     finally:
         watcher.stop()
     assert not watcher.watching
+
+
+def test_a_log_watches_its_folder_until_the_file_exists(tmp_path: Path) -> None:
+    index = LogIndex(tmp_path / "t.log")
+    assert index.watched == {tmp_path}
+    append(tmp_path / "t.log", "x\n")
+    assert index.watched == {tmp_path / "t.log"}
+
+
+def test_a_file_watcher_ignores_other_files_in_its_folder(tmp_path: Path) -> None:
+    mine, other = tmp_path / "mine.log", tmp_path / "other.log"
+    append(mine, "")
+    watcher = LogWatcher([mine], safety_interval=60)
+    watcher.start()
+
+    def write_and_see(path: Path) -> bool:
+        append(path, "x\n")
+        return wait_for(watcher.changed, timeout=0.2)
+
+    try:
+        assert wait_for(lambda: watcher.watching)
+        assert wait_for(lambda: write_and_see(mine))  # the watch is set up
+        assert not any(write_and_see(other) for _ in range(5))
+        assert write_and_see(mine)
+    finally:
+        watcher.stop()
 
 
 def test_watcher_polls_when_it_cannot_watch(tmp_path: Path) -> None:

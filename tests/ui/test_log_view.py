@@ -100,6 +100,10 @@ async def test_a_file_that_does_not_exist_yet(tmp_path: Path) -> None:
         assert view.line_count == 0 and view.path == log
         write_lines(log, ["hello"])
         await until(pilot, lambda: rows(view)[0] == "hello", what="file picked up")
+        await until(pilot, lambda: view._watcher is not None and view._watcher.paths == {log},
+                    what="the file itself watched once it exists")
+        write_lines(log, ["again"])
+        await until(pilot, lambda: rows(view)[1] == "again", what="a write to the watched file shown")
 
 
 async def test_follow_stops_when_scrolled_up_and_resumes_with_end(tmp_path: Path) -> None:

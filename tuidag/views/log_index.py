@@ -93,9 +93,10 @@ class LogIndex:
         self._size = 0
 
     @property
-    def folders(self) -> frozenset[Path]:
-        """Folders to watch for changes of this log."""
-        return frozenset([self.path.parent])
+    def watched(self) -> frozenset[Path]:
+        """What to watch for changes of this log: the file itself once it exists (watching its folder would wake the
+        watcher for every other task's log in it: a big run writes hundreds a second), else its folder."""
+        return frozenset([self.path if self.path.exists() else self.path.parent])
 
     @property
     def size(self) -> int:
@@ -374,8 +375,8 @@ class CombinedLog:
         return {task: tail.path for task, tail in self._tails.items()}
 
     @property
-    def folders(self) -> frozenset[Path]:
-        """Folders to watch for changes of these logs."""
+    def watched(self) -> frozenset[Path]:
+        """What to watch for changes of these logs: their folders."""
         return frozenset(tail.path.parent for tail in self._tails.values())
 
     @property
@@ -452,7 +453,8 @@ class CombinedLog:
 
 
 class LogWatcher:
-    """One flag raised when anything in the watched folders changes, for a UI timer to poll with `changed()`.
+    """One flag raised when any watched file, or anything in a watched folder, changes, for a UI timer to poll with
+    `changed()`.
 
     A daemon thread runs `watchfiles.watch`, which batches file-system events; the UI is never called back per write
     (no message, no `call_from_thread`), it asks at its own pace. If watching fails (no watchfiles, folder missing,
@@ -460,8 +462,8 @@ class LogWatcher:
     `safety_interval`, in case an event is missed (network file systems).
     """
 
-    def __init__(self, folders: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0) -> None:
-        self.folders = frozenset(Path(folder) for folder in folders)
+    def __init__(self, paths: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0) -> None:
+        self.paths = frozenset(Path(path) for path in paths)
         self.poll_interval, self.safety_interval = poll_interval, safety_interval
         self._changed = threading.Event()
         self._stop = threading.Event()
@@ -475,7 +477,7 @@ class LogWatcher:
         return self._watching
 
     def start(self) -> None:
-        existing = [str(folder) for folder in self.folders if folder.is_dir()]
+        existing = [str(path) for path in self.paths if path.exists()]
         if not existing or self._thread is not None:
             return
         self._watching = True
@@ -497,14 +499,14 @@ class LogWatcher:
             return True
         return False
 
-    def _run(self, folders: list[str]) -> None:
+    def _run(self, paths: list[str]) -> None:
         try:
             import watchfiles
 
-            for _ in watchfiles.watch(*folders, watch_filter=None, debounce=50, step=20, rust_timeout=500,
+            for _ in watchfiles.watch(*paths, watch_filter=None, debounce=50, step=20, rust_timeout=500,
                                       yield_on_timeout=False, stop_event=self._stop, raise_interrupt=False):
                 self._changed.set()
         except Exception as error:  # any failure to watch degrades to polling, it must not end the UI
-            log.info("watching %s failed (%s); polling instead", folders, error)
+            log.info("watching %s failed (%s); polling instead", paths, error)
         finally:
             self._watching = False

@@ -246,24 +246,25 @@ class LogView(ScrollView, can_focus=True):
         self._forget_rendering()
         self._following = True
         self._shown = (-1, source.generation, source.dropped)
-        self._watch(source.folders)
+        self._watch(source.watched)
         self._index_slice()
         self._present()
 
-    def _watch(self, folders: frozenset[Path]) -> None:
-        if self._watcher is not None and self._watcher.folders == folders:
+    def _watch(self, paths: frozenset[Path]) -> None:
+        if self._watcher is not None and self._watcher.paths == paths:
             return
         if self._watcher is not None:
             self._watcher.stop(timeout=0)  # it ends by itself within a few ms; don't wait on the UI thread
-        self._watcher = LogWatcher(folders)
+        self._watcher = LogWatcher(paths)
         self._watcher.start()
 
     def _on_tick(self) -> None:
         source = self._source
         if source is None:
             return
-        if self._watcher is None or self._watcher.folders != source.folders:
-            self._watch(source.folders)  # a combined log gained a task in another folder
+        watched = source.watched
+        if self._watcher is None or self._watcher.paths != watched:
+            self._watch(watched)  # the log file appeared, or a combined log gained a task in another folder
         if self._watcher.changed() or not source.caught_up:
             self._index_slice()
         if source.version != self._shown[0] and (
