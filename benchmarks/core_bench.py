@@ -13,8 +13,10 @@ output). It shows how much of the gap to ninja is the language's own start-up an
 Both Python programs create one file per task and ninja creates none, so the file system shows in the ratios. On
 ext4 without a journal, creating a file right after many were deleted is slow: the kernel skips inodes freed in the
 last minutes (up to 300 s while their inode-table block is still dirty) one by one, and 5,000 new files can then take
-seconds instead of 0.15 s. `--dir /dev/shm` runs everything on tmpfs to take that out; every timed command starts
-after a `sync`.
+seconds instead of 0.15 s (measured here: 4 s for 5,000 files for two minutes after 100,000 were deleted, back to
+normal after about five). So the script deletes nothing until every size is measured, and it first times creating
+1,000 files where it works and prints that, which shows a disk in that state; `--dir /dev/shm` runs everything on
+tmpfs to take it out. Every timed command starts after a `sync`.
 
 tuidag's bytecode is compiled first, as `pip install` does (the figures would otherwise include compiling every
 module on every start when PYTHONDONTWRITEBYTECODE is set).
@@ -136,25 +138,34 @@ def compile_tuidag() -> None:
     compileall.compile_dir(os.path.dirname(spec.origin), quiet=1)
 
 
-def bench(n: int, repeats: int, jobs: int, where: str | None) -> tuple[float, float, float, float]:
-    work = Path(tempfile.mkdtemp(prefix=f"tuidag-bench-{n}-", dir=where))
-    try:
-        tasks = layered(n)
-        write_yaml(tasks, work / "dag.yaml")
-        write_ninja(tasks, work / "build.ninja")
-        env = {**os.environ, "TUIDAG_STATE_DIR": str(work / "state")}
-        tuidag_cmd = [sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "-j", str(jobs), "dag.yaml"]
-        ninja_cmd = [ninja_binary(), "-j", str(jobs)]
-        floor_cmd = [sys.executable, "-c", FLOOR, "dag.yaml", str(jobs)]
-        t_times, c_times, n_times, f_times = [], [], [], []
-        for _ in range(repeats):
-            n_times.append(timed(ninja_cmd, work))
-            c_times.append(timed(tuidag_cmd, work, env, forget=work / "state" / "cache"))
-            t_times.append(timed(tuidag_cmd, work, env))
-            f_times.append(timed(floor_cmd, work))
-        return tuple(statistics.median(times) for times in (t_times, c_times, n_times, f_times))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def file_creation(root: Path, count: int = 1000) -> float:
+    """Seconds to create `count` empty files in a new folder under `root` (kept until the end: deleting them would
+    slow down the measurements that follow)."""
+    folder = root / "probe"
+    folder.mkdir()
+    os.sync()
+    start = time.perf_counter()
+    for i in range(count):
+        os.close(os.open(folder / f"{i}.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return time.perf_counter() - start
+
+
+def bench(n: int, repeats: int, jobs: int, work: Path) -> tuple[float, float, float, float]:
+    work.mkdir()
+    tasks = layered(n)
+    write_yaml(tasks, work / "dag.yaml")
+    write_ninja(tasks, work / "build.ninja")
+    env = {**os.environ, "TUIDAG_STATE_DIR": str(work / "state")}
+    tuidag_cmd = [sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "-j", str(jobs), "dag.yaml"]
+    ninja_cmd = [ninja_binary(), "-j", str(jobs)]
+    floor_cmd = [sys.executable, "-c", FLOOR, "dag.yaml", str(jobs)]
+    t_times, c_times, n_times, f_times = [], [], [], []
+    for _ in range(repeats):
+        n_times.append(timed(ninja_cmd, work))
+        c_times.append(timed(tuidag_cmd, work, env, forget=work / "state" / "cache"))
+        t_times.append(timed(tuidag_cmd, work, env))
+        f_times.append(timed(floor_cmd, work))
+    return tuple(statistics.median(times) for times in (t_times, c_times, n_times, f_times))
 
 
 def main() -> None:
@@ -167,10 +178,20 @@ def main() -> None:
     print(f"layered DAG, {LAYERS} layers, 2 deps per task, command `true`, -j {args.j}, "
           f"median of {args.repeats}, {os.cpu_count()} cores")
     compile_tuidag()
+    root = Path(tempfile.mkdtemp(prefix="tuidag-bench-", dir=args.dir))
+    try:
+        report(root, args)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def report(root: Path, args: argparse.Namespace) -> None:
+    print(f"creating 1,000 files in {root.parent}: {file_creation(root) * 1000:.0f} ms "
+          "(about 25 ms on an idle ext4 disk; hundreds after many files were deleted there in the last minutes)")
     print(f"{'N':>6}  {'ninja':>8}  {'tuidag':>8}  {'ratio':>6}  {'1st run':>8}  {'ratio':>6}  {'py floor':>8}  "
           f"{'ratio':>6}")
     for n in args.sizes:
-        t, cold, nj, floor = bench(n, args.repeats, args.j, args.dir)
+        t, cold, nj, floor = bench(n, args.repeats, args.j, root / str(n))
         print(f"{n:>6}  {nj:>7.2f}s  {t:>7.2f}s  {t / nj:>5.2f}x  {cold:>7.2f}s  {cold / nj:>5.2f}x  {floor:>7.2f}s  "
               f"{floor / nj:>5.2f}x", flush=True)
 
