@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 LAYERS = 10
+PROBE_FILES = 1000  # files created to show how fast the file system creates them right now
 
 
 def layered(n: int, seed: int = 1) -> list[tuple[str, list[str]]]:
@@ -138,14 +139,14 @@ def compile_tuidag() -> None:
     compileall.compile_dir(os.path.dirname(spec.origin), quiet=1)
 
 
-def file_creation(root: Path, count: int = 1000) -> float:
-    """Seconds to create `count` empty files in a new folder under `root` (kept until the end: deleting them would
+def file_creation(root: Path) -> float:
+    """Seconds to create PROBE_FILES empty files in a new folder under `root` (kept until the end: deleting them would
     slow down the measurements that follow)."""
     folder = root / "probe"
     folder.mkdir()
     os.sync()
     start = time.perf_counter()
-    for i in range(count):
+    for i in range(PROBE_FILES):
         os.close(os.open(folder / f"{i}.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     return time.perf_counter() - start
 
@@ -186,8 +187,8 @@ def main() -> None:
 
 
 def report(root: Path, args: argparse.Namespace) -> None:
-    print(f"creating 1,000 files in {root.parent}: {file_creation(root) * 1000:.0f} ms "
-          "(about 25 ms on an idle ext4 disk; hundreds after many files were deleted there in the last minutes)")
+    print(f"creating {PROBE_FILES:,} files in {root.parent}: {file_creation(root) * 1000:.0f} ms "
+          "(tens of ms on an idle ext4 disk; hundreds after many files were deleted there in the last minutes)")
     print(f"{'N':>6}  {'ninja':>8}  {'tuidag':>8}  {'ratio':>6}  {'1st run':>8}  {'ratio':>6}  {'py floor':>8}  "
           f"{'ratio':>6}")
     for n in args.sizes:
