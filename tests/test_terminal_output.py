@@ -202,3 +202,21 @@ def test_a_printer_behind_the_engine_prints_each_attempt_before_its_end(tmp_path
     assert out.getvalue().splitlines() == [
         "[t] --> RUNNING", "[t] output of attempt 1", "[t] partial 1", "[t] --> RETRYING",
         "[t] --> RUNNING (attempt 2)", "[t] output of attempt 2", "[t] partial 2", "[t] --> SUCCEEDED"]
+
+
+def test_a_flood_in_one_log_does_not_hold_up_the_others(tmp_path: Path) -> None:
+    """Each round reads a bounded share of every running task's log: a line of a quiet task comes out long before
+    the end of a flood that was already in its log."""
+    headers = LogHeaders()
+    flood, quiet = str(tmp_path / "a-flood.log"), str(tmp_path / "b-quiet.log")
+    Path(flood).write_bytes(b"".join(b"flood line %07d\n" % i for i in range(400_000)))  # 7.6 MB
+    Path(quiet).write_bytes(b"quiet line\n")
+    out = io.StringIO()
+    reporter = HeadlessReporter(out, headers)
+    reporter(running("a-flood", flood, 1))
+    reporter(running("b-quiet", quiet, 1))
+    reporter.start(["a-flood", "b-quiet"])
+    reporter.stop()
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "[a-flood] flood line 0399999"
+    assert lines.index("[b-quiet] quiet line") < 100_000

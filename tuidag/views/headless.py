@@ -29,6 +29,7 @@ _COLOURS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96]
 _STATE_COLOURS = {S.SUCCEEDED: 32, S.FAILED: 31, S.CANCELLED: 33, S.SKIPPED: 90, S.RUNNING: 36, S.RETRYING: 35,
                   S.CANCELLING: 33, S.QUEUED: 37, S.PENDING: 37}
 _READ_CHUNK = 1 << 16
+_ROUND_BYTES = 1 << 20  # read from each running task's log per round, so one flood cannot hold up the others
 LINE_CAP = 1 << 20
 """Bytes of one line printed at most; the rest is in the log file."""
 _CUT_MARKER = " \u2026 [tuidag: line cut, %d more bytes in the log file]".encode()
@@ -47,25 +48,32 @@ class _Tail:
     """Reads what a task appended to its log since the last read, as display lines, leaving out tuidag's attempt
     headers. The offset survives retries and re-runs, so output already printed is never printed again."""
 
-    __slots__ = ("path", "offset", "lines")
+    __slots__ = ("path", "offset", "lines", "behind")
 
     def __init__(self, path: str):
         self.path = path
         self.offset = 0
         self.lines = LineAssembler(LINE_CAP, _CUT_MARKER)  # holds the incomplete last line
+        self.behind = False  # the last read stopped at its limit, before the end of the file
 
-    def read(self, headers: LogHeaders, stop_at: int | None = None) -> Iterator[list[bytes]]:
-        """The lines completed since the last read, a chunk at a time. With `stop_at`, only up to the header of
-        attempt `stop_at + 1` if there is one: what attempts up to `stop_at` wrote."""
+    def read(self, headers: LogHeaders, stop_at: int | None = None, limit: int | None = None
+             ) -> Iterator[list[bytes]]:
+        """The lines completed since the last read, a chunk at a time, from about `limit` bytes at most. With
+        `stop_at`, only up to the header of attempt `stop_at + 1` if there is one: what attempts up to `stop_at`
+        wrote."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return
         try:
-            end, spans = headers.snapshot(fd, self.path)
+            size, spans = headers.snapshot(fd, self.path)
+            end = size if limit is None else min(size, self.offset + limit)
+            self.behind = end < size
             for number, span in enumerate(spans):
                 if span.end <= self.offset:
                     continue
+                if span.start >= end:
+                    break
                 yield from self._read_to(fd, span.start)
                 if stop_at is not None and number >= stop_at:
                     return
@@ -123,17 +131,19 @@ class HeadlessReporter:
     def _loop(self) -> None:
         while True:
             stopping = self._stop
-            self._drain()
+            behind = self._drain()
             self.out.flush()
             if stopping:
                 break
-            self._wake.wait(self.interval)
-            self._wake.clear()
+            if not behind:
+                self._wake.wait(self.interval)
+                self._wake.clear()
         for name in sorted(self._live):
             self._read_to_end(name)
         self._live.clear()
 
-    def _drain(self) -> None:
+    def _drain(self) -> bool:
+        """Print the events so far, and a round of what running tasks printed; True if a log has more to read."""
         while self._events:
             event = self._events.popleft()
             if isinstance(event, RunEvent):
@@ -141,9 +151,13 @@ class HeadlessReporter:
                     self._write(f"tuidag: scheduling {event.kind}\n")
                 continue
             self._on_task(event)
+        behind = False
         for name in self._live:
-            for lines in self._tails[name].read(self.headers):
+            tail = self._tails[name]
+            for lines in tail.read(self.headers, limit=_ROUND_BYTES):
                 self._emit_lines(name, lines)
+            behind |= tail.behind
+        return behind
 
     def _on_task(self, event: TaskEvent) -> None:
         snap = event.snapshot
