@@ -220,3 +220,11 @@ def test_a_flood_in_one_log_does_not_hold_up_the_others(tmp_path: Path) -> None:
     lines = out.getvalue().splitlines()
     assert lines[-1] == "[a-flood] flood line 0399999"
     assert lines.index("[b-quiet] quiet line") < 100_000
+
+
+def test_a_step_marker_starts_a_line_of_its_own(tmp_path: Path) -> None:
+    (tmp_path / "sky.yaml").write_text("name: p\n---\nname: s\nsetup: printf 'setup partial'\nrun: echo ran\n")
+    proc = tuidag("run", "--no-tui", "sky.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    log = next(tmp_path.glob(".tuidag/runs/*/logs/s.log")).read_text().splitlines()
+    assert log[1:] == ["--- setup ---", "setup partial", "--- run ---", "ran"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import process, spawn
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt
-from .log_headers import LogHeaders, header_text
+from .log_headers import LogHeaders, header_text, own_line
 
 if TYPE_CHECKING:
     import psutil
@@ -100,7 +100,7 @@ class ShellAttempt(RunningAttempt):
             if index == 0:
                 write_header(fd, self.attempt)
             if kind == "setup" or index > 0:
-                os.write(fd, f"--- {kind} ---\n".encode())
+                os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))
             popen = spawn.start([self.attempt.task.shell, "-c", command], self.attempt.env,
                                 str(self.attempt.workdir), devnull(), fd)
         except FileNotFoundError as exc:

@@ -38,8 +38,7 @@ class LogHeaders:
     def write(self, fd: int, path: str, header: bytes) -> HeaderSpan:
         """Append `header` to the log open as `fd` (O_APPEND) at `path`, starting a new line if needed."""
         with self._lock:
-            if _ends_mid_line(fd, path):
-                header = b"\n" + header
+            header = own_line(fd, path, header)
             written = os.write(fd, header)
             end = os.lseek(fd, 0, os.SEEK_CUR)  # after an O_APPEND write: the end of exactly these bytes
             span = HeaderSpan(end - written, end)
@@ -51,6 +50,11 @@ class LogHeaders:
         partly) below that size is in the list."""
         with self._lock:
             return os.fstat(fd).st_size, list(self._spans.get(path, ()))
+
+
+def own_line(fd: int, path: str, text: bytes) -> bytes:
+    """`text`, after a newline if the log open as `fd` (at `path`) ends mid-line, so that it starts a line."""
+    return b"\n" + text if _ends_mid_line(fd, path) else text
 
 
 def _ends_mid_line(fd: int, path: str) -> bool:
