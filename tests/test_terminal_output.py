@@ -228,3 +228,10 @@ def test_a_step_marker_starts_a_line_of_its_own(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     log = next(tmp_path.glob(".tuidag/runs/*/logs/s.log")).read_text().splitlines()
     assert log[1:] == ["--- setup ---", "setup partial", "--- run ---", "ran"]
+
+
+def test_output_stdout_cannot_encode_is_shown_with_replacements_not_dropped(tmp_path: Path) -> None:
+    (tmp_path / "dag.yaml").write_text("tasks:\n  u:\n    run: printf 'caf\\303\\251 \\007 bell\\nsecond\\n'\n")
+    proc = tuidag("run", "--no-tui", "dag.yaml", cwd=tmp_path, PYTHONIOENCODING="ascii")
+    assert proc.returncode == 0, proc.stderr
+    assert task_lines(proc.stdout, "u") == [b"caf? ? bell", b"second"]

@@ -266,7 +266,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
         from .model.errors import did_you_mean
 
         raise UsageError(f"run {run.run_id} has no task {args.task!r}{did_you_mean(args.task, tasks)}")
-    out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty())
+    out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
     if args.follow:
         follow_log(run, args.task, out)
     elif path.exists():

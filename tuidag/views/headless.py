@@ -205,6 +205,9 @@ class HeadlessReporter:
     def _write(self, text: str) -> None:
         try:
             self.out.write(text)
+        except UnicodeEncodeError:  # stdout's encoding lacks a character: show the rest rather than nothing
+            encoding = getattr(self.out, "encoding", None) or "ascii"
+            self._write(text.encode(encoding, "replace").decode(encoding))
         except (BrokenPipeError, ValueError):
             pass
 

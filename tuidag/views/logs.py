@@ -24,15 +24,16 @@ _CUT_MARKER = " \u2026 [tuidag: line cut, %d more bytes; --raw prints them]".enc
 class LogPrinter:
     """Where log bytes go: to `out` as they are, or (`sanitize`) as terminal-safe lines."""
 
-    def __init__(self, out: BinaryIO, sanitize: bool):
+    def __init__(self, out: BinaryIO, sanitize: bool, encoding: str = "utf-8"):
         self.out = out
+        self.encoding = encoding  # the terminal's, for sanitized lines
         self._lines = LineAssembler(LINE_CAP, _CUT_MARKER) if sanitize else None
 
     def write(self, data: bytes) -> None:
         if self._lines is None:
             self.out.write(data)
         elif lines := self._lines.feed(data):
-            self.out.write(terminal_lines(lines).encode())
+            self.out.write(terminal_lines(lines).encode(self.encoding, "replace"))
 
     def flush(self) -> None:
         self.out.flush()
@@ -40,7 +41,7 @@ class LogPrinter:
     def close(self) -> None:
         """The log is over: print its incomplete last line too."""
         if self._lines is not None and (lines := self._lines.flush()):
-            self.out.write(terminal_lines(lines).encode())
+            self.out.write(terminal_lines(lines).encode(self.encoding, "replace"))
         self.out.flush()
 
 
