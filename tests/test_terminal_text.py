@@ -5,7 +5,7 @@ import os
 import re
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tuidag.engine.log_headers import HeaderSpan, LogHeaders, header_text
@@ -79,7 +79,6 @@ def test_a_long_line_is_cut_with_a_marker_saying_how_much_is_missing() -> None:
     assert assemble([b"y" * 50 + b"\rshown\n"], cap=8) == [b"shown"]
 
 
-@settings(max_examples=300)
 @given(st.lists(st.sampled_from([b"a", b"bc", b"\r", b"\n", b"\r\n", b"xyz" * 3]), max_size=30),
        st.integers(1, 8), st.integers(2, 12))
 def test_any_reads_give_the_lines_a_terminal_shows(parts: list[bytes], cut_every: int, cap: int) -> None:
