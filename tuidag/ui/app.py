@@ -342,8 +342,8 @@ class TuidagApp(App[None]):
             return
         if self.scheduler.paused:
             self.scheduler.resume()
-        else:
-            self.scheduler.pause()
+        elif not self.scheduler.pause():
+            self.notify("the run is finished: nothing left to pause (r re-runs the selected task)")
 
     async def action_search(self) -> None:
         if not self.search_bar.is_attached:
