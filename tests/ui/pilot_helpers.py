@@ -46,3 +46,16 @@ async def select(app: TuidagApp, pilot: Pilot, name: str) -> None:
     """Select a task as a click would (the navigation keys have their own test)."""
     app.canvas.select(name)
     await pilot.pause()
+
+
+def screen_text(app: TuidagApp) -> str:
+    """What the terminal shows, as plain text lines (the composed screen, dialogs included)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=StringIO(), record=True, force_terminal=True,
+                      color_system="truecolor", legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text(styles=False)

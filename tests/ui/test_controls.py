@@ -74,7 +74,11 @@ async def test_cancel_a_queued_branch_then_everything(new_session, tmp_path):
         assert ui_states(app)["a"] == "RUNNING"
         await pilot.press("C")
         assert app.screen.items == ["a  (running)"]
-        await pilot.press("enter")
+        await pilot.press("enter")  # the safe answer is the default: Enter keeps everything running
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.pause(0.2)
+        assert ui_states(app)["a"] == "RUNNING" and not app.model.stopping
+        await pilot.press("C", "right", "enter")  # Enter on "Yes", once the user moved there
         await until(pilot, lambda: app.model.finished, what="run finished")
         assert ui_states(app)["a"] == "CANCELLED"
         assert not any(alive(pid, ct) for pid, ct in procs)

@@ -54,6 +54,9 @@ HEADER_INTERVAL = 0.2  # counts and progress repaint at most this often (a big r
 TICK_INTERVAL = 1.0
 GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the youngest generation (Python default: 700)
 RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
+#: The footer's keys, most important first: on a narrow terminal it drops them from the end of this list.
+FOOTER_PRIORITY = ("quit", "help", "cancel_branch", "rerun", "pause", "search", "combined", "cancel_all", "follow",
+                   "wrap")
 
 
 class SearchBar(Input):
@@ -130,7 +133,7 @@ class TuidagApp(App[None]):
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
-        self.footer = KeyFooter()
+        self.footer = KeyFooter(priority=FOOTER_PRIORITY)
 
     # ---------------------------------------------------------------------------------------------- engine side
     def engine_event(self, event: Event) -> None:
@@ -277,13 +280,19 @@ class TuidagApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_help()))
 
-    def key_help(self) -> list[tuple[str, str]]:
-        rows = [(" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
-                for b in DagCanvas.BINDINGS]
-        rows.append(("tab", "Switch focus between the graph and the log pane"))
-        rows += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
-        rows.append(("click", "Select a task"))
-        return rows
+    def key_help(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The help screen's sections: where the keys work, and each key with what it does."""
+        graph = [(" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
+                 for b in DagCanvas.BINDINGS]
+        graph.append(("click", "Select a task"))
+        log = [("↑ ↓", "Scroll a line (scrolling up stops following)"),
+               ("PgUp PgDn", "Scroll a page"),
+               ("Home End", "Go to the first line / the last line (End follows the end again)"),
+               ("← →", "Scroll sideways (when not wrapping)"),
+               ("esc", "Back to the graph")]
+        anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
+        anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
+        return [("In the graph", graph), ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
