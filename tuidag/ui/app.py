@@ -93,6 +93,7 @@ class TuidagApp(App[None]):
         Binding("a", "combined", "All logs",
                 tooltip="Toggle the combined view: output of all tasks interleaved, each line prefixed by its task"),
         Binding("q", "quit", "Quit", tooltip="Quit; while tasks run, asks, then stops every task first"),
+        Binding("escape", "focus_graph", "Graph", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True,
                 tooltip="Stop every task now (no question) and quit when all are gone"),
@@ -128,11 +129,11 @@ class TuidagApp(App[None]):
         self.canvas = DagCanvas(self.graph, self.model, self._parents, dag.children, on_select=self._show_log_of,
                                 id="graph")
         self.canvas.border_title = f"{dag.name} · {self.model.total} tasks"
-        self.canvas.border_subtitle = "←↑↓→ hjkl select · c cancel · r re-run"
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
+        self._focus_before_search: DagCanvas | LogView = self.canvas
         self.footer = KeyFooter(priority=FOOTER_PRIORITY)
 
     # ---------------------------------------------------------------------------------------------- engine side
@@ -357,12 +358,19 @@ class TuidagApp(App[None]):
     async def action_search(self) -> None:
         if not self.search_bar.is_attached:
             await self.footer.screen.mount(self.search_bar, before=self.footer)  # the run screen, even under a dialog
+        if self.focused in (self.canvas, self.log_pane):
+            self._focus_before_search = self.focused
         self.search_bar.add_class("visible")
         self.search_bar.focus()
 
     def close_search(self) -> None:
+        """Leave the search bar for the pane the user was in (the graph's keys must work again right away)."""
         self.search_bar.remove_class("visible")
-        self.log_pane.focus()
+        self._focus_before_search.focus()
+
+    def action_focus_graph(self) -> None:
+        """Esc in the log pane: back to the graph."""
+        self.canvas.focus()
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:

@@ -33,6 +33,9 @@ _LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├
 _HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣")
 MAX_CACHED_LINES = 512  # drawn canvas lines kept (a few screens): many more Strips would slow the garbage collector
 _UPSTREAM = re.compile(r"^upstream '(.+)' failed$")
+# The subtitle says what the arrows do here, and only while they do: with the log pane focused they scroll it.
+FOCUSED_HINT = "←↑↓→ hjkl select · c cancel · r re-run"
+UNFOCUSED_HINT = "esc/tab: back to the graph"
 
 
 class DagCanvas(ScrollView, can_focus=True):
@@ -64,8 +67,15 @@ class DagCanvas(ScrollView, can_focus=True):
 
     def on_mount(self) -> None:
         self.virtual_size = Size(self.graph.width, self.graph.height)
+        self.border_subtitle = UNFOCUSED_HINT
         if self.selected:
             self.post_message(TaskSelected(self.selected))
+
+    def on_focus(self) -> None:
+        self.border_subtitle = FOCUSED_HINT
+
+    def on_blur(self) -> None:
+        self.border_subtitle = UNFOCUSED_HINT
 
     # -------------------------------------------------------------------------------------------------- painting
     def render_line(self, y: int) -> Strip:
