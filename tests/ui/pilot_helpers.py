@@ -14,11 +14,12 @@ SIZE = (160, 45)
 
 
 @asynccontextmanager
-async def open_app(session: RunSession, **kwargs) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
+async def open_app(session: RunSession, *, size: tuple[int, int] = SIZE,
+                   **kwargs) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
     """The app on a real session; afterwards no task is left running and the session is finished."""
     app = TuidagApp(session, **kwargs)
     try:
-        async with app.run_test(headless=True, size=SIZE) as pilot:
+        async with app.run_test(headless=True, size=size) as pilot:
             await pilot.pause()
             yield app, pilot
     finally:

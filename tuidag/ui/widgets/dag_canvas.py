@@ -206,13 +206,23 @@ class DagCanvas(ScrollView, can_focus=True):
         previous, self.selected = self.selected, name
         self.refresh_tasks([n for n in (previous, name) if n])
         if scroll:
-            tile = self.graph.tiles[name]
-            self.scroll_to_region(Region(tile.x, tile.y, tile.width, tile.height), spacing=Spacing(1, 4, 1, 4),
-                                  animate=False, immediate=True)
+            self.scroll_to_selected()
         if self.on_select is not None:
             self.on_select(name)
         else:
             self.post_message(TaskSelected(name))
+
+    def scroll_to_selected(self) -> None:
+        """Scroll the least that brings the selected tile (and a margin) into view."""
+        if self.selected is None or not self.scrollable_content_region:
+            return
+        tile = self.graph.tiles[self.selected]
+        self.scroll_to_region(Region(tile.x, tile.y, tile.width, tile.height), spacing=Spacing(1, 4, 1, 4),
+                              animate=False, immediate=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Also the first layout: a selection far down a tall column is shown at start, and after any resize."""
+        self.scroll_to_selected()
 
     def action_move(self, direction: str) -> None:
         if self.selected is None:
