@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from pilot_helpers import open_app, until
+from pilot_helpers import open_app, ui_states, until
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.ui.widgets.dag_canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
@@ -195,7 +195,29 @@ async def test_a_running_tile_shows_the_cpu_and_memory_of_its_tree(new_session, 
         cpu, rss = app.model.usage["busy"]
         assert rss > 100_000
         snap = app.scheduler.snapshot()["busy"]
-        assert app.canvas._detail(snap).startswith("cpu ") and "mem " in app.canvas._detail(snap)
+        assert app.canvas._detail(snap, 16).startswith("cpu ") and "mem " in app.canvas._detail(snap, 16)
         stop.touch()
         await until(pilot, lambda: app.scheduler.finished, what="the task to end")
         await until(pilot, lambda: "busy" not in app.model.usage, what="usage to be dropped")
+
+
+def tile_text(app, name: str) -> list[str]:
+    return [strip.text for strip in app.canvas._lines_of(name)]
+
+
+async def test_a_tile_shows_the_meaningful_part_of_a_reason(new_session):
+    """`interrupted by SIGINT` used to be cut to `interrupted by …`, hiding the signal."""
+    session = new_session({"slow": "sleep 30", "after": {"run": "true", "depends_on": ["slow"]},
+                           "a-task-with-a-long-name": "exit 4",
+                           "next": {"run": "true", "depends_on": ["a-task-with-a-long-name"]}})
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: ui_states(app)["slow"] == "RUNNING" and ui_states(app)["next"] == "SKIPPED",
+                    what="slow running, next skipped")
+        app.scheduler.cancel_all("interrupted by SIGINT")  # the reason a signal gives (launch.RunSession)
+        await until(pilot, lambda: app.model.finished, what="run finished")
+        width = app.graph.tiles["slow"].width
+        for name in ("slow", "after"):
+            bottom = tile_text(app, name)[2]
+            assert "by SIGINT" in bottom and len(bottom) == width, bottom
+        bottom = tile_text(app, "next")[2]
+        assert "← a-task" in bottom and "failed" in bottom, bottom
