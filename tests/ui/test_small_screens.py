@@ -23,7 +23,8 @@ def in_view(app, name: str) -> bool:
     tile = app.graph.tiles[name]
     x, y = app.canvas.scroll_offset
     view = app.canvas.scrollable_content_region
-    return x <= tile.x and tile.x + tile.width <= x + view.width and y <= tile.y and tile.y + tile.height <= y + view.height
+    return (x <= tile.x and tile.x + tile.width <= x + view.width
+            and y <= tile.y and tile.y + tile.height <= y + view.height)
 
 
 async def test_the_selection_is_in_view_at_start_on_resize_and_on_every_move(new_session):

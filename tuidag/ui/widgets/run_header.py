@@ -29,9 +29,8 @@ class RunHeader(Widget):
 
     def render(self) -> Text:
         width = self.size.width
-        text = Text("\n", no_wrap=True, overflow="crop", end="").join(
-            [self._first_line(width), self._second_line(width)])
-        text.no_wrap, text.overflow = True, "crop"
+        text = Text("\n").join([self._first_line(width), self._second_line(width)])
+        text.no_wrap, text.overflow = True, "crop"  # a line that is still too wide is cut, never wrapped
         return text
 
     def _first_line(self, width: int) -> Text:
@@ -71,8 +70,8 @@ class RunHeader(Widget):
             return [Text(f"✘ finished: {parts} · q quits", bad), Text(f"✘ finished: {parts}", bad),
                     Text(f"✘ {parts}", bad), Text("✘ finished", bad)]
         if model.stopping:
-            stopping = LOOKS[S.CANCELLING].colour
-            return [Text("⊗ stopping… waiting for every process to exit", stopping), Text("⊗ stopping…", stopping)]
+            colour = LOOKS[S.CANCELLING].colour
+            return [Text("⊗ stopping… waiting for every process to exit", colour), Text("⊗ stopping…", colour)]
         if model.paused:
             paused = "bold reverse #d7d700"
             return [Text(" ‖ PAUSED: nothing new starts · p resumes ", paused),
@@ -119,5 +118,4 @@ class RunHeader(Widget):
 
 def _spread(left: Text, right: Text, width: int) -> Text:
     """`left`, blank space, `right` flush with the right edge."""
-    line = Text.assemble(left, " " * max(1, width - left.cell_len - right.cell_len), right)
-    return line
+    return Text.assemble(left, " " * max(1, width - left.cell_len - right.cell_len), right)
