@@ -13,6 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+CHROME = 8  # rows of the dialog around the list: border 2, padding 2, title + margin 2, key line + margin 2
 Section = tuple[str, list[tuple[str, str]]]  # (where the keys work, [(key, what it does)])
 
 
@@ -49,6 +50,11 @@ class HelpScreen(ModalScreen[None]):
                          "[b]^p[/b] palette: the same actions", id="keys")
             with VerticalScroll(id="help-keys"):
                 yield Static(table)
+
+    def on_resize(self) -> None:
+        """The list takes what the screen has left after the dialog's frame, title and key line (the dialog fits its
+        content when there is room, and the list scrolls when there is not)."""
+        self.query_one("#help-keys").styles.max_height = max(3, self.size.height - CHROME)
 
     def action_scroll(self, direction: str) -> None:
         scroller = self.query_one("#help-keys", VerticalScroll)
