@@ -254,12 +254,17 @@ class Scheduler:
         self._flush()
         return names
 
-    def pause(self) -> None:
+    def pause(self) -> bool:
+        """Hold back every task that has not started. Refused (False) once the run is finished: there is nothing to
+        hold, and a pause kept past the end would silently hold a later re-run."""
         with self._lock:
+            if self._done.is_set():
+                return False
             if not self._paused:
                 self._paused = True
                 self._run_event("paused")
         self._flush()
+        return True
 
     def resume(self) -> None:
         with self._lock:
@@ -459,6 +464,9 @@ class Scheduler:
                 counts[t.state.value] = counts.get(t.state.value, 0) + 1
             outcome = "succeeded" if counts.get("SUCCEEDED", 0) == len(self._tasks) else "failed"
             detail = outcome + " " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+            if self._paused:  # everything ended while paused (cancelled): a later re-run must not be held
+                self._paused = False
+                self._run_event("resumed")
             self._run_event("finished", detail)
             self._done.set()
 
