@@ -13,8 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dags import wait_until
+from dags import finish, make_dag, start_run, wait_until
 from disks import small_disk
+from tuidag.engine.scheduler import RerunRefused
 from tuidag.store.journal import read_journal
 from tuidag.store.runs import RunStore
 
@@ -151,3 +152,18 @@ def test_a_full_disk_at_the_start_is_refused_before_anything_starts(tmp_path):
         assert not (tmp_path / "started").exists()
         assert [n for n in os.listdir(state / "runs") if n != ".reap.lock"] == []  # the half-made run is gone
 
+
+
+def test_stop_starts_nothing_more_and_lets_running_tasks_finish(tmp_path):
+    """The engine side of a journal that failed: `Scheduler.stop` (skip-downstream here), and no re-run after it."""
+    go = tmp_path / "go"
+    tasks = {"long": f"while [ ! -e {go} ]; do sleep 0.02; done", "next": {"run": "true", "depends_on": ["long"]}}
+    dag = make_dag(tasks, workdir=tmp_path)
+    scheduler, recorder = start_run(dag, tmp_path)
+    recorder.wait_state("long", "RUNNING")
+    assert scheduler.stop("not started: state dir full") == ["next"]
+    go.touch()
+    assert finish(scheduler) == {"long": "SUCCEEDED", "next": "CANCELLED"}
+    assert scheduler.snapshot()["next"].reason == "not started: state dir full"
+    with pytest.raises(RerunRefused, match="the run was stopped: not started: state dir full"):
+        scheduler.rerun("next")

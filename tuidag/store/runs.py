@@ -211,7 +211,7 @@ class RunStore:
                               "host": os.uname().nodename, "pid": me, "pid_create_time": create_time(me),
                               "tasks": tasks, **(extra or {})}
                     journal = JournalWriter(run.journal, header, dir_fd=run_fd)
-                    try:  # a folder of that name exists (another process's run, same millisecond): never replaced
+                    try:  # EEXIST/ENOTEMPTY: another process's run took that id in the same millisecond
                         os.rename(staging, run_id, src_dir_fd=runs_fd, dst_dir_fd=runs_fd)
                         return run, journal
                     except OSError as exc:
