@@ -80,22 +80,26 @@ class JournalWriter:
         return task_line(event)
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        """Record the run's outcome as `summary.json`, over the reserved room. Raises OSError."""
+        """Record the run's outcome as `summary.json`, over the reserved room (again, after `close`, as a new file).
+        Raises OSError."""
+        if self._dir_fd < 0:
+            self._dir_fd = os.open(self.path.parent, DIR_FLAGS | os.O_NOFOLLOW)
         place_summary(self._dir_fd, summary, self._reserve_fd)
-        os.close(self._reserve_fd)
-        self._reserve_fd = -1
+        if self._reserve_fd >= 0:
+            os.close(self._reserve_fd)
+            self._reserve_fd = -1
 
     def discard(self) -> None:
         """Close and delete what this writer created (a run folder that never became visible)."""
-        self.close()
         for name in (self.path.name, SUMMARY_RESERVE):
             try:
                 os.unlink(name, dir_fd=self._dir_fd)
             except OSError:
                 pass
+        self.close()
 
     def close(self) -> None:
-        for attr in ("_fd", "_reserve_fd"):
+        for attr in ("_fd", "_reserve_fd", "_dir_fd"):
             fd = getattr(self, attr)
             if fd >= 0:
                 os.close(fd)
@@ -104,9 +108,11 @@ class JournalWriter:
 
 def write_all(fd: int, data: bytes) -> None:
     """`os.write` until all of `data` is written (a write may be short when the disk fills up). Raises OSError."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    written = os.write(fd, data)
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]
 
 
 def place_summary(dir_fd: int, summary: dict[str, Any], reserve_fd: int = -1) -> None:
