@@ -23,6 +23,7 @@ from ..model.spec import DagSpec, FailurePolicy
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
+from .log_headers import LogHeaders
 from .workers import WorkerPool
 
 
@@ -111,6 +112,7 @@ class Scheduler:
         self.max_parallel = max(1, max_parallel or dag.max_parallel)
         self.kill_grace = dag.kill_grace if kill_grace is None else kill_grace
         self.clock = clock
+        self.log_headers = LogHeaders()  # which bytes of the task logs are attempt headers
         self._lock = threading.Lock()
         self._deliver_lock = threading.Lock()
         self._outbox: deque[Event] = deque()
@@ -371,7 +373,7 @@ class Scheduler:
         attempt = Attempt(
             run_id=self.run_id, task=spec, number=number,
             env=TaskEnvironment(self._base_env, {**spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)}),
-            workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path,
+            workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
         )
         try:
