@@ -105,7 +105,10 @@ def guarded(command, args: argparse.Namespace) -> int:
     except (UsageError, StateDirError) as exc:
         print(f"tuidag: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:
+    except BrokenPipeError:  # `graph`, `runs`, `logs` into a reader that had enough (`run` outlives its readers)
+        from .views.output import discard_output
+
+        discard_output(sys.stdout)  # or the interpreter's last flush fails again, noisily
         return EXIT_OK
 
 
@@ -142,14 +145,29 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    dag = _load(args.file, _state_dir(args, args.file) / "cache")
+    outlive_readers()
+    state_dir = _state_dir(args, args.file)
+    RunStore(state_dir).check()  # before its cache is read
+    dag = _load(args.file, state_dir / "cache")
     return run_dag(dag, args)
+
+
+def outlive_readers() -> None:
+    """A run's output may go to a reader that stops early (`| head -1`): that must stop the printing, not the run
+    and not the truth of its exit code (see views/output)."""
+    from .views.output import ReaderSafe
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, ReaderSafe):
+            setattr(sys, name, ReaderSafe(stream))
 
 
 def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     """Run a loaded DAG with the options of `tuidag run`."""
     from .launch import RunSession  # the engine is imported only once there is something to run
 
+    outlive_readers()
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
@@ -175,6 +193,7 @@ def run_headless(session, quiet: bool = False) -> int:
     colour = use_colour(sys.stdout)
     reporter = HeadlessReporter(sys.stdout, session.scheduler.log_headers, quiet=quiet, colour=colour)
     session.scheduler.subscribe(reporter)
+    session.on_store_error = lambda message: print(message, file=sys.stderr, flush=True)
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
@@ -190,6 +209,8 @@ def run_headless(session, quiet: bool = False) -> int:
     out.write(counts_line(summary.snapshots, time.time() - session.started))
     if session.interrupted_by:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
+    if session.store_error:
+        out.write(f"tuidag: run incomplete: {session.store_error} (see the error above)\n")
     out.flush()
     return session.exit_code(summary)
 
@@ -203,6 +224,7 @@ def open_store(state_dir: Path) -> RunStore:
     from .store.reaper import reap_interrupted
 
     store = RunStore(state_dir)
+    store.check()  # a state dir others can write to is refused, not read or reaped
     for report in reap_interrupted(store):
         if report.processes:
             listed = ", ".join(f"{task}: pid {pid} ({name})" for task, pid, name in report.processes[:10])

@@ -5,21 +5,24 @@ Exit codes: 0 every task succeeded; 1 any task failed, was skipped or cancelled;
 """
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import stat
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from .engine import process
 from .engine.executor import Executor
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler
-from .model.spec import DagSpec
+from .model.spec import DagSpec, FailurePolicy
 from .model.state import TaskState
 from .store.journal import JournalWriter, replay
-from .store.runs import RunDir, RunStore, log_file_name, write_summary
+from .store.runs import RunDir, RunStore, log_file_name
 
 class RunSession:
     """One run: its DAG, store folder, journal and scheduler, and how it was interrupted if it was."""
@@ -33,6 +36,10 @@ class RunSession:
         self.scheduler = scheduler
         self.started = time.time() if started is None else started
         self.interrupted_by: str | None = None
+        self.store_error: str | None = None  # why the run's record is incomplete ("state dir full"), if it is
+        self.store_message: str | None = None  # the same, said in full: which folder, what failed, what happens now
+        self.on_store_error: Callable[[str], None] | None = None  # how the view tells the user (called once)
+        journal.on_error = self._journal_failed
 
     @classmethod
     def create(
@@ -76,24 +83,50 @@ class RunSession:
                             "detail": f"second {signal.Signals(signum).name}: killed {len(procs)} process(es)"})
         os._exit(SIGNAL_EXIT[signum])
 
+    def _journal_failed(self, exc: OSError) -> None:
+        """The journal can't be written (a full disk): what it says from here on would be untrue, so the run stops
+        starting tasks, as the DAG's failure policy stops it when a task fails; the user is told once."""
+        cancel_all = self.dag.on_failure is FailurePolicy.CANCEL_ALL
+        self._store_failed(exc, "the run's journal can't be written any more, so no more tasks start; running "
+                                + ("tasks are cancelled (on_failure: cancel-all)" if cancel_all else "tasks finish"))
+        self.scheduler.stop(f"not started: {self.store_error}")
+
+    def _store_failed(self, exc: OSError, consequence: str) -> None:
+        if self.store_error is not None:
+            return
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        self.store_error = "state dir full" if full else "state dir not writable"
+        self.store_message = (f"tuidag: error: the state dir {self.store.state_dir} is "
+                              f"{'full' if full else 'not writable'} ({exc.strerror or exc}): {consequence}")
+        if self.on_store_error is not None:
+            self.on_store_error(self.store_message)
+
     def finish(self) -> RunSummary:
-        """Wait for the pool, record the outcome in summary.json and close the journal."""
+        """Wait for the pool, record the outcome in summary.json and close the journal. With a journal that stopped
+        early the summary (over the room reserved for it) is the run's record of how every task ended."""
         self.scheduler.close()
         summary = RunSummary(self.scheduler.snapshot(), self.interrupted_by)
         finished = time.time()
-        write_summary(self.run, {
+        record = {
             "run_id": self.run.run_id, "dag": self.dag.name, "source": str(self.dag.source or ""),
             "started_at": self.started, "finished_at": finished, "duration": finished - self.started,
             "counts": {s.value: n for s, n in summary.counts.items() if n},
-            "outcome": summary.outcome, "interrupted_by": self.interrupted_by,
-        })
+            "outcome": f"incomplete: {self.store_error}" if self.store_error else summary.outcome,
+            "interrupted_by": self.interrupted_by,
+        }
+        if self.journal.error is not None:
+            record["journal_error"] = self.journal.error.strerror or str(self.journal.error)
+        try:
+            self.journal.write_summary(record)
+        except OSError as exc:
+            self._store_failed(exc, "the run's outcome could not be recorded (summary.json)")
         self.journal.close()
         return summary
 
     def exit_code(self, summary: RunSummary) -> int:
         if self.interrupted_by:
             return SIGNAL_EXIT[signal.Signals[self.interrupted_by]]
-        return EXIT_OK if summary.ok else EXIT_FAILED
+        return EXIT_OK if summary.ok and self.store_error is None else EXIT_FAILED
 
 
 def reusable_tasks(dag: DagSpec, prints: dict[str, str], earlier: RunDir) -> list[str]:
@@ -112,15 +145,44 @@ def reusable_tasks(dag: DagSpec, prints: dict[str, str], earlier: RunDir) -> lis
 
 def _link_log(old: Path, new: Path) -> None:
     """The new run's log of a reused task is the earlier run's file (a hard link: it survives either run's folder
-    being deleted)."""
+    being deleted), or a copy where links can't be made. Only a regular file of the user's own is taken: a symlink
+    (or a link to another user's file) put in the old run's place is not a log, and would make `tuidag logs` show
+    whatever it points to; the check is made on the new name, after linking, so nothing can be swapped in between."""
     try:
-        os.link(old, new)
+        os.link(old, new, follow_symlinks=False)
     except FileNotFoundError:
-        pass
+        return
     except OSError:
-        import shutil
+        _copy_log(old, new)
+        return
+    if not _own_file(os.lstat(new)):
+        os.unlink(new)
 
-        shutil.copyfile(old, new)
+
+def _own_file(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
+
+
+def _copy_log(old: Path, new: Path) -> None:
+    """Best effort: a reused task whose log can't be copied is still reused (its log stays in the old run)."""
+    try:
+        src = os.open(old, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if _own_file(os.fstat(src)):
+            dst = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                while chunk := os.read(src, 1 << 20):
+                    os.write(dst, chunk)
+            except OSError:
+                os.unlink(new)
+            finally:
+                os.close(dst)
+    except OSError:
+        pass
+    finally:
+        os.close(src)
 
 
 def install_signal_handlers(session: RunSession, signals=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)) -> None:

@@ -37,7 +37,8 @@ def write_header(fd: int, attempt: Attempt) -> None:
 
 
 def open_log(attempt: Attempt) -> int:
-    return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    """The attempt's log, appended to; never through a symlink planted under its name (ELOOP fails the attempt)."""
+    return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
 
 
 class LocalExecutor(Executor):

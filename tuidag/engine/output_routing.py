@@ -49,7 +49,8 @@ class LogTarget:
         self._pending: dict[int, str] = {}  # thread ident -> text after its last newline
 
     def _open(self) -> int:
-        return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW  # never through a symlink
+        return os.open(self.path, flags, 0o600)
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):

@@ -122,6 +122,7 @@ class Scheduler:
         self._pool = WorkerPool(self.max_parallel, "tuidag-task")
         self._paused = False
         self._stopping = False       # finish-running / cancel-all: start nothing new
+        self._halted: str | None = None  # why `stop()` stopped the run for good
         self._held: list[str] = []   # QUEUED or due-to-retry tasks held back while paused
         self._started = False
         self._done = threading.Event()
@@ -216,6 +217,17 @@ class Scheduler:
     def cancel_all(self, reason: str = "cancelled by user") -> list[str]:
         return self._cancel(list(self._tasks), reason)
 
+    def stop(self, reason: str) -> list[str]:
+        """Start nothing more, for a reason outside the DAG (the run's journal can no longer be written): as when a
+        task fails under the DAG's failure policy, waiting tasks are CANCELLED with `reason`, running ones finish
+        (cancelled under cancel-all); and nothing re-runs afterwards. Returns the tasks that were affected."""
+        with self._lock:
+            self._halted = reason
+            affected = self._stop_starting(reason)
+            self._check_done()
+        self._flush()
+        return affected
+
     def rerun(self, name: str) -> list[str]:
         """Run a finished-but-not-succeeded task again, with its non-succeeded descendants, in this same run.
 
@@ -223,6 +235,8 @@ class Scheduler:
         failed, cancelled or skipped task stays as it is, and re-running a task whose own dependency is in that state
         is refused with RerunRefused naming the dependency to re-run first."""
         with self._lock:
+            if self._halted:
+                raise RerunRefused(f"the run was stopped: {self._halted}")
             t = self._tasks[name]
             if t.state not in (S.FAILED, S.CANCELLED, S.SKIPPED):
                 return []
@@ -432,7 +446,6 @@ class Scheduler:
         timer.start()
 
     def _apply_failure_policy(self, failed: str) -> None:
-        to_kill: list[RunningAttempt] = []
         now = self.clock()
         for d in self.dag.descendants(failed):
             dt = self._tasks[d]
@@ -440,22 +453,31 @@ class Scheduler:
                 self._drop_pending_work(dt)
                 self._set(dt, S.SKIPPED, reason=f"upstream '{failed}' failed", finished_at=now)
         policy = self.dag.on_failure
-        if policy is FailurePolicy.SKIP_DOWNSTREAM:
-            return
+        if policy is not FailurePolicy.SKIP_DOWNSTREAM:
+            self._stop_starting(f"run stopped: '{failed}' failed ({policy})")
+
+    def _stop_starting(self, reason: str) -> list[str]:
+        """Start nothing new: waiting tasks CANCELLED; running ones too under cancel-all, else left to finish."""
         self._stopping = True
-        reason = f"run stopped: '{failed}' failed ({policy})"
+        now = self.clock()
+        to_kill: list[RunningAttempt] = []
+        affected = []
         for t in self._tasks.values():
             if t.state in _WAITING:
                 self._drop_pending_work(t)
                 self._set(t, S.CANCELLED, reason=reason, finished_at=now)
-            elif t.state is S.RUNNING and policy is FailurePolicy.CANCEL_ALL:
+            elif t.state is S.RUNNING and self.dag.on_failure is FailurePolicy.CANCEL_ALL:
                 t.cancel_reason = reason
                 self._set(t, S.CANCELLING, reason=reason)
                 if t.running is not None:
                     to_kill.append(t.running)
+            else:
+                continue
+            affected.append(t.snap.name)
         for running in to_kill:
             # kill() only records the request and sends SIGTERM; the waiting pool thread does the rest.
             threading.Thread(target=running.kill, name="tuidag-kill", daemon=True).start()
+        return affected
 
     def _check_done(self) -> None:
         if self._started and self._unfinished == 0 and not self._done.is_set():

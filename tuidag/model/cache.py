@@ -72,9 +72,10 @@ def code_stamp(folder: str) -> list[tuple[str, int, int]]:
 
 def read_entry(entry: Path, key: str) -> tuple | None:
     """The record `write_entry` stored at `entry` under `key`, or None: missing, written under another key, or not
-    readable as one (truncated, corrupt, from other code)."""
+    readable as one (truncated, corrupt, from other code, a symlink)."""
     try:
-        with open(entry, "rb") as f:
+        fd = os.open(entry, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with open(fd, "rb") as f:
             record = marshal.loads(f.read())
         return record if type(record) is tuple and record and record[0] == key else None
     except Exception:
@@ -83,19 +84,33 @@ def read_entry(entry: Path, key: str) -> tuple | None:
 
 def write_entry(entry: Path, record: tuple) -> None:
     """Store `record` (marshal-able data whose first item is its key) at `entry`, atomically; best effort: a state
-    dir that can't be written is reported by the run store, not here."""
-    tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
+    dir that can't be written is reported by the run store, not here.
+
+    Only into a folder of the user's own that no one else can write to (as the run store requires of the state dir),
+    through a new file made with O_EXCL | O_NOFOLLOW next to the entry: never through a symlink planted there."""
+    folder = entry.parent
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with open(fd, "wb") as f:
-            marshal.dump(record, f)
-        os.replace(tmp, entry)  # readers see the old entry or the new one, never half of one
-    except (OSError, ValueError):  # ValueError: something in the record marshal can't store
+        folder.parent.mkdir(mode=0o700, exist_ok=True)  # the state dir, on the first run of a DAG next to it
+        folder.mkdir(mode=0o700, exist_ok=True)
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    tmp = f".{entry.name}.{os.urandom(6).hex()}"
+    try:
+        info = os.fstat(dir_fd)
+        if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            return
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
         try:
-            tmp.unlink()
-        except OSError:
-            pass
+            with open(fd, "wb") as f:
+                marshal.dump(record, f)
+            os.replace(tmp, entry.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # readers see old or new, never half
+        except (OSError, ValueError):  # ValueError: something in the record marshal can't store
+            os.unlink(tmp, dir_fd=dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
 
 
 def _read(entry: Path, key: str) -> tuple[DagSpec, list[Note]] | None:

@@ -1,14 +1,15 @@
 """The run journal: one JSON object per line, appended as events happen, one write() per batch the engine delivers.
 
 Each `os.write` on an O_APPEND descriptor appends whole lines, so a crash (even kill -9) leaves a journal whose
-every complete line parses; a torn last line (a crash inside a write) is ignored on replay.
+every complete line parses; a torn last line (a crash inside a write, or a disk that filled up) is ignored on replay.
 """
 from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
@@ -16,21 +17,60 @@ from ..model.state import TaskState
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
 _SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused")
 
+SUMMARY = "summary.json"
+SUMMARY_RESERVE = ".summary.reserve"  # room set aside at the start for the summary (see `JournalWriter`)
+RESERVE_BYTES = 16 << 10               # a summary is well under 1 KiB; a reaper's list of reaped processes more
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC  # never through a planted link
+
 
 class JournalWriter:
-    """Appends every event of a run to `journal.jsonl`; `record` is its engine observer (a batch one)."""
+    """Writes a run's record: every event appended to `journal.jsonl` (`record` is its engine observer, a batch one),
+    and `summary.json` at the end (`write_summary`).
 
-    def __init__(self, path: Path, header: dict[str, Any]):
+    Files are created with O_EXCL | O_NOFOLLOW relative to the run folder's descriptor, so a name planted in the
+    folder (a symlink to someone else's file) is never written through. A full disk (or quota) must not turn into
+    tracebacks and a record that says something untrue: the first failed write is kept in `error`, reported once to
+    `on_error`, and nothing more is appended, so the journal is right up to where it stops (a torn last line is
+    ignored by readers). The summary is written over room reserved when the run was created, so the run's outcome
+    can still be recorded on a disk that filled up during the run."""
+
+    def __init__(self, path: Path, header: dict[str, Any], *, dir_fd: int | None = None,
+                 on_error: Callable[[OSError], None] | None = None):
+        """Create `path` (a new file: OSError if it exists) and write `header`; with `dir_fd`, `path`'s name is
+        created in that folder (the caller may rename the folder later). Raises OSError, a full disk included."""
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        self.write({"type": "run", "event": "created", **header})
+        self.on_error = on_error
+        self.error: OSError | None = None
+        self._fd = self._reserve_fd = -1
+        self._dir_fd = (os.open(path.parent, DIR_FLAGS | os.O_NOFOLLOW) if dir_fd is None
+                        else os.dup(dir_fd))  # kept: the summary goes into the same folder, wherever it is by then
+        try:
+            self._fd = os.open(path.name, NEW_FILE | os.O_APPEND, 0o600, dir_fd=self._dir_fd)
+            self._reserve_fd = os.open(SUMMARY_RESERVE, NEW_FILE, 0o600, dir_fd=self._dir_fd)
+            os.posix_fallocate(self._reserve_fd, 0, RESERVE_BYTES)
+            write_all(self._fd, (_ENCODER.encode({"type": "run", "event": "created", **header}) + "\n").encode())
+        except BaseException:
+            self.close()
+            raise
 
     def write(self, record: dict[str, Any]) -> None:
-        os.write(self._fd, (_ENCODER.encode(record) + "\n").encode())
+        self._append((_ENCODER.encode(record) + "\n").encode())
 
     def record(self, events: list[Event]) -> None:
         """Append events with one write(): subscribe it with `batches=True`."""
-        os.write(self._fd, b"".join(map(self._line, events)))
+        if self.error is None:
+            self._append(b"".join(map(self._line, events)))
+
+    def _append(self, data: bytes) -> None:
+        if self.error is not None:
+            return  # appending after a gap would make the journal lie about what happened
+        try:
+            write_all(self._fd, data)
+        except OSError as exc:
+            self.error = exc
+            if self.on_error is not None:
+                self.on_error(exc)
 
     @staticmethod
     def _line(event: Event) -> bytes:
@@ -39,10 +79,94 @@ class JournalWriter:
             return (_ENCODER.encode(record) + "\n").encode()
         return task_line(event)
 
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        """Record the run's outcome as `summary.json`, over the reserved room (again, after `close`, as a new file).
+        Raises OSError."""
+        if self._dir_fd < 0:
+            self._dir_fd = os.open(self.path.parent, DIR_FLAGS | os.O_NOFOLLOW)
+        place_summary(self._dir_fd, summary, self._reserve_fd)
+        if self._reserve_fd >= 0:
+            os.close(self._reserve_fd)
+            self._reserve_fd = -1
+
+    def discard(self) -> None:
+        """Close and delete what this writer created (a run folder that never became visible)."""
+        for name in (self.path.name, SUMMARY_RESERVE):
+            try:
+                os.unlink(name, dir_fd=self._dir_fd)
+            except OSError:
+                pass
+        self.close()
+
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        for attr in ("_fd", "_reserve_fd", "_dir_fd"):
+            fd = getattr(self, attr)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, attr, -1)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """`os.write` until all of `data` is written (a write may be short when the disk fills up). Raises OSError."""
+    written = os.write(fd, data)
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]
+
+
+def place_summary(dir_fd: int, summary: dict[str, Any], reserve_fd: int = -1) -> None:
+    """Write `summary` as `summary.json` in the folder `dir_fd`, atomically (readers see no summary or all of it).
+
+    The reserved file (`reserve_fd`, or the folder's reserve by name when -1: a run left by a crash) is written in
+    place and renamed, which needs no new room; only a folder without one (made by an older tuidag) gets a new file.
+    Raises OSError."""
+    data = _ENCODER.encode(summary).encode()
+    own = reserve_fd >= 0
+    if not own:
+        try:
+            reserve_fd = os.open(SUMMARY_RESERVE, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                                 dir_fd=dir_fd)
+        except OSError:
+            reserve_fd = -1
+    try:
+        if reserve_fd >= 0 and _still_named(dir_fd, SUMMARY_RESERVE, reserve_fd):
+            _pwrite_all(reserve_fd, data)
+            os.ftruncate(reserve_fd, len(data))
+            os.rename(SUMMARY_RESERVE, SUMMARY, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            return
+    finally:
+        if not own and reserve_fd >= 0:
+            os.close(reserve_fd)
+    tmp = f".summary.{os.urandom(6).hex()}.tmp"
+    fd = os.open(tmp, NEW_FILE, 0o600, dir_fd=dir_fd)
+    try:
+        write_all(fd, data)
+        os.rename(tmp, SUMMARY, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(fd)
+
+
+def _still_named(dir_fd: int, name: str, fd: int) -> bool:
+    """Is `name` in the folder still the regular file open as `fd` (and not, say, a symlink put in its place)?"""
+    try:
+        named = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return stat.S_ISREG(named.st_mode) and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _pwrite_all(fd: int, data: bytes) -> None:
+    view, offset = memoryview(data), 0
+    while offset < len(data):
+        offset += os.pwrite(fd, view[offset:], offset)
 
 
 _STATE_JSON = {state: f'"{state.value}"' for state in TaskState} | {None: "null"}

@@ -81,13 +81,16 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
     for task in rep.tasks.values():
         counts[task.state.value] = counts.get(task.state.value, 0) + 1
     end = rep.last_time or rep.started_at
-    write_summary(run, {
-        "run_id": run.run_id, "dag": rep.header.get("dag", "?"), "source": rep.header.get("source"),
-        "started_at": rep.started_at, "finished_at": end,
-        "duration": end - rep.started_at if end and rep.started_at else None,
-        "counts": counts, "outcome": "interrupted", "interrupted_by": "crash",
-        "reaped": [{"task": t, "pid": p, "name": n} for t, p, n in found],
-    })
+    try:
+        write_summary(run, {
+            "run_id": run.run_id, "dag": rep.header.get("dag", "?"), "source": rep.header.get("source"),
+            "started_at": rep.started_at, "finished_at": end,
+            "duration": end - rep.started_at if end and rep.started_at else None,
+            "counts": counts, "outcome": "interrupted", "interrupted_by": "crash",
+            "reaped": [{"task": t, "pid": p, "name": n} for t, p, n in found],
+        })
+    except OSError:  # a full state dir: the run stays unclosed and the next command tries again
+        pass
     return Reaped(run.run_id, found)
 
 
@@ -98,7 +101,8 @@ class _reap_lock:
         self.path = store.runs_dir / ".reap.lock"
 
     def __enter__(self) -> None:
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)  # OSError: caller skips
+        # OSError: the caller skips reaping
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
 
     def __exit__(self, *exc) -> None:

@@ -5,23 +5,57 @@ and two runs started in the same millisecond by different processes still get di
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..engine.process import create_time
-from .journal import JournalWriter
+from .journal import DIR_FLAGS, NEW_FILE, SUMMARY, JournalWriter, place_summary
 
 STATE_DIR_ENV = "TUIDAG_STATE_DIR"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 class StateDirError(Exception):
-    """The state dir can't be used (not writable, not a folder, ...). Raised before anything starts."""
+    """The state dir can't be used (not writable, not a folder, not safe, ...). Raised before anything starts."""
+
+
+def check_dir(fd: int, shown: Path) -> None:
+    """Refuse a folder of the store that someone else could plant files in (a symlink named like one of tuidag's
+    files, to make it write or show another file): it must be the invoking user's and writable by no one else.
+    Never changes a folder's mode: one tuidag did not create (`--state-dir /tmp`) is refused, not locked down."""
+    info = os.fstat(fd)
+    me = os.geteuid()
+    if info.st_uid != me:
+        problem = f"it belongs to {_user(info.st_uid)}, not to you ({_user(me)})"
+    elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        problem = f"others can write to it (mode {stat.S_IMODE(info.st_mode):04o})"
+    else:
+        return
+    raise StateDirError(f"state dir {shown} is not safe to use: {problem}; use a folder that only you can write to "
+                        f"(--state-dir DIR)")
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _problem(exc: OSError) -> str:
+    """How a failed write to the state dir reads: full, or not writable and why."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"is full ({exc.strerror})"
+    return f"is not writable: {exc.strerror or exc}"
 
 
 def default_state_dir(dag_file: Path | None) -> Path:
@@ -61,7 +95,7 @@ class RunDir(NamedTuple):
 
     @property
     def summary(self) -> Path:
-        return self.path / "summary.json"
+        return self.path / SUMMARY
 
     @property
     def logs(self) -> Path:
@@ -80,9 +114,11 @@ class RunDir(NamedTuple):
         """Is a live process running this run? Its creator holds an exclusive flock on owner.lock for its whole
         life; the kernel drops it when that process dies, however it dies (kill -9 included)."""
         try:
-            fd = os.open(self.owner_lock, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return False
+            fd = os.open(self.owner_lock, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP):  # none, or a symlink: not a lock of ours
+                return False
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -93,7 +129,9 @@ class RunDir(NamedTuple):
 
     def read_summary(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self.summary.read_text())
+            fd = os.open(self.summary, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with open(fd, "rb") as f:
+                return json.loads(f.read())
         except (OSError, ValueError):
             return None
 
@@ -103,43 +141,99 @@ class RunStore:
         self.state_dir = state_dir
         self.runs_dir = state_dir / "runs"
 
-    def ensure_writable(self) -> None:
-        """Create the state dir (0700) or explain, before any task starts, why it can't be used."""
+    def check(self) -> None:
+        """Refuse (StateDirError) a state dir, or its runs folder, that exists and is not safe (see `check_dir`);
+        one that does not exist yet is fine. A symlinked state dir is judged by the folder it leads to."""
         try:
-            self.runs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(self.state_dir, 0o700)
-            probe = self.runs_dir / f".probe-{os.getpid()}"
-            probe.write_bytes(b"")
-            probe.unlink()
+            fd = os.open(self.state_dir, DIR_FLAGS)
+        except FileNotFoundError:
+            return
         except OSError as exc:
-            raise StateDirError(f"state dir {self.state_dir} is not writable: {exc.strerror or exc}") from None
+            raise StateDirError(f"state dir {self.state_dir} {_problem(exc)}") from None
+        try:
+            check_dir(fd, self.state_dir)
+            runs_fd = os.open("runs", DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return
+            raise StateDirError(f"state dir {self.state_dir} {_problem(exc)} ({self.runs_dir})") from None
+        finally:
+            os.close(fd)
+        try:
+            check_dir(runs_fd, self.runs_dir)
+        finally:
+            os.close(runs_fd)
+
+    def ensure_writable(self) -> int:
+        """Create the state dir and its runs folder (0700) as needed, check both (`check_dir`) and return the runs
+        folder, opened; or explain, before any task starts, why the state dir can't be used."""
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # mode: of this folder, if made
+            state_fd = os.open(self.state_dir, DIR_FLAGS)
+            try:
+                check_dir(state_fd, self.state_dir)
+                try:
+                    os.mkdir("runs", 0o700, dir_fd=state_fd)
+                except FileExistsError:
+                    pass
+                runs_fd = os.open("runs", DIR_FLAGS | os.O_NOFOLLOW, dir_fd=state_fd)
+            finally:
+                os.close(state_fd)
+            try:
+                check_dir(runs_fd, self.runs_dir)
+            except StateDirError:
+                os.close(runs_fd)
+                raise
+            return runs_fd
+        except OSError as exc:
+            raise StateDirError(f"state dir {self.state_dir} {_problem(exc)}") from None
 
     def create_run(self, dag_name: str, source: Path | None, tasks: list[str],
                    extra: dict[str, Any] | None = None) -> tuple[RunDir, JournalWriter]:
-        """A new run folder, owned by this process for as long as it lives (see `RunDir.owned`)."""
-        self.ensure_writable()
-        while True:
-            run_id = new_run_id()
-            path = self.runs_dir / run_id
+        """A new run folder, owned by this process for as long as it lives (see `RunDir.owned`).
+
+        The folder is made, locked and filled (journal header, reserved room for the summary) under a hidden name,
+        and renamed to its run id only then: a reaper of another tuidag command lists visible folders only, so it
+        can never see this run without its owner's lock (and close it as interrupted)."""
+        runs_fd = self.ensure_writable()
+        staging = f".new-{os.getpid()}-{os.urandom(4).hex()}"
+        try:
+            os.mkdir(staging, 0o700, dir_fd=runs_fd)
+            run_fd = os.open(staging, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=runs_fd)
             try:
-                path.mkdir(mode=0o700)
-                break
-            except FileExistsError:
-                continue
-        run = RunDir(run_id, path)
-        run.logs.mkdir(mode=0o700)
-        _hold_owner_lock(run)
-        me = os.getpid()
-        header = {"run_id": run_id, "dag": dag_name, "source": str(source) if source else None,
-                  "host": os.uname().nodename, "pid": me, "pid_create_time": create_time(me),
-                  "tasks": tasks, **(extra or {})}
-        return run, JournalWriter(run.journal, header)
+                _hold_owner_lock(run_fd)
+                os.mkdir("logs", 0o700, dir_fd=run_fd)
+                me = os.getpid()
+                while True:
+                    run_id = new_run_id()
+                    run = RunDir(run_id, self.runs_dir / run_id)
+                    header = {"run_id": run_id, "dag": dag_name, "source": str(source) if source else None,
+                              "host": os.uname().nodename, "pid": me, "pid_create_time": create_time(me),
+                              "tasks": tasks, **(extra or {})}
+                    journal = JournalWriter(run.journal, header, dir_fd=run_fd)
+                    try:  # EEXIST/ENOTEMPTY: another process's run took that id in the same millisecond
+                        os.rename(staging, run_id, src_dir_fd=runs_fd, dst_dir_fd=runs_fd)
+                        return run, journal
+                    except OSError as exc:
+                        journal.discard()
+                        if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                            raise
+            finally:
+                os.close(run_fd)
+        except OSError as exc:
+            _remove_staging(runs_fd, staging)
+            raise StateDirError(f"state dir {self.state_dir} {_problem(exc)}") from None
+        finally:
+            os.close(runs_fd)
 
     def runs(self) -> list[RunDir]:
         """All runs, oldest first."""
-        if not self.runs_dir.is_dir():
+        try:
+            with os.scandir(self.runs_dir) as entries:  # a symlink is not a run (nor a folder being made, ".new-")
+                names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False) and e.name[0] != ".")
+        except OSError:
             return []
-        return [RunDir(p.name, p) for p in sorted(self.runs_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+        return [RunDir(name, self.runs_dir / name) for name in names]
 
     def get(self, run_id: str | None) -> RunDir | None:
         """A run by id (or unique id prefix); the latest when run_id is None."""
@@ -153,17 +247,44 @@ class RunStore:
 _owner_locks: list[int] = []  # descriptors kept open (close-on-exec) for the life of the process
 
 
-def _hold_owner_lock(run: RunDir) -> None:
-    fd = os.open(run.owner_lock, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.write(fd, f"{os.getpid()}\n".encode())
+def _hold_owner_lock(run_fd: int) -> None:
+    fd = os.open("owner.lock", NEW_FILE, 0o600, dir_fd=run_fd)
     _owner_locks.append(fd)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())  # for people: the lock is what counts
+    except OSError:
+        pass
+
+
+def _remove_staging(runs_fd: int, name: str) -> None:
+    """Best effort: delete a run folder that failed before it became visible (only tuidag's own files are in it)."""
+    try:
+        fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=runs_fd)
+    except OSError:
+        return
+    try:
+        for entry in os.listdir(fd):
+            try:
+                if entry == "logs":
+                    os.rmdir(entry, dir_fd=fd)
+                else:
+                    os.unlink(entry, dir_fd=fd)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=runs_fd)
+    except OSError:
+        pass
 
 
 def write_summary(run: RunDir, summary: dict[str, Any]) -> None:
-    """Written once at the end of a run (atomically), so listing runs doesn't need to replay every journal."""
-    tmp = run.path / ".summary.json.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(summary, f)
-    os.replace(tmp, run.summary)
+    """Close a run whose owner is gone (the reaper): its summary, atomically, over the room its owner reserved when
+    there is some (see `place_summary`). Raises OSError."""
+    fd = os.open(run.path, DIR_FLAGS | os.O_NOFOLLOW)
+    try:
+        place_summary(fd, summary)
+    finally:
+        os.close(fd)

@@ -118,6 +118,7 @@ class TuidagApp(App[None]):
         self._combined_on = False
         self._combined = CombinedLog({})
         self._combined_pending: list[tuple[str, str]] = []  # (task, log path) started since the log was looked at
+        self._store_error_shown = False
         dag = session.dag
         with collector_paused():  # the layout of a big DAG is tens of thousands of objects, all kept
             self.graph = layout_dag(dag, session.store.state_dir / "cache")  # read back when laid out before
@@ -245,6 +246,10 @@ class TuidagApp(App[None]):
         live = [n for n, s in self.model.snapshots.items() if s.state in (S.RUNNING, S.RETRYING, S.CANCELLING)]
         self.canvas.refresh_tasks(live)
         self.header.refresh()
+        if self.session.store_message and not self._store_error_shown:  # set once, from an engine thread
+            self._store_error_shown = True
+            self.notify(self.session.store_message.removeprefix("tuidag: error: "), title="Run incomplete",
+                        severity="error", timeout=24 * 3600)
 
     @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
     def _sample_usage(self) -> None:
@@ -492,6 +497,8 @@ def run_tui(session: RunSession, exit_on_finish: bool = False) -> int:
              + counts_line(summary.snapshots, time.time() - session.started)]
     if session.interrupted_by:
         lines.append(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
+    if session.store_message:
+        lines.append(session.store_message + "\n")
     lines.append(f"tuidag: logs in {session.run.logs}\n")
     try:
         sys.stdout.write("".join(lines))

@@ -62,7 +62,7 @@ class _Tail:
         `stop_at`, only up to the header of attempt `stop_at + 1` if there is one: what attempts up to `stop_at`
         wrote."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)  # a planted symlink is no log
         except OSError:
             return
         try:

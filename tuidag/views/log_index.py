@@ -124,7 +124,7 @@ class LogIndex:
         reindex = self._fd is not None
         self.close()
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         except OSError:
             return False
         self._fd, self._closer = fd, weakref.finalize(self, os.close, fd)
@@ -296,7 +296,7 @@ class _Tail:
         end = stat.st_size if limit is None else min(stat.st_size, self.offset + limit)
         if end > self.offset:
             try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
             except OSError:
                 self.behind = False  # unreadable: nothing to catch up with until it changes
                 return

@@ -1,0 +1,72 @@
+"""A reader that goes away (`tuidag run p.yaml | head -1`) stops the printing, never the run and never the truth of
+the exit code."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuidag.store.runs import RunStore
+
+pytestmark = pytest.mark.cli
+
+DAG = """\
+tasks:
+  a: {{run: touch {tmp}/ran-a}}
+  b: {{run: 'for i in $(seq 1500); do [ -e {tmp}/go ] && break; sleep 0.02; done; seq 1 5000; exit 3'}}
+  c: {{run: touch {tmp}/ran-c, depends_on: a}}
+"""
+
+
+def start(tmp_path: Path, *args: str, stdout: int, stderr) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"} | {"NO_COLOR": "1"}
+    return subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", *args], cwd=tmp_path, env=env,
+                            stdout=stdout, stderr=stderr)
+
+
+def latest_summary(tmp_path: Path) -> dict:
+    return json.loads(RunStore(tmp_path / ".tuidag").runs()[-1].summary.read_text())
+
+
+@pytest.mark.parametrize("when", ["before the first line", "after the first line"])
+def test_a_closed_stdout_keeps_the_run_and_its_exit_code(tmp_path, when):
+    dag = tmp_path / "p.yaml"
+    dag.write_text(DAG.format(tmp=tmp_path))
+    read_end, write_end = os.pipe()
+    if when == "before the first line":
+        os.close(read_end)
+        (tmp_path / "go").touch()
+    with open(tmp_path / "stderr", "w") as err:
+        proc = start(tmp_path, str(dag), stdout=write_end, stderr=err)
+    os.close(write_end)
+    if when == "after the first line":  # as `head -1` does; task b then prints 5,000 lines into the closed pipe
+        with os.fdopen(read_end, "rb") as reader:
+            assert reader.readline().startswith(b"tuidag: run ")
+        (tmp_path / "go").touch()
+    assert proc.wait(timeout=60) == 1  # b failed
+    assert (tmp_path / "stderr").read_text() == ""  # no traceback, no "Exception ignored"
+    assert (tmp_path / "ran-a").exists() and (tmp_path / "ran-c").exists()
+    summary = latest_summary(tmp_path)
+    assert summary["outcome"] == "failed" and summary["counts"] == {"SUCCEEDED": 2, "FAILED": 1}
+
+
+def test_resume_into_a_closed_pipe_still_runs_and_tells_the_truth(tmp_path):
+    """`tuidag run --resume p.yaml 2>&1 | head -1`: the resume notice is the first line; the run goes on."""
+    dag = tmp_path / "p.yaml"
+    dag.write_text(DAG.format(tmp=tmp_path))
+    (tmp_path / "go").touch()
+    first = start(tmp_path, str(dag), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert first.wait(timeout=60) == 1
+    (tmp_path / "ran-a").unlink()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    proc = start(tmp_path, str(dag), "--resume", stdout=write_end, stderr=write_end)
+    os.close(write_end)
+    assert proc.wait(timeout=60) == 1  # b failed again
+    summary = latest_summary(tmp_path)
+    assert summary["outcome"] == "failed" and summary["counts"] == {"SUCCEEDED": 2, "FAILED": 1}
+    assert not (tmp_path / "ran-a").exists()  # reused, not run again

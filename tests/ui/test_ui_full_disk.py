@@ -1,0 +1,35 @@
+"""The terminal UI on a state dir whose disk fills up (a real 1 MB tmpfs): the app shows the error, no traceback."""
+from __future__ import annotations
+
+import json
+import logging
+
+from dags import make_dag
+from disks import small_disk
+from pilot_helpers import SIZE, until
+from tuidag.launch import RunSession
+from tuidag.ui.app import TuidagApp
+
+
+async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    with small_disk(tmp_path / "disk") as disk:
+        tasks = {f"t{i}": f"echo hello from task {i}" for i in range(300)}
+        session = RunSession.create(make_dag(tasks, workdir=tmp_path), disk / "state")
+        app = TuidagApp(session)
+        notes = []
+        app.notify = lambda message, **kw: notes.append((message, kw.get("severity")))
+        try:
+            async with app.run_test(headless=True, size=SIZE) as pilot:
+                await until(pilot, lambda: app.model.finished and notes, timeout=30, what="the error shown")
+                states = {snap.state.value for snap in app.model.snapshots.values()}
+        finally:
+            if not session.scheduler.finished:
+                session.scheduler.cancel_all("test teardown")
+                assert session.scheduler.wait(10)
+            session.finish()
+        assert notes == [(f"the state dir {disk / 'state'} is full (No space left on device): the run's journal "
+                          "can't be written any more, so no more tasks start; running tasks finish", "error")]
+        assert "CANCELLED" in states and states <= {"SUCCEEDED", "FAILED", "CANCELLED"}
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # no observer traceback
+        assert json.loads(session.run.summary.read_text())["outcome"] == "incomplete: state dir full"
