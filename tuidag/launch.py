@@ -18,6 +18,7 @@ from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler
 from .model.spec import DagSpec
 from .model.state import TaskState
+from .store.heartbeat import Heartbeat
 from .store.journal import JournalWriter, replay
 from .store.runs import RunDir, RunStore, log_file_name, write_summary
 
@@ -33,6 +34,7 @@ class RunSession:
         self.scheduler = scheduler
         self.started = time.time() if started is None else started
         self.interrupted_by: str | None = None
+        self.heartbeat = Heartbeat(run.journal).start()  # after a crash, tells when this process was last alive
 
     @classmethod
     def create(
@@ -79,6 +81,7 @@ class RunSession:
     def finish(self) -> RunSummary:
         """Wait for the pool, record the outcome in summary.json and close the journal."""
         self.scheduler.close()
+        self.heartbeat.stop()
         summary = RunSummary(self.scheduler.snapshot(), self.interrupted_by)
         finished = time.time()
         write_summary(self.run, {
