@@ -184,3 +184,18 @@ def test_an_interrupted_run_lasts_until_its_owner_died(tmp_path):
     info = run_info(run)
     assert info.outcome == "interrupted" and info.duration >= 1.9  # 2.5 s, less one heartbeat and start-up
     assert json.loads(run.summary.read_text())["duration"] >= 1.9
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_journal_that_is_no_regular_file_is_not_read(tmp_path, kind):
+    """A FIFO would block every command forever; a symlink would make tuidag read a file of the planter's choice."""
+    _, run = finished_run(tmp_path)
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type":"task","task":"x","to":"RUNNING","pid":"top secret"}\n')
+    run.journal.unlink()
+    os.mkfifo(run.journal) if kind == "fifo" else run.journal.symlink_to(secret)
+    run.summary.unlink()
+    proc = tuidag("runs", cwd=tmp_path, timeout=30)
+    assert proc.returncode == 0 and run.run_id in proc.stdout
+    why = "not a regular file" if kind == "fifo" else "a symbolic link, not followed"
+    assert f"tuidag: warning: {run.journal}: skipped: {why}" in proc.stderr and "top secret" not in proc.stderr

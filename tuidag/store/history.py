@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..model.state import TERMINAL, TaskState
-from .journal import Replay, read_header, replay, warn_bad_record
+from .journal import Replay, open_stored, read_header, replay, warn_bad_record, warn_unreadable
 from .runs import RunDir, RunStore
 
 
@@ -55,12 +55,12 @@ def read_summary(run: RunDir) -> dict[str, Any] | None:
     """summary.json when it is one tuidag could have written; None when there is none yet, or (with a warning)
     when it is not one, so the caller falls back to the journal."""
     try:
-        with open(run.summary, "rb") as f:
+        with open_stored(run.summary) as f:
             data = f.read(_MAX_SUMMARY + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        warn_bad_record(run.summary, 1, f"cannot read it: {exc.strerror or exc}")
+        warn_unreadable(run.summary, exc)
         return None
     try:
         summary = json.loads(data) if len(data) <= _MAX_SUMMARY else None

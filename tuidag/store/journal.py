@@ -5,11 +5,13 @@ every complete line parses; a torn last line (a crash inside a write) is ignored
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
@@ -88,8 +90,12 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
     that is not a record tuidag writes (not JSON, a field of the wrong type, an unknown state) is skipped with a
     warning naming the file and line, so one bad line never makes the rest of the run unreadable."""
     try:
-        data = path.read_bytes()
+        with open_stored(path) as f:
+            data = f.read()
     except FileNotFoundError:
+        return
+    except OSError as exc:
+        warn_unreadable(path, exc)
         return
     lines = data.split(b"\n")
     last = len(lines) - 1  # the text after the final newline: empty, or a line still being (or never fully) written
@@ -113,10 +119,15 @@ def read_header(path: Path) -> dict[str, Any]:
     """The journal's first record (run id, DAG name, task names, owner pid) without reading the rest; {} when it
     is missing or not a well-formed header (warned about as in `read_journal`)."""
     try:
-        with open(path, "rb") as f:
+        with open_stored(path) as f:
             first = f.readline(_MAX_HEADER)
         record = json.loads(first)
-    except (OSError, ValueError):
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        warn_unreadable(path, exc)
+        return {}
+    except ValueError:
         return {}
     if not isinstance(record, dict) or record.get("type") != "run" or record.get("event") != "created":
         return {}
@@ -129,6 +140,27 @@ def read_header(path: Path) -> dict[str, Any]:
 
 _MAX_HEADER = 64 << 20  # a header lists every task name: generous, but a file without newlines is not read whole
 _warned: set[tuple[str, int]] = set()  # (file, line) already reported: `logs -f` replays the journal many times
+
+
+def open_stored(path: Path) -> BinaryIO:
+    """A file of the store, opened for reading only if it is a regular file and not a symbolic link: a link planted
+    in a state dir others can write would make tuidag read (and quote, in warnings) a file of the planter's choice,
+    and a FIFO would block the reader forever. FileNotFoundError when it is missing; OSError when refused."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def warn_unreadable(path: Path, exc: OSError) -> None:
+    why = "a symbolic link, not followed" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+    if (str(path), 0) not in _warned:
+        _warned.add((str(path), 0))
+        print(f"tuidag: warning: {path}: skipped: {why}", file=sys.stderr)
 
 
 def warn_bad_record(path: Path | str, line: int, problem: str) -> None:
