@@ -46,7 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_state_dir(state)
 
     run = sub.add_parser("run", help="run a DAG")
-    run.add_argument("file", type=Path, nargs="?")  # required: see _file_after_resume
+    # Required, but optional to argparse: in `run --resume FILE` the file is taken as --resume's RUN_ID (see
+    # _file_after_resume); the usage line shows it as required.
+    run.add_argument("file", type=Path, nargs="?", metavar="FILE", help="the DAG file (YAML, SkyPilot pipeline, .py)")
+    run.usage = "tuidag run [options] FILE"
+    run.set_defaults(run_parser=run)
     add_run_options(run)
 
     validate = sub.add_parser("validate", help="check a DAG file and exit")
@@ -90,18 +94,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "run":
-        _file_after_resume(parser, args)
+        _file_after_resume(args)
     return guarded(COMMANDS[args.command], args)
 
 
-def _file_after_resume(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+def _file_after_resume(args: argparse.Namespace) -> None:
     """`tuidag run --resume FILE`: argparse gives FILE to --resume's optional RUN_ID. FILE is required, so when it is
     missing the value can only have been meant as FILE, and --resume as "the latest run"; `run FILE --resume`,
     `run --resume RUN_ID FILE` and `run FILE --resume RUN_ID` read as they always did."""
     if args.file is not None:
         return
     if args.resume is None or args.resume == "latest":
-        parser.error("run: the following arguments are required: FILE")
+        args.run_parser.error("the following arguments are required: FILE")
     args.file, args.resume = Path(args.resume), "latest"
 
 
