@@ -249,7 +249,7 @@ def _one_run(found: list[RunDir], run_id: str, where: str, prefix: str = "") -> 
     if not found:
         raise UsageError(f"{prefix}no run {run_id!r} {where}")
     if len(found) > 1:
-        listed = "\n".join(f"  {run.run_id}  {_printable(read_header(run.journal).get('dag', '?'))}"
+        listed = "\n".join(f"  {_printable(run.run_id)}  {_printable(read_header(run.journal).get('dag', '?'))}"
                            for run in reversed(found[-10:]))
         more = f"\n  ... and {len(found) - 10} older" if len(found) > 10 else ""
         raise UsageError(f"{prefix}run id {run_id!r} is ambiguous: {len(found)} runs {where} start with it "
