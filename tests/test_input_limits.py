@@ -140,3 +140,20 @@ def test_the_depth_bound_is_never_below_the_real_depth(kinds, flow_style, indent
     """The cheap bound decides whether the event scan runs: it must never miss real depth, in any style."""
     text = yaml.safe_dump(_nested(len(kinds), kinds), default_flow_style=flow_style, indent=indent)
     assert _depth_bound(text) >= len(kinds)
+
+
+def laughs(prefix: str) -> str:
+    """Nine levels of ten aliases each: a billion nodes once expanded, a dozen lines of text."""
+    lines = [f"{prefix}l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"{prefix}l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_depth_check_does_not_expand_aliases(tmp_path):
+    """Walking the composed tree must not follow every alias again (a billion-laughs file took forever)."""
+    path = tmp_path / "dag.yaml"
+    path.write_text("tasks:\n  a: {run: echo}\nextra:\n" + laughs("  "))
+    assert errors(path) == [f"{path}:3:1: unknown key 'extra'"]
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text("name: p\n---\nname: a\nrun: echo\nconfig:\n" + laughs("  "))  # ignored: accepted whole
+    assert list(load_dag(pipeline).tasks) == ["a"]

@@ -120,18 +120,22 @@ def check_depth(text: str, file: str, always: bool = False) -> None:
 
 
 def check_tree_depth(root: Node | None, file: str) -> None:
-    """Refuse a composed document nested deeper than MAX_DEPTH (iteratively: nothing recurses into it)."""
+    """Refuse a composed document nested deeper than MAX_DEPTH (iteratively: nothing recurses into it). Aliases
+    make the tree a graph that can be exponentially larger than the file (a "billion laughs"), so a node is walked
+    again only when reached deeper than before: at most MAX_DEPTH times."""
     if root is None:
         return
+    deepest: dict[int, int] = {}
     stack = [(root, 1)]
     pop, push = stack.pop, stack.append
     while stack:
         node, depth = pop()
         kind = node.__class__
-        if kind is ScalarNode:
+        if kind is ScalarNode or deepest.get(id(node), 0) >= depth:
             continue
         if depth > MAX_DEPTH:
             raise _too_deep(file, node.start_mark)
+        deepest[id(node)] = depth
         if kind is MappingNode:
             for key, value in node.value:
                 push((key, depth + 1))
