@@ -169,13 +169,19 @@ def test_an_interrupted_run_lasts_until_its_owner_died(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def started() -> bool:
+        runs = RunStore(tmp_path / ".tuidag").runs()
+        task = replay(runs[0].journal).tasks.get("quiet") if runs else None
+        return task is not None and task.pid is not None
+
     try:
-        wait_until(lambda: RunStore(tmp_path / ".tuidag").runs()
-                   and replay(RunStore(tmp_path / ".tuidag").runs()[0].journal).tasks["quiet"].pid is not None)
+        wait_until(started)
         time.sleep(2.5)  # the scenario itself: the run goes on quietly for a while
         os.kill(proc.pid, signal.SIGKILL)
     finally:
-        proc.wait(10)
+        if proc.poll() is None:  # the test failed before the kill: stop the run, its task with it
+            proc.terminate()
+        proc.wait(30)
     (run,) = RunStore(tmp_path / ".tuidag").runs()
     rep = replay(run.journal)
     assert rep.last_time - rep.tasks["quiet"].started_at >= 1.5  # the heartbeat, not the last event (~0 s)
