@@ -172,7 +172,7 @@ def test_logs_of_latest_and_named_run(tmp_path):
     older = tuidag("logs", "t", "--run", first.run_id, cwd=tmp_path)
     assert older.stdout.endswith(f"run={first.run_id}\n")
     unknown = tuidag("logs", "x", cwd=tmp_path)
-    assert unknown.returncode == 2 and "has no task 'x'" in unknown.stderr
+    assert unknown.returncode == 2 and "has a task 'x'" in unknown.stderr
 
 
 def test_logs_follow_until_the_task_ends(tmp_path):
@@ -259,3 +259,82 @@ def test_second_sigint_kills_at_once(tmp_path):
     assert proc.returncode == 130
     assert not any(alive(*r) for r in refs)
     assert any(r.get("event") == "forced-exit" for r in read_journal(run.journal))
+
+
+TRAIN_DAG = "name: {name}\ntasks:\n  train:\n    run: echo training {name}\n"
+
+
+def test_runs_and_logs_keep_to_the_dag_file_in_a_shared_state_dir(tmp_path):
+    """Every DAG file of a folder shares its .tuidag: `runs FILE` and `logs --file FILE` pick that file's runs."""
+    failing = write(tmp_path / "failing.yaml", TRAIN_DAG.format(name="failing"))
+    other = write(tmp_path / "pipeline.yaml", "name: pipeline\ntasks:\n  fetch:\n    run: echo fetch\n")
+    tuidag("run", str(failing), cwd=tmp_path)
+    tuidag("run", str(other), cwd=tmp_path)  # the latest run of the folder, without a task 'train'
+    logs = tuidag("logs", "train", "--file", str(failing), cwd=tmp_path)
+    assert (logs.returncode, logs.stdout.splitlines()[-1]) == (0, "training failing"), logs.stderr
+    listed = tuidag("runs", str(failing), cwd=tmp_path).stdout.splitlines()
+    assert len(listed) == 2 and listed[1].split()[1] == "failing"
+    assert tuidag("runs", str(other), cwd=tmp_path).stdout.splitlines()[1].split()[1] == "pipeline"
+    assert len(tuidag("runs", cwd=tmp_path).stdout.splitlines()) == 3  # without FILE: the whole state dir
+    # Without --file: the latest run that has the task.
+    assert tuidag("logs", "train", cwd=tmp_path).stdout.splitlines()[-1] == "training failing"
+    missing = tuidag("logs", "trian", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr == f"tuidag: no run in {tmp_path / '.tuidag'} has a task 'trian' (did you mean 'train'?)\n"
+    none = tuidag("runs", str(write(tmp_path / "new.yaml", TRAIN_DAG.format(name="new"))), cwd=tmp_path)
+    assert none.stdout.startswith(f"no runs of {tmp_path / 'new.yaml'} in {tmp_path / '.tuidag'} (2 runs of other")
+
+
+def test_an_ambiguous_run_prefix_lists_the_candidates(tmp_path):
+    dag = write(tmp_path / "dag.yaml", TRAIN_DAG.format(name="demo"))
+    tuidag("run", str(dag), cwd=tmp_path)
+    tuidag("run", str(dag), cwd=tmp_path)
+    first, second = RunStore(tmp_path / ".tuidag").runs()
+    prefix = os.path.commonprefix([first.run_id, second.run_id])
+    proc = tuidag("logs", "train", "--run", prefix, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"tuidag: run id {prefix!r} is ambiguous: 2 runs in {tmp_path / '.tuidag'} start with it (give more of the id):",
+        f"  {second.run_id}  demo", f"  {first.run_id}  demo"]
+    resume = tuidag("run", str(dag), "--resume", prefix, cwd=tmp_path)
+    assert resume.returncode == 2 and resume.stderr.startswith(f"tuidag: --resume: run id {prefix!r} is ambiguous")
+    assert tuidag("logs", "train", "--run", first.run_id[:-1], cwd=tmp_path).returncode == 0  # unique: fine
+    unknown = tuidag("logs", "train", "--run", "1999", cwd=tmp_path)
+    assert unknown.stderr == f"tuidag: no run '1999' in {tmp_path / '.tuidag'}\n"
+
+
+def test_finding_no_runs_nearby_says_where_runs_are_kept(tmp_path):
+    """After the quickstart, `runs` from the project folder: the runs are in demos/.tuidag."""
+    (tmp_path / "demos").mkdir()
+    dag = write(tmp_path / "demos" / "dag.yaml", TRAIN_DAG.format(name="demo"))
+    tuidag("run", str(dag), cwd=tmp_path)
+    runs = tuidag("runs", cwd=tmp_path)
+    assert runs.returncode == 0
+    assert runs.stdout.splitlines() == [
+        f"no runs in {tmp_path / '.tuidag'}",
+        "runs are kept in .tuidag/ next to each DAG file (or in --state-dir DIR, or $TUIDAG_STATE_DIR): pass the "
+        "DAG file, e.g. `tuidag runs FILE`, `tuidag logs TASK --file FILE`",
+        "folders below this one that hold runs: demos/.tuidag"]
+    logs = tuidag("logs", "train", cwd=tmp_path)
+    assert logs.returncode == 2 and logs.stderr.startswith(f"tuidag: no runs in {tmp_path / '.tuidag'}\nruns are kept")
+    assert "demos/.tuidag" in logs.stderr
+    assert tuidag("logs", "train", "--state-dir", "demos/.tuidag", cwd=tmp_path).stdout.endswith("training demo\n")
+
+
+def test_resume_before_or_after_the_file(tmp_path):
+    dag = write(tmp_path / "dag.yaml", TRAIN_DAG.format(name="demo"))
+    tuidag("run", str(dag), cwd=tmp_path)
+    before = tuidag("run", "--resume", str(dag), cwd=tmp_path)
+    assert before.returncode == 0 and "reusing 1 of 1" in before.stderr
+    first = RunStore(tmp_path / ".tuidag").runs()[0]
+    named = tuidag("run", "--resume", first.run_id, str(dag), cwd=tmp_path)
+    assert named.returncode == 0 and f"resuming {first.run_id}" in named.stderr
+    alone = tuidag("run", "--resume", cwd=tmp_path)
+    assert alone.returncode == 2 and "required: FILE" in alone.stderr and "Traceback" not in alone.stderr
+
+
+def test_runs_table_shows_no_control_characters_from_the_store(tmp_path):
+    dag = write(tmp_path / "dag.yaml", 'name: "evil\\e]2;PWNED\\a\\e[2J"\ntasks:\n  a:\n    run: "true"\n')
+    assert tuidag("run", str(dag), cwd=tmp_path).returncode == 0
+    table = tuidag("runs", cwd=tmp_path).stdout
+    assert "\x1b" not in table and "\x07" not in table and "evil?]2;PWNED??[2J" in table

@@ -259,7 +259,7 @@ ERROR_CASES = {
     "env value mapping": ("env:\n  A: {b: c}\ntasks: {a: {run: x}}\n",
                           ["2:6: env value for 'A' must be a string, number or boolean, got a mapping"]),
     "env name with =": ("env: {'A=B': c}\ntasks: {a: {run: x}}\n",
-                        ["1:7: env: variable name 'A=B' must be non-empty and may not contain '='"]),
+                        ["1:7: env: variable name 'A=B' must be non-empty and may not contain '=' or NUL"]),
     "workdir": ("workdir: [a]\ntasks: {a: {run: x}}\n", ["1:10: workdir must be a directory path, got a list"]),
     "missing tasks": ("# a comment\nname: x\n", ["2:1: missing 'tasks': a DAG file needs at least one task"]),
     "empty tasks": ("tasks: {}\n", ["1:8: tasks is empty: a DAG file needs at least one task"]),

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .model.durations import parse_duration
 from .model.errors import DagError, DagErrors, Location
 from .model.source import read_source
-from .model.spec import DEFAULT_KILL_GRACE, DagSpec, FailurePolicy, TaskSpec
+from .model.spec import DEFAULT_KILL_GRACE, DagSpec, FailurePolicy, TaskSpec, nul_problem
 from .model.validate import graph_errors
 
 __all__ = ["Dag", "TaskContext", "load_python"]
@@ -149,10 +149,14 @@ class Dag:
         if not isinstance(run, str) or not run.strip():
             self._errors.append(DagError(f"task '{name}': run must be a non-empty shell command string, "
                                          f"got {run!r}", at))
+        elif "\0" in run:
+            self._errors.append(DagError(nul_problem(f"task '{name}': run"), at))
         else:
             options["run"] = run
         if setup is not None:
-            if isinstance(setup, str) and setup.strip():
+            if isinstance(setup, str) and "\0" in setup:
+                self._errors.append(DagError(nul_problem(f"task '{name}': setup"), at))
+            elif isinstance(setup, str) and setup.strip():
                 options["setup"] = setup
             else:
                 self._errors.append(DagError(f"task '{name}': setup must be a non-empty shell command string, "
@@ -282,11 +286,13 @@ class Dag:
             return {}
         result: dict[str, str] = {}
         for key, value in env.items():
-            if not isinstance(key, str) or not key or "=" in key:
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
                 self._errors.append(DagError(f"{what}: variable name {key!r} must be a non-empty string without "
-                                             f"'='", at))
+                                             f"'=' or NUL", at))
             elif isinstance(value, bool):
                 result[key] = "true" if value else "false"
+            elif isinstance(value, str) and "\0" in value:
+                self._errors.append(DagError(nul_problem(f"{what} value for '{key}'"), at))
             elif isinstance(value, (str, int, float)):
                 result[key] = str(value)
             else:
@@ -296,6 +302,9 @@ class Dag:
 
     def _path(self, value: Any, what: str, at: Location) -> Path | None:
         if value is None:
+            return None
+        if isinstance(value, (str, os.PathLike)) and "\0" in str(value):
+            self._errors.append(DagError(nul_problem(what), at))
             return None
         if isinstance(value, (str, os.PathLike)) and str(value).strip():
             return Path(value).expanduser()

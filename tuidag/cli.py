@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from .model.errors import DagErrors
 from .model.loader import load_dag
 from .model.spec import DagSpec
 from .store.journal import read_header
-from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
+from .store.runs import STATE_DIR_ENV, RunDir, RunStore, StateDirError, default_state_dir
 
 
 class UsageError(Exception):
@@ -45,7 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_state_dir(state)
 
     run = sub.add_parser("run", help="run a DAG")
-    run.add_argument("file", type=Path)
+    # Required, but optional to argparse: in `run --resume FILE` the file is taken as --resume's RUN_ID (see
+    # _file_after_resume); the usage line shows it as required.
+    run.add_argument("file", type=Path, nargs="?", metavar="FILE", help="the DAG file (YAML, SkyPilot pipeline, .py)")
+    run.usage = "tuidag run [options] FILE"
+    run.set_defaults(run_parser=run)
     add_run_options(run)
 
     validate = sub.add_parser("validate", help="check a DAG file and exit")
@@ -60,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     logs = sub.add_parser("logs", parents=[state], help="print a task's log")
     logs.add_argument("task")
-    logs.add_argument("--run", dest="run_id", help="run id (or a unique prefix); default: the latest run")
+    logs.add_argument("--run", dest="run_id", help="run id (or a unique prefix); default: the latest run that has TASK")
     logs.add_argument("-f", "--follow", action="store_true", help="follow a live log until the task ends")
     logs.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it")
     logs.add_argument("--raw", action="store_true",
@@ -91,7 +96,20 @@ def _add_state_dir(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "run":
+        _file_after_resume(args)
     return guarded(COMMANDS[args.command], args)
+
+
+def _file_after_resume(args: argparse.Namespace) -> None:
+    """`tuidag run --resume FILE`: argparse gives FILE to --resume's optional RUN_ID. FILE is required, so when it is
+    missing the value can only have been meant as FILE, and --resume as "the latest run"; `run FILE --resume`,
+    `run --resume RUN_ID FILE` and `run FILE --resume RUN_ID` read as they always did."""
+    if args.file is not None:
+        return
+    if args.resume is None or args.resume == "latest":
+        args.run_parser.error("the following arguments are required: FILE")
+    args.file, args.resume = Path(args.resume), "latest"
 
 
 def guarded(command, args: argparse.Namespace) -> int:
@@ -237,37 +255,82 @@ def open_store(state_dir: Path) -> RunStore:
 
 
 def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
+    from .store.history import matching
+
     if which == "latest":
         runs = [r for r in store.runs() if read_header(r.journal).get("dag") == dag.name]
         if not runs:
             raise UsageError(f"--resume: no earlier run of {dag.name!r} in {store.state_dir}")
         run = runs[-1]
     else:
-        found = store.get(which)
-        if found is None:
-            raise UsageError(f"--resume: no run {which!r} in {store.state_dir}")
-        run = found
+        run = _one_run(matching(store.runs(), which), which, f"in {store.state_dir}", "--resume: ")
     if run.owned():
         raise UsageError(f"--resume: run {run.run_id} is still running (pid {read_header(run.journal).get('pid')})")
     return run
 
 
+def _one_run(found: list[RunDir], run_id: str, where: str, prefix: str = "") -> RunDir:
+    """The one run `run_id` names, or a usage error saying there is none or listing the ones it could mean."""
+    if not found:
+        raise UsageError(f"{prefix}no run {run_id!r} {where}")
+    if len(found) > 1:
+        listed = "\n".join(f"  {_printable(run.run_id)}  {_printable(read_header(run.journal).get('dag', '?'))}"
+                           for run in reversed(found[-10:]))
+        more = f"\n  ... and {len(found) - 10} older" if len(found) > 10 else ""
+        raise UsageError(f"{prefix}run id {run_id!r} is ambiguous: {len(found)} runs {where} start with it "
+                         f"(give more of the id):\n{listed}{more}")
+    return found[0]
+
+
+def _printable(text: object) -> str:
+    """A value read from the store, safe to print in a table: control characters (escape sequences, newlines)
+    shown as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in str(text))
+
+
+def _where(store: RunStore, dag_file: Path | None) -> str:
+    return f"of {dag_file} in {store.state_dir}" if dag_file is not None else f"in {store.state_dir}"
+
+
+def _no_runs(store: RunStore, args: argparse.Namespace) -> str:
+    """Why nothing was found, and where runs are kept: a user in the wrong folder learns where to look."""
+    from .store.history import nearby_state_dirs
+
+    message = f"no runs {_where(store, args.file)}"
+    if args.file is not None:
+        others = len(store.runs())
+        if others:
+            message += f" ({others} run{'s' if others > 1 else ''} of other DAG files there: `tuidag runs "
+            message += f"--state-dir {store.state_dir}` lists them)"
+        return message
+    if args.state_dir is not None or os.environ.get(STATE_DIR_ENV):
+        return message
+    message += ("\nruns are kept in .tuidag/ next to each DAG file (or in --state-dir DIR, or $TUIDAG_STATE_DIR): "
+                "pass the DAG file, e.g. `tuidag runs FILE`, `tuidag logs TASK --file FILE`")
+    found = nearby_state_dirs(Path.cwd())
+    if found:
+        listed = ", ".join(_printable(os.path.relpath(path)) for path in found)
+        message += f"\nfolders below this one that hold runs: {listed}"
+    return message
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from .store.history import run_info
+    from .store.history import run_info, runs_of
 
     store = open_store(_state_dir(args, args.file))
-    runs = store.runs()
+    runs = runs_of(store, args.file)
     if not runs:
-        print(f"no runs in {store.state_dir}")
+        print(_no_runs(store, args))
         return EXIT_OK
     rows = [("RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME")]
     for run in runs:
         info = run_info(run)
         started = datetime.fromtimestamp(info.started_at).strftime("%Y-%m-%d %H:%M:%S") if info.started_at else "-"
         counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
-        rows.append((info.run_id, info.dag, started, format_duration(info.duration), counts, info.outcome))
+        rows.append(tuple(map(_printable, (info.run_id, info.dag, started, format_duration(info.duration), counts,
+                                           info.outcome))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
@@ -275,19 +338,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    from .store.history import has_task, matching, runs_of
     from .views.logs import LogPrinter, copy_log, follow_log
 
     store = open_store(_state_dir(args, args.file))
-    run = store.get(args.run_id)
-    if run is None:
-        what = f"run {args.run_id!r}" if args.run_id else "any run"
-        raise UsageError(f"no {what} in {store.state_dir}")
+    runs = runs_of(store, args.file)
+    where = _where(store, args.file)
+    if args.run_id:
+        run = _one_run(matching(runs, args.run_id), args.run_id, where)
+        if not has_task(run, args.task):
+            _no_such_task(args.task, [run], f"run {run.run_id} has no task {args.task!r}")
+    elif not runs:
+        raise UsageError(_no_runs(store, args))
+    else:  # the latest run that has the task: a shared state dir also holds other DAGs' runs
+        with_task = [r for r in runs if has_task(r, args.task)]
+        if not with_task:
+            _no_such_task(args.task, runs, f"no run {where} has a task {args.task!r}")
+        run = with_task[-1]
     path = run.log_path(args.task)
-    tasks = read_header(run.journal).get("tasks", [])
-    if args.task not in tasks:
-        from .model.errors import did_you_mean
-
-        raise UsageError(f"run {run.run_id} has no task {args.task!r}{did_you_mean(args.task, tasks)}")
     out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
     if args.follow:
         follow_log(run, args.task, out)
@@ -296,6 +364,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
     else:
         print(f"tuidag: {args.task} has no output yet ({path})", file=sys.stderr)
     return EXIT_OK
+
+
+def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
+    from .model.errors import did_you_mean
+
+    names: dict[str, None] = {}
+    for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
+        names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
+    raise UsageError(_printable(message + did_you_mean(task, names)))
 
 
 COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs}

@@ -21,6 +21,7 @@ from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler
 from .model.spec import DagSpec, FailurePolicy
 from .model.state import TaskState
+from .store.heartbeat import Heartbeat
 from .store.journal import JournalWriter, replay
 from .store.runs import RunDir, RunStore, log_file_name
 
@@ -40,6 +41,7 @@ class RunSession:
         self.store_message: str | None = None  # the same, said in full: which folder, what failed, what happens now
         self.on_store_error: Callable[[str], None] | None = None  # how the view tells the user (called once)
         journal.on_error = self._journal_failed
+        self.heartbeat = Heartbeat(run.journal).start()  # after a crash, tells when this process was last alive
 
     @classmethod
     def create(
@@ -105,6 +107,7 @@ class RunSession:
         """Wait for the pool, record the outcome in summary.json and close the journal. With a journal that stopped
         early the summary (over the room reserved for it) is the run's record of how every task ended."""
         self.scheduler.close()
+        self.heartbeat.stop()
         summary = RunSummary(self.scheduler.snapshot(), self.interrupted_by)
         finished = time.time()
         record = {

@@ -28,7 +28,9 @@ def load_dag(path: Path, notes: list[Note] | None = None, text: str | None = Non
 
 
 def _load(path: Path, notes: list[Note] | None, text: str) -> DagSpec:
-    from .yaml_loader import load_yaml  # PyYAML is a quarter of tuidag's imports: not for a DAG from the cache
+    from .yaml_loader import check_depth, load_yaml  # PyYAML is a quarter of tuidag's imports: not for a cached DAG
+
+    check_depth(text, str(path))  # before libyaml's composer recurses into the file (in C: too deep would crash)
 
     # Formats are told apart by content, not by file extension, since they all end in .yaml: a multi-document file
     # whose first document has no `tasks:` is a SkyPilot pipeline; anything else is tuidag's own format.

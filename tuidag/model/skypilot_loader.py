@@ -37,10 +37,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from .errors import DagError, DagErrors, Location, Note, did_you_mean
-from .spec import DEFAULT_SHELL, DagSpec, TaskSpec
+from .spec import DEFAULT_SHELL, DagSpec, TaskSpec, nul_problem
 from .validate import graph_errors
 from .yaml_loader import (_BOOL, _NULL, _SKIP, CSafeLoader, _describe, _offset_location, _Reader, _syntax_error,
-                          _typed)
+                          _typed, check_tree_depth, recursion_error)
 
 HEADER_KEYS = ("name", "downstream", "edges")
 #: Task keys that mean something locally.
@@ -68,8 +68,11 @@ def pipeline_documents(text: str, file: str) -> list[Node] | None:
         try:
             while loader.check_node():
                 documents.append(loader.get_node())
+                check_tree_depth(documents[-1], file)
                 if len(documents) == 1 and not _may_start_pipeline(documents[0]):
                     return None
+        except RecursionError:
+            raise recursion_error(loader, text, file) from None
         except YAMLError as exc:
             if loader_class is not SafeLoader:
                 continue  # libyaml is only the fast path: PyYAML's messages are the ones users read
@@ -321,6 +324,9 @@ class _PipelineReader(_Reader):
         if not isinstance(node, ScalarNode):
             self.fail(node, f"{what} must be a shell command string, got {_describe(node)}")
             return None
+        if "\0" in node.value:
+            self.fail(node, nul_problem(what))
+            return None
         return node.value
 
     def variables(self, node: Node, what: str) -> dict[str, str]:
@@ -341,6 +347,8 @@ class _PipelineReader(_Reader):
                 env[name] = "true" if flag else "false"
             elif value.tag == _NULL:
                 continue
+            elif isinstance(value, ScalarNode) and "\0" in value.value:
+                self.fail(value, nul_problem(f"{what} value for '{name}'"))
             elif isinstance(value, ScalarNode):
                 env[name] = value.value
             else:

@@ -24,8 +24,11 @@ except ImportError:
 
 _FINGERPRINT_ENCODER = json.JSONEncoder()  # json.dumps' settings, without building an encoder per task
 
-#: Task names double as log file names and CLI arguments, so they stay in a conservative alphabet.
-TASK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: Task names double as log file names and CLI arguments, so they stay in a conservative alphabet (matched with
+#: `fullmatch`: `$` alone would also accept a name ending in a newline).
+TASK_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
+#: The longest task name: `<name>.log` must fit every file system's name limit (eCryptfs allows 143 bytes, most 255).
+MAX_TASK_NAME = 128
 DEFAULT_KILL_GRACE = 5.0
 DEFAULT_SHELL = "/bin/sh"
 NO_ENV: Mapping[str, str] = MappingProxyType({})  # the shared default of every `env`: read-only, so it stays empty
@@ -44,11 +47,19 @@ class FailurePolicy(str, Enum):
 
 def task_name_problem(name: str) -> str | None:
     """Why `name` can't be a task name, or None when it can."""
-    if not TASK_NAME_RE.match(name):
+    if not TASK_NAME_RE.fullmatch(name):
         return f"task name {name!r} may only contain letters, digits, '_', '.' and '-'"
+    if len(name) > MAX_TASK_NAME:
+        return f"task name '{name[:20]}...' is {len(name)} characters long: at most {MAX_TASK_NAME} are allowed"
     if name in (".", "..") or ".." in name:
         return f"task name {name!r} may not be '.' or contain '..'"
     return None
+
+
+def nul_problem(what: str) -> str:
+    """The message for text holding a NUL character: no command, path or environment variable can contain one
+    (the operating system ends C strings there), so it is refused when the DAG is read, not when the task starts."""
+    return f"{what} contains a NUL character (\\0), which no command, path or environment variable can hold"
 
 
 class TaskSpec(NamedTuple):

@@ -1,4 +1,4 @@
-"""Graph checks shared by every front end: names, unknown and self dependencies, cycles."""
+"""Graph checks shared by every front end: names, unknown and self dependencies, cycles, all reported together."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -20,13 +20,14 @@ def graph_errors(tasks: Mapping[str, TaskSpec]) -> list[DagError]:
             elif dep not in tasks:
                 hint = did_you_mean(dep, tasks)
                 errors.append(DagError(f"task '{task.name}' depends on unknown task '{dep}'{hint}", where))
-    if not errors:
-        cycle = find_cycle(tasks)
-        if cycle:
-            # point at the dependency entry that closes the loop: cycle[1] depends on cycle[0]
-            needer = tasks[cycle[1]]
-            where = needer.dep_location(needer.depends_on.index(cycle[0]))
-            errors.append(DagError("dependency cycle: " + " -> ".join(cycle), where))
+    # Looked for whatever else is wrong (unknown dependencies are left out of the search), so that one pass reports
+    # every error.
+    cycle = find_cycle(tasks)
+    if cycle:
+        # point at the dependency entry that closes the loop: cycle[1] depends on cycle[0]
+        needer = tasks[cycle[1]]
+        where = needer.dep_location(needer.depends_on.index(cycle[0]))
+        errors.append(DagError("dependency cycle: " + " -> ".join(cycle), where))
     return errors
 
 

@@ -7,6 +7,7 @@ be reported. Problems are collected rather than raised one by one, so a single `
 from __future__ import annotations
 
 import os
+import re
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -19,13 +20,14 @@ except ImportError:  # PyYAML built without libyaml
     _LibyamlLoader = None
 from yaml.constructor import SafeConstructor
 from yaml.error import Mark, MarkedYAMLError
+from yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from .durations import parse_duration
 from .errors import DagError, DagErrors, Location, did_you_mean
 from .source import read_source
-from .spec import DagSpec, FailurePolicy, TaskSpec
+from .spec import DagSpec, FailurePolicy, TaskSpec, nul_problem
 from .validate import graph_errors
 
 ROOT_KEYS = ("name", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "tasks")
@@ -68,11 +70,99 @@ def load_yaml(path: Path, text: str | None = None) -> DagSpec:
     return dag
 
 
+#: The deepest nesting of lists and mappings a DAG file may have: a DAG needs half a dozen levels. PyYAML's composer
+#: recurses twice per level (Python's recursion limit stops it near 450 levels) and libyaml's recurses in C (its stack
+#: overflows near 25,000), so depth is checked before composing where it could be dangerous, and after.
+MAX_DEPTH = 100
+#: Files whose nesting can't exceed this (by `_depth_bound`) are composed by libyaml without looking first.
+_SAFE_TO_COMPOSE = 5000
+#: What can come before the first token of a block collection on its line: indentation, compact `- `/`? `/`: `
+#: indicators and node properties (`&anchor`, `!tag`).
+_LINE_PREFIX = re.compile(r"^(?:[ \t?:-]|[&!][^ \t\n]*)*", re.MULTILINE)
+
+
+def _depth_bound(text: str) -> int:
+    """An upper bound on the file's nesting, cheap enough for every load. Flow collections need an opening bracket
+    each. A block collection nested in another starts at a greater column, or at the same one for a sequence that
+    is a mapping's value, so block levels are at most twice the columns where one can start."""
+    flow = text.count("[") + text.count("{")
+    return flow + 2 * (max(map(len, _LINE_PREFIX.findall(text)), default=0) + 2)
+
+
+def _too_deep(file: str, mark: Mark) -> DagErrors:
+    return DagErrors([DagError(f"nesting too deep: more than {MAX_DEPTH} levels of lists and mappings",
+                               _location(file, mark))])
+
+
+def check_depth(text: str, file: str, always: bool = False) -> None:
+    """Refuse a file nested too deeply to compose safely, before anything composes it. The parser's event stream is
+    flat (no recursion), so this pass is safe on any input, but it costs a fifth of composing: it runs only when
+    `_depth_bound` can't rule deep nesting out. A syntax error ends it quietly: composing reports that."""
+    if not always and _depth_bound(text) <= _SAFE_TO_COMPOSE:
+        return
+    loader = (CSafeLoader or SafeLoader)(text)
+    check, get = loader.check_event, loader.get_event
+    depth = 0
+    try:
+        while check():
+            event = get()
+            kind = event.__class__
+            if kind is MappingStartEvent or kind is SequenceStartEvent:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _too_deep(file, event.start_mark)
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                depth -= 1
+    except YAMLError:
+        pass
+    finally:
+        loader.dispose()
+
+
+def check_tree_depth(root: Node | None, file: str) -> None:
+    """Refuse a composed document nested deeper than MAX_DEPTH (iteratively: nothing recurses into it). Aliases
+    make the tree a graph that can be exponentially larger than the file (a "billion laughs"), so a node is walked
+    again only when reached deeper than before: at most MAX_DEPTH times."""
+    if root is None:
+        return
+    deepest: dict[int, int] = {}
+    stack = [(root, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        kind = node.__class__
+        if kind is ScalarNode or deepest.get(id(node), 0) >= depth:
+            continue
+        if depth > MAX_DEPTH:
+            raise _too_deep(file, node.start_mark)
+        deepest[id(node)] = depth
+        if kind is MappingNode:
+            for key, value in node.value:
+                push((key, depth + 1))
+                push((value, depth + 1))
+        else:
+            for item in node.value:
+                push((item, depth + 1))
+
+
+def recursion_error(loader: Any, text: str, file: str) -> DagErrors:
+    """The located error for PyYAML's composer running out of stack (a file nested a few hundred levels, which
+    `check_depth` let through unlooked): where the event stream gets too deep, else where the loader stopped."""
+    try:
+        check_depth(text, file, always=True)
+    except DagErrors as exc:
+        return exc
+    mark = loader.get_mark() if hasattr(loader, "get_mark") else None
+    return _too_deep(file, mark) if mark else DagErrors([DagError("nesting too deep", Location(file, 1, 1))])
+
+
 def _compose(text: str, file: str) -> Node | None:
     """The node tree of the file's only document (None when it has none). Broken YAML stops loading right here,
     since nothing after a syntax error can be trusted."""
     try:
-        return _single_document(text, file)
+        root = _single_document(text, file)
+        check_tree_depth(root, file)
+        return root
     except MarkedYAMLError as exc:
         raise DagErrors([_syntax_error(exc, file)]) from None
     except ReaderError as exc:
@@ -96,7 +186,10 @@ def _single_document(text: str, file: str) -> Node | None:
 def _compose_with(loader_class: type, text: str, file: str) -> Node | None:
     loader = loader_class(text)
     try:
-        root = loader.get_node() if loader.check_node() else None
+        try:
+            root = loader.get_node() if loader.check_node() else None
+        except RecursionError:
+            raise recursion_error(loader, text, file) from None
         if loader.check_node():
             second = loader.peek_event().start_mark
             raise DagErrors([DagError("found a second YAML document: a DAG file holds exactly one",
@@ -241,6 +334,9 @@ class _Reader:
         if node.tag == _NULL or not node.value.strip():
             self.fail(node, f"{what} is empty")
             return _SKIP
+        if "\0" in node.value:
+            self.fail(node, nul_problem(what))
+            return _SKIP
         return node.value
 
     def integer(self, node: Node, what: str, minimum: int) -> int:
@@ -283,11 +379,13 @@ class _Reader:
             return _SKIP
         env: dict[str, str] = {}
         for name, (key, value) in self.mapping(node, "env variable").items():
-            if not name or "=" in name:
-                self.fail(key, f"{what}: variable name {name!r} must be non-empty and may not contain '='")
+            if not name or "=" in name or "\0" in name:
+                self.fail(key, f"{what}: variable name {name!r} must be non-empty and may not contain '=' or NUL")
             flag = _typed(value, _BOOL)
             if flag is not None:
                 env[name] = "true" if flag else "false"
+            elif isinstance(value, ScalarNode) and "\0" in value.value:
+                self.fail(value, nul_problem(f"{what} value for '{name}'"))
             elif isinstance(value, ScalarNode) and value.tag != _NULL:
                 env[name] = value.value
             else:

@@ -1,21 +1,27 @@
-"""Run history for `tuidag runs` and `tuidag logs`: what each run folder says about how it went."""
+"""Run history for `tuidag runs` and `tuidag logs`: which runs belong to which DAG, and how each one went.
+
+Everything here is read from a state dir that may hold folders of several DAGs (every DAG file in a folder shares
+the `.tuidag` next to it), of older or newer tuidag versions, or damaged by hand: a record of the wrong shape is
+skipped with a warning naming its file, never trusted.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from ..model.state import TERMINAL, TaskState
-from .journal import Replay, replay
-from .runs import RunDir
+from .journal import Replay, open_stored, read_header, replay, warn_bad_record, warn_unreadable
+from .runs import RunDir, RunStore
 
 
-@dataclass(frozen=True)
-class RunInfo:
+class RunInfo(NamedTuple):
     run_id: str
     dag: str
     started_at: float | None
     duration: float | None
     counts: dict[str, int]
-    outcome: str  # succeeded | failed | interrupted | running
+    outcome: str  # succeeded | failed | interrupted | running (or what a summary says)
 
 
 def outcome_of(run: RunDir, rep: Replay) -> str:
@@ -29,14 +35,119 @@ def outcome_of(run: RunDir, rep: Replay) -> str:
 
 
 def run_info(run: RunDir) -> RunInfo:
-    summary = run.read_summary()
-    if summary and "counts" in summary:
+    summary = read_summary(run)
+    if summary is not None:
         return RunInfo(run.run_id, summary.get("dag", "?"), summary.get("started_at"), summary.get("duration"),
                        summary["counts"], summary.get("outcome", "failed"))
     rep = replay(run.journal)
     counts: dict[str, int] = {}
     for task in rep.tasks.values():
         counts[task.state.value] = counts.get(task.state.value, 0) + 1
-    end = rep.finished_at or rep.last_time
+    end = rep.finished_at or rep.last_time  # last_time: the last sign of life, after a crash (see journal.replay)
     duration = end - rep.started_at if end is not None and rep.started_at is not None else None
     return RunInfo(run.run_id, rep.header.get("dag", "?"), rep.started_at, duration, counts, outcome_of(run, rep))
+
+
+_MAX_SUMMARY = 1 << 20
+
+
+def read_summary(run: RunDir) -> dict[str, Any] | None:
+    """summary.json when it is one tuidag could have written; None when there is none yet, or (with a warning)
+    when it is not one, so the caller falls back to the journal."""
+    try:
+        with open_stored(run.summary) as f:
+            data = f.read(_MAX_SUMMARY + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        warn_unreadable(run.summary, exc)
+        return None
+    try:
+        summary = json.loads(data) if len(data) <= _MAX_SUMMARY else None
+    except ValueError:
+        summary = None
+    problem = "not a JSON object" if summary is None else summary_problem(summary)
+    if problem:
+        warn_bad_record(run.summary, 1, problem + "; using the journal instead")
+        return None
+    return summary
+
+
+def _is_number(value: Any, low: float, high: float) -> bool:
+    return (type(value) is float or type(value) is int) and low <= value < high
+
+
+_STATES = frozenset(state.value for state in TaskState)
+_SUMMARY_FIELDS = {
+    "run_id": lambda v: type(v) is str, "dag": lambda v: type(v) is str, "outcome": lambda v: type(v) is str,
+    "started_at": lambda v: v is None or _is_number(v, 0, 1e11),
+    "finished_at": lambda v: v is None or _is_number(v, 0, 1e11),
+    "duration": lambda v: v is None or _is_number(v, -1e11, 1e11),
+    "counts": lambda v: type(v) is dict and all(k in _STATES and type(n) is int and n >= 0 for k, n in v.items()),
+}
+
+
+def summary_problem(summary: Any) -> str | None:
+    """Why `summary` is not a summary tuidag could have written, or None."""
+    if type(summary) is not dict:
+        return f"expected a JSON object, got {type(summary).__name__}"
+    if "counts" not in summary:
+        return "no 'counts'"
+    for name, check in _SUMMARY_FIELDS.items():
+        if name in summary and not check(summary[name]):
+            return f"bad {name!r}: {json.dumps(summary[name])[:60]}"
+    return None
+
+
+# Choosing runs.
+def runs_of(store: RunStore, dag_file: Path | None) -> list[RunDir]:
+    """The store's runs, oldest first; only those of the DAG in `dag_file` when it is given (a state dir is shared
+    by every DAG file of its folder). A run is the file's when its journal names that file, by its real path."""
+    runs = store.runs()
+    if dag_file is None:
+        return runs
+    source = str(dag_file.resolve())
+    return [run for run in runs if read_header(run.journal).get("source") == source]
+
+
+def matching(runs: list[RunDir], run_id: str) -> list[RunDir]:
+    """The run named `run_id` exactly, else every run whose id starts with it (several: the prefix is ambiguous)."""
+    exact = [run for run in runs if run.run_id == run_id]
+    return exact or [run for run in runs if run.run_id.startswith(run_id)]
+
+
+def has_task(run: RunDir, task: str) -> bool:
+    return task in read_header(run.journal).get("tasks", ())
+
+
+def nearby_state_dirs(folder: Path, limit: int = 5, budget: int = 2000) -> list[Path]:
+    """State dirs holding runs in `folder`'s subfolders (two levels down), to point a user who ran a command in the
+    wrong folder at the right one. Bounded: at most `budget` folders are looked at, hidden ones skipped."""
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(2):
+        below: list[Path] = []
+        for parent in level:
+            try:
+                entries = sorted(parent.iterdir())
+            except OSError:
+                continue
+            for entry in entries:
+                budget -= 1
+                if budget < 0:
+                    return found
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    if not entry.is_dir() or entry.is_symlink():
+                        continue
+                    state = entry / ".tuidag"
+                    if RunStore(state).runs():
+                        found.append(state)
+                        if len(found) >= limit:
+                            return found
+                except OSError:
+                    continue
+                below.append(entry)
+        level = below
+    return found

@@ -5,17 +5,20 @@ every complete line parses; a torn last line (a crash inside a write, or a disk 
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
+import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
 _SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused")
+_SNAPSHOT_DEFAULTS = {"attempt": 0, "reused": False}  # the others default to None
 
 SUMMARY = "summary.json"
 SUMMARY_RESERVE = ".summary.reserve"  # room set aside at the start for the summary (see `JournalWriter`)
@@ -206,29 +209,160 @@ def task_line(event: TaskEvent) -> bytes:
 
 
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:
-    """Every complete record. A torn final line (crash mid-write) is skipped."""
+    """Every complete, well-formed record. A torn final line (crash mid-write) is skipped quietly; any other line
+    that is not a record tuidag writes (not JSON, a field of the wrong type, an unknown state) is skipped with a
+    warning naming the file and line, so one bad line never makes the rest of the run unreadable."""
     try:
-        data = path.read_bytes()
+        with open_stored(path) as f:
+            data = f.read()
     except FileNotFoundError:
         return
-    for line in data.splitlines():
+    except OSError as exc:
+        warn_unreadable(path, exc)
+        return
+    lines = data.split(b"\n")
+    last = len(lines) - 1  # the text after the final newline: empty, or a line still being (or never fully) written
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            record = json.loads(line)
         except ValueError:
+            if number <= last:
+                warn_bad_record(path, number, "not a JSON object")
             continue
+        problem = record_problem(record)
+        if problem:
+            warn_bad_record(path, number, problem)
+            continue
+        yield record
 
 
 def read_header(path: Path) -> dict[str, Any]:
-    """The journal's first record (run id, DAG name, task names, owner pid) without reading the rest."""
+    """The journal's first record (run id, DAG name, task names, owner pid) without reading the rest; {} when it
+    is missing or not a well-formed header (warned about as in `read_journal`)."""
     try:
-        with open(path, "rb") as f:
-            first = f.readline()
+        with open_stored(path) as f:
+            first = f.readline(_MAX_HEADER)
         record = json.loads(first)
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return {}
-    return record if record.get("event") == "created" else {}
+    except OSError as exc:
+        warn_unreadable(path, exc)
+        return {}
+    except ValueError:
+        return {}
+    if not isinstance(record, dict) or record.get("type") != "run" or record.get("event") != "created":
+        return {}
+    problem = record_problem(record)
+    if problem:
+        warn_bad_record(path, 1, problem)
+        return {}
+    return record
+
+
+_MAX_HEADER = 64 << 20  # a header lists every task name: generous, but a file without newlines is not read whole
+_warned: set[tuple[str, int]] = set()  # (file, line) already reported: `logs -f` replays the journal many times
+
+
+def open_stored(path: Path) -> BinaryIO:
+    """A file of the store, opened for reading only if it is a regular file and not a symbolic link: a link planted
+    in a state dir others can write would make tuidag read (and quote, in warnings) a file of the planter's choice,
+    and a FIFO would block the reader forever. FileNotFoundError when it is missing; OSError when refused."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def warn_unreadable(path: Path, exc: OSError) -> None:
+    why = "a symbolic link, not followed" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+    if (str(path), 0) not in _warned:
+        _warned.add((str(path), 0))
+        print(f"tuidag: warning: {path}: skipped: {why}", file=sys.stderr)
+
+
+def warn_bad_record(path: Path | str, line: int, problem: str) -> None:
+    """Say once per process which record of which file was skipped, and why."""
+    key = (str(path), line)
+    if key not in _warned:
+        _warned.add(key)
+        print(f"tuidag: warning: {path}:{line}: skipped a bad record: {problem}", file=sys.stderr)
+
+
+# What each field of a record may hold. The journal is read back from a folder others may be able to write, and its
+# values reach the reaper (pids to signal), the tables (times) and log paths (task names), so nothing is trusted.
+_STATES = frozenset(state.value for state in TaskState)
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int  # bool is an int subclass, and True is not a pid
+
+
+def _is_time(value: Any) -> bool:
+    """A wall-clock timestamp: finite, and between 1970 and year 5000 (what datetime and formatting accept)."""
+    return (type(value) is float or type(value) is int) and 0 <= value < 1e11
+
+
+def _is_pid(value: Any) -> bool:
+    return type(value) is int and 0 < value < 1 << 31
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _is_str(value: Any) -> bool:
+    return type(value) is str
+
+
+def _is_name_list(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str and item for item in value)
+
+
+def _is_str_map(value: Any) -> bool:
+    return type(value) is dict and all(type(item) is str for item in value.values())
+
+
+_RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "event": _is_str, "seq": _is_int, "t": _is_time, "detail": _optional(_is_str),
+    # the header ("created")
+    "run_id": _is_str, "dag": _is_str, "source": _optional(_is_str), "host": _is_str, "pid": _is_pid,
+    "pid_create_time": _optional(_is_time), "tasks": _is_name_list, "fingerprints": _is_str_map,
+    "resumed_from": _optional(_is_str),
+}
+_TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "task": lambda value: type(value) is str and value != "", "to": lambda value: value in _STATES,
+    "from": lambda value: value is None or value in _STATES, "seq": _is_int, "t": _is_time,
+    "attempt": lambda value: type(value) is int and value >= 0, "exit_code": _optional(_is_int),
+    "started_at": _optional(_is_time), "finished_at": _optional(_is_time), "pid": _optional(_is_pid),
+    "create_time": _optional(_is_time), "reason": _optional(_is_str), "reused": lambda value: type(value) is bool,
+    "value_repr": _is_str,
+}
+_REQUIRED = {"run": ("event",), "task": ("task", "to")}
+
+
+def record_problem(record: Any) -> str | None:
+    """Why `record` is not a journal record tuidag could have written, or None when it is one. Fields this version
+    does not know are allowed (a newer tuidag may add some)."""
+    if type(record) is not dict:
+        return f"expected a JSON object, got {type(record).__name__}"
+    kind = record.get("type")
+    fields = _RUN_FIELDS if kind == "run" else _TASK_FIELDS if kind == "task" else None
+    if fields is None:
+        return f"unknown record type {str(kind)[:40]!r}"
+    for name in _REQUIRED[kind]:
+        if name not in record:
+            return f"a {kind} record without {name!r}"
+    for name, value in record.items():
+        check = fields.get(name)
+        if check is not None and not check(value):
+            return f"bad {name!r}: {json.dumps(value)[:60]}"
+    return None
 
 
 class TaskRecord:
@@ -264,6 +398,8 @@ class Replay:
         self.tasks: dict[str, TaskRecord] = {}
         self.started_at: float | None = None
         self.finished_at: float | None = None
+        #: The last moment the run was known alive: its last event, or the owner's last heartbeat when later (a run
+        #: that crashed while its tasks ran quietly lived longer than its last event says).
         self.last_time: float | None = None
 
 
@@ -274,6 +410,8 @@ def replay(path: Path) -> Replay:
         if rec.get("type") == "run":
             event = rec.get("event")
             if event == "created":
+                if result.header:
+                    continue  # one header per journal: a second one is not the owner's
                 result.header = rec
                 for name in rec.get("tasks", []):
                     result.tasks[name] = TaskRecord(name)
@@ -283,16 +421,25 @@ def replay(path: Path) -> Replay:
                 result.finished_at = rec.get("t")
             result.last_time = rec.get("t", result.last_time)
             continue
-        name = rec.get("task")
-        if not name:
-            continue
+        name = rec["task"]
         task = result.tasks.setdefault(name, TaskRecord(name))
         task.state = TaskState(rec["to"])
         for key in _SNAPSHOT_FIELDS:
-            setattr(task, key, rec.get(key, False if key == "reused" else None))
+            setattr(task, key, rec.get(key, _SNAPSHOT_DEFAULTS.get(key)))
         if task.pid is not None:
             ref = (task.pid, task.create_time)
             if ref not in task.pids:
                 task.pids.append(ref)
         result.last_time = rec.get("t", result.last_time)
+    alive = _touched_at(path)  # the owner touches its journal while it lives (see store/heartbeat.py)
+    if alive is not None and result.last_time is not None and alive > result.last_time:
+        result.last_time = alive
     return result
+
+
+def _touched_at(path: Path) -> float | None:
+    try:
+        touched = os.stat(path).st_mtime
+    except OSError:
+        return None
+    return touched if 0 <= touched < 1e11 else None
