@@ -30,6 +30,7 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..model.collector import collector_paused, freeze_survivors
+from ..engine import output_routing
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..engine.scheduler import RerunRefused
 from ..launch import RunSession, install_signal_handlers
@@ -99,6 +100,14 @@ class TuidagApp(App[None]):
                  clock: Callable[[], float] = time.time, usage_interval: float | None = 1.0,
                  signals: Iterable[int] = (), driver_class: type[Driver] | None = None):
         super().__init__(driver_class=driver_class)
+        if any(task.func is not None for task in session.dag.tasks.values()):
+            # Routing in front of the streams the app will put back when it ends: a callable still running then
+            # (or starting later) keeps writing to its log, not to the terminal.
+            output_routing.install()
+        # Textual puts these in place of sys.stdout/sys.stderr while it runs: behind a router, what a Python task
+        # prints reaches its log from the first write on, not only once another task starts.
+        self._capture_stdout = output_routing.routed(self._capture_stdout)
+        self._capture_stderr = output_routing.routed(self._capture_stderr)
         self.session = session
         self.scheduler = session.scheduler
         self.exit_on_finish = exit_on_finish
