@@ -7,8 +7,13 @@ test, after it closed). Every line is checked in the right log file, none in ano
 from __future__ import annotations
 
 import io
+import json
+import os
+import shutil
+import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +22,7 @@ from dags import wait_until
 from pilot_helpers import open_app, until
 from tuidag.api import load_python
 from tuidag.launch import RunSession
+from tuidag.model.durations import format_duration
 from tuidag.ui.app import TuidagApp
 
 TASKS = '''
@@ -204,3 +210,42 @@ def test_a_stream_without_a_descriptor_reports_none_rather_than_a_bad_number():
 
     with pytest.raises(io.UnsupportedOperation):
         output_routing.RoutingStream(NoDescriptor()).fileno()
+
+
+# --- the demo in a real terminal ---------------------------------------------------------------------------------
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_python_demo_in_a_terminal_keeps_every_line_and_its_duration_ends_with_its_last_task(tmp_path):
+    """`tuidag run demos/etl.py` in a fresh process (as a user runs it): the isolated task starts (the first child
+    process multiprocessing starts under the UI), every page `extract` prints is in its log, and the run's duration,
+    printed on exit and kept in summary.json, ends with its last task, not when the user quit."""
+    shutil.copy(REPO / "demos" / "etl.py", tmp_path / "etl.py")
+    name = f"tuidag-A-etl-{os.getpid()}-{time.monotonic_ns()}"
+    command = (f"cd {tmp_path} && env PYTHONPATH={REPO} {sys.executable} -m tuidag run etl.py --state-dir state; "
+               f"echo EXIT $?; sleep 60")
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45", command], check=True)
+    try:
+        wait_until(lambda: "finished:" in screen(name), timeout=60)
+        (run,) = (tmp_path / "state" / "runs").iterdir()
+        time.sleep(1.5)  # the user looks at the finished run before quitting
+        quit_at = time.time()
+        subprocess.run(["tmux", "send-keys", "-t", name, "q"], check=True)
+        wait_until(lambda: "EXIT " in screen(name), timeout=30)
+        text = screen(name)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    assert "EXIT 0" in text, text
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["counts"] == {"SUCCEEDED": 4}
+    assert quit_at - summary["started_at"] - summary["duration"] >= 1.5
+    assert f"4 tasks: 4 succeeded in {format_duration(summary['duration'])}" in text
+    extract = (run / "logs" / "extract.log").read_text()
+    assert [line for line in extract.splitlines() if line.startswith("page")] == [
+        f"page {i}/5: {20 * i} rows" for i in range(1, 6)]
+    assert "scoring in pid" in (run / "logs" / "score.log").read_text()
+
+
+def screen(name: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout

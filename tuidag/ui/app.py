@@ -481,7 +481,7 @@ def run_tui(session: RunSession, exit_on_finish: bool = False) -> int:
             scheduler.wait()
         summary = session.finish()
     lines = [f"tuidag: run {session.run.run_id} of {session.dag.name}: "
-             + counts_line(summary.snapshots, time.time() - session.started)]
+             + counts_line(summary.snapshots, session.duration)]
     if session.interrupted_by:
         lines.append(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
     lines.append(f"tuidag: logs in {session.run.logs}\n")
