@@ -312,7 +312,7 @@ def wait_for(condition, timeout: float = 5.0) -> bool:
 
 
 def test_watcher_raises_the_flag_on_writes(tmp_path: Path) -> None:
-    watcher = LogWatcher([tmp_path], safety_interval=60)
+    watcher = LogWatcher([tmp_path], safety_interval=60, settle=0)
     watcher.start()
 
     def write_and_see() -> bool:  # the first write may come before the watch is set up: write until one is seen
@@ -337,7 +337,7 @@ def test_a_log_watches_its_folder_until_the_file_exists(tmp_path: Path) -> None:
 def test_a_file_watcher_ignores_other_files_in_its_folder(tmp_path: Path) -> None:
     mine, other = tmp_path / "mine.log", tmp_path / "other.log"
     append(mine, "")
-    watcher = LogWatcher([mine], safety_interval=60)
+    watcher = LogWatcher([mine], safety_interval=60, settle=0)
     watcher.start()
 
     def write_and_see(path: Path) -> bool:
@@ -349,6 +349,18 @@ def test_a_file_watcher_ignores_other_files_in_its_folder(tmp_path: Path) -> Non
         assert wait_for(lambda: write_and_see(mine))  # the watch is set up
         assert not any(write_and_see(other) for _ in range(5))
         assert write_and_see(mine)
+    finally:
+        watcher.stop()
+
+
+def test_a_new_watcher_says_changed_until_its_watch_has_surely_been_set_up(tmp_path: Path) -> None:
+    """A write between `start()` and the thread's watch being in place raises no event: the caller rereads on
+    every call for the first moments instead of waiting for the safety poll."""
+    append(tmp_path / "t.log", "")
+    watcher = LogWatcher([tmp_path / "t.log"], safety_interval=60, settle=60)
+    watcher.start()
+    try:
+        assert all(watcher.changed() for _ in range(3))
     finally:
         watcher.stop()
 

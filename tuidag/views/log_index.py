@@ -459,12 +459,16 @@ class LogWatcher:
     A daemon thread runs `watchfiles.watch`, which batches file-system events; the UI is never called back per write
     (no message, no `call_from_thread`), it asks at its own pace. If watching fails (no watchfiles, folder missing,
     inotify limits), `changed()` instead answers True every `poll_interval`; while watching it still does every
-    `safety_interval`, in case an event is missed (network file systems).
+    `safety_interval`, in case an event is missed (network file systems). For `settle` seconds after `start` it
+    answers True on every call: the watch is set up on the thread, and a write before that would otherwise wait for
+    the safety interval.
     """
 
-    def __init__(self, paths: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0) -> None:
+    def __init__(self, paths: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0,
+                 settle: float = 0.5) -> None:
         self.paths = frozenset(Path(path) for path in paths)
-        self.poll_interval, self.safety_interval = poll_interval, safety_interval
+        self.poll_interval, self.safety_interval, self.settle = poll_interval, safety_interval, settle
+        self._settled_at = 0.0
         self._changed = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -481,6 +485,7 @@ class LogWatcher:
         if not existing or self._thread is not None:
             return
         self._watching = True
+        self._settled_at = time.monotonic() + self.settle
         self._thread = threading.Thread(target=self._run, args=(existing,), name="tuidag-log-watcher", daemon=True)
         self._thread.start()
 
@@ -492,8 +497,8 @@ class LogWatcher:
     def changed(self) -> bool:
         """True if something changed since the last True (or the poll interval passed): then refresh the logs."""
         now = time.monotonic()
-        interval = self.safety_interval if self._watching else self.poll_interval
-        if self._changed.is_set() or now - self._last_answer >= interval:
+        interval = self.safety_interval if self._watching and now >= self._settled_at else self.poll_interval
+        if self._changed.is_set() or now < self._settled_at or now - self._last_answer >= interval:
             self._changed.clear()  # before the caller reads, so a write during its refresh is seen next time
             self._last_answer = now
             return True
