@@ -327,9 +327,11 @@ class _Tail:
             self.behind = False
             return
         if (stat.st_dev, stat.st_ino) != self.identity or stat.st_size < self.offset:
+            # First seen: written since the task started. Replaced or truncated: since the last write seen.
+            since = self.until if self.identity is not None else self.started
             self.identity, self.offset, self.pending = (stat.st_dev, stat.st_ino), 0, b""
             self.start = self.end = 0
-            self.until = stat.st_mtime if self.started is None else min(self.started, stat.st_mtime)
+            self.until = stat.st_mtime if since is None else min(since, stat.st_mtime)
         if self.offset >= self.end and stat.st_size > self.end:  # a new stretch of unread bytes
             self.since, self.until = self.until, max(self.until, stat.st_mtime)
             self.start, self.end = self.end, stat.st_size
