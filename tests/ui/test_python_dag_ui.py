@@ -244,6 +244,10 @@ def test_the_python_demo_in_a_terminal_keeps_every_line_and_its_duration_ends_wi
     extract = (run / "logs" / "extract.log").read_text()
     assert [line for line in extract.splitlines() if line.startswith("page")] == [
         f"page {i}/5: {20 * i} rows" for i in range(1, 6)]
+    transform = (run / "logs" / "transform.log").read_text()  # a thread pool's prints, unconfigured logging
+    assert sorted(line.split(":")[0] for line in transform.splitlines() if line.startswith("shard")) == [
+        f"shard {i}" for i in range(4)]
+    assert " INFO etl: transformed 100 rows into 4 shards\n" in transform
     assert "scoring in pid" in (run / "logs" / "score.log").read_text()
 
 
