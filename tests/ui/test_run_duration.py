@@ -24,5 +24,5 @@ async def test_the_duration_does_not_include_the_time_the_finished_ui_stays_open
     assert session.duration >= 0.3  # two chained sleeps
     assert quit_at - session.started - session.duration >= 1.0  # not the second the app stayed open
     assert app.model.elapsed() == last_seen  # the header froze at the end, and agrees
-    assert abs(last_seen - session.duration) < 0.05
+    assert abs(last_seen - session.duration) < 0.5  # the engine's "finished" event follows the last task's end
     assert run_info(session.run).duration == summary["duration"]  # what `tuidag runs` shows

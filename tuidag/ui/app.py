@@ -237,7 +237,7 @@ class TuidagApp(App[None]):
         if self._combined is None:
             self._combined = CombinedLog()
             self._combined_pending = [name for name, snap in self.model.snapshots.items()
-                                      if snap.started_at is not None and not snap.reused]
+                                      if snap.attempt and not snap.reused]
         if self._combined_pending:
             self._add_to_combined()
         return self._combined
