@@ -1,4 +1,4 @@
-"""The log pane under big logs: indexing a 100 MB file, and a UI tailing a file that a process writes flat out.
+"""Big logs: the log pane indexing a 100 MB file and tailing one written flat out; headless output's memory.
 
 1. index: a 100 MB / 1e6-line log (every 10th line coloured) is indexed by `LogIndex`: time and RSS growth, plus a
    whole-file search that finds nothing and reading 50 lines in the middle.
@@ -9,11 +9,15 @@
    The worst lags are full garbage collections (~100 ms for Textual's ~45k objects on a 2-core VM); freezing the
    objects that exist after start-up takes them out of every later collection.
 
+3. headless: `tuidag run --no-tui` of one task that prints 200 MB of 100-byte lines, and of one that prints a single
+   200 MB line, its output read from a pipe. The peak RSS of the tuidag process (VmHWM, polled) minus that of a run
+   whose task prints one line is its RSS growth; also how much it printed and how long it took.
+
 Each repeat runs in a fresh child process so RSS figures don't mix. Medians over the repeats are printed.
 
-    python benchmarks/log_bench.py                 # both, 3 repeats
+    python benchmarks/log_bench.py                 # all three, 3 repeats
     python benchmarks/log_bench.py --only tail --repeats 5
-Targets: lag < 100 ms, RSS growth < 100 MB.
+Targets: lag < 100 ms, RSS growth < 100 MB in the UI; < 50 MB headless, whatever the output.
 """
 from __future__ import annotations
 
@@ -21,10 +25,12 @@ import argparse
 import asyncio
 import gc
 import json
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -166,6 +172,59 @@ class _Probe:
         self._schedule()
 
 
+# ------------------------------------------------------------------------------------------------- headless
+HEADLESS_CASES = {
+    "one line": "echo hello",  # the baseline
+    "200 MB of 100-byte lines": f"yes \"$(printf '%099d' 0)\" | head -c {200 * MB}",
+    "a 200 MB single line": f"head -c {200 * MB} /dev/zero | tr '\\0' x; echo",
+}
+
+
+def headless_run(folder: Path, command: str) -> dict:
+    """Peak RSS of `tuidag run --no-tui` of one task running `command`, with its output drained from a pipe."""
+    folder.mkdir()
+    (folder / "dag.yaml").write_text(json.dumps({"tasks": {"writer": {"run": command}}}))
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", "dag.yaml", "--state-dir", "state"],
+                            cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    printed = 0
+
+    def drain() -> None:
+        nonlocal printed
+        while data := proc.stdout.read1(1 << 20):
+            printed += len(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    peak = 0
+    while proc.poll() is None:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            peak = max(peak, int(status.split("VmHWM:")[1].split()[0]) * 1024)
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.02)
+    reader.join()
+    assert proc.returncode == 0, f"{command}: exit {proc.returncode}"
+    return {"peak": peak, "printed MB": printed / MB, "seconds": time.perf_counter() - started}
+
+
+def headless(folder: Path, repeats: int) -> None:
+    baseline = [headless_run(folder / f"baseline-{i}", HEADLESS_CASES["one line"])["peak"] for i in range(repeats)]
+    print(f"headless: peak RSS of a run printing one line (median of {repeats}): "
+          f"{statistics.median(baseline) / MB:,.1f} MB")
+    for number, (title, command) in enumerate(list(HEADLESS_CASES.items())[1:]):
+        results = []
+        for i in range(repeats):
+            run = folder / f"headless-{number}-{i}"
+            result = headless_run(run, command)
+            shutil.rmtree(run)
+            peak = result.pop("peak")
+            results.append({"RSS growth MB": (peak - statistics.median(baseline)) / MB, **result})
+        report(f"headless, {title}", results)
+
+
 def _p99(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
@@ -187,7 +246,7 @@ def report(title: str, results: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=["index", "tail"])
+    parser.add_argument("--only", choices=["index", "tail", "headless"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -213,6 +272,8 @@ def main() -> None:
                     results.append(run_child(kind, run))
                     (run / "flat-out.log").unlink()
                 report(title, results)
+        if args.only in (None, "headless"):
+            headless(folder, args.repeats)
 
 
 if __name__ == "__main__":

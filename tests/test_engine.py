@@ -271,11 +271,11 @@ def test_rerun_failed_task_and_its_skipped_descendants(tmp_path):
 
 
 def test_pause_holds_new_work_and_resume_releases_it(tmp_path):
-    dag = make_dag({"a": "true", "b": {"run": "true", "depends_on": ["a"]}})
+    go = tmp_path / "go"  # a ends only once paused: a run that finished first would refuse the pause
+    dag = make_dag({"a": f"while [ ! -e {go} ]; do sleep 0.02; done", "b": {"run": "true", "depends_on": ["a"]}})
     scheduler, rec = start_run(dag, tmp_path)
-    scheduler.pause()
-    rec.wait_for(lambda: scheduler.snapshot()["a"].state.terminal or
-                 scheduler.snapshot()["b"].state is TaskState.QUEUED)
+    assert scheduler.pause()
+    go.touch()
     rec.wait_state("a", "SUCCEEDED")
     rec.wait_state("b", "QUEUED")
     assert not scheduler.wait(0.3)  # b stays queued while paused
@@ -300,6 +300,36 @@ def test_pause_also_holds_tasks_already_waiting_for_a_slot(tmp_path):
         "b": TaskState.QUEUED, "c": TaskState.QUEUED}
     scheduler.resume()
     assert finish(scheduler) == {"a": "SUCCEEDED", "b": "SUCCEEDED", "c": "SUCCEEDED"}
+
+
+def test_pause_is_refused_once_the_run_finished_and_a_rerun_then_runs(tmp_path):
+    """A pause accepted on a finished run held the next re-run QUEUED forever while nothing said paused."""
+    flag = tmp_path / "flag"
+    dag = make_dag({"a": f"test -e {flag}"})
+    scheduler, rec = start_run(dag, tmp_path)
+    assert scheduler.wait(10)
+    assert scheduler.pause() is False and not scheduler.paused
+    flag.touch()
+    assert scheduler.rerun("a") == ["a"]
+    assert finish(scheduler) == {"a": "SUCCEEDED"}
+    assert "paused" not in [e.kind for e in rec.events if not hasattr(e, "snapshot")]
+
+
+def test_a_run_that_ends_while_paused_ends_the_pause(tmp_path):
+    """Paused, then everything cancelled: the run is over, so a re-run afterwards must start, not wait for `p`."""
+    dag = make_dag({"a": "sleep 30", "b": {"run": "true", "depends_on": ["a"]}})
+    scheduler, rec = start_run(dag, tmp_path, kill_grace=0.5)
+    rec.wait_state("a", "RUNNING")
+    assert scheduler.pause() is True
+    scheduler.cancel_all()
+    assert scheduler.wait(10)
+    assert not scheduler.paused
+    kinds = [e.kind for e in rec.events if not hasattr(e, "snapshot")]
+    assert kinds[-2:] == ["resumed", "finished"]
+    assert scheduler.rerun("a") == ["a", "b"]
+    rec.wait_state("a", "RUNNING", timeout=10)  # not held
+    scheduler.cancel_all()
+    assert finish(scheduler)["a"] == "CANCELLED"
 
 
 def test_observer_may_call_back_into_the_scheduler(tmp_path):

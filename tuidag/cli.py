@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--run", dest="run_id", help="run id (or a unique prefix); default: the latest run")
     logs.add_argument("-f", "--follow", action="store_true", help="follow a live log until the task ends")
     logs.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it")
+    logs.add_argument("--raw", action="store_true",
+                      help="print the bytes as they are on a terminal too (by default a terminal gets them made "
+                           "safe: colours kept, other control sequences neutralised)")
     return parser
 
 
@@ -169,7 +172,7 @@ def run_headless(session, quiet: bool = False) -> int:
     from .views.headless import HeadlessReporter, counts_line, summary_table, use_colour
 
     colour = use_colour(sys.stdout)
-    reporter = HeadlessReporter(sys.stdout, quiet=quiet, colour=colour)
+    reporter = HeadlessReporter(sys.stdout, session.scheduler.log_headers, quiet=quiet, colour=colour)
     session.scheduler.subscribe(reporter)
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
@@ -249,7 +252,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from .views.logs import copy_log, follow_log
+    from .views.logs import LogPrinter, copy_log, follow_log
 
     store = open_store(_state_dir(args, args.file))
     run = store.get(args.run_id)
@@ -262,7 +265,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
         from .model.errors import did_you_mean
 
         raise UsageError(f"run {run.run_id} has no task {args.task!r}{did_you_mean(args.task, tasks)}")
-    out = sys.stdout.buffer
+    out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
     if args.follow:
         follow_log(run, args.task, out)
     elif path.exists():

@@ -14,11 +14,12 @@ SIZE = (160, 45)
 
 
 @asynccontextmanager
-async def open_app(session: RunSession, **kwargs) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
+async def open_app(session: RunSession, *, size: tuple[int, int] = SIZE,
+                   **kwargs) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
     """The app on a real session; afterwards no task is left running and the session is finished."""
     app = TuidagApp(session, **kwargs)
     try:
-        async with app.run_test(headless=True, size=SIZE) as pilot:
+        async with app.run_test(headless=True, size=size) as pilot:
             await pilot.pause()
             yield app, pilot
     finally:
@@ -46,3 +47,16 @@ async def select(app: TuidagApp, pilot: Pilot, name: str) -> None:
     """Select a task as a click would (the navigation keys have their own test)."""
     app.canvas.select(name)
     await pilot.pause()
+
+
+def screen_text(app: TuidagApp) -> str:
+    """What the terminal shows, as plain text lines (the composed screen, dialogs included)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=StringIO(), record=True, force_terminal=True,
+                      color_system="truecolor", legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text(styles=False)

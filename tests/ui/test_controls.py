@@ -74,7 +74,11 @@ async def test_cancel_a_queued_branch_then_everything(new_session, tmp_path):
         assert ui_states(app)["a"] == "RUNNING"
         await pilot.press("C")
         assert app.screen.items == ["a  (running)"]
-        await pilot.press("enter")
+        await pilot.press("enter")  # the safe answer is the default: Enter keeps everything running
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.pause(0.2)
+        assert ui_states(app)["a"] == "RUNNING" and not app.model.stopping
+        await pilot.press("C", "right", "enter")  # Enter on "Yes", once the user moved there
         await until(pilot, lambda: app.model.finished, what="run finished")
         assert ui_states(app)["a"] == "CANCELLED"
         assert not any(alive(pid, ct) for pid, ct in procs)
@@ -116,6 +120,20 @@ async def test_pause_holds_new_tasks_and_resume_releases_them(new_session, tmp_p
         await pilot.press("p")
         await until(pilot, lambda: app.model.finished, what="run finished after resume")
         assert ui_states(app)["b"] == "SUCCEEDED" and not app.model.paused
+
+
+async def test_pause_on_a_finished_run_is_refused_and_a_rerun_then_runs(new_session, tmp_path):
+    """`p` on a finished run used to pause silently (the header still said finished); the next `r` then left the
+    task queued forever."""
+    session = new_session({"flaky": "test -f marker || { touch marker; exit 3; }"})
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="first pass")
+        await pilot.press("p")
+        await until(pilot, lambda: any("finished" in n.message for n in app._notifications), what="notice")
+        assert not session.scheduler.paused and not app.model.paused
+        assert "PAUSED" not in str(app.header.render())
+        await pilot.press("r")
+        await until(pilot, lambda: ui_states(app)["flaky"] == "SUCCEEDED", what="re-run done")
 
 
 async def test_quit_while_running_asks_then_stops_every_tree(new_session, tmp_path):

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import threading
 
-from pilot_helpers import open_app, until
+from pilot_helpers import open_app, ui_states, until
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
-from tuidag.ui.widgets.dag_canvas import DagCanvas
+from tuidag.ui.widgets.dag_canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
 from tuidag.views.log_index import strip_ansi
 
 DIAMOND = {
@@ -78,7 +78,7 @@ async def test_search_next_previous_and_not_found(new_session):
         await pilot.press("g", "slash")
         assert app.focused is app.search_bar
         await pilot.press(*"needle", "enter")
-        assert app.focused is app.log_pane and not app.search_bar.has_class("visible")
+        assert app.focused is app.canvas and not app.search_bar.has_class("visible")  # back where the user was
         assert app.log_pane.match_line == first
         await pilot.press("n")
         assert app.log_pane.match_line == second
@@ -90,6 +90,39 @@ async def test_search_next_previous_and_not_found(new_session):
         assert notes[-1] == "not found: zz"
         await pilot.press("slash", "x", "escape")
         assert not app.search_bar.has_class("visible") and app.log_pane.query == "zz"
+
+
+async def test_after_a_search_the_graph_keys_work_and_esc_returns_to_the_pane_the_user_was_in(new_session):
+    """After `/`, focus used to stay on the log pane: j/k/↓ did nothing, Esc did not go back, while the graph still
+    said `hjkl select`."""
+    async with open_app(new_session(DIAMOND), start=False) as (app, pilot):
+        assert app.canvas.border_subtitle == FOCUSED_HINT
+        await pilot.press("slash", *"needle", "enter")
+        assert app.focused is app.canvas and app.canvas.border_subtitle == FOCUSED_HINT
+        await pilot.press("l")
+        assert app.canvas.selected == "b"
+        await pilot.press("slash", "x", "escape")
+        assert app.focused is app.canvas and not app.search_bar.has_class("visible")
+        await pilot.press("down")
+        assert app.canvas.selected == "c"
+        await pilot.press("tab")  # into the log pane: the graph's hint says how to come back
+        assert app.focused is app.log_pane and app.canvas.border_subtitle == UNFOCUSED_HINT
+        await pilot.press("slash", "x", "escape")
+        assert app.focused is app.log_pane
+        await pilot.press("slash", "x", "enter")
+        assert app.focused is app.log_pane
+        await pilot.press("escape")  # Esc in the log pane: back to the graph
+        assert app.focused is app.canvas
+        await pilot.press("k")
+        assert app.canvas.selected == "b"
+
+
+async def test_the_focused_pane_is_lit(new_session):
+    async with open_app(new_session(DIAMOND), start=False) as (app, pilot):
+        lit, dim = app.canvas.styles.border_top[1], app.log_pane.styles.border_top[1]
+        assert lit != dim
+        await pilot.press("tab")
+        assert app.log_pane.styles.border_top[1] == lit and app.canvas.styles.border_top[1] == dim
 
 
 async def test_follow_wrap_top_and_bottom(new_session):
@@ -163,7 +196,29 @@ async def test_a_running_tile_shows_the_cpu_and_memory_of_its_tree(new_session, 
         cpu, rss = app.model.usage["busy"]
         assert rss > 100_000
         snap = app.scheduler.snapshot()["busy"]
-        assert app.canvas._detail(snap).startswith("cpu ") and "mem " in app.canvas._detail(snap)
+        assert app.canvas._detail(snap, 16).startswith("cpu ") and "mem " in app.canvas._detail(snap, 16)
         stop.touch()
         await until(pilot, lambda: app.scheduler.finished, what="the task to end")
         await until(pilot, lambda: "busy" not in app.model.usage, what="usage to be dropped")
+
+
+def tile_text(app, name: str) -> list[str]:
+    return [strip.text for strip in app.canvas._lines_of(name)]
+
+
+async def test_a_tile_shows_the_meaningful_part_of_a_reason(new_session):
+    """`interrupted by SIGINT` used to be cut to `interrupted by …`, hiding the signal."""
+    session = new_session({"slow": "sleep 30", "after": {"run": "true", "depends_on": ["slow"]},
+                           "a-task-with-a-long-name": "exit 4",
+                           "next": {"run": "true", "depends_on": ["a-task-with-a-long-name"]}})
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: ui_states(app)["slow"] == "RUNNING" and ui_states(app)["next"] == "SKIPPED",
+                    what="slow running, next skipped")
+        app.scheduler.cancel_all("interrupted by SIGINT")  # the reason a signal gives (launch.RunSession)
+        await until(pilot, lambda: app.model.finished, what="run finished")
+        width = app.graph.tiles["slow"].width
+        for name in ("slow", "after"):
+            bottom = tile_text(app, name)[2]
+            assert "by SIGINT" in bottom and len(bottom) == width, bottom
+        bottom = tile_text(app, "next")[2]
+        assert "← a-task" in bottom and "failed" in bottom, bottom

@@ -108,6 +108,19 @@ class TestSnapshots:
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before, press=["c"])
 
+    def test_run_in_progress_at_80x24(self, snap_compare, tmp_path, monkeypatch):
+        app = in_progress(tmp_path, monkeypatch)
+        assert snap_compare(app, terminal_size=(80, 24), run_before=settled(app, "lint", S.RETRYING))
+
+    def test_cancel_all_confirmation_at_80x24(self, snap_compare, tmp_path, monkeypatch):
+        app = in_progress(tmp_path, monkeypatch)
+
+        async def run_before(pilot) -> None:
+            await settled(app, "lint", S.RETRYING)(pilot)
+            app.run_started = True
+
+        assert snap_compare(app, terminal_size=(80, 24), run_before=run_before, press=["C"])
+
     def test_help_screen(self, snap_compare, tmp_path, monkeypatch):
         app = frozen_app(PIPELINE, tmp_path, monkeypatch, now=0.0)
         assert snap_compare(app, terminal_size=SIZE, press=["question_mark"])

@@ -36,13 +36,15 @@ LAUNCHER = ("import os, sys; open('tuidag.pid', 'w').write(str(os.getpid())); fr
 
 
 class Tmux:
-    def __init__(self, workdir: Path, dag: str = DAG, kill_grace: float = 0.5):
+    def __init__(self, workdir: Path, dag: str = DAG, kill_grace: float = 0.5, size: tuple[int, int] = (160, 45)):
         self.name = f"tuidag-e2e-{os.getpid()}-{time.monotonic_ns()}"
         self.workdir = workdir
         (workdir / "dag.yaml").write_text(dag)
-        command = (f"cd {workdir} && env PYTHONPATH={REPO} {sys.executable} -c \"{LAUNCHER}\" "
+        # COLUMNS/LINES reach the session from the test's environment and would override the terminal's real size.
+        command = (f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -c \"{LAUNCHER}\" "
                    f"run dag.yaml --state-dir state --kill-grace {kill_grace}")
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45", command], check=True)
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]), command],
+                       check=True)
 
     def screen(self) -> str:
         done = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
@@ -51,6 +53,9 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         for key in keys:
             subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+
+    def resize(self, width: int, height: int) -> None:
+        subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)], check=True)
 
     def alive(self) -> bool:
         return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode == 0

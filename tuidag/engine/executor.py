@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, NamedTuple
 
 from ..model.spec import NO_ENV, TaskSpec
+from .log_headers import LogHeaders
 
 
 class TaskEnvironment(Mapping[str, str]):
@@ -49,6 +50,7 @@ class Attempt(NamedTuple):
     timeout: float | None
     kill_grace: float
     results: Mapping[str, Any] = NO_ENV  # return values of finished callable dependencies (read-only)
+    log_headers: LogHeaders | None = None  # where the header is put on record (None: nobody asks; see `log_headers`)
 
 
 class AttemptResult(NamedTuple):

@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 
 from . import output_routing
 from .executor import Attempt, AttemptResult, RunningAttempt
-from .local import ShellAttempt, attempt_header, open_log
+from .local import ShellAttempt, open_log, write_header
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,12 @@ class ThreadAttempt(RunningAttempt):
         self._lock = threading.Lock()
         self._kill_reason: str | None = None
         output_routing.install()
-        self._log = output_routing.LogTarget(attempt.log_path)  # an unwritable log fails the attempt here
-        self._log.write_bytes(attempt_header(attempt, "started"))
+        fd = open_log(attempt)  # an unwritable log fails the attempt here
+        try:
+            write_header(fd, attempt)
+        finally:
+            os.close(fd)
+        self._log = output_routing.LogTarget(attempt.log_path)
 
     def kill(self, reason: str = "cancelled") -> None:
         with self._lock:
@@ -295,7 +299,7 @@ class IsolatedAttempt(ShellAttempt):
         problem = isolate_problem(attempt.task.func)
         fd = open_log(attempt)
         try:
-            os.write(fd, attempt_header(attempt, "started"))
+            write_header(fd, attempt)
             if problem:
                 raise RuntimeError(f"isolate=True {problem}")
             spec = _ChildSpec(attempt.task.name, attempt.run_id, attempt.number, dict(attempt.env),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import process, spawn
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt
+from .log_headers import LogHeaders, header_text, own_line
 
 if TYPE_CHECKING:
     import psutil
@@ -29,9 +30,10 @@ def devnull() -> int:
     return _devnull_fd
 
 
-def attempt_header(attempt: Attempt, what: str) -> bytes:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")  # local time, to the second
-    return f"=== tuidag: {attempt.task.name} attempt {attempt.number} {what} at {stamp} ===\n".encode()
+def write_header(fd: int, attempt: Attempt) -> None:
+    """Start the attempt's part of the log (see `log_headers`)."""
+    headers = attempt.log_headers or LogHeaders()
+    headers.write(fd, attempt.log_path, header_text(attempt.task.name, attempt.number))
 
 
 def open_log(attempt: Attempt) -> int:
@@ -96,9 +98,9 @@ class ShellAttempt(RunningAttempt):
         fd = open_log(self.attempt)
         try:
             if index == 0:
-                os.write(fd, attempt_header(self.attempt, "started"))
+                write_header(fd, self.attempt)
             if kind == "setup" or index > 0:
-                os.write(fd, f"--- {kind} ---\n".encode())
+                os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))
             popen = spawn.start([self.attempt.task.shell, "-c", command], self.attempt.env,
                                 str(self.attempt.workdir), devnull(), fd)
         except FileNotFoundError as exc:

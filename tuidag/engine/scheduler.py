@@ -23,6 +23,7 @@ from ..model.spec import DagSpec, FailurePolicy
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
+from .log_headers import LogHeaders
 from .workers import WorkerPool
 
 
@@ -111,6 +112,7 @@ class Scheduler:
         self.max_parallel = max(1, max_parallel or dag.max_parallel)
         self.kill_grace = dag.kill_grace if kill_grace is None else kill_grace
         self.clock = clock
+        self.log_headers = LogHeaders()  # which bytes of the task logs are attempt headers
         self._lock = threading.Lock()
         self._deliver_lock = threading.Lock()
         self._outbox: deque[Event] = deque()
@@ -252,12 +254,17 @@ class Scheduler:
         self._flush()
         return names
 
-    def pause(self) -> None:
+    def pause(self) -> bool:
+        """Hold back every task that has not started. Refused (False) once the run is finished: there is nothing to
+        hold, and a pause kept past the end would silently hold a later re-run."""
         with self._lock:
+            if self._done.is_set():
+                return False
             if not self._paused:
                 self._paused = True
                 self._run_event("paused")
         self._flush()
+        return True
 
     def resume(self) -> None:
         with self._lock:
@@ -357,7 +364,7 @@ class Scheduler:
         attempt = Attempt(
             run_id=self.run_id, task=spec, number=number,
             env=TaskEnvironment(self._base_env, {**spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)}),
-            workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path,
+            workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
         )
         try:
@@ -457,6 +464,9 @@ class Scheduler:
                 counts[t.state.value] = counts.get(t.state.value, 0) + 1
             outcome = "succeeded" if counts.get("SUCCEEDED", 0) == len(self._tasks) else "failed"
             detail = outcome + " " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+            if self._paused:  # everything ended while paused (cancelled): a later re-run must not be held
+                self._paused = False
+                self._run_event("resumed")
             self._run_event("finished", detail)
             self._done.set()
 

@@ -54,6 +54,9 @@ HEADER_INTERVAL = 0.2  # counts and progress repaint at most this often (a big r
 TICK_INTERVAL = 1.0
 GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the youngest generation (Python default: 700)
 RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
+#: The footer's keys, most important first: on a narrow terminal it drops them from the end of this list.
+FOOTER_PRIORITY = ("quit", "help", "cancel_branch", "rerun", "pause", "search", "combined", "cancel_all", "follow",
+                   "wrap")
 
 
 class SearchBar(Input):
@@ -90,6 +93,7 @@ class TuidagApp(App[None]):
         Binding("a", "combined", "All logs",
                 tooltip="Toggle the combined view: output of all tasks interleaved, each line prefixed by its task"),
         Binding("q", "quit", "Quit", tooltip="Quit; while tasks run, asks, then stops every task first"),
+        Binding("escape", "focus_graph", "Graph", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True,
                 tooltip="Stop every task now (no question) and quit when all are gone"),
@@ -135,12 +139,12 @@ class TuidagApp(App[None]):
         self.canvas = DagCanvas(self.graph, self.model, self._parents, dag.children, on_select=self._show_log_of,
                                 id="graph")
         self.canvas.border_title = f"{dag.name} · {self.model.total} tasks"
-        self.canvas.border_subtitle = "←↑↓→ hjkl select · c cancel · r re-run"
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
-        self.footer = KeyFooter()
+        self._focus_before_search: DagCanvas | LogView = self.canvas
+        self.footer = KeyFooter(priority=FOOTER_PRIORITY)
 
     # ---------------------------------------------------------------------------------------------- engine side
     def engine_event(self, event: Event) -> None:
@@ -297,13 +301,19 @@ class TuidagApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_help()))
 
-    def key_help(self) -> list[tuple[str, str]]:
-        rows = [(" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
-                for b in DagCanvas.BINDINGS]
-        rows.append(("tab", "Switch focus between the graph and the log pane"))
-        rows += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
-        rows.append(("click", "Select a task"))
-        return rows
+    def key_help(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The help screen's sections: where the keys work, and each key with what it does."""
+        graph = [(" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
+                 for b in DagCanvas.BINDINGS]
+        graph.append(("click", "Select a task"))
+        log = [("↑ ↓", "Scroll a line (scrolling up stops following)"),
+               ("PgUp PgDn", "Scroll a page"),
+               ("Home End", "Go to the first line / the last line (End follows the end again)"),
+               ("← →", "Scroll sideways (when not wrapping)"),
+               ("esc", "Back to the graph")]
+        anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
+        anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
+        return [("In the graph", graph), ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -362,18 +372,25 @@ class TuidagApp(App[None]):
             return
         if self.scheduler.paused:
             self.scheduler.resume()
-        else:
-            self.scheduler.pause()
+        elif not self.scheduler.pause():
+            self.notify("the run is finished: nothing left to pause (r re-runs the selected task)")
 
     async def action_search(self) -> None:
         if not self.search_bar.is_attached:
             await self.footer.screen.mount(self.search_bar, before=self.footer)  # the run screen, even under a dialog
+        if self.focused in (self.canvas, self.log_pane):
+            self._focus_before_search = self.focused
         self.search_bar.add_class("visible")
         self.search_bar.focus()
 
     def close_search(self) -> None:
+        """Leave the search bar for the pane the user was in (the graph's keys must work again right away)."""
         self.search_bar.remove_class("visible")
-        self.log_pane.focus()
+        self._focus_before_search.focus()
+
+    def action_focus_graph(self) -> None:
+        """Esc in the log pane: back to the graph."""
+        self.canvas.focus()
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:

@@ -4,24 +4,35 @@ It is an engine observer like the UI. The observer callback only appends to a de
 tails the log files of running tasks, so a slow terminal or pipe never stalls the engine. Output of a task is read
 from its log file (the file is the source of truth, written by the task itself), and a task's remaining output is
 printed before the line that says it ended.
+
+Task output is untrusted and goes through `terminal_text` whether stdout is a terminal or not (a CI log viewer is a
+terminal too): colours are kept, any other control sequence is neutralised, a `\r` overwrites only within its own line
+(after the `[task]` prefix), and a line longer than `LINE_CAP` is cut with a marker. Logs are read a chunk at a time,
+so memory stays bounded whatever a task prints. Attempt headers are left out by the byte ranges tuidag recorded
+(`LogHeaders`), never by their text.
 """
 from __future__ import annotations
 
 import os
 import threading
 from collections import deque
-from typing import TextIO
+from typing import Iterator, TextIO
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
+from ..engine.log_headers import LogHeaders
 from ..model.durations import format_duration
 from ..model.state import TaskState
+from .terminal_text import LineAssembler, terminal_line, terminal_lines
 
 S = TaskState
 _COLOURS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96]
 _STATE_COLOURS = {S.SUCCEEDED: 32, S.FAILED: 31, S.CANCELLED: 33, S.SKIPPED: 90, S.RUNNING: 36, S.RETRYING: 35,
                   S.CANCELLING: 33, S.QUEUED: 37, S.PENDING: 37}
-_HEADER_PREFIX = b"=== tuidag: "
 _READ_CHUNK = 1 << 16
+_ROUND_BYTES = 1 << 20  # read from each running task's log per round, so one flood cannot hold up the others
+LINE_CAP = 1 << 20
+"""Bytes of one line printed at most; the rest is in the log file."""
+_CUT_MARKER = " \u2026 [tuidag: line cut, %d more bytes in the log file]".encode()
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -34,44 +45,55 @@ def use_colour(stream: TextIO) -> bool:
 
 
 class _Tail:
-    """Reads what a task appended to its log since the last read. The offset survives retries and re-runs, so
-    output already printed is never printed again."""
+    """Reads what a task appended to its log since the last read, as display lines, leaving out tuidag's attempt
+    headers. The offset survives retries and re-runs, so output already printed is never printed again."""
 
-    __slots__ = ("path", "offset", "pending")
+    __slots__ = ("path", "offset", "lines", "behind")
 
     def __init__(self, path: str):
         self.path = path
         self.offset = 0
-        self.pending = b""  # an incomplete last line
+        self.lines = LineAssembler(LINE_CAP, _CUT_MARKER)  # holds the incomplete last line
+        self.behind = False  # the last read stopped at its limit, before the end of the file
 
-    def read(self) -> list[bytes]:
+    def read(self, headers: LogHeaders, stop_at: int | None = None, limit: int | None = None
+             ) -> Iterator[list[bytes]]:
+        """The lines completed since the last read, a chunk at a time, from about `limit` bytes at most. With
+        `stop_at`, only up to the header of attempt `stop_at + 1` if there is one: what attempts up to `stop_at`
+        wrote."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
-            return []
-        chunks = [self.pending]
+            return
         try:
-            while data := os.pread(fd, _READ_CHUNK, self.offset):
-                chunks.append(data)
-                self.offset += len(data)
+            size, spans = headers.snapshot(fd, self.path)
+            end = size if limit is None else min(size, self.offset + limit)
+            self.behind = end < size
+            for number, span in enumerate(spans):
+                if span.end <= self.offset:
+                    continue
+                if span.start >= end:
+                    break
+                yield from self._read_to(fd, span.start)
+                if stop_at is not None and number >= stop_at:
+                    return
+                yield self.lines.flush()  # a header starts a line: the text before it was a line of its own
+                self.offset = span.end
+            yield from self._read_to(fd, end)
         finally:
             os.close(fd)
-        lines = b"".join(chunks).split(b"\n")
-        self.pending = lines.pop()
-        return lines
 
-    def read_all(self) -> list[bytes]:
-        """Everything up to the end, the incomplete last line included: the writer is done."""
-        lines = self.read()
-        if self.pending:
-            lines.append(self.pending)
-            self.pending = b""
-        return lines
+    def _read_to(self, fd: int, end: int) -> Iterator[list[bytes]]:
+        while self.offset < end and (data := os.pread(fd, min(_READ_CHUNK, end - self.offset), self.offset)):
+            self.offset += len(data)
+            yield self.lines.feed(data)
 
 
 class HeadlessReporter:
-    def __init__(self, out: TextIO, quiet: bool = False, colour: bool = False, interval: float = 0.05):
+    def __init__(self, out: TextIO, headers: LogHeaders, quiet: bool = False, colour: bool = False,
+                 interval: float = 0.05):
         self.out = out
+        self.headers = headers
         self.quiet = quiet
         self.colour = colour
         self.interval = interval
@@ -109,17 +131,19 @@ class HeadlessReporter:
     def _loop(self) -> None:
         while True:
             stopping = self._stop
-            self._drain()
+            behind = self._drain()
             self.out.flush()
             if stopping:
                 break
-            self._wake.wait(self.interval)
-            self._wake.clear()
+            if not behind:
+                self._wake.wait(self.interval)
+                self._wake.clear()
         for name in sorted(self._live):
-            self._emit_lines(name, self._tails[name].read_all())
+            self._read_to_end(name)
         self._live.clear()
 
-    def _drain(self) -> None:
+    def _drain(self) -> bool:
+        """Print the events so far, and a round of what running tasks printed; True if a log has more to read."""
         while self._events:
             event = self._events.popleft()
             if isinstance(event, RunEvent):
@@ -127,8 +151,13 @@ class HeadlessReporter:
                     self._write(f"tuidag: scheduling {event.kind}\n")
                 continue
             self._on_task(event)
+        behind = False
         for name in self._live:
-            self._emit_lines(name, self._tails[name].read())
+            tail = self._tails[name]
+            for lines in tail.read(self.headers, limit=_ROUND_BYTES):
+                self._emit_lines(name, lines)
+            behind |= tail.behind
+        return behind
 
     def _on_task(self, event: TaskEvent) -> None:
         snap = event.snapshot
@@ -138,17 +167,21 @@ class HeadlessReporter:
             self._live.add(name)
         elif name in self._live and (snap.state.terminal or snap.state is S.RETRYING):
             self._live.discard(name)
-            self._emit_lines(name, self._tails[name].read_all())
+            self._read_to_end(name, snap.attempt)
         if event.is_transition and snap.state is not S.QUEUED:
             self._write(self._prefix(name) + self._describe(snap) + "\n")
 
+    def _read_to_end(self, name: str, attempt: int | None = None) -> None:
+        """Print the rest of a task's output, its incomplete last line included: the writer is done. Given the
+        attempt that just ended, stop at the next attempt's header (when the printer is behind, it may be there)."""
+        tail = self._tails[name]
+        for lines in tail.read(self.headers, attempt):
+            self._emit_lines(name, lines)
+        self._emit_lines(name, tail.lines.flush())
+
     def _emit_lines(self, name: str, lines: list[bytes]) -> None:
-        if not lines:
-            return
-        prefix = self._prefix(name)
-        text = "".join(prefix + line.decode("utf-8", "replace").rstrip("\r") + "\n"
-                       for line in lines if not line.startswith(_HEADER_PREFIX))
-        self._write(text)
+        if lines:
+            self._write(terminal_lines(lines, self._prefix(name)))
 
     def _prefix(self, name: str) -> str:
         label = f"[{name}]".ljust(self._width + 2)
@@ -166,12 +199,15 @@ class HeadlessReporter:
         elif snap.state.terminal and snap.started_at is not None and snap.finished_at is not None:
             text += f" in {format_duration(snap.finished_at - snap.started_at)}"
         if snap.reason and snap.state is not S.SUCCEEDED:
-            text += f": {snap.reason}"
+            text += f": {terminal_line(snap.reason)}"  # a callable's exception message is the task's text
         return text
 
     def _write(self, text: str) -> None:
         try:
             self.out.write(text)
+        except UnicodeEncodeError:  # stdout's encoding lacks a character: show the rest rather than nothing
+            encoding = getattr(self.out, "encoding", None) or "ascii"
+            self._write(text.encode(encoding, "replace").decode(encoding))
         except (BrokenPipeError, ValueError):
             pass
 

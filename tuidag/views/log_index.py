@@ -18,7 +18,6 @@ import itertools
 import logging
 import operator
 import os
-import re
 import threading
 import time
 import weakref
@@ -28,6 +27,8 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
+from .terminal_text import printable, strip_ansi, visible_part  # noqa: F401  (printable: for the log pane)
+
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
@@ -35,36 +36,6 @@ CHUNK = 1 << 20
 
 LONG_LINE_SEARCH_CHARS = 8 << 20
 """Lines longer than a chunk are searched in their first this many characters only (bounds memory)."""
-
-# Any escape sequence: CSI (colours, cursor moves), OSC (titles, hyperlinks; BEL- or ST-terminated), two-byte
-# escapes, or a stray ESC.
-_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])?")
-_SGR = re.compile(r"\x1b\[[0-9;:]*m")
-# Characters a terminal would act on rather than print (tab and ESC excepted), plus the ones `str.splitlines` breaks
-# on: left in, they would corrupt the screen or split one log line into several rendered lines.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1a\x1c-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def strip_ansi(text: str) -> str:
-    """The text a person reads: every escape sequence removed."""
-    return _ESCAPE.sub("", text) if "\x1b" in text else text
-
-
-def printable(text: str) -> str:
-    """Text safe to hand to `rich.text.Text.from_ansi`: colour (SGR) escapes only, control characters made visible."""
-    if "\x1b" in text:
-        text = _ESCAPE.sub(_keep_sgr, text)
-    return _CONTROL.sub("\ufffd", text)
-
-
-def _keep_sgr(match: re.Match[str]) -> str:
-    return match.group() if _SGR.fullmatch(match.group()) else ""
-
-
-def visible_part(raw: bytes) -> bytes:
-    """What a terminal would show of one line: the text after its last bare carriage return, without the ending."""
-    raw = raw.rstrip(b"\r\n")
-    return raw[raw.rfind(b"\r") + 1:]
 
 
 def _decode(raw: bytes) -> str:

@@ -1,4 +1,9 @@
-"""`tuidag logs`: print a task's log from a run folder, or follow it until the task ends."""
+"""`tuidag logs`: print a task's log from a run folder, or follow it until the task ends.
+
+The bytes go out as they are, unless they go to a terminal: then they are made safe (`terminal_text`: colours kept,
+other control sequences neutralised, a `\\r` overwrites within its line, a line cut at `LINE_CAP` with a marker), since
+a log holds whatever a task printed. `--raw` asks for the bytes on a terminal too.
+"""
 from __future__ import annotations
 
 import os
@@ -8,18 +13,46 @@ from typing import BinaryIO
 
 from ..store.journal import replay
 from ..store.runs import RunDir
+from .terminal_text import LineAssembler, terminal_lines
 
 _CHUNK = 1 << 20
+LINE_CAP = 1 << 20
+"""Bytes of one line shown on a terminal at most; `--raw` prints the rest."""
+_CUT_MARKER = " \u2026 [tuidag: line cut, %d more bytes; --raw prints them]".encode()
 
 
-def copy_log(path: Path, out: BinaryIO) -> None:
+class LogPrinter:
+    """Where log bytes go: to `out` as they are, or (`sanitize`) as terminal-safe lines."""
+
+    def __init__(self, out: BinaryIO, sanitize: bool, encoding: str = "utf-8"):
+        self.out = out
+        self.encoding = encoding  # the terminal's, for sanitized lines
+        self._lines = LineAssembler(LINE_CAP, _CUT_MARKER) if sanitize else None
+
+    def write(self, data: bytes) -> None:
+        if self._lines is None:
+            self.out.write(data)
+        elif lines := self._lines.feed(data):
+            self.out.write(terminal_lines(lines).encode(self.encoding, "replace"))
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def close(self) -> None:
+        """The log is over: print its incomplete last line too."""
+        if self._lines is not None and (lines := self._lines.flush()):
+            self.out.write(terminal_lines(lines).encode(self.encoding, "replace"))
+        self.out.flush()
+
+
+def copy_log(path: Path, out: LogPrinter) -> None:
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
             out.write(chunk)
-    out.flush()
+    out.close()
 
 
-def follow_log(run: RunDir, task: str, out: BinaryIO, poll: float = 0.1) -> None:
+def follow_log(run: RunDir, task: str, out: LogPrinter, poll: float = 0.1) -> None:
     """Print the log as it grows until the task is terminal (or its run's process is gone), then the rest."""
     path = run.log_path(task)
     offset = 0
@@ -30,11 +63,12 @@ def follow_log(run: RunDir, task: str, out: BinaryIO, poll: float = 0.1) -> None
         offset = _copy_from(path, offset, out)
         if done:
             _copy_from(path, offset, out)
+            out.close()
             return
         time.sleep(poll)
 
 
-def _copy_from(path: Path, offset: int, out: BinaryIO) -> int:
+def _copy_from(path: Path, offset: int, out: LogPrinter) -> int:
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -50,4 +84,3 @@ def _copy_from(path: Path, offset: int, out: BinaryIO) -> int:
         os.close(fd)
     out.flush()
     return offset
-

@@ -33,6 +33,10 @@ _LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├
 _HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣")
 MAX_CACHED_LINES = 512  # drawn canvas lines kept (a few screens): many more Strips would slow the garbage collector
 _UPSTREAM = re.compile(r"^upstream '(.+)' failed$")
+_INTERRUPTED = re.compile(r"^(?:cancelled: )?interrupted by (\S+)")
+# The subtitle says what the arrows do here, and only while they do: with the log pane focused they scroll it.
+FOCUSED_HINT = "←↑↓→ hjkl select · c cancel · r re-run"
+UNFOCUSED_HINT = "esc/tab: back to the graph"
 
 
 class DagCanvas(ScrollView, can_focus=True):
@@ -64,8 +68,15 @@ class DagCanvas(ScrollView, can_focus=True):
 
     def on_mount(self) -> None:
         self.virtual_size = Size(self.graph.width, self.graph.height)
+        self.border_subtitle = UNFOCUSED_HINT
         if self.selected:
             self.post_message(TaskSelected(self.selected))
+
+    def on_focus(self) -> None:
+        self.border_subtitle = FOCUSED_HINT
+
+    def on_blur(self) -> None:
+        self.border_subtitle = UNFOCUSED_HINT
 
     # -------------------------------------------------------------------------------------------------- painting
     def render_line(self, y: int) -> Strip:
@@ -153,25 +164,28 @@ class DagCanvas(ScrollView, can_focus=True):
         middle = [Segment(box["v"], border), Segment(" ", base), Segment(look.glyph, border), Segment(text, base),
                   Segment(out, border)]
 
-        detail = _fit(self._detail(snap), inner - 4)
+        detail = self._detail(snap, inner - 4)
         bottom = [Segment(box["bl"] + box["h"], border)]
         if detail:
             bottom += [Segment(" ", border), Segment(detail, base + Style(dim=not selected)), Segment(" ", border)]
         bottom.append(Segment(box["h"] * (inner - 1 - (len(detail) + 2 if detail else 0)) + box["br"], border))
         return [Strip(top, width), Strip(middle, width), Strip(bottom, width)]
 
-    def _detail(self, snap: TaskSnapshot) -> str:
+    def _detail(self, snap: TaskSnapshot, width: int) -> str:
+        """What the bottom border says, within `width` cells."""
         if snap.state is S.RUNNING:
             usage = self.model.usage.get(snap.name)
             if usage is not None:
-                return f"cpu {usage[0]:.0f}% mem {_bytes(usage[1])}"
-            return f"pid {snap.pid}" if snap.pid else ""
+                return _fit(f"cpu {usage[0]:.0f}% mem {_bytes(usage[1])}", width)
+            return _fit(f"pid {snap.pid}", width) if snap.pid else ""
         if snap.state is S.FAILED and snap.exit_code is not None:
-            extra = "" if snap.reason in (None, f"exit code {snap.exit_code}") else f" {snap.reason}"
-            return f"exit {snap.exit_code}{extra}"
+            code = f"exit {snap.exit_code}"
+            if snap.reason in (None, f"exit code {snap.exit_code}"):
+                return _fit(code, width)
+            return _fit(f"{code} {_short_reason(snap.reason, width - len(code) - 1)}", width)
         if snap.state is S.SUCCEEDED:
             return "reused" if snap.reused else ""
-        return _short_reason(snap.reason or "")
+        return _short_reason(snap.reason or "", width)
 
     def refresh_tasks(self, names: Iterable[str]) -> None:
         """Repaint these tiles only (their cached lines are rebuilt on the next paint)."""
@@ -196,13 +210,23 @@ class DagCanvas(ScrollView, can_focus=True):
         previous, self.selected = self.selected, name
         self.refresh_tasks([n for n in (previous, name) if n])
         if scroll:
-            tile = self.graph.tiles[name]
-            self.scroll_to_region(Region(tile.x, tile.y, tile.width, tile.height), spacing=Spacing(1, 4, 1, 4),
-                                  animate=False, immediate=True)
+            self.scroll_to_selected()
         if self.on_select is not None:
             self.on_select(name)
         else:
             self.post_message(TaskSelected(name))
+
+    def scroll_to_selected(self) -> None:
+        """Scroll the least that brings the selected tile (and a margin) into view."""
+        if self.selected is None or not self.scrollable_content_region:
+            return
+        tile = self.graph.tiles[self.selected]
+        self.scroll_to_region(Region(tile.x, tile.y, tile.width, tile.height), spacing=Spacing(1, 4, 1, 4),
+                              animate=False, immediate=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Also the first layout: a selection far down a tall column is shown at start, and after any resize."""
+        self.scroll_to_selected()
 
     def action_move(self, direction: str) -> None:
         if self.selected is None:
@@ -233,12 +257,19 @@ class DagCanvas(ScrollView, can_focus=True):
             self.select(name, scroll=False)
 
 
-def _short_reason(reason: str) -> str:
-    """Reasons as the engine words them, cut to what fits a tile: the state word is already on the tile."""
+def _short_reason(reason: str, width: int) -> str:
+    """A reason as the engine words it, shortened to its meaningful part within `width` cells: the state word is
+    already on the tile, so `cancelled: tuidag quit` shows `tuidag quit`, `interrupted by SIGINT` shows `by SIGINT`
+    (not `interrupted by …`), and an upstream failure keeps `failed` while the task's name is cut."""
     upstream = _UPSTREAM.match(reason)
     if upstream:
-        return f"← {upstream.group(1)} failed"
-    return reason.removeprefix("cancelled ").removeprefix("cancelled: ")
+        name = upstream.group(1)
+        room = width - len("← ") - len(" failed")
+        return f"← {_fit(name, room)} failed" if room >= 4 or len(name) <= room else _fit(f"← {name}", width)
+    interrupted = _INTERRUPTED.match(reason)
+    if interrupted:
+        reason = f"by {interrupted.group(1)}"
+    return _fit(reason.removeprefix("cancelled: ").removeprefix("cancelled ").removeprefix("raised "), width)
 
 
 def _duration(snap: TaskSnapshot, now: float) -> str:

@@ -5,10 +5,13 @@ whenever the bindings may have changed, and each recomposition lays the whole sc
 tasks it was a third of the UI thread's start-up (~0.1 s of CPU while the first tasks start). This footer renders a
 `Text` instead, so a change of focus or bindings only repaints one line. It looks like Textual's (same design tokens)
 and a click on a key presses it.
+
+When the keys don't fit the width, the least important ones (by the `priority` the app gives) are left out, not the
+last ones, and a `… N more` key says so (it opens the help, which lists every key).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from rich.style import Style
 from rich.text import Text
@@ -27,6 +30,17 @@ class _Key(NamedTuple):
     display: str
     description: str
     enabled: bool
+    action: str = ""
+
+
+def _cells(key: _Key) -> int:
+    """Cells a key takes on the line: ` k description `."""
+    return len(key.display) + len(key.description) + 3
+
+
+def _palette_cells(key: _Key, short: bool = False) -> int:
+    """Cells the palette's key takes at the right end: `▏^p description `, or `▏^p ` when short."""
+    return len(key.display) + 2 + (0 if short else len(key.description) + 1)
 
 
 class KeyFooter(Widget, can_focus=False):
@@ -50,8 +64,12 @@ class KeyFooter(Widget, can_focus=False):
     }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, priority: Sequence[str] = (), more_key: str = "question_mark", id: str | None = None) -> None:
+        """`priority`: actions, most important first, kept longest when the line is too narrow (the others follow in
+        the order they are shown). `more_key` is pressed by a click on the `… N more` key."""
         super().__init__(id=id)
+        self.priority = {action: rank for rank, action in enumerate(priority)}
+        self.more_key = more_key
         self._spans: list[tuple[int, int, _Key]] = []  # (first cell, end cell, key) as last rendered, for clicks
 
     def on_mount(self) -> None:
@@ -70,7 +88,8 @@ class KeyFooter(Widget, can_focus=False):
         shown: dict[str, _Key] = {}
         for key, (_, binding, enabled, _tooltip) in bindings.items():
             if binding.show and binding.action not in shown:
-                shown[binding.action] = _Key(key, self.app.get_key_display(binding), binding.description, enabled)
+                shown[binding.action] = _Key(key, self.app.get_key_display(binding), binding.description, enabled,
+                                             binding.action)
         palette = None
         if self.app.ENABLE_COMMAND_PALETTE and self.app.COMMAND_PALETTE_BINDING in bindings:
             _, binding, enabled, _tooltip = bindings[self.app.COMMAND_PALETTE_BINDING]
@@ -80,32 +99,54 @@ class KeyFooter(Widget, can_focus=False):
 
     def render(self) -> Text:
         keys, palette = self.keys()
+        width = self.size.width
+        shown = self._fitting(keys, width - (_palette_cells(palette, short=True) if palette else 0))
         key_style = self.get_component_rich_style("key-footer--key")
         description_style = self.get_component_rich_style("key-footer--description")
         text = Text(no_wrap=True, overflow="crop", end="")
         self._spans = []
 
-        def add(key: _Key) -> None:
+        def add(key: _Key, style: Style = _ENABLED) -> None:
             start = text.cell_len
-            dim = _ENABLED if key.enabled else _DISABLED
+            dim = style if key.enabled else _DISABLED
             text.append(f" {key.display} ", key_style + dim)
             text.append(f"{key.description} ", description_style + dim)
             self._spans.append((start, text.cell_len, key))
 
-        for key in keys:
+        for key in shown:
             add(key)
+        if len(shown) < len(keys):
+            add(_Key(self.more_key, "…", f"{len(keys) - len(shown)} more", True), _DISABLED)
         if palette is not None:
-            right = Text(no_wrap=True, end="")
-            right.append("▏", description_style + _DISABLED)
-            right.append(f"{palette.display} ", key_style)
-            right.append(f"{palette.description} ", description_style)
-            gap = self.size.width - text.cell_len - right.cell_len
+            gap = width - text.cell_len - _palette_cells(palette)
+            short = gap < 1
+            if short:
+                gap = width - text.cell_len - _palette_cells(palette, short=True)
             if gap >= 1:
                 text.append(" " * gap)
                 start = text.cell_len
-                text.append_text(right)
+                text.append("▏", description_style + _DISABLED)
+                text.append(f"{palette.display} ", key_style)
+                if not short:
+                    text.append(f"{palette.description} ", description_style)
                 self._spans.append((start, text.cell_len, palette))
         return text
+
+    def _fitting(self, keys: list[_Key], width: int) -> list[_Key]:
+        """The keys that fit `width` cells (with the `… N more` key when some don't), in their order: the least
+        important are dropped first."""
+        if sum(_cells(k) for k in keys) <= width:
+            return keys
+        width -= _cells(_Key("", "…", f"{len(keys)} more", True))
+        ranked = sorted(range(len(keys)), key=lambda i: (self.priority.get(keys[i].action, len(self.priority)), i))
+        kept: set[int] = set()
+        used = 0
+        for i in ranked:
+            if used + _cells(keys[i]) > width:
+                break
+            kept.add(i)
+            used += _cells(keys[i])
+        return [key for i, key in enumerate(keys) if i in kept]
 
     def on_click(self, event: events.Click) -> None:
         for start, end, key in self._spans:

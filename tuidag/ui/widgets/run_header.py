@@ -1,4 +1,9 @@
-"""The two header lines: which run this is and what it is doing; progress and counts per state."""
+"""The two header lines: which run this is and what it is doing; progress and counts per state.
+
+Each line is laid out for the width it gets, dropping what matters least first instead of wrapping or cutting the
+end off: on a narrow terminal the run id goes, then the `tuidag` badge and the words around the status and the
+counts, then the progress bar shrinks. What the run is doing, its elapsed time and the counts stay.
+"""
 from __future__ import annotations
 
 from rich.text import Text
@@ -10,7 +15,7 @@ from ..run_model import RunModel
 from ..state_style import COUNT_ORDER, LOOKS
 
 S = TaskState
-BAR_WIDTH = 30
+BAR_WIDTHS = (30, 20, 10)  # the progress bar's widths, from roomy to narrow (dropped after the narrowest)
 #: Terminal states in the order they fill the progress bar.
 _BAR_ORDER = (S.SUCCEEDED, S.FAILED, S.CANCELLED, S.SKIPPED)
 
@@ -24,37 +29,79 @@ class RunHeader(Widget):
 
     def render(self) -> Text:
         width = self.size.width
-        first = Text.assemble((" tuidag ", "bold reverse"), " ", (self.dag_name, "bold"), "  ",
-                              (f"run {self.run_id}", "dim"))
-        right = Text.assemble(self._status(), f"   elapsed {format_duration(self.model.elapsed())} ")
-        first.append(" " * max(1, width - first.cell_len - right.cell_len))
-        first.append_text(right)
-        second = Text(" ")
-        second.append_text(self._bar())
-        second.append(f" {self.model.done}/{self.model.total}  ")
-        for state in COUNT_ORDER:
-            n = self.model.counts[state]
-            if n:
-                look = LOOKS[state]
-                second.append(look.glyph, look.colour)
-                second.append(f" {n} {look.word}  ")
-        return Text("\n").join([first, second])
+        text = Text("\n").join([self._first_line(width), self._second_line(width)])
+        text.no_wrap, text.overflow = True, "crop"  # a line that is still too wide is cut, never wrapped
+        return text
 
-    def _status(self) -> Text:
+    def _first_line(self, width: int) -> Text:
+        """`tuidag  NAME  run ID` on the left, status and elapsed time on the right, in the first form that fits."""
+        elapsed = format_duration(self.model.elapsed())
+        badge = Text.assemble((" tuidag ", "bold reverse"), " ")
+        name = Text(self.dag_name, "bold")
+        run = Text(f"  run {self.run_id}", "dim")
+        statuses = self._statuses()
+        forms = [(left, Text.assemble(status, time))
+                 for status in statuses  # the fullest status first: it matters more than anything else dropped
+                 for left, time in ((Text.assemble(badge, name, run), f"   elapsed {elapsed} "),
+                                    (Text.assemble(badge, name), f"   elapsed {elapsed} "),
+                                    (Text.assemble(" ", name), f"  {elapsed} "))]
+        for left, right in forms:
+            if left.cell_len + 1 + right.cell_len <= width:
+                return _spread(left, right, width)
+        # Narrower still: the status and time win, the name gets what is left (cut with an ellipsis).
+        right = Text.assemble(" ", statuses[-1], f" {elapsed} ")
+        room = width - right.cell_len - 2
+        if room >= 4:
+            name.truncate(room, overflow="ellipsis")
+            return _spread(Text.assemble(" ", name), right, width)
+        return right
+
+    def _statuses(self) -> list[Text]:
+        """What the run is doing, from the fullest wording to the shortest."""
         model = self.model
         if model.finished:
             failed = {s: model.counts[s] for s in _BAR_ORDER[1:] if model.counts[s]}
             if not failed:
-                return Text(f"✔ finished: all {model.total} succeeded · q quits", LOOKS[S.SUCCEEDED].colour)
+                ok = LOOKS[S.SUCCEEDED].colour
+                return [Text(f"✔ finished: all {model.total} succeeded · q quits", ok),
+                        Text(f"✔ finished: all {model.total} succeeded", ok), Text("✔ finished", ok)]
             parts = ", ".join(f"{n} {LOOKS[s].word}" for s, n in failed.items())
-            return Text(f"✘ finished: {parts} · q quits", LOOKS[S.FAILED].colour)
+            bad = LOOKS[S.FAILED].colour
+            return [Text(f"✘ finished: {parts} · q quits", bad), Text(f"✘ finished: {parts}", bad),
+                    Text(f"✘ {parts}", bad), Text("✘ finished", bad)]
         if model.stopping:
-            return Text("⊗ stopping… waiting for every process to exit", LOOKS[S.CANCELLING].colour)
+            colour = LOOKS[S.CANCELLING].colour
+            return [Text("⊗ stopping… waiting for every process to exit", colour), Text("⊗ stopping…", colour)]
         if model.paused:
-            return Text(" ‖ PAUSED: nothing new starts · p resumes ", "bold reverse #d7d700")
-        return Text("● running", LOOKS[S.RUNNING].colour)
+            paused = "bold reverse #d7d700"
+            return [Text(" ‖ PAUSED: nothing new starts · p resumes ", paused),
+                    Text(" ‖ PAUSED · p resumes ", paused), Text(" ‖ PAUSED ", paused)]
+        return [Text("● running", LOOKS[S.RUNNING].colour)]
 
-    def _bar(self) -> Text:
+    def _second_line(self, width: int) -> Text:
+        """Progress bar, done/total and the count of each state, in the first form that fits."""
+        model = self.model
+        done = f" {model.done}/{model.total}  "
+        counts = [(LOOKS[state], model.counts[state]) for state in COUNT_ORDER if model.counts[state]]
+        worded = Text()
+        bare = Text()
+        for look, n in counts:
+            worded.append(look.glyph, look.colour)
+            worded.append(f" {n} {look.word}  ")
+            bare.append(look.glyph, look.colour)
+            bare.append(f"{n} ")
+        forms = [(bar, worded) for bar in BAR_WIDTHS] + [(0, worded), (BAR_WIDTHS[-1], bare), (0, bare)]
+        for bar_width, tally in forms:
+            line = Text(" ")
+            if bar_width:
+                line.append_text(self._bar(bar_width))
+            line.append(done if bar_width else done.lstrip())
+            line.append_text(tally)
+            if line.cell_len <= width:
+                return line
+        return line  # the shortest form, cropped by the widget
+
+    def _bar(self, width: int) -> Text:
         """Finished tasks as a bar coloured by outcome, the rest dim."""
         total = max(1, self.model.total)
         bar = Text()
@@ -62,8 +109,13 @@ class RunHeader(Widget):
         done = 0
         for state in _BAR_ORDER:
             done += self.model.counts[state]
-            upto = done * BAR_WIDTH // total
+            upto = done * width // total
             bar.append("━" * (upto - filled), LOOKS[state].colour)
             filled = upto
-        bar.append("━" * (BAR_WIDTH - filled), "#444444")
+        bar.append("━" * (width - filled), "#444444")
         return bar
+
+
+def _spread(left: Text, right: Text, width: int) -> Text:
+    """`left`, blank space, `right` flush with the right edge."""
+    return Text.assemble(left, " " * max(1, width - left.cell_len - right.cell_len), right)

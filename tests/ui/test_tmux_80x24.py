@@ -1,0 +1,127 @@
+"""The real binary in a real 80x24 terminal (tmux): every screen usable, nothing wrapped or cut that matters, the
+selection in view, and the graph's keys alive after a search."""
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from test_tmux import Tmux, leftovers, task_pids
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+SMALL = (80, 24)
+SEARCH_BAR = "▊▔▔▔"  # the search bar's top edge
+DAG = """\
+name: small
+tasks:
+  slow:
+    run: echo $$ >> pids; sleep 30 & echo $! >> pids; echo slow started; wait
+  after:
+    depends_on: slow
+    run: "true"
+  other:
+    run: echo $$ >> pids; sleep 30 & echo $! >> pids; echo other started; wait
+"""
+WIDE = "name: wide\ntasks:\n  setup: {run: 'true'}\n" + "".join(
+    f"  worker-{i:02d}: {{run: 'sleep 30', depends_on: setup}}\n" for i in range(40)) + \
+    "  gather: {run: 'true', depends_on: [" + ", ".join(f"worker-{i:02d}" for i in range(40)) + "]}\n"
+CHAIN = "name: chain\ntasks:\n  s0: {run: 'sleep 30'}\n" + "".join(
+    f"  s{i}: {{run: 'true', depends_on: s{i - 1}}}\n" for i in range(1, 6))  # 6 columns: wider than 160
+
+
+@pytest.fixture
+def small(tmp_path):
+    session = Tmux(tmp_path, DAG, size=SMALL)
+    yield session
+    session.kill()
+
+
+def lines(tmux: Tmux) -> list[str]:
+    return tmux.screen().splitlines()
+
+
+def wait_gone(tmux: Tmux, text: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while text in (screen := tmux.screen()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} still on screen after {timeout}s:\n{screen}")
+        time.sleep(0.05)
+    return screen
+
+
+def test_every_screen_is_usable_at_80x24(small):
+    small.wait_for("2 running")
+    procs = task_pids(small.workdir)
+    header, counts = lines(small)[:2]
+    assert "● running" in header and "elapsed" in header
+    assert "━" in counts and "0/3" in counts and "2 running" in counts
+    footer = lines(small)[-1]
+    assert "q Quit" in footer and "more" in footer and "? Help" in footer
+
+    small.keys("?")
+    screen = small.wait_for("tuidag keys")
+    assert "Esc/? close" in screen and "In the graph" in screen
+    seen = screen
+    for _ in range(6):
+        small.keys("PageDown")
+        time.sleep(0.1)
+        seen += small.screen()
+    for row in ("PgUp PgDn", "Home End", "Toggle wrapping", "bottom of the log", "combined view", "^c"):
+        assert row in seen, row
+    small.keys("Escape")
+    wait_gone(small, "tuidag keys")
+
+    small.keys("C")
+    screen = small.wait_for("Cancel every unfinished task?")
+    assert "No (n/Esc)" in screen and "Yes (y)" in screen and "n/Esc abort" in screen
+    small.keys("Enter")  # the safe default: nothing is cancelled
+    wait_gone(small, "Cancel every unfinished task?")
+    assert "2 running" in small.screen() and "cancelled" not in small.screen()
+
+    small.keys("q")
+    small.wait_for("Quit? The run is not finished")
+    small.keys("y")
+    assert small.wait_exit() == 1
+    assert leftovers(small.workdir, procs) == []
+
+
+def test_graph_keys_work_after_a_search(small):
+    small.wait_for("2 running")
+    small.wait_for("┏━ slow ")
+    small.keys("/")
+    small.wait_for(SEARCH_BAR)
+    small.keys("started", "Enter")
+    wait_gone(small, SEARCH_BAR)
+    small.keys("j")  # the graph has the focus back: the selection moves
+    small.wait_for("┏━ other ")
+    small.keys("/")
+    small.wait_for(SEARCH_BAR)
+    small.keys("Escape")
+    wait_gone(small, SEARCH_BAR)
+    small.keys("k")
+    small.wait_for("┏━ slow ")
+    assert "hjkl select" in small.screen()
+
+
+def test_the_selection_is_in_view_at_start(tmp_path):
+    wide = Tmux(tmp_path, WIDE, size=SMALL)
+    try:
+        wide.wait_for("┏━ setup ")  # the first task, in the middle of a column far taller than the screen
+    finally:
+        wide.kill()
+
+
+def test_the_selection_stays_in_view_after_a_resize(tmp_path):
+    chain = Tmux(tmp_path, CHAIN, size=(160, 45))
+    try:
+        chain.wait_for("╭─ s5 ")
+        for _ in range(5):
+            chain.keys("l")
+        chain.wait_for("┏━ s5 ")
+        chain.resize(*SMALL)
+        chain.wait_for("┏━ s5 ")  # scrolled sideways to keep it in view
+        assert "s0 " not in chain.screen()
+    finally:
+        chain.kill()
