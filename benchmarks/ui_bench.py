@@ -4,13 +4,16 @@
 2. key latency: `j` pressed on that graph while it runs, to the repaint showing the new selection (< 100 ms);
 3. flood: one task writes 100 MB as fast as it can while the log pane follows it (and again in the combined view):
    event-loop lag (< 100 ms) and RSS growth (< 100 MB);
-4. overhead: the 1,000-task layered DAG of `true` under the app vs the headless reporter (same process, -j 8), for
+4. first line: a task selected before its log exists starts and writes a line (its wall-clock time): how long until
+   the log pane painted it (< 100 ms);
+5. overhead: the 1,000-task layered DAG of `true` under the app vs the headless reporter (same process, -j 8), for
    the first run of the DAG in a state dir and for a run again (the graph's layout then comes from the cache).
    `--dir /dev/shm` keeps the file system out of it (see core_bench.py).
 
     python benchmarks/ui_bench.py              # 3 repeats, medians
     python benchmarks/ui_bench.py --repeats 5
     python benchmarks/ui_bench.py --only overhead --repeats 7
+    python benchmarks/ui_bench.py --only first-line
 """
 from __future__ import annotations
 
@@ -134,6 +137,43 @@ async def flood(state: Path, combined: bool) -> tuple[float, float, float, float
     return statistics.median(lags), max(lags), (peak[0] - baseline) / 2**20, seconds
 
 
+async def first_lines(state: Path, trials: int = 10) -> list[float]:
+    """Seconds from a task writing its first line to the log pane painting it; the task is selected before its log
+    file exists (its upstream waits for a flag), so the pane starts watching the file only when it appears."""
+    tasks = []
+    for i in range(trials):
+        tasks.append((f"gate{i}", []))
+        tasks.append((f"late{i}", [f"gate{i}"]))
+    specs = {name: TaskSpec(name=name, depends_on=tuple(deps),
+                            run=(f"while [ ! -f {state}/{name}.go ]; do sleep 0.005; done" if not deps else
+                                 "date +%s.%N; sleep 0.5"))
+             for name, deps in tasks}
+    session = RunSession.create(DagSpec(name="bench", tasks=specs, max_parallel=2 * trials, kill_grace=0.5), state)
+    app = TuidagApp(session)
+    latencies = []
+    try:
+        async with app.run_test(headless=True, size=SIZE):
+            for i in range(trials):
+                app.canvas.select(f"late{i}")
+                await wait_until(lambda: app.log_pane.path == session.run.log_path(f"late{i}"))
+                await asyncio.sleep(0.3)  # settled on the selection, as a user would be
+                (state / f"gate{i}.go").touch()
+
+                def written() -> float | None:
+                    for y in range(app.log_pane.scrollable_content_region.height):
+                        text = app.log_pane.render_line(y).text.strip()
+                        if text[:1].isdigit():
+                            return float(text)
+                    return None
+
+                await wait_until(lambda: written() is not None, timeout=10)
+                await painted(app)
+                latencies.append(time.time() - written())
+    finally:
+        stop(session)
+    return latencies
+
+
 def run_span(session: RunSession) -> list[float]:
     """Filled with the engine's own start and finish times: the run without the front end's start-up."""
     span: list[float] = []
@@ -166,10 +206,11 @@ def headless_run(state: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", nargs="+", choices=["first-frame", "flood", "overhead"], help="measure these parts only")
+    parser.add_argument("--only", nargs="+", choices=["first-frame", "flood", "first-line", "overhead"],
+                        help="measure these parts only")
     parser.add_argument("--dir", help="where state dirs and logs are written (default: the temp dir)")
     args = parser.parse_args()
-    wanted = set(args.only or ["first-frame", "flood", "overhead"])
+    wanted = set(args.only or ["first-frame", "flood", "first-line", "overhead"])
     with tempfile.TemporaryDirectory(prefix="tuidag-ui-bench-", dir=args.dir) as tmp:
         def state(tag: str, i: int) -> Path:
             path = Path(tmp) / f"{tag}-{i}"
@@ -191,6 +232,11 @@ def main() -> None:
             view = "combined view" if combined else "task log     "
             print(f"100 MB flood, {view}: loop lag median {lag * 1000:.1f} ms, max {worst * 1000:.0f} ms "
                   f"(target < 100 ms); RSS growth {rss:.0f} MB (target < 100 MB); caught up in {secs:.1f} s")
+        lines = [t for i in range(args.repeats if "first-line" in wanted else 0)
+                 for t in asyncio.run(first_lines(state("first-line", i)))]
+        if lines:
+            print(f"a new task's first line, written -> on screen: median {statistics.median(lines) * 1000:.0f} ms, "
+                  f"max {max(lines) * 1000:.0f} ms over {len(lines)} tasks   (target < 100 ms)")
         first, again, plain = [], [], []
         if "overhead" in wanted:
             seen = state("seen", 0)  # the state dir of a DAG run before: its layout is in the cache

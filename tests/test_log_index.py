@@ -287,6 +287,85 @@ def test_combined_refresh_in_slices_and_truncation(tmp_path: Path) -> None:
     assert combined.line(combined.line_count - 1) == "[a] again"
 
 
+def written(path: Path, lines: list[str], at: float) -> Path:
+    """A log holding `lines`, last modified at `at` (wall clock)."""
+    append(path, "".join(f"{line}\n" for line in lines))
+    os.utime(path, (at, at))
+    return path
+
+
+def test_combined_orders_a_backlog_by_when_it_was_written_not_by_file(tmp_path: Path) -> None:
+    """Opened late: a task that finished before another started comes first, whatever order they were added in."""
+    export = written(tmp_path / "export.log", ["export 1", "error: disk quota exceeded"], at=1_000_106.0)
+    tokenize = written(tmp_path / "tokenize.log", [f"tokenize line {i}" for i in range(3)], at=1_000_090.0)
+    combined = CombinedLog()
+    combined.add("export", export, started=1_000_105.0)
+    combined.add("tokenize", tokenize, started=1_000_080.0)
+    combined.refresh()
+    assert lines_of(combined) == ["[tokenize] tokenize line 0", "[tokenize] tokenize line 1",
+                                  "[tokenize] tokenize line 2", "[export] export 1",
+                                  "[export] error: disk quota exceeded"]
+
+
+def test_combined_interleaves_tasks_that_ran_at_the_same_time(tmp_path: Path) -> None:
+    """Lines of a backlog are spread evenly between the task's start and its file's last change: a short task that
+    ran in the middle of a long one lands in the middle of it."""
+    long = written(tmp_path / "long.log", [f"l{i}" for i in range(10)], at=1_000_110.0)  # l<i> at 101 + i
+    short = written(tmp_path / "short.log", ["s0", "s1"], at=1_000_106.4)  # s0 at 105.7, s1 at 106.4
+    combined = CombinedLog()
+    combined.add("long", long, started=1_000_100.0)
+    combined.add("short", short, started=1_000_105.0)
+    combined.refresh()
+    assert [line.split("] ")[1] for line in lines_of(combined)] == [
+        "l0", "l1", "l2", "l3", "l4", "s0", "l5", "s1", "l6", "l7", "l8", "l9"]
+
+
+def test_combined_catching_up_in_slices_gives_the_same_order(tmp_path: Path) -> None:
+    """A backlog read a slice per tick: lines wait until no unread part of another log can precede them."""
+    def make(folder: Path) -> CombinedLog:
+        folder.mkdir()
+        a = written(folder / "a.log", [f"a{i:05d}" for i in range(40_000)], at=1_000_200.0)
+        b = written(folder / "b.log", [f"b{i:05d}" for i in range(40_000)], at=1_000_160.0)
+        combined = CombinedLog()
+        combined.add("a", a, started=1_000_100.0)
+        combined.add("b", b, started=1_000_150.0)
+        return combined
+
+    whole = make(tmp_path / "whole")
+    whole.refresh()
+    sliced = make(tmp_path / "sliced")
+    rounds = 0
+    while True:
+        sliced.refresh(max_bytes=1 << 16)
+        rounds += 1
+        if sliced.caught_up:
+            break
+    assert rounds > 2
+    assert lines_of(sliced) == lines_of(whole)
+    first_b = lines_of(whole).index("[b] b00000")
+    assert lines_of(whole)[first_b - 1].startswith("[a] a1")  # b's 10 s sit within a's 100 s, after half of it
+
+
+def test_combined_bounds_a_backlog_larger_than_the_ring(tmp_path: Path) -> None:
+    a = written(tmp_path / "a.log", [f"a{i}" for i in range(100)], at=1_000_200.0)
+    b = written(tmp_path / "b.log", [f"b{i}" for i in range(100)], at=1_000_200.0)
+    combined = CombinedLog(max_lines=10)
+    combined.add("a", a, started=1_000_100.0)
+    combined.add("b", b, started=1_000_100.0)
+    combined.refresh(max_bytes=1 << 16)
+    assert combined.line_count == 10 and combined.dropped == 190
+    assert lines_of(combined)[-2:] == ["[a] a99", "[b] b99"]
+
+
+def test_combined_prefixes_in_the_task_colour(tmp_path: Path) -> None:
+    a = written(tmp_path / "a.log", ["hello"], at=1_000_100.0)
+    combined = CombinedLog()
+    combined.add("a", a, colour=32)
+    combined.refresh()
+    assert combined.line(0) == "\x1b[32m[a]\x1b[0m hello"
+    assert combined.search("[a] hello", 0) == 0
+
+
 def test_combined_search(tmp_path: Path) -> None:
     a, b = tmp_path / "a.log", tmp_path / "b.log"
     append(a, "compile ok\n\x1b[31mERROR\x1b[0m: boom\n")
@@ -312,7 +391,7 @@ def wait_for(condition, timeout: float = 5.0) -> bool:
 
 
 def test_watcher_raises_the_flag_on_writes(tmp_path: Path) -> None:
-    watcher = LogWatcher([tmp_path], safety_interval=60)
+    watcher = LogWatcher([tmp_path], safety_interval=60, settle=0)
     watcher.start()
 
     def write_and_see() -> bool:  # the first write may come before the watch is set up: write until one is seen
@@ -337,7 +416,7 @@ def test_a_log_watches_its_folder_until_the_file_exists(tmp_path: Path) -> None:
 def test_a_file_watcher_ignores_other_files_in_its_folder(tmp_path: Path) -> None:
     mine, other = tmp_path / "mine.log", tmp_path / "other.log"
     append(mine, "")
-    watcher = LogWatcher([mine], safety_interval=60)
+    watcher = LogWatcher([mine], safety_interval=60, settle=0)
     watcher.start()
 
     def write_and_see(path: Path) -> bool:
@@ -349,6 +428,18 @@ def test_a_file_watcher_ignores_other_files_in_its_folder(tmp_path: Path) -> Non
         assert wait_for(lambda: write_and_see(mine))  # the watch is set up
         assert not any(write_and_see(other) for _ in range(5))
         assert write_and_see(mine)
+    finally:
+        watcher.stop()
+
+
+def test_a_new_watcher_says_changed_until_its_watch_has_surely_been_set_up(tmp_path: Path) -> None:
+    """A write between `start()` and the thread's watch being in place raises no event: the caller rereads on
+    every call for the first moments instead of waiting for the safety poll."""
+    append(tmp_path / "t.log", "")
+    watcher = LogWatcher([tmp_path / "t.log"], safety_interval=60, settle=60)
+    watcher.start()
+    try:
+        assert all(watcher.changed() for _ in range(3))
     finally:
         watcher.stop()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -224,7 +223,7 @@ def run_headless(session, quiet: bool = False) -> int:
     reporter.stop()
     out = sys.stdout
     out.write("\n" + summary_table(summary.snapshots, colour))
-    out.write(counts_line(summary.snapshots, time.time() - session.started))
+    out.write(counts_line(summary.snapshots, session.duration))
     if session.interrupted_by:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
     if session.store_error:

@@ -12,9 +12,10 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from .engine import process
+from .engine.events import TaskSnapshot
 from .engine.executor import Executor
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
@@ -36,6 +37,7 @@ class RunSession:
         self.journal = journal
         self.scheduler = scheduler
         self.started = time.time() if started is None else started
+        self.finished_at: float | None = None  # the end of its last task, once `finish` ran
         self.interrupted_by: str | None = None
         self.store_error: str | None = None  # why the run's record is incomplete ("state dir full"), if it is
         self.store_message: str | None = None  # the same, said in full: which folder, what failed, what happens now
@@ -109,10 +111,10 @@ class RunSession:
         self.scheduler.close()
         self.heartbeat.stop()
         summary = RunSummary(self.scheduler.snapshot(), self.interrupted_by)
-        finished = time.time()
+        finished = self.finished_at = run_end(summary.snapshots.values(), self.started)
         record = {
             "run_id": self.run.run_id, "dag": self.dag.name, "source": str(self.dag.source or ""),
-            "started_at": self.started, "finished_at": finished, "duration": finished - self.started,
+            "started_at": self.started, "finished_at": finished, "duration": self.duration,
             "counts": {s.value: n for s, n in summary.counts.items() if n},
             "outcome": f"incomplete: {self.store_error}" if self.store_error else summary.outcome,
             "interrupted_by": self.interrupted_by,
@@ -126,10 +128,22 @@ class RunSession:
         self.journal.close()
         return summary
 
+    @property
+    def duration(self) -> float:
+        """From the start to the end of the last task (or until now while it runs): not how long a view stayed
+        open on the finished run."""
+        end = self.finished_at if self.finished_at is not None else time.time()
+        return max(0.0, end - self.started)
+
     def exit_code(self, summary: RunSummary) -> int:
         if self.interrupted_by:
             return SIGNAL_EXIT[signal.Signals[self.interrupted_by]]
         return EXIT_OK if summary.ok and self.store_error is None else EXIT_FAILED
+
+
+def run_end(snapshots: Iterable[TaskSnapshot], started: float) -> float:
+    """When the run ended: the latest end of any of its tasks (`started` if none ended)."""
+    return max((s.finished_at for s in snapshots if s.finished_at is not None), default=started)
 
 
 def reusable_tasks(dag: DagSpec, prints: dict[str, str], earlier: RunDir) -> list[str]:

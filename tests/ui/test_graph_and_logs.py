@@ -7,6 +7,7 @@ from pilot_helpers import open_app, ui_states, until
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.ui.widgets.dag_canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
+from tuidag.views.log_index import strip_ansi
 
 DIAMOND = {
     "a": "true",
@@ -153,7 +154,7 @@ async def test_combined_view_interleaves_every_task_with_a_prefix(new_session):
         assert app.log_pane.title == "all tasks" and app.log_pane.path is None
 
         def lines() -> list[str]:
-            return [app.combined.line(i) for i in range(app.combined.line_count)]
+            return [strip_ansi(app.combined.line(i)) for i in range(app.combined.line_count)]
 
         await until(pilot, lambda: {"[left] from-left", "[right] from-right", "[after] from-after"} <= set(lines()),
                     what="combined lines")

@@ -150,10 +150,17 @@ class RoutingStream:
         return False if target is not None else bool(self._wrapped.isatty())
 
     def fileno(self) -> int:
-        """The log's descriptor for a task thread, so `subprocess.run(..., stdout=sys.stdout)` writes there too."""
+        """The log's descriptor for a task thread, so `subprocess.run(..., stdout=sys.stdout)` writes there too.
+
+        A wrapped stream without a descriptor raises `io.UnsupportedOperation`, as a file-like object should, even
+        if it answers -1 (Textual's stand-in for stdout/stderr does): a caller handing that number to a child process
+        (multiprocessing's resource tracker passes `sys.stderr.fileno()`) would fail instead of going without."""
         target = _current.get()
         if target is None:
-            return self._wrapped.fileno()
+            fd = self._wrapped.fileno()
+            if not isinstance(fd, int) or fd < 0:
+                raise io.UnsupportedOperation(f"{self._wrapped!r} has no file descriptor")
+            return fd
         target.flush()
         return target.fileno()
 
@@ -204,6 +211,13 @@ class _BinaryTarget:
 
     def writable(self) -> bool:
         return True
+
+
+def routed(stream: Any) -> Any:
+    """`stream` behind a router: for a program that is about to put `stream` in place of `sys.stdout` or
+    `sys.stderr` itself (a UI capturing stray prints), so task threads keep writing to their logs from the very
+    first write, rather than from the next `install()`."""
+    return stream if isinstance(stream, RoutingStream) else RoutingStream(stream)
 
 
 def install() -> None:

@@ -17,7 +17,6 @@ import threading
 import time
 from collections import deque
 from functools import partial
-from pathlib import Path
 from typing import Callable, Iterable
 
 from textual import on, work
@@ -30,12 +29,13 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..model.collector import collector_paused, freeze_survivors
+from ..engine import output_routing
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..engine.scheduler import RerunRefused
 from ..launch import RunSession, install_signal_handlers
 from ..model.state import TaskState
 from ..views.graph_layout import layout_dag
-from ..views.headless import counts_line
+from ..views.headless import _COLOURS as TASK_COLOURS, counts_line
 from ..views.log_index import CombinedLog
 from .messages import RunFinished, TaskSelected
 from .run_model import RunModel, UsageSample
@@ -103,6 +103,14 @@ class TuidagApp(App[None]):
                  clock: Callable[[], float] = time.time, usage_interval: float | None = 1.0,
                  signals: Iterable[int] = (), driver_class: type[Driver] | None = None):
         super().__init__(driver_class=driver_class)
+        if any(task.func is not None for task in session.dag.tasks.values()):
+            # Routing in front of the streams the app will put back when it ends: a callable still running then
+            # (or starting later) keeps writing to its log, not to the terminal.
+            output_routing.install()
+        # Textual puts these in place of sys.stdout/sys.stderr while it runs: behind a router, what a Python task
+        # prints reaches its log from the first write on, not only once another task starts.
+        self._capture_stdout = output_routing.routed(self._capture_stdout)
+        self._capture_stderr = output_routing.routed(self._capture_stderr)
         self.session = session
         self.scheduler = session.scheduler
         self.exit_on_finish = exit_on_finish
@@ -116,8 +124,8 @@ class TuidagApp(App[None]):
         self._header_painted = 0.0
         self._stop_sampling = threading.Event()
         self._combined_on = False
-        self._combined = CombinedLog({})
-        self._combined_pending: list[tuple[str, str]] = []  # (task, log path) started since the log was looked at
+        self._combined: CombinedLog | None = None  # built when first looked at
+        self._combined_pending: list[str] = []  # tasks started since the combined log was last looked at
         self._store_error_shown = False
         dag = session.dag
         with collector_paused():  # the layout of a big DAG is tens of thousands of objects, all kept
@@ -125,6 +133,8 @@ class TuidagApp(App[None]):
             self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
             self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
+            self._prefix_colours = {name: TASK_COLOURS[i % len(TASK_COLOURS)]
+                                    for i, name in enumerate(dag.topological_order)}
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
         self.header = RunHeader(dag.name, session.run.run_id, self.model, id="header")
         self.canvas = DagCanvas(self.graph, self.model, self._parents, dag.children, on_select=self._show_log_of,
@@ -207,9 +217,10 @@ class TuidagApp(App[None]):
             was_finished = self.model.finished
             changed = self.model.apply(batch)
             running = S.RUNNING
-            for event in batch:
-                if type(event) is TaskEvent and event.old is not running and event.snapshot.state is running:
-                    self._combined_pending.append((event.snapshot.name, event.snapshot.log_path))
+            if self._combined is not None:
+                for event in batch:
+                    if type(event) is TaskEvent and event.old is not running and event.snapshot.state is running:
+                        self._combined_pending.append(event.snapshot.name)
             if self._combined_on and self._combined_pending:
                 self._add_to_combined()
             self.canvas.refresh_tasks(changed)
@@ -225,17 +236,26 @@ class TuidagApp(App[None]):
 
     @property
     def combined(self) -> CombinedLog:
-        """Every task's output, interleaved: the tasks that started so far (what `a` shows)."""
+        """Every task's output since the run's start, interleaved (what `a` shows): built when first looked at
+        from every task that has started by then, whether or not the app saw it start (the run starts before the
+        app subscribes), then the tasks that start later."""
+        if self._combined is None:
+            self._combined = CombinedLog()
+            self._combined_pending = [name for name, snap in self.model.snapshots.items()
+                                      if snap.attempt and not snap.reused]
         if self._combined_pending:
             self._add_to_combined()
         return self._combined
 
     def _add_to_combined(self) -> None:
         """Tasks are added to the combined log when it is looked at, not as they start: a big run starts hundreds a
-        second, and the log reads a task's file from its start whenever it is added."""
+        second, and the log reads a task's file from its start whenever it is added. Each prefix has the task's
+        colour in the headless output."""
         pending, self._combined_pending = self._combined_pending, []
-        for task, path in pending:
-            self._combined.add(task, Path(path))
+        for task in pending:
+            snap = self.model.snapshots[task]
+            self._combined.add(task, self.session.run.log_path(task), started=snap.started_at,
+                               colour=self._prefix_colours.get(task))
 
     def _on_finished(self) -> None:
         if self.exit_on_finish and not self.model.stopping:
@@ -494,7 +514,7 @@ def run_tui(session: RunSession, exit_on_finish: bool = False) -> int:
             scheduler.wait()
         summary = session.finish()
     lines = [f"tuidag: run {session.run.run_id} of {session.dag.name}: "
-             + counts_line(summary.snapshots, time.time() - session.started)]
+             + counts_line(summary.snapshots, session.duration)]
     if session.interrupted_by:
         lines.append(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
     if session.store_message:

@@ -13,6 +13,7 @@ ANSI escapes are kept in `line()` for rendering and ignored by `search()`.
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 import operator
@@ -271,16 +272,21 @@ def _find_in_block(text: str | None, first: int, needle: str, backwards: bool,
 
 
 class _Tail:
-    """How far one task's log has been read, and its incomplete last line."""
+    """How far one task's log has been read, its incomplete last line, and what is known of when its unread bytes
+    were written: between `since` (the time of the last write seen, at offset `offset`, or the task's start) and
+    `until` (the file's modification time when the bytes up to `end` were first seen)."""
 
-    __slots__ = ("task", "path", "prefix", "offset", "identity", "pending", "behind")
+    __slots__ = ("task", "path", "prefix", "rank", "offset", "identity", "pending", "behind", "started", "since",
+                 "until", "start", "end")
 
-    def __init__(self, task: str, path: Path) -> None:
-        self.task, self.path, self.prefix = task, path, f"[{task}] "
+    def __init__(self, task: str, path: Path, prefix: str, rank: int, started: float | None) -> None:
+        self.task, self.path, self.prefix, self.rank, self.started = task, path, prefix, rank, started
         self.offset = 0
         self.identity: tuple[int, int] | None = None
         self.pending = b""
         self.behind = True
+        self.since = self.until = 0.0
+        self.start = self.end = 0  # the bytes [start, end) were written between `since` and `until`
 
     def chunks(self, limit: int | None) -> Iterator[bytes]:
         """New bytes, a chunk at a time, up to the size the file had when this started and at most `limit`.
@@ -292,8 +298,15 @@ class _Tail:
             self.behind = False
             return
         if (stat.st_dev, stat.st_ino) != self.identity or stat.st_size < self.offset:
+            # First seen: written since the task started. Replaced or truncated: since the last write seen.
+            since = self.until if self.identity is not None else self.started
             self.identity, self.offset, self.pending = (stat.st_dev, stat.st_ino), 0, b""
-        end = stat.st_size if limit is None else min(stat.st_size, self.offset + limit)
+            self.start = self.end = 0
+            self.until = stat.st_mtime if since is None else min(since, stat.st_mtime)
+        if self.offset >= self.end and stat.st_size > self.end:  # a new stretch of unread bytes
+            self.since, self.until = self.until, max(self.until, stat.st_mtime)
+            self.start, self.end = self.end, stat.st_size
+        end = self.end if limit is None else min(self.end, self.offset + limit)
         if end > self.offset:
             try:
                 fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
@@ -308,14 +321,28 @@ class _Tail:
                 os.close(fd)
         self.behind = self.offset < stat.st_size
 
+    def written_at(self, offset: int) -> float:
+        """When the byte before `offset` was written, as far as can be known: spread evenly over the stretch."""
+        span = self.end - self.start
+        if span <= 0 or offset >= self.end:
+            return self.until
+        return self.since + (self.until - self.since) * (offset - self.start) / span
+
 
 class CombinedLog:
-    """The interleaved output of many task logs, each line prefixed `[task] `, in bounded memory.
+    """The interleaved output of many task logs, each line prefixed `[task] ` (in the task's colour, if given), in
+    bounded memory.
 
     Complete lines go to a ring of at most `max_lines` lines and `max_chars` characters (each line cut to
     `max_line_chars`); what falls off the front is counted in `dropped`, so `dropped + i` numbers a line for good.
-    Each task's incomplete last line is shown after the ring, as in a terminal, until its newline arrives. Lines of
-    different tasks are interleaved in the order they are read, which is as fine as the refresh rate.
+    Each task's incomplete last line is shown after the ring, as in a terminal, until its newline arrives.
+
+    Lines of different tasks are ordered by when they were written, as far as the files tell: a stretch of bytes read
+    in one go was written between the time of the last write seen before it (at first, the task's start) and the
+    file's modification time, and its lines are placed evenly over that interval. Followed live, a stretch spans one
+    refresh, so this is the order of arrival; a backlog (the view opened late, or a task added late) interleaves with
+    the other tasks' lines by those estimates instead of coming in one block. Lines wait in a heap until no file
+    still being caught up with could hold an earlier one.
     """
 
     generation = 0
@@ -331,14 +358,21 @@ class CombinedLog:
         self._lines: deque[str] = deque()
         self._chars = 0
         self._partials: list[str] = []
+        # Lines not placed yet, a heap of (written at, task's rank, offset of the line's end, line): equal times go
+        # in the order the tasks were added, whatever order the files happened to be read in.
+        self._waiting: list[tuple[float, int, int, str]] = []
+        self._waiting_chars = 0
         for task, path in (paths or {}).items():
             self.add(task, path)
 
-    def add(self, task: str, path: Path) -> None:
-        """Follow `task`'s log too (from its start). Adding a task again with the same path changes nothing."""
+    def add(self, task: str, path: Path, *, started: float | None = None, colour: int | None = None) -> None:
+        """Follow `task`'s log too (from its start). `started`: when the task started (wall clock), which places
+        its first lines; `colour`: an SGR colour number for its prefix. Adding a task again with the same path
+        changes nothing."""
         path = Path(path)
         if task not in self._tails or self._tails[task].path != path:
-            self._tails[task] = _Tail(task, path)
+            prefix = f"[{task}] " if colour is None else f"\x1b[{colour}m[{task}]\x1b[0m "
+            self._tails[task] = _Tail(task, path, prefix, len(self._tails), started)
             self.caught_up = False
 
     @property
@@ -365,30 +399,77 @@ class CombinedLog:
         before = self.dropped + self.line_count
         share = None if max_bytes is None else max(max_bytes // max(1, len(self._tails)), 1 << 16)
         read = False
+        fresh: list[tuple[_Tail, int, list[bytes]]] = []  # (tail, offset of the first line, complete raw lines)
         for tail in self._tails.values():
             for data in tail.chunks(share):
-                self._take(tail, data)
+                fresh.append(self._take(tail, data))
                 read = True
-        self.caught_up = not any(tail.behind for tail in self._tails.values())
+        behind = [tail for tail in self._tails.values() if tail.behind]
+        self.caught_up = not behind
+        writers = {id(tail) for tail, _, _ in fresh}
+        if not self._waiting and len(writers) <= 1 and all(id(tail) in writers for tail in behind):
+            for tail, _, raws in fresh:  # one task wrote and no other is behind: nothing to interleave
+                for raw in raws:
+                    self._append(tail.prefix + self._decode_line(raw))
+        else:
+            self._wait(fresh)
+        if self._waiting:
+            self._place()
         if read:
             self._partials = [tail.prefix + self._decode_line(tail.pending)
                               for tail in self._tails.values() if visible_part(tail.pending) and not tail.behind]
             self.version += 1
         return self.dropped + self.line_count - before
 
-    def _take(self, tail: _Tail, data: bytes) -> None:
-        *complete, tail.pending = (tail.pending + data).split(b"\n")
-        for raw in complete:
-            self._append(tail.prefix + self._decode_line(raw))
+    def _take(self, tail: _Tail, data: bytes) -> tuple[_Tail, int, list[bytes]]:
+        """The complete lines `data` (which ends at `tail.offset`) finishes, and the file offset they start at."""
+        buffered = tail.pending + data
+        *complete, tail.pending = buffered.split(b"\n")
+        first = tail.offset - len(buffered)
         if len(tail.pending) > 4 * self.max_line_chars:
-            self._bound_pending(tail)
+            self._bound_pending(tail, complete)
+        return tail, first, complete
 
-    def _bound_pending(self, tail: _Tail) -> None:
+    def _bound_pending(self, tail: _Tail, complete: list[bytes]) -> None:
         """Keep an endless unterminated line bounded: drop what a `\\r` overwrote, or else emit it as a line."""
         tail.pending = tail.pending[tail.pending.rstrip(b"\r").rfind(b"\r") + 1:]
         if len(tail.pending) > 4 * self.max_line_chars:
-            self._append(tail.prefix + self._decode_line(tail.pending))
+            complete.append(tail.pending)
             tail.pending = b""
+
+    def _wait(self, fresh: list[tuple[_Tail, int, list[bytes]]]) -> None:
+        """Give the lines read their time of writing and put them in the heap of lines to place."""
+        waiting = self._waiting
+        for tail, offset, raws in fresh:
+            for raw in raws:
+                offset += len(raw) + 1
+                line = tail.prefix + self._decode_line(raw)
+                heapq.heappush(waiting, (tail.written_at(offset), tail.rank, offset, line))
+                self._waiting_chars += len(line)
+        if len(waiting) > 2 * self.max_lines or self._waiting_chars > 2 * self.max_chars:
+            self._forget_oldest_waiting()
+
+    def _place(self) -> None:
+        """Move to the ring, oldest first, the waiting lines no unread byte of a file being caught up with can
+        precede."""
+        behind = [tail.written_at(tail.offset) for tail in self._tails.values() if tail.behind]
+        horizon = min(behind, default=float("inf"))
+        waiting = self._waiting
+        while waiting and waiting[0][0] <= horizon:
+            line = heapq.heappop(waiting)[3]
+            self._waiting_chars -= len(line)
+            self._append(line)
+
+    def _forget_oldest_waiting(self) -> None:
+        """A backlog far larger than the ring: only its newest lines could ever be shown."""
+        waiting = sorted(self._waiting)
+        keep, chars = 0, 0
+        for entry in reversed(waiting):
+            if keep >= self.max_lines or chars + len(entry[3]) > self.max_chars and keep:
+                break
+            keep, chars = keep + 1, chars + len(entry[3])
+        self.dropped += len(waiting) - keep
+        self._waiting, self._waiting_chars = waiting[len(waiting) - keep:], chars  # sorted: still a heap
 
     def _decode_line(self, raw: bytes) -> str:
         return _decode(visible_part(raw)[: 4 * self.max_line_chars])[: self.max_line_chars]
@@ -430,12 +511,16 @@ class LogWatcher:
     A daemon thread runs `watchfiles.watch`, which batches file-system events; the UI is never called back per write
     (no message, no `call_from_thread`), it asks at its own pace. If watching fails (no watchfiles, folder missing,
     inotify limits), `changed()` instead answers True every `poll_interval`; while watching it still does every
-    `safety_interval`, in case an event is missed (network file systems).
+    `safety_interval`, in case an event is missed (network file systems). For `settle` seconds after `start` it
+    answers True on every call: the watch is set up on the thread, and a write before that would otherwise wait for
+    the safety interval.
     """
 
-    def __init__(self, paths: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0) -> None:
+    def __init__(self, paths: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0,
+                 settle: float = 0.5) -> None:
         self.paths = frozenset(Path(path) for path in paths)
-        self.poll_interval, self.safety_interval = poll_interval, safety_interval
+        self.poll_interval, self.safety_interval, self.settle = poll_interval, safety_interval, settle
+        self._settled_at = 0.0
         self._changed = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -452,6 +537,7 @@ class LogWatcher:
         if not existing or self._thread is not None:
             return
         self._watching = True
+        self._settled_at = time.monotonic() + self.settle
         self._thread = threading.Thread(target=self._run, args=(existing,), name="tuidag-log-watcher", daemon=True)
         self._thread.start()
 
@@ -463,8 +549,8 @@ class LogWatcher:
     def changed(self) -> bool:
         """True if something changed since the last True (or the poll interval passed): then refresh the logs."""
         now = time.monotonic()
-        interval = self.safety_interval if self._watching else self.poll_interval
-        if self._changed.is_set() or now - self._last_answer >= interval:
+        interval = self.safety_interval if self._watching and now >= self._settled_at else self.poll_interval
+        if self._changed.is_set() or now < self._settled_at or now - self._last_answer >= interval:
             self._changed.clear()  # before the caller reads, so a write during its refresh is seen next time
             self._last_answer = now
             return True

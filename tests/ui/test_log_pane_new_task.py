@@ -1,0 +1,37 @@
+"""The log pane of a task selected before its log exists shows the task's output as it is written.
+
+The watcher's safety poll (which hid the defect: the first line came ~2 s late, when the poll caught it) is made an
+hour long here, so only the file-system events and the pane's own reading of a newly appeared file can show lines.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from pilot_helpers import open_app, select, until
+from tuidag.ui.widgets import log_view
+from tuidag.views.log_index import LogWatcher
+
+
+def pane_rows(app) -> list[str]:
+    pane = app.log_pane
+    return [pane.render_line(y).text.rstrip() for y in range(pane.scrollable_content_region.height)]
+
+
+async def test_a_selected_task_shows_its_output_as_it_starts_and_as_it_goes_on(new_session, tmp_path, monkeypatch):
+    monkeypatch.setattr(log_view, "LogWatcher", partial(LogWatcher, safety_interval=3600))
+    session = new_session({
+        "gate": "while [ ! -f go1 ]; do sleep 0.01; done",
+        "late": {"run": "echo first line; while [ ! -f go2 ]; do sleep 0.01; done; echo second line; exit 7",
+                 "depends_on": ["gate"]},
+    })
+    async with open_app(session) as (app, pilot):
+        await select(app, pilot, "late")
+        log = session.run.log_path("late")
+        assert app.log_pane.path == log and not log.exists()
+        (tmp_path / "go1").touch()
+        await until(pilot, lambda: "first line" in pane_rows(app), what="the first line on screen")
+        (tmp_path / "go2").touch()
+        await until(pilot, lambda: app.model.snapshots["late"].state.value == "FAILED", what="late's end")
+        await until(pilot, lambda: "second line" in pane_rows(app), what="the last line on screen")
+        body = [row for row in pane_rows(app) if row and not row.startswith("=== tuidag")]
+        assert body[:2] == ["first line", "second line"]
