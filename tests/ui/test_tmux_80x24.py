@@ -7,23 +7,12 @@ import time
 
 import pytest
 
-from test_tmux import Tmux, leftovers, task_pids
+from test_tmux import DAG, Tmux, leftovers, task_pids
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 SMALL = (80, 24)
 SEARCH_BAR = "▊▔▔▔"  # the search bar's top edge
-DAG = """\
-name: small
-tasks:
-  slow:
-    run: echo $$ >> pids; sleep 30 & echo $! >> pids; echo slow started; wait
-  after:
-    depends_on: slow
-    run: "true"
-  other:
-    run: echo $$ >> pids; sleep 30 & echo $! >> pids; echo other started; wait
-"""
 WIDE = "name: wide\ntasks:\n  setup: {run: 'true'}\n" + "".join(
     f"  worker-{i:02d}: {{run: 'sleep 30', depends_on: setup}}\n" for i in range(40)) + \
     "  gather: {run: 'true', depends_on: [" + ", ".join(f"worker-{i:02d}" for i in range(40)) + "]}\n"
