@@ -116,8 +116,7 @@ class LocalExecutor(Executor):
             found: dict[int, psutil.Process] = {}
             for run_id, _ in runs:
                 found.update(self._leftovers(run_id))
-            for pgid in pgids:
-                found.update(process.group_members(pgid, None))
+            found.update({pid: proc for pid, (_, proc) in process.group_members(set(pgids), None).items()})
             return found
 
         first = collect()

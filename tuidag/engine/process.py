@@ -441,25 +441,30 @@ def descendants(pids: list[int]) -> dict[int, psutil.Process]:
     return found
 
 
-def group_members(pgid: int, created_after: float | None) -> dict[int, psutil.Process]:
-    """Processes in the process group or session `pgid` (a crashed run's leader pid), created at or after
-    `created_after`. While any process is in group or session P, pid P cannot be given to a new process, so these are
-    the leader's own group's members; the create time rules out a group that was emptied and later re-made under a
-    reused pid."""
+def group_members(pgids: set[int], created_after: float | None) -> dict[int, tuple[int, psutil.Process]]:
+    """Live processes in any of the process groups or sessions `pgids` (leader pids), created at or after
+    `created_after`, as pid -> (the leader pid, process); one /proc scan for all of them. While any process is in group
+    or session P, pid P cannot be given to a new process, so for a leader that exited these are still its own group's
+    members; the create time rules out a group that was emptied and later re-made under a reused pid."""
     import psutil
 
-    found: dict[int, psutil.Process] = {}
+    found: dict[int, tuple[int, psutil.Process]] = {}
+    if not pgids:
+        return found
     me = os.getpid()
     for name in _listdir("/proc"):
         if not name.isdigit() or int(name) == me:
             continue
         fields = _stat_fields(int(name))
-        if not fields or fields[0] == b"Z" or (int(fields[2]) != pgid and int(fields[3]) != pgid):
+        if not fields or fields[0] == b"Z":
+            continue
+        pgid = int(fields[2]) if int(fields[2]) in pgids else int(fields[3])
+        if pgid not in pgids:
             continue
         try:
             proc = psutil.Process(int(name))
-            if created_after is None or proc.create_time() >= created_after - 0.01:
-                found[proc.pid] = proc
+            if created_after is None or proc.create_time() >= created_after - 2.0:  # btime is whole seconds
+                found[proc.pid] = (pgid, proc)
         except psutil.Error:
             continue
     return found
