@@ -7,17 +7,21 @@ every run gets a cgroup `tuidag-<run id>` next to tuidag's own, each attempt a c
 attempt ends with a write of `1` to its `cgroup.kill`: the kernel SIGKILLs every process in it, and a process forked
 meanwhile too (the way systemd stops a unit).
 
-The leader is moved into its cgroup right after `posix_spawn` returns, a few microseconds after it starts: a process it
-forks before that stays in tuidag's cgroup, and is still found by the other routes (group, session, tag, subreaper).
-An attempt's cgroup is reused by a later attempt once it is empty (creating and removing one costs ~0.1 ms; moving a
+A process enters a cgroup by writing to its `cgroup.procs`, and `posix_spawn` runs no code of ours in the child. So a
+shell task's shell moves itself, before it runs anything: its command starts with `{ echo 0 >…/cgroup.procs; }`
+(`shell_prefix`; POSIX shells only, the only kind tasks use). A leader moved from outside after it started (a
+callable's child process, another shell) may fork before the move; what it forks then stays in tuidag's cgroup, and
+is still found by the other routes (group, session, tag, subreaper). An attempt's cgroup is reused by a later attempt once it is empty (creating and removing one costs ~0.1 ms; moving a
 pid into an existing one ~0.01 ms). `TUIDAG_CGROUPS=off` turns all of this off; everything else then still applies.
 """
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import threading
 
+_POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "mksh", "zsh", "busybox"})
 _SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 
 
@@ -69,6 +73,13 @@ class Cgroup:
 
     def __init__(self, path: str):
         self.path = path
+
+    def shell_prefix(self, shell: str) -> str:
+        """What to put before a command for `shell -c` to move the shell into this cgroup before it starts anything
+        (an empty string for a shell that may not understand it; then `add` after the start has to do)."""
+        if os.path.basename(shell) not in _POSIX_SHELLS:
+            return ""
+        return f"{{ echo 0 >{shlex.quote(self.path + '/cgroup.procs')}; }} 2>/dev/null; "
 
     def add(self, pid: int) -> bool:
         """Move `pid` in. False if that failed (the process already exited, or no permission)."""

@@ -95,7 +95,7 @@ class LocalExecutor(Executor):
             if groups is not None:
                 groups.remove()
         if self._orphans is not None:
-            self._orphans.reap()
+            self._orphans.stop()
 
     def force_kill(self) -> int:
         """SIGKILL every process of every run at once (a second Ctrl+C): cgroups, the leaders' groups and sessions,
@@ -168,14 +168,16 @@ class ShellAttempt(RunningAttempt):
     # --- spawning -------------------------------------------------------------------------------------------
     def _start_step(self, index: int) -> None:
         kind, command = self._steps[index] if self._steps else ("run", "true")
+        shell = self.attempt.task.shell
+        prefix = self._cgroup.shell_prefix(shell) if self._cgroup is not None else ""
         fd = open_log(self.attempt)
         try:
             if index == 0:
                 os.write(fd, attempt_header(self.attempt, "started"))
             if kind == "setup" or index > 0:
                 os.write(fd, f"--- {kind} ---\n".encode())
-            popen = spawn.start([self.attempt.task.shell, "-c", command], self.attempt.env,
-                                str(self.attempt.workdir), devnull(), fd)
+            popen = spawn.start([shell, "-c", prefix + command], self.attempt.env, str(self.attempt.workdir),
+                                devnull(), fd)
         except FileNotFoundError as exc:
             missing = str(exc.filename or self.attempt.workdir)
             os.write(fd, f"tuidag: cannot start: {missing} does not exist\n".encode())
@@ -186,7 +188,7 @@ class ShellAttempt(RunningAttempt):
             raise
         finally:
             os.close(fd)
-        if self._cgroup is not None:
+        if self._cgroup is not None and not prefix:
             self._cgroup.add(popen.pid)
         self._step = index
         self._track(popen)

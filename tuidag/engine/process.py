@@ -350,8 +350,10 @@ class OrphanReaper:
         self._thread.start()
 
     def stop(self) -> None:
+        """Reap one last time and stop (the run is over: nothing of it is left running to orphan more)."""
         self._stop.set()
-        self._thread.join()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
         self.reap()
 
     def _run(self) -> None:

@@ -63,7 +63,7 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
         for pid, ctime in task.pids:
             # None if gone or the pid now names another process (another create time, or no tag of this run)
             leader = process.ProcRef(pid, ctime, run.run_id).process()
-            if leader is None and psutil.pid_exists(pid):
+            if leader is None and _taken(pid, started, rep.last_time):
                 continue  # the pid is another process's now, so no group of ours can have that id any more
             groups[pid] = task.name
             if leader is None:
@@ -114,6 +114,21 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
         "reaped": [{"task": t, "pid": p, "name": n} for t, p, n in found],
     })
     return Reaped(run.run_id, found)
+
+
+def _taken(pid: int, started: float | None, last: float | None) -> bool:
+    """Whether `pid` names a process other than the run's leader: any live one (ProcRef did not recognise it), or a
+    zombie that did not start while the run went on (the leader itself stays a zombie where nothing reaps it)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() != psutil.STATUS_ZOMBIE:
+            return True
+        born = proc.create_time()
+    except psutil.Error:
+        return False
+    return started is None or last is None or not started - 2.0 <= born <= last + 2.0  # btime is whole seconds
 
 
 class _reap_lock:
