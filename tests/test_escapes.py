@@ -36,7 +36,8 @@ def _cgroups_work() -> bool:
 
 
 CGROUPS = _cgroups_work()
-NO_CGROUPS = "cgroup v2 is not mounted writable here with cgroup.kill (needs root or a delegated subtree, Linux 5.14)"
+NO_CGROUPS = ("no cgroups for tuidag here: cgroup v2 with cgroup.kill (Linux 5.14) writable by this user (root or a "
+              "delegated subtree) is needed, and TUIDAG_CGROUPS must not be off")
 MODES = [pytest.param(False, id="subreaper"),
          pytest.param(True, id="cgroup", marks=pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS))]
 CLI_MODES = [pytest.param("off", id="subreaper"),
