@@ -120,6 +120,27 @@ def test_untagged_daemon_ends_with_its_attempt_or_the_run(tmp_path, cgroups, kin
     assert not alive(*ref), "the daemon outlived the run"
 
 
+@pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS)
+def test_attempts_running_at_once_have_cgroups_of_their_own(tmp_path):
+    """Eight attempts start together: eight cgroups; cancelling one kills nothing of the others."""
+    go = tmp_path / "go"
+    tasks = {f"t{i}": f"tail -1 /proc/$$/cgroup > {tmp_path}/cg{i}; until [ -e {go} ]; do sleep 0.02; done"
+             for i in range(8)}
+    scheduler, rec, run_id = start(make_dag(tasks, max_parallel=8, kill_grace=0.2), tmp_path, cgroups=True)
+    try:
+        wait_until(lambda: all((tmp_path / f"cg{i}").exists() and (tmp_path / f"cg{i}").read_text().endswith("\n")
+                               for i in range(8)), timeout=20)
+        groups = {(tmp_path / f"cg{i}").read_text() for i in range(8)}
+        assert len(groups) == 8 and all(f"/tuidag-{run_id}/a" in g for g in groups), groups
+        scheduler.cancel("t0")
+        rec.wait_state("t0", "CANCELLED", timeout=10)
+        go.touch()
+        assert scheduler.wait(20)
+    finally:
+        scheduler.close()
+    assert [s.state.value for s in scheduler.snapshot().values()] == ["CANCELLED"] + ["SUCCEEDED"] * 7
+
+
 # --- 6: a process that re-launches itself -----------------------------------------------------------------------
 HOP = """\
 trap '' TERM

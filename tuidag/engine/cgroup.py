@@ -169,16 +169,14 @@ class RunCgroups:
         with self._lock:
             if self._free:
                 return self._free.pop()
-            index = len(self._all)
-        group = Cgroup(f"{self.root.path}/a{index}")
+            group = Cgroup(f"{self.root.path}/a{len(self._all)}")
+            self._all.append(group)  # under the lock: two attempts never get the same name
         try:
             os.mkdir(group.path)
         except FileExistsError:
             pass
         except OSError:
             return None
-        with self._lock:
-            self._all.append(group)
         return group
 
     def release(self, group: Cgroup) -> None:
