@@ -49,6 +49,7 @@ class LocalExecutor(Executor):
 
     def __init__(self, subreaper: bool = True, cgroups: bool = True):
         self._orphans = process.OrphanReaper() if subreaper and process.become_subreaper() else None
+        process.preload_thread_exit()
         self._use_cgroups = cgroups
         self._lock = threading.Lock()
         self._runs: dict[str, RunCgroups | None] = {}

@@ -124,6 +124,17 @@ def become_subreaper() -> bool:
         return False
 
 
+def preload_thread_exit() -> None:
+    """glibc loads libgcc_s the first time a thread exits (pthread_exit unwinds the thread's stack). Out of file
+    descriptors that load fails, and glibc then aborts the whole process; so it is loaded while descriptors are left."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libgcc_s.so.1")
+    except OSError:  # not glibc, or linked in statically
+        pass
+
+
 def _reap_if_child(pid: int) -> None:
     try:
         os.waitpid(pid, os.WNOHANG)
