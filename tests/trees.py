@@ -12,6 +12,7 @@ class Tree:
     name: str
     script: str          # shell, with {pids} standing for the pid file
     processes: int       # how many pids it records once fully started
+    escapes: bool = False  # leaves the group and session and drops the tags: only a cgroup ends it with its attempt
 
     def command(self, pids: Path) -> str:
         return self.script.format(pids=shlex.quote(str(pids)))
@@ -30,6 +31,9 @@ TREES = [
          "sh -c \"setsid sh -c 'echo \\$\\$ >> {pids}; exec sleep 60' &\"; echo $$ >> {pids}; exec sleep 60", 2),
     Tree("fifty-children",
          "for i in $(seq 50); do " + _child("exec sleep 60") + " & done; echo $$ >> {pids}; wait", 51),
+    Tree("untagged-daemon",
+         "(setsid env -i sh -c 'echo $$ >> {pids}; exec sleep 60' &); echo $$ >> {pids}; exec sleep 60", 2,
+         escapes=True),
     Tree("leader-dies-children-ignore",
          "for i in 1 2 3; do sh -c 'trap \"\" TERM; echo $$ >> {pids}; exec sleep 60' & done; "
          "echo $$ >> {pids}; wait", 4),

@@ -190,6 +190,8 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
     session = RunSession.create(dag, state_dir, max_parallel=args.max_parallel, kill_grace=args.kill_grace,
                                 resume_from=earlier)
+    if session.scheduler.parallel_note:
+        print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
     if earlier:
         reused = [n for n, s in session.scheduler.snapshot().items() if s.reused]
         print(f"tuidag: resuming {earlier.run_id}: reusing {len(reused)} of {len(dag.tasks)} tasks"

@@ -79,12 +79,15 @@ class RunSession:
                          name="tuidag-interrupt", daemon=True).start()
 
     def force_exit(self, signum: int) -> None:
-        """Don't wait for grace periods or for in-process callables that ignore cancellation."""
+        """Don't wait for grace periods or for in-process callables that ignore cancellation: SIGKILL every process
+        of the run (the executor's cgroups, leaders' groups and sessions, orphans; tagged ones whatever the
+        executor)."""
+        killed = self.scheduler.executor.force_kill()
         procs = process.collect_tree(None, run_id=self.run.run_id)
-        process.signal_all(procs, signal.SIGKILL)
-        process.wait_gone(procs, time.monotonic() + 2.0)
+        process.kill_until_empty(procs, None, lambda: process.collect_tree(None, run_id=self.run.run_id))
         self.journal.write({"type": "run", "event": "forced-exit", "t": time.time(),
-                            "detail": f"second {signal.Signals(signum).name}: killed {len(procs)} process(es)"})
+                            "detail": f"second {signal.Signals(signum).name}: "
+                                      f"killed {max(killed, len(procs))} process(es)"})
         os._exit(SIGNAL_EXIT[signum])
 
     def _journal_failed(self, exc: OSError) -> None:

@@ -87,3 +87,7 @@ class Executor(ABC):
 
     def close(self) -> None:
         """Release resources once the run is over."""
+
+    def force_kill(self) -> int:
+        """SIGKILL every process of the run at once, without grace (a second Ctrl+C). Returns how many were found."""
+        return 0

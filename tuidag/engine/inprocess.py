@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from . import output_routing
+from . import output_routing, process
+from .cgroup import RunCgroups
 from .executor import Attempt, AttemptResult, RunningAttempt
 from .local import ShellAttempt, open_log, write_header
 
@@ -51,10 +52,11 @@ class TaskContext:
     isolated: bool = field(default=False)  # running in its own child process
 
 
-def launch_callable(attempt: Attempt) -> RunningAttempt:
+def launch_callable(attempt: Attempt, cgroups: RunCgroups | None = None) -> RunningAttempt:
+    """An isolated callable's process gets a cgroup like a shell task's leader; one in a thread runs in tuidag."""
     if attempt.task.func is None:
         raise ValueError(f"task {attempt.task.name!r} has no callable")
-    return IsolatedAttempt(attempt) if attempt.task.isolate else ThreadAttempt(attempt)
+    return IsolatedAttempt(attempt, cgroups) if attempt.task.isolate else ThreadAttempt(attempt)
 
 
 def call_task(func: Callable[..., Any], ctx: TaskContext) -> Any:
@@ -121,6 +123,7 @@ class ThreadAttempt(RunningAttempt):
             result = self._run()
         finally:
             self._log.close()
+            process.adopt_thread_children()  # what the callable started and left running ends with the run
         with self._lock:
             reason = self._kill_reason
         if reason == "timeout":
@@ -144,7 +147,7 @@ class ThreadAttempt(RunningAttempt):
             value = call_task(self.attempt.task.func, ctx)
         except SystemExit as exc:
             return _exit_result(exc)
-        except Exception as exc:
+        except BaseException as exc:  # KeyboardInterrupt, GeneratorExit, asyncio.CancelledError...: all end it
             self._log.write(traceback.format_exc())
             return AttemptResult(False, None, describe_exception(exc))
         finally:
@@ -288,11 +291,11 @@ class IsolatedAttempt(ShellAttempt):
 
     identify_by_create_time = True  # the forkserver reaps the child, so its pid can be reused before we know
 
-    def __init__(self, attempt: Attempt):
+    def __init__(self, attempt: Attempt, cgroups: RunCgroups | None = None):
         self._outcome: tuple[str, Any] | None = None
         self._reader: threading.Thread | None = None
         func = attempt.task.func
-        super().__init__(attempt, [("run", f"{func.__module__}.{func.__qualname__}")])
+        super().__init__(attempt, [("run", f"{func.__module__}.{func.__qualname__}")], cgroups)
 
     def _start_step(self, index: int) -> None:
         attempt = self.attempt
@@ -321,6 +324,8 @@ class IsolatedAttempt(ShellAttempt):
         finally:
             os.close(fd)
         _forget(child)
+        if self._cgroup is not None:
+            self._cgroup.add(child.pid)
         self._step = index
         self._track(_ChildHandle(child))
         self._reader = threading.Thread(target=self._receive, args=(receiver,), daemon=True,

@@ -10,9 +10,11 @@ import select
 import signal
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING
 
 from . import process, spawn
+from .cgroup import Cgroup, RunCgroups
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt
 from .log_headers import LogHeaders, header_text, own_line
 
@@ -43,43 +45,113 @@ def open_log(attempt: Attempt) -> int:
 
 class LocalExecutor(Executor):
     """Shell tasks as subprocesses; Python callables go to `inprocess.launch_callable` (a thread, or a child process
-    with isolate=True)."""
+    with isolate=True).
 
-    def __init__(self, subreaper: bool = True):
-        if subreaper:
-            process.become_subreaper()
-        self._run_ids: set[str] = set()
+    `subreaper`: adopt orphaned descendants (reaped as they die, ended with the run). `cgroups`: give each attempt a
+    cgroup where tuidag may create one (see `cgroup`)."""
+
+    def __init__(self, subreaper: bool = True, cgroups: bool = True):
+        self._orphans = process.OrphanReaper() if subreaper and process.become_subreaper() else None
+        process.preload_thread_exit()
+        self._use_cgroups = cgroups
+        self._lock = threading.Lock()
+        self._runs: dict[str, RunCgroups | None] = {}
+        self._attempts: weakref.WeakSet[ShellAttempt] = weakref.WeakSet()
+
+    @property
+    def cgroups_active(self) -> bool:
+        """Whether the attempts launched so far got cgroups of their own."""
+        return any(self._runs.values())
+
+    def _run_cgroups(self, run_id: str) -> RunCgroups | None:
+        with self._lock:
+            if run_id not in self._runs:
+                self._runs[run_id] = RunCgroups.create(run_id) if self._use_cgroups else None
+            return self._runs[run_id]
+
+    def _leftovers(self, run_id: str) -> dict[int, psutil.Process]:
+        """Every live process the run left: tagged ones, orphans re-parented to tuidag, what callables started, and
+        everything in the run's cgroup, with their descendants."""
+        found: dict[int, psutil.Process] = {}
+        if process.tagged_pids(run_id):
+            found.update(process.collect_tree(None, run_id=run_id))
+        pids = process.adopted()
+        if self._orphans is not None:
+            pids += self._orphans.orphans()
+        groups = self._runs.get(run_id)
+        if groups is not None:
+            pids += groups.pids()
+        if pids:
+            found.update(process.descendants(pids))
+        return found
 
     def close(self) -> None:
-        """The run is over: end anything its tasks left running outside their process groups (daemons that called
-        setsid or double-forked after a task succeeded), found by the run's tag."""
-        for run_id in self._run_ids:
-            if not process.tagged_pids(run_id):
-                continue
-            leftovers = process.collect_tree(None, run_id=run_id)
-            if leftovers:
-                process.terminate_tree(leftovers, grace=1.0)
-        self._run_ids.clear()
+        """The run is over: end anything its tasks left running (daemons that called setsid or double-forked after
+        a task succeeded, processes callables started), and remove its cgroups."""
+        with self._lock:
+            runs = list(self._runs.items())
+            self._runs.clear()
+        for run_id, groups in runs:
+            leftovers = self._leftovers(run_id)
+            if leftovers or (groups is not None and groups.populated()):
+                process.terminate_tree(leftovers, grace=1.0, collect=lambda r=run_id: self._leftovers(r),
+                                       cgroup=groups.root if groups else None)
+            if groups is not None:
+                groups.remove()
+        if self._orphans is not None:
+            self._orphans.stop()
+
+    def force_kill(self) -> int:
+        """SIGKILL every process of every run at once (a second Ctrl+C): cgroups, the leaders' groups and sessions,
+        tagged processes, orphans and callables' processes. Returns how many processes were found."""
+        with self._lock:
+            runs = list(self._runs.items())
+        pgids = [a.pid for a in list(self._attempts) if a.pid is not None and a.running()]
+        for _, groups in runs:
+            if groups is not None:
+                groups.kill()
+        for pgid in pgids:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+
+        def collect() -> dict[int, psutil.Process]:
+            found: dict[int, psutil.Process] = {}
+            for run_id, _ in runs:
+                found.update(self._leftovers(run_id))
+            found.update({pid: proc for pid, (_, proc) in process.group_members(set(pgids), None).items()})
+            return found
+
+        first = collect()
+        process.kill_until_empty(first, None, collect)
+        return len(first)
 
     def launch(self, attempt: Attempt) -> RunningAttempt:
-        self._run_ids.add(attempt.run_id)
+        groups = self._run_cgroups(attempt.run_id)
         if attempt.task.func is not None:  # a Python callable: in a pool thread, or a child process (isolate=True)
             from .inprocess import launch_callable
 
-            return launch_callable(attempt)
-        steps = []
-        if attempt.task.setup:
-            steps.append(("setup", attempt.task.setup))
-        if attempt.task.run is not None:
-            steps.append(("run", attempt.task.run))
-        return ShellAttempt(attempt, steps)
+            running = launch_callable(attempt, groups)
+        else:
+            steps = []
+            if attempt.task.setup:
+                steps.append(("setup", attempt.task.setup))
+            if attempt.task.run is not None:
+                steps.append(("run", attempt.task.run))
+            running = ShellAttempt(attempt, steps, groups)
+        if isinstance(running, ShellAttempt):
+            self._attempts.add(running)
+        return running
 
 
 class ShellAttempt(RunningAttempt):
     identify_by_create_time = False  # see _track
 
-    def __init__(self, attempt: Attempt, steps: list[tuple[str, str]]):
+    def __init__(self, attempt: Attempt, steps: list[tuple[str, str]], cgroups: RunCgroups | None = None):
         self.attempt = attempt
+        self._cgroups = cgroups
+        self._cgroup: Cgroup | None = cgroups.acquire() if cgroups is not None else None
         self._steps = steps
         self._lock = threading.Lock()
         self._kill_requested = False
@@ -91,19 +163,25 @@ class ShellAttempt(RunningAttempt):
         self._leader: process.ProcRef | None = None
         self._tree_cache: dict[int, psutil.Process] = {}
         self._deadline = time.monotonic() + attempt.timeout if attempt.timeout else None
-        self._start_step(0)  # raises on spawn errors (missing workdir...), which fails the attempt
+        try:
+            self._start_step(0)  # raises on spawn errors (missing workdir...), which fails the attempt
+        except BaseException:
+            self._release_cgroup()
+            raise
 
     # --- spawning -------------------------------------------------------------------------------------------
     def _start_step(self, index: int) -> None:
         kind, command = self._steps[index] if self._steps else ("run", "true")
+        shell = self.attempt.task.shell
+        prefix = self._cgroup.shell_prefix(shell) if self._cgroup is not None else ""
         fd = open_log(self.attempt)
         try:
             if index == 0:
                 write_header(fd, self.attempt)
             if kind == "setup" or index > 0:
                 os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))
-            popen = spawn.start([self.attempt.task.shell, "-c", command], self.attempt.env,
-                                str(self.attempt.workdir), devnull(), fd)
+            popen = spawn.start([shell, "-c", prefix + command], self.attempt.env, str(self.attempt.workdir),
+                                devnull(), fd)
         except FileNotFoundError as exc:
             missing = str(exc.filename or self.attempt.workdir)
             os.write(fd, f"tuidag: cannot start: {missing} does not exist\n".encode())
@@ -114,6 +192,8 @@ class ShellAttempt(RunningAttempt):
             raise
         finally:
             os.close(fd)
+        if self._cgroup is not None and not prefix:
+            self._cgroup.add(popen.pid)
         self._step = index
         self._track(popen)
 
@@ -132,6 +212,15 @@ class ShellAttempt(RunningAttempt):
         else:
             self._leader = process.ProcRef(popen.pid, run_id=self.attempt.run_id)
 
+    def running(self) -> bool:
+        popen = self._popen
+        return popen is not None and popen.returncode is None
+
+    def _release_cgroup(self) -> None:
+        group, self._cgroup = self._cgroup, None
+        if group is not None:
+            self._cgroups.release(group)
+
     # --- control --------------------------------------------------------------------------------------------
     def kill(self, reason: str = "cancelled") -> None:
         with self._lock:
@@ -146,6 +235,8 @@ class ShellAttempt(RunningAttempt):
             tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
             self._tree_cache = tree
             process.signal_all(tree, 15, popen.pid)
+        if self._cgroup is not None:
+            process.signal_pids(self._cgroup.pids(), 15)
         with self._lock:
             if not self._ended:  # the waiting thread blocks in waitpid: a timer sends the SIGKILL if one is due
                 self._escalation = threading.Timer(self.attempt.kill_grace, self._escalate)
@@ -178,10 +269,14 @@ class ShellAttempt(RunningAttempt):
                 self._ended = True
                 if self._escalation is not None:
                     self._escalation.cancel()
+            self._release_cgroup()
 
     def _wait_steps(self) -> AttemptResult:
         while True:
-            code = self._wait_leader()
+            try:
+                code = self._wait_leader()
+            finally:
+                process.LEADERS.discard(self._popen.pid)
             self._finish_tree()
             if self._kill_requested:
                 if self._kill_reason == "timeout":
@@ -206,20 +301,23 @@ class ShellAttempt(RunningAttempt):
     def _exited_before_deadline(self, popen) -> bool:
         try:
             pidfd = os.pidfd_open(popen.pid)
-        except (AttributeError, OSError):  # no pidfd (old kernel) or the leader is already reaped
-            import subprocess  # for TimeoutExpired, which every Child's wait(timeout) raises
-
-            try:
-                popen.wait(max(0.0, self._deadline - time.monotonic()))
-                return True
-            except subprocess.TimeoutExpired:
-                return False
+        except (AttributeError, OSError):  # no pidfd (old kernel), out of descriptors, or already reaped
+            delay = 0.001
+            while popen.poll() is None:  # polling needs no descriptor and no import (both may be unavailable)
+                left = self._deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 0.05)
+            return True
         try:
+            poller = select.poll()  # not select(): it fails for descriptor numbers above 1023
+            poller.register(pidfd, select.POLLIN)
             while popen.poll() is None:
                 left = self._deadline - time.monotonic()
                 if left <= 0:
                     return False
-                select.select([pidfd], [], [], left)
+                poller.poll(left * 1000)
             return True
         finally:
             os.close(pidfd)
@@ -231,31 +329,30 @@ class ShellAttempt(RunningAttempt):
             return  # the waiting thread finishes the tree off itself (`_finish_tree`)
         tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
         process.signal_all({**self._tree_cache, **tree}, 9, popen.pid)
+        if self._cgroup is not None:
+            self._cgroup.kill()
 
     def _finish_tree(self) -> None:
-        """The leader is gone. Make sure nothing it started outlives the attempt."""
+        """The leader is gone. Make sure nothing it started outlives the attempt: after a kill, everything in its
+        group, session, tag or cgroup; after a normal exit, what is left in its group (daemons that left the group
+        may serve later tasks: they end with the run)."""
         pgid = self._popen.pid
+        run_id, task = self.attempt.run_id, self.attempt.task.name
+
+        def collect() -> dict[int, psutil.Process]:
+            return process.collect_tree(None, run_id, task, pgid)
+
         if self._kill_requested:
             grace = max(0.0, self.attempt.kill_grace - (time.monotonic() - self._kill_started))
-            tree = process.collect_tree(None, self.attempt.run_id, self.attempt.task.name, pgid)
-            tree.update({pid: p for pid, p in self._tree_cache.items() if _alive(p)})
+            tree = collect()
+            tree.update({pid: p for pid, p in self._tree_cache.items() if process.is_alive(p)})
+            if self._cgroup is not None:
+                tree.update(process.descendants(self._cgroup.pids()))
             survivors = process.wait_gone(tree, time.monotonic() + grace)
-            if survivors or process.group_alive(pgid):
-                process.signal_all(survivors, 9, pgid)
-                process.wait_gone(survivors, time.monotonic() + 5.0)
+            process.kill_until_empty(survivors, pgid, collect, self._cgroup)
         elif process.group_alive(pgid):
             # Normal exit but children are still running in its group: they are part of the task; end them.
-            tree = process.collect_tree(None, self.attempt.run_id, self.attempt.task.name, pgid)
-            process.terminate_tree(tree, self.attempt.kill_grace, pgid)
-
-
-def _alive(proc: psutil.Process) -> bool:
-    import psutil
-
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+            process.terminate_tree(collect(), self.attempt.kill_grace, pgid, collect)
 
 
 def describe_exit(code: int, kind: str = "run") -> str:

@@ -2,9 +2,17 @@
 
 Why this is more than `Popen.terminate()`: a shell task's tree can contain a pipeline, children that ignore SIGTERM,
 a leader that exits on SIGTERM while its children keep running (they are then re-parented and vanish from the tree),
-and daemons that called setsid or double-forked. So the tree is collected *before* any signal is sent, by three
-routes at once: the leader's recursive children, the leader's process group and session, and every process that
-carries this attempt's `TUIDAG_RUN_ID`/`TUIDAG_TASK` tag in its environment (inherited through setsid and forks).
+daemons that called setsid or double-forked, and processes that re-launch themselves. So the tree is collected
+*before* any signal is sent, by several routes at once: the leader's recursive children, the leader's process group
+and session, every process that carries this attempt's `TUIDAG_RUN_ID`/`TUIDAG_TASK` tag in its environment
+(inherited through setsid and forks), and, where tuidag may create cgroups, the attempt's cgroup (see `cgroup`).
+After the grace period, collecting and SIGKILLing repeat until a pass finds nothing alive: a process that starts its
+successor just before it exits is caught by the next pass.
+
+tuidag is a child subreaper, so an orphaned descendant (one that dropped the tags and left the group and session) is
+re-parented to tuidag itself: a child of tuidag that is not a task leader is the run's. `OrphanReaper` reaps those as
+they die, and the run's end kills the ones still running (`own_children`).
+
 Every process is identified by pid *and* create time (psutil objects), or a leader by pid and its run tag, so a recycled
 pid is never signalled.
 """
@@ -12,8 +20,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import threading
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 if TYPE_CHECKING:
     import psutil
@@ -114,6 +124,17 @@ def become_subreaper() -> bool:
         return False
 
 
+def preload_thread_exit() -> None:
+    """glibc loads libgcc_s the first time a thread exits (pthread_exit unwinds the thread's stack). Out of file
+    descriptors that load fails, and glibc then aborts the whole process; so it is loaded while descriptors are left."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libgcc_s.so.1")
+    except OSError:  # not glibc, or linked in statically
+        pass
+
+
 def _reap_if_child(pid: int) -> None:
     try:
         os.waitpid(pid, os.WNOHANG)
@@ -212,13 +233,254 @@ def wait_gone(procs: dict[int, psutil.Process], deadline: float, poll: float = 0
     return alive
 
 
-def terminate_tree(procs: dict[int, psutil.Process], grace: float, pgid: int | None = None) -> None:
-    """SIGTERM everything, SIGKILL whatever is left after `grace` seconds, and wait until all of it is gone."""
+def terminate_tree(procs: dict[int, psutil.Process], grace: float, pgid: int | None = None,
+                   collect: Callable[[], dict[int, psutil.Process]] | None = None, cgroup=None) -> None:
+    """SIGTERM everything, wait up to `grace` seconds, then `kill_until_empty` what is left (and what `collect` finds
+    anew: a process may have started a successor meanwhile)."""
     signal_all(procs, signal.SIGTERM, pgid)
+    if cgroup is not None:
+        signal_pids(cgroup.pids(), signal.SIGTERM)
     survivors = wait_gone(procs, time.monotonic() + grace)
-    if survivors or (pgid is not None and group_alive(pgid)):
-        signal_all(survivors, signal.SIGKILL, pgid)
-        wait_gone(survivors, time.monotonic() + 5.0)
+    kill_until_empty(survivors, pgid, collect, cgroup)
+
+
+KILL_PASSES_DEADLINE = 10.0  # seconds of SIGKILL passes before giving up on a tree that keeps forking
+
+
+def kill_until_empty(known: dict[int, psutil.Process], pgid: int | None = None,
+                     collect: Callable[[], dict[int, psutil.Process]] | None = None, cgroup=None) -> None:
+    """SIGKILL `known`, the group `pgid`, the cgroup and whatever `collect()` finds, again and again until a pass finds
+    nothing alive. One snapshot is not enough: a process that forks its successor and exits between the snapshot and
+    the signal would survive it (a SIGKILLed process forks no more, so this ends unless new processes keep coming from
+    outside the routes). Returns once everything found is gone, or after `KILL_PASSES_DEADLINE` seconds."""
+    deadline = time.monotonic() + KILL_PASSES_DEADLINE
+    targets = dict(known)
+    while True:
+        if cgroup is not None and cgroup.populated():
+            cgroup.kill()
+        if collect is not None:
+            targets.update(collect())
+        targets = {pid: p for pid, p in targets.items() if is_alive(p)}
+        group = pgid is not None and group_alive(pgid)
+        if not targets and not group:
+            break
+        signal_all(targets, signal.SIGKILL, pgid if group else None)
+        wait_gone(targets, min(deadline, time.monotonic() + 5.0))
+        if time.monotonic() >= deadline:
+            break
+        targets = {}
+    if cgroup is not None:  # cgroup.kill is asynchronous: wait for its processes to be gone
+        end = min(deadline, time.monotonic() + 5.0)
+        while cgroup.populated() and time.monotonic() < end:
+            time.sleep(0.005)
+
+
+def signal_pids(pids: list[int], sig: int) -> None:
+    """Signal bare pids just read from a cgroup (a cgroup keeps a pid from being reused while it is listed)."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def is_alive(proc: psutil.Process) -> bool:
+    import psutil
+
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+# --- children of tuidag -----------------------------------------------------------------------------------------
+def own_children(main_thread_only: bool = False) -> list[int]:
+    """This process's children: the ones its threads started, and orphans re-parented to it as their subreaper
+    (those go to the main thread). Read from /proc/<pid>/task/<tid>/children, one small file per thread."""
+    me = os.getpid()
+    tids = [str(me)] if main_thread_only else _listdir(f"/proc/{me}/task")
+    found: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{me}/task/{tid}/children", "rb") as f:
+                found.extend(map(int, f.read().split()))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def helper_pids() -> set[int]:
+    """Children of tuidag that belong to no task: multiprocessing's forkserver (it starts isolated callables) and its
+    resource tracker. They are reaped and stopped by multiprocessing itself."""
+    helpers = set()
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    if forkserver is not None:
+        helpers.add(getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None))
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    if tracker is not None:
+        helpers.add(getattr(getattr(tracker, "_resource_tracker", None), "_pid", None))
+    helpers.discard(None)
+    return helpers
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """/proc/<pid>/stat after the command name: [state, ppid, pgrp, session, ...] (field 3 onwards)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+LEADERS: set[int] = set()  # leaders tuidag waits for itself: never reaped by OrphanReaper (see ShellAttempt._track)
+
+
+class OrphanReaper:
+    """Reaps the run's orphans as they die: without it, a task that keeps starting short-lived background processes
+    (`( cmd & )` in a loop) leaves a zombie under tuidag for each until the run ends, and can exhaust the pids.
+
+    Only zombies on the main thread's children list are reaped, and not the ones that were there before the run:
+    orphans are re-parented to the main thread, while leaders and the processes callables start with `subprocess`
+    are children of the pool threads that started them, and whoever started them collects their exit status (a
+    reaper that took it would make `subprocess` report exit code 0)."""
+
+    INTERVAL = 0.05
+
+    def __init__(self) -> None:
+        self._existing = set(own_children(main_thread_only=True))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tuidag-orphan-reaper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Reap one last time and stop (the run is over: nothing of it is left running to orphan more)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        self.reap()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.INTERVAL):
+            try:
+                self.reap()
+            except Exception:  # out of descriptors or memory: try again next time
+                pass
+
+    def reap(self) -> int:
+        """Reap every orphan that is a zombie now; returns how many."""
+        reaped = 0
+        for pid, state in self._orphans():
+            if state == b"Z":
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                        reaped += 1
+                except ChildProcessError:
+                    pass
+        return reaped
+
+    def orphans(self) -> list[int]:
+        """The run's orphans that are still running."""
+        return [pid for pid, state in self._orphans() if state != b"Z"]
+
+    def _orphans(self) -> list[tuple[int, bytes]]:
+        """(pid, state) of the main thread's children that are orphans of tasks: not there before the run, no leader,
+        no helper, and not in tuidag's own session (a task's processes never are: every leader starts a session of
+        its own, and no process can join another session; what tuidag's own code or a program that calls
+        `Dag.main()` starts on its main thread is, and is left to whoever started it)."""
+        children = own_children(main_thread_only=True)
+        if not children:
+            return []
+        skip = self._existing | LEADERS | helper_pids()
+        session = os.getsid(0)
+        found = []
+        for pid in children:
+            if pid in skip:
+                continue
+            fields = _stat_fields(pid)
+            if fields and int(fields[3]) != session:
+                found.append((pid, fields[0]))
+        return found
+
+
+ADOPTED: dict[int, float | None] = {}  # processes callables started and left running, ended with the run
+
+
+def adopt_thread_children() -> None:
+    """On a pool thread whose callable just ended: the processes it started (children of this very thread) that are
+    still there belong to the run, and are ended when the run ends, like a shell task's daemons."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{threading.get_native_id()}/children", "rb") as f:
+            pids = [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return
+    skip = LEADERS | helper_pids()
+    for pid in pids:
+        if pid not in skip:
+            ADOPTED[pid] = create_time(pid)
+
+
+def adopted() -> list[int]:
+    """The live processes `adopt_thread_children` recorded (by pid and create time), forgetting them."""
+    found = []
+    for pid, ctime in list(ADOPTED.items()):
+        ADOPTED.pop(pid, None)
+        if ctime is not None and ProcRef(pid, ctime).process() is not None:
+            found.append(pid)
+    return found
+
+
+def descendants(pids: list[int]) -> dict[int, psutil.Process]:
+    """psutil objects for `pids` and all their descendants (alive ones)."""
+    import psutil
+
+    found: dict[int, psutil.Process] = {}
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            found[pid] = proc
+            for child in proc.children(recursive=True):
+                found[child.pid] = child
+        except psutil.Error:
+            continue
+    return found
+
+
+def group_members(pgids: set[int], created_after: float | None) -> dict[int, tuple[int, psutil.Process]]:
+    """Live processes in any of the process groups or sessions `pgids` (leader pids), created at or after
+    `created_after`, as pid -> (the leader pid, process); one /proc scan for all of them. While any process is in group
+    or session P, pid P cannot be given to a new process, so for a leader that exited these are still its own group's
+    members; the create time rules out a group that was emptied and later re-made under a reused pid."""
+    import psutil
+
+    found: dict[int, tuple[int, psutil.Process]] = {}
+    if not pgids:
+        return found
+    me = os.getpid()
+    for name in _listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        fields = _stat_fields(int(name))
+        if not fields or fields[0] == b"Z":
+            continue
+        pgid = int(fields[2]) if int(fields[2]) in pgids else int(fields[3])
+        if pgid not in pgids:
+            continue
+        try:
+            proc = psutil.Process(int(name))
+            if created_after is None or proc.create_time() >= created_after - 2.0:  # btime is whole seconds
+                found[proc.pid] = (pgid, proc)
+        except psutil.Error:
+            continue
+    return found
 
 
 def tree_usage(procs: list[psutil.Process]) -> tuple[float, int]:

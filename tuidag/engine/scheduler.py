@@ -28,10 +28,32 @@ from .workers import WorkerPool
 
 
 def _log_exception(message: str, *args: Any) -> None:
-    """Log an engine bug with its traceback (logging is imported on the first one: it is not needed otherwise)."""
-    import logging
+    """Log an engine bug with its traceback (logging is imported on the first one: it is not needed otherwise).
+    Never raises: out of descriptors, even the import fails, and then a line on stderr is all there is."""
+    try:
+        import logging
 
-    logging.getLogger(__name__).exception(message, *args)
+        logging.getLogger(__name__).exception(message, *args)
+    except BaseException:
+        try:
+            os.write(2, f"tuidag: {message % args}\n".encode(errors="replace"))
+        except BaseException:
+            pass
+
+
+FDS_PER_ATTEMPT = 3  # what a running attempt may hold: a pidfd (timeout), a log while it starts, a callable's log...
+FDS_RESERVED = 64    # tuidag's own: the terminal, the journal, the UI, psutil's reads, imports
+
+
+def parallel_limit() -> tuple[int | None, int | None]:
+    """(most attempts that can run at once within the open-file limit, that limit), or (None, None) for no limit.
+    More would fail to start (or, worse, fail half-way) with EMFILE."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return None, None
+    return max(1, (soft - FDS_RESERVED) // FDS_PER_ATTEMPT), soft
 
 
 S = TaskState
@@ -109,7 +131,12 @@ class Scheduler:
         self.dag = dag
         self.executor = executor
         self.run_id = run_id
-        self.max_parallel = max(1, max_parallel or dag.max_parallel)
+        wanted = max(1, max_parallel or dag.max_parallel)
+        limit, fds = parallel_limit()
+        self.max_parallel = min(wanted, limit) if limit else wanted
+        # Why fewer tasks run at once than asked, for the views and the journal to say (None: as asked).
+        self.parallel_note = (f"max_parallel {wanted} capped to {self.max_parallel} by the open-file limit "
+                              f"({fds}; raise it with `ulimit -n`)" if self.max_parallel < wanted else None)
         self.kill_grace = dag.kill_grace if kill_grace is None else kill_grace
         self.clock = clock
         self.log_headers = LogHeaders()  # which bytes of the task logs are attempt headers
@@ -174,7 +201,8 @@ class Scheduler:
             if self._started:
                 return
             self._started = True
-            self._run_event("started", f"{len(self._tasks)} tasks, max_parallel {self.max_parallel}")
+            self._run_event("started", f"{len(self._tasks)} tasks, max_parallel {self.max_parallel}"
+                            + (f" ({self.parallel_note})" if self.parallel_note else ""))
             for t in self._tasks.values():
                 if t.snap.reused:  # journal and observers learn which results were carried over
                     self._set(t, S.SUCCEEDED)
@@ -348,7 +376,7 @@ class Scheduler:
             name, generation = item
             try:
                 item = self._attempt(name, generation)
-            except Exception:  # a bug in the engine must not leave the task hanging in RUNNING forever
+            except BaseException:  # an engine bug, or no descriptor left: never leave the task RUNNING forever
                 _log_exception("engine error while running %s", name)
                 with self._lock:
                     t = self._tasks[name]

@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Mapping, Protocol
 
+from . import process
 from .executor import TaskEnvironment
 
 
@@ -39,8 +40,10 @@ class Child(Protocol):
 def start_popen(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, stdout: int) -> Child:
     import subprocess  # the fallback only: subprocess is not needed otherwise
 
-    return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                            start_new_session=True, close_fds=True)
+    child = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                             start_new_session=True, close_fds=True)
+    process.LEADERS.add(child.pid)  # until the attempt has waited for it
+    return child
 
 
 class SpawnedChild:
@@ -48,6 +51,7 @@ class SpawnedChild:
     any thread may read `returncode`."""
 
     def __init__(self, pid: int, argv: list[str]):
+        process.LEADERS.add(pid)  # until `_reap`: the orphan reaper leaves a child someone waits for alone
         self.pid = pid
         self.args = argv
         self.returncode: int | None = None
@@ -82,6 +86,7 @@ class SpawnedChild:
             return
         if pid == self.pid:
             self.returncode = os.waitstatus_to_exitcode(status)
+            process.LEADERS.discard(pid)
 
 
 class _Libc:
@@ -218,7 +223,8 @@ def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, st
 
 def start(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, stdout: int) -> Child:
     """Start `argv` in a new session with stdin from `stdin`, stdout and stderr into `stdout`, in `cwd`, with
-    exactly `env`, and no other descriptor of ours."""
+    exactly `env`, and no other descriptor of ours. The child's pid is in `process.LEADERS` until it is reaped
+    (by whoever waits for it; the orphan reaper leaves it alone)."""
     if _loaded() is None:
         return start_popen(argv, env, cwd, stdin, stdout)
     return start_libc(argv, env, cwd, stdin, stdout)

@@ -6,6 +6,7 @@ item cost about a tenth of tuidag's time on a DAG of quick tasks. Here an item i
 """
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from typing import Any, Callable
@@ -61,6 +62,17 @@ class WorkerPool:
             try:
                 fn(*args)
             except BaseException:  # the items catch their own errors; this keeps the thread alive regardless
-                import logging
+                _report(fn)
 
-                logging.getLogger(__name__).exception("worker item %r failed", fn)
+
+def _report(fn: Callable[..., Any]) -> None:
+    """Log a failed item. Never raises (out of descriptors, `import logging` itself fails): a pool thread never dies."""
+    try:
+        import logging
+
+        logging.getLogger(__name__).exception("worker item %r failed", fn)
+    except BaseException:
+        try:
+            os.write(2, f"tuidag: worker item {fn!r} failed\n".encode(errors="replace"))
+        except BaseException:
+            pass

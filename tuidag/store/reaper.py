@@ -1,10 +1,12 @@
 """Cleaning up after a tuidag that died mid-run (kill -9, power loss, OOM killer).
 
-Its task processes may still be running. Every attempt's leader is in the journal by pid, and every task process
-carries `TUIDAG_RUN_ID` in its environment, so the next tuidag command on the state dir can find exactly those
-processes — a journalled pid counts only while it still carries the run's tag (or, for callables in child processes,
-has the journalled create time), so a process of another program that reused a pid is never touched — kill them, and
-record the run as interrupted.
+Its task processes may still be running. Every attempt's leader is in the journal by pid, every task process
+carries `TUIDAG_RUN_ID` in its environment unless it dropped it, a process that dropped it stays in its leader's
+process group or session unless it left them too, and where tuidag could create cgroups every attempt's processes are
+in the run's cgroup whatever they did. So the next tuidag command on the state dir finds those processes by all four
+routes — a journalled pid counts only while it still carries the run's tag (or, for callables in child processes,
+has the journalled create time), a group or session only while no other process has its leader's pid, so a process
+of another program that reused a pid is never touched — kills them, and records the run as interrupted.
 """
 from __future__ import annotations
 
@@ -49,13 +51,21 @@ def reap_interrupted(store: RunStore, grace: float = REAP_GRACE) -> list[Reaped]
 def _reap_run(run: RunDir, grace: float) -> Reaped:
     import psutil  # only after a crash: an ordinary start never loads it
 
+    from ..engine import cgroup
+
     rep = replay(run.journal)
+    started = rep.started_at
+    leftover_cgroup = cgroup.leftover_run(run.run_id)
+    groups: dict[int, str] = {}  # journalled leaders whose process group and session are the run's -> task
     victims: dict[int, psutil.Process] = {}
     owners: dict[int, str] = {}
     for task in rep.tasks.values():
         for pid, ctime in task.pids:
             # None if gone or the pid now names another process (another create time, or no tag of this run)
             leader = process.ProcRef(pid, ctime, run.run_id).process()
+            if leader is None and _taken(pid, started, rep.last_time):
+                continue  # the pid is another process's now, so no group of ours can have that id any more
+            groups[pid] = task.name
             if leader is None:
                 continue
             try:
@@ -65,9 +75,22 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
             for proc in tree:
                 victims[proc.pid] = proc
                 owners[proc.pid] = task.name
-    # Everything else the run started carries its tag, whatever it did to its parentage (setsid, double fork).
-    for proc in process.collect_tree(None, run_id=run.run_id).values():
-        victims.setdefault(proc.pid, proc)
+    # Members of the leaders' groups and sessions, even after a leader exited: processes that dropped the tags
+    for pid, (pgid, proc) in process.group_members(set(groups), started).items():
+        victims.setdefault(pid, proc)
+        owners.setdefault(pid, groups[pgid])
+
+    def collect() -> dict[int, psutil.Process]:
+        """Everything else the run started: tagged (whatever it did to its parentage: setsid, double fork), in a
+        journalled leader's group or session, or in the run's cgroup."""
+        found = process.collect_tree(None, run_id=run.run_id)
+        found.update({pid: proc for pid, (_, proc) in process.group_members(set(groups), started).items()})
+        if leftover_cgroup is not None:
+            found.update(process.descendants(cgroup.pids_recursive(leftover_cgroup)))
+        return found
+
+    for pid, proc in collect().items():
+        victims.setdefault(pid, proc)
     found = []
     for pid, proc in sorted(victims.items()):
         try:
@@ -76,7 +99,9 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
         except psutil.Error:
             continue
         found.append((task, pid, name))
-    process.terminate_tree(victims, grace)
+    process.terminate_tree(victims, grace, collect=collect, cgroup=leftover_cgroup)
+    if leftover_cgroup is not None:
+        leftover_cgroup.remove()
     counts: dict[str, int] = {}
     for task in rep.tasks.values():
         counts[task.state.value] = counts.get(task.state.value, 0) + 1
@@ -92,6 +117,21 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
     except OSError:  # a full state dir: the run stays unclosed and the next command tries again
         pass
     return Reaped(run.run_id, found)
+
+
+def _taken(pid: int, started: float | None, last: float | None) -> bool:
+    """Whether `pid` names a process other than the run's leader: any live one (ProcRef did not recognise it), or a
+    zombie that did not start while the run went on (the leader itself stays a zombie where nothing reaps it)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() != psutil.STATUS_ZOMBIE:
+            return True
+        born = proc.create_time()
+    except psutil.Error:
+        return False
+    return started is None or last is None or not started - 2.0 <= born <= last + 2.0  # btime is whole seconds
 
 
 class _reap_lock:
