@@ -232,8 +232,9 @@ def test_combined_interleaves_and_prefixes(tmp_path: Path) -> None:
     combined = CombinedLog({"a": a})
     combined.add("b", b)  # not created yet
     assert combined.refresh() == 2
-    append(b, "b1\nb2")
     append(a, "a2\n")
+    combined.refresh()  # each refresh sees one log's new lines: their order is the order they arrived in
+    append(b, "b1\nb2")
     combined.refresh()
     assert lines_of(combined) == ["[a] === tuidag: a attempt 1 started at 12:00:00 ===", "[a] a1", "[a] a2", "[b] b1",
                                   "[b] b2"]
