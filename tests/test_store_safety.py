@@ -151,6 +151,25 @@ def test_resume_does_not_link_a_symlink_planted_as_an_old_log(tmp_path):
     assert "not a log" not in logs.stdout
 
 
+@pytest.mark.parametrize("follow", [False, True])
+@pytest.mark.parametrize("planted", ["symlink", "fifo"])
+def test_logs_shows_nothing_through_a_link_or_fifo_planted_as_a_log(tmp_path, planted, follow):
+    secret = tmp_path / "secret"
+    secret.write_text("not a log\n")
+    state = tmp_path / "state"
+    dag = dag_file(tmp_path, "tasks:\n  a: {run: echo from a}\n")
+    assert tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), cwd=tmp_path).returncode == 0
+    (run,) = RunStore(state).runs()
+    run.log_path("a").unlink()
+    if planted == "symlink":
+        run.log_path("a").symlink_to(secret)
+    else:
+        os.mkfifo(run.log_path("a"))  # opening it to read would wait for a writer forever
+    logs = tuidag("logs", "a", *(["-f"] if follow else []), "--state-dir", str(state), cwd=tmp_path)
+    assert logs.returncode == 2 and "not a log" not in logs.stdout, logs
+    assert logs.stderr.startswith("tuidag: ") and "not shown" in logs.stderr and "Traceback" not in logs.stderr
+
+
 def test_resume_links_a_genuine_old_log(tmp_path):
     state = tmp_path / "state"
     dag = dag_file(tmp_path, "tasks:\n  a: {run: echo from a}\n  b: {run: exit 1, depends_on: a}\n")

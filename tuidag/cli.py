@@ -340,7 +340,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     from .store.history import has_task, matching, runs_of
-    from .views.logs import LogPrinter, copy_log, follow_log
+    from .views.logs import LogPrinter, UnsafeLog, copy_log, follow_log
 
     store = open_store(_state_dir(args, args.file))
     runs = runs_of(store, args.file)
@@ -358,12 +358,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
         run = with_task[-1]
     path = run.log_path(args.task)
     out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
-    if args.follow:
-        follow_log(run, args.task, out)
-    elif path.exists():
-        copy_log(path, out)
-    else:
-        print(f"tuidag: {args.task} has no output yet ({path})", file=sys.stderr)
+    try:
+        if args.follow:
+            follow_log(run, args.task, out)
+        elif os.path.lexists(path):
+            copy_log(path, out)
+        else:
+            print(f"tuidag: {args.task} has no output yet ({path})", file=sys.stderr)
+    except UnsafeLog as exc:
+        raise UsageError(str(exc)) from None
     return EXIT_OK
 
 

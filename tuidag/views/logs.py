@@ -6,7 +6,9 @@ a log holds whatever a task printed. `--raw` asks for the bytes on a terminal to
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import time
 from pathlib import Path
 from typing import BinaryIO
@@ -45,10 +47,32 @@ class LogPrinter:
         self.out.flush()
 
 
+class UnsafeLog(Exception):
+    """A task's log that is not a regular file: a link or FIFO planted in the run folder is never read through."""
+
+
+def open_log(path: Path) -> int:
+    """A read descriptor on the log at `path`, which must be a regular file and not a symbolic link (FileNotFoundError
+    when there is none yet)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeLog(f"{path} is a symbolic link, not a log tuidag wrote: not shown") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeLog(f"{path} is not a regular file, not a log tuidag wrote: not shown")
+    return fd
+
+
 def copy_log(path: Path, out: LogPrinter) -> None:
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
+    fd = open_log(path)
+    try:
+        while chunk := os.read(fd, _CHUNK):
             out.write(chunk)
+    finally:
+        os.close(fd)
     out.close()
 
 
@@ -70,7 +94,7 @@ def follow_log(run: RunDir, task: str, out: LogPrinter, poll: float = 0.1) -> No
 
 def _copy_from(path: Path, offset: int, out: LogPrinter) -> int:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_log(path)
     except FileNotFoundError:
         return offset
     try:
