@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping
 from . import output_routing, process
 from .cgroup import RunCgroups
 from .executor import Attempt, AttemptResult, RunningAttempt
-from .local import ShellAttempt, open_log, write_header
+from .shell_attempt import ShellAttempt, open_log, write_header
 
 
 @dataclass(frozen=True)
