@@ -327,13 +327,18 @@ def _yaml(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def run_headless(dag: Path, mode: str, stderr=subprocess.PIPE) -> subprocess.Popen:
+    """`tuidag run --no-tui DAG` in DAG's folder, with cgroups on or off (`mode`)."""
+    return subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=dag.parent,
+                            env={**os.environ, "TUIDAG_CGROUPS": mode}, stdout=subprocess.DEVNULL, stderr=stderr,
+                            text=True)
+
+
 def crash(tmp_path: Path, command: str, mode: str) -> Path:
     """Run `command` as a task in a tuidag, then kill -9 that tuidag once the task recorded its processes."""
     written = [tmp_path / "pids", tmp_path / "leader"]
     dag = write(tmp_path / "dag.yaml", f"kill_grace: 0.3\ntasks:\n  t:\n    run: {_yaml(command)}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=tmp_path,
-                            env={**os.environ, "TUIDAG_CGROUPS": mode}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = run_headless(dag, mode, stderr=subprocess.DEVNULL)
     def journalled() -> bool:  # the leader's pid is in the journal, as a crash after that leaves it
         runs = RunStore(tmp_path / ".tuidag").runs()
         return bool(runs) and bool(replay(runs[0].journal).tasks.get("t") and replay(runs[0].journal).tasks["t"].pids)
@@ -386,9 +391,7 @@ def test_second_sigint_kills_untagged_processes_too(tmp_path, mode):
     pids = tmp_path / "pids"
     command = f"trap '' TERM; env -i sh -c 'echo $$ >> {pids}; exec sleep 51' & echo $$ >> {pids}; sleep 52"
     dag = write(tmp_path / "dag.yaml", f"kill_grace: 60s\ntasks:\n  a:\n    run: {_yaml(command)}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=tmp_path,
-                            env={**os.environ, "TUIDAG_CGROUPS": mode}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = run_headless(dag, mode)
     try:
         refs = recorded(pids, 2)
         proc.send_signal(signal.SIGINT)
@@ -409,9 +412,7 @@ def test_untagged_daemon_ends_with_a_headless_run(tmp_path, mode):
     pids = tmp_path / "pids"
     command = f"(setsid env -i sh -c 'echo $$ >> {pids}; exec sleep 61' &); until [ -s {pids} ]; do sleep 0.01; done"
     dag = write(tmp_path / "dag.yaml", f"tasks:\n  a:\n    run: {_yaml(command)}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=tmp_path,
-                            env={**os.environ, "TUIDAG_CGROUPS": mode}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = run_headless(dag, mode)
     try:
         (ref,) = recorded(pids, 1)
         _, err = proc.communicate(timeout=30)
