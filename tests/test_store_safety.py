@@ -135,15 +135,25 @@ tasks:
     assert not run.summary.is_symlink() and json.loads(run.summary.read_text())["outcome"] == "succeeded"
 
 
-def test_resume_does_not_link_a_symlink_planted_as_an_old_log(tmp_path):
+def run_and_plant(tmp_path: Path, dag_text: str, code: int, planted: str = "symlink") -> tuple[Path, Path]:
+    """Run `dag_text` (exit `code`) in a state dir, then replace task a's log with a symlink to a file saying "not a
+    log", or with a FIFO. The DAG file and the state dir."""
     secret = tmp_path / "secret"
     secret.write_text("not a log\n")
     state = tmp_path / "state"
-    dag = dag_file(tmp_path, "tasks:\n  a: {run: echo a}\n  b: {run: exit 1, depends_on: a}\n")
-    assert tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), cwd=tmp_path).returncode == 1
-    (old,) = RunStore(state).runs()
-    old.log_path("a").unlink()
-    old.log_path("a").symlink_to(secret)
+    dag = dag_file(tmp_path, dag_text)
+    assert tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), cwd=tmp_path).returncode == code
+    (run,) = RunStore(state).runs()
+    run.log_path("a").unlink()
+    if planted == "symlink":
+        run.log_path("a").symlink_to(secret)
+    else:
+        os.mkfifo(run.log_path("a"))  # opening it to read would wait for a writer forever
+    return dag, state
+
+
+def test_resume_does_not_link_a_symlink_planted_as_an_old_log(tmp_path):
+    dag, state = run_and_plant(tmp_path, "tasks:\n  a: {run: echo a}\n  b: {run: exit 1, depends_on: a}\n", 1)
     assert tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), "--resume", cwd=tmp_path).returncode == 1
     new = RunStore(state).runs()[-1]
     assert not new.log_path("a").is_symlink() and not new.log_path("a").exists()
@@ -154,17 +164,7 @@ def test_resume_does_not_link_a_symlink_planted_as_an_old_log(tmp_path):
 @pytest.mark.parametrize("follow", [False, True])
 @pytest.mark.parametrize("planted", ["symlink", "fifo"])
 def test_logs_shows_nothing_through_a_link_or_fifo_planted_as_a_log(tmp_path, planted, follow):
-    secret = tmp_path / "secret"
-    secret.write_text("not a log\n")
-    state = tmp_path / "state"
-    dag = dag_file(tmp_path, "tasks:\n  a: {run: echo from a}\n")
-    assert tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), cwd=tmp_path).returncode == 0
-    (run,) = RunStore(state).runs()
-    run.log_path("a").unlink()
-    if planted == "symlink":
-        run.log_path("a").symlink_to(secret)
-    else:
-        os.mkfifo(run.log_path("a"))  # opening it to read would wait for a writer forever
+    _, state = run_and_plant(tmp_path, "tasks:\n  a: {run: echo from a}\n", 0, planted)
     logs = tuidag("logs", "a", *(["-f"] if follow else []), "--state-dir", str(state), cwd=tmp_path)
     assert logs.returncode == 2 and "not a log" not in logs.stdout, logs
     assert logs.stderr.startswith("tuidag: ") and "not shown" in logs.stderr and "Traceback" not in logs.stderr
