@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tuidag.views import log_index
-from tuidag.views.log_index import CombinedLog, LogIndex, LogWatcher, printable, strip_ansi, visible_part
+from tuidag.views.log_index import CombinedLog, LogIndex, LogWatcher
+from tuidag.views.terminal_text import printable, strip_ansi, visible_part
 
 
 def append(path: Path, data: bytes | str) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dags import wait_until
 from pilot_helpers import open_app, until
-from tuidag.views.headless import _COLOURS
-from tuidag.views.log_index import strip_ansi
+from tuidag.views.headless import TASK_COLOURS
+from tuidag.views.terminal_text import strip_ansi
 
 TICKER = ("i=0; while [ ! -f stop ]; do echo tick $i; i=$((i+1)); sleep 0.01; done; echo ticker done")
 BAR = ("for p in 10 20 30; do printf 'progress %s%%\\r' $p; done; printf 'progress 100%%\\n'; "
@@ -43,7 +43,7 @@ async def test_tasks_running_before_the_app_subscribed_are_in_the_combined_view(
         lines = shown(app)
         for task in ("done-early", "ticker", "bar"):
             assert [line for line in lines if line.startswith(f"[{task}] ")] == body(session, task)
-        colours = {task: _COLOURS[i % len(_COLOURS)] for i, task in enumerate(session.dag.topological_order)}
+        colours = {task: TASK_COLOURS[i % len(TASK_COLOURS)] for i, task in enumerate(session.dag.topological_order)}
         for i in range(app.combined.line_count):
             line = app.combined.line(i)
             task = strip_ansi(line)[1:].split("]")[0]

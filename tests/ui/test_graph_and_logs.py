@@ -7,7 +7,7 @@ from pilot_helpers import open_app, ui_states, until
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.ui.widgets.dag_canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
-from tuidag.views.log_index import strip_ansi
+from tuidag.views.terminal_text import strip_ansi
 
 DIAMOND = {
     "a": "true",

@@ -35,7 +35,7 @@ from ..engine.scheduler import RerunRefused
 from ..launch import RunSession, install_signal_handlers
 from ..model.state import TaskState
 from ..views.graph_layout import layout_dag
-from ..views.headless import _COLOURS as TASK_COLOURS, counts_line
+from ..views.headless import TASK_COLOURS, counts_line
 from ..views.log_index import CombinedLog
 from .messages import RunFinished, TaskSelected
 from .run_model import RunModel, UsageSample

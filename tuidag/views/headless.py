@@ -25,7 +25,8 @@ from ..model.state import TaskState
 from .terminal_text import LineAssembler, terminal_line, terminal_lines
 
 S = TaskState
-_COLOURS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96]
+TASK_COLOURS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96]
+"""SGR colours of task prefixes, by topological index: headless and the UI's combined view use the same."""
 _STATE_COLOURS = {S.SUCCEEDED: 32, S.FAILED: 31, S.CANCELLED: 33, S.SKIPPED: 90, S.RUNNING: 36, S.RETRYING: 35,
                   S.CANCELLING: 33, S.QUEUED: 37, S.PENDING: 37}
 _READ_CHUNK = 1 << 16
@@ -115,7 +116,7 @@ class HeadlessReporter:
     def start(self, task_names: list[str]) -> None:
         self._width = min(24, max((len(n) for n in task_names), default=0))
         for i, name in enumerate(task_names):
-            self._task_colour[name] = _COLOURS[i % len(_COLOURS)]
+            self._task_colour[name] = TASK_COLOURS[i % len(TASK_COLOURS)]
         self._thread = threading.Thread(target=self._loop, name="tuidag-reporter", daemon=True)
         self._thread.start()
 

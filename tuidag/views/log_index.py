@@ -27,7 +27,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from .terminal_text import printable, strip_ansi, visible_part  # noqa: F401  (printable: for the log pane)
+from .terminal_text import strip_ansi, visible_part
 
 log = logging.getLogger(__name__)
 

@@ -44,7 +44,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...views.log_index import CombinedLog, LogIndex, LogWatcher, printable
+from ...views.log_index import CombinedLog, LogIndex, LogWatcher
+from ...views.terminal_text import printable
 
 LogSource = Union[LogIndex, CombinedLog]
 Row = tuple[list[Segment], int]
