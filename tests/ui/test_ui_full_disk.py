@@ -1,6 +1,7 @@
 """The terminal UI on a state dir whose disk fills up (a real 1 MB tmpfs): the app shows the error, no traceback."""
 from __future__ import annotations
 
+import errno
 import json
 import logging
 
@@ -11,16 +12,34 @@ from tuidag.launch import RunSession
 from tuidag.ui.app import TuidagApp
 
 
+def fill(disk) -> None:
+    """Take the disk's last free block."""
+    with open(disk / "filler", "ab", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"x" * 4096)
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+
+
 async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
+    """A gate task holds the run while the test fills the disk; the 300 tasks after it meet a full disk, so the
+    journal fails within a few dozen of them and the rest never start."""
     caplog.set_level(logging.WARNING)
+    go = tmp_path / "go"
     with small_disk(tmp_path / "disk") as disk:
-        tasks = {f"t{i}": f"echo hello from task {i}" for i in range(300)}
+        gate = f"for i in $(seq 1500); do [ -e {go} ] && exit 0; sleep 0.02; done; exit 1"
+        tasks = {"gate": gate} | {f"t{i}": {"run": f"echo hello from task {i}", "depends_on": ["gate"]}
+                                  for i in range(300)}
         session = RunSession.create(make_dag(tasks, workdir=tmp_path), disk / "state")
         app = TuidagApp(session)
         notes = []
         app.notify = lambda message, **kw: notes.append((message, kw.get("severity")))
         try:
             async with app.run_test(headless=True, size=SIZE) as pilot:
+                await until(pilot, lambda: app.model.snapshots["gate"].state.value == "RUNNING", what="gate running")
+                fill(disk)
+                go.touch()
                 await until(pilot, lambda: app.model.finished and notes, timeout=30, what="the error shown")
                 states = {snap.state.value for snap in app.model.snapshots.values()}
         finally:
