@@ -289,6 +289,15 @@ class TuidagApp(App[None]):
             self._inbox.append(UsageSample(sample))
 
     # ------------------------------------------------------------------------------------------------ selection
+    @property
+    def selected_task(self) -> str | None:
+        """The one selection every view shares (the graph's, the list's, the finder's): the task keys act on."""
+        return self.canvas.selected
+
+    def select_task(self, name: str) -> None:
+        """Select `name` in every view, bring it into view and show its log."""
+        self.canvas.select(name)
+
     @on(RunFinished)
     def _on_run_finished(self) -> None:
         self._drain()
@@ -332,7 +341,7 @@ class TuidagApp(App[None]):
         yield SystemCommand("Switch focus", "Between the graph and the log pane", self.action_focus_next)
 
     def action_cancel_branch(self) -> None:
-        name = self.canvas.selected
+        name = self.selected_task
         if name is None or not self._may_control():
             return
         branch = self.scheduler.branch(name)
@@ -360,7 +369,7 @@ class TuidagApp(App[None]):
             self.run_worker(control, thread=True, group="control", description="cancel")
 
     def action_rerun(self) -> None:
-        name = self.canvas.selected
+        name = self.selected_task
         if name is None or self.model.stopping or not self.run_started:
             return
         snap = self.model.snapshots[name]
@@ -434,8 +443,8 @@ class TuidagApp(App[None]):
         self._combined_on = not self._combined_on
         if self._combined_on:
             self.log_pane.show_combined(self.combined)
-        elif self.canvas.selected:
-            self.log_pane.show_file(self.session.run.log_path(self.canvas.selected), self.canvas.selected)
+        elif self.selected_task:
+            self.log_pane.show_file(self.session.run.log_path(self.selected_task), self.selected_task)
 
     async def action_quit(self) -> None:
         if not self.run_active:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from enum import Enum
 from typing import Callable, Iterable
 
 from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
@@ -21,6 +22,23 @@ class UsageSample:
     usage: dict[str, tuple[float, int]]
 
 
+class StateFilter(Enum):
+    """Which tasks the graph and the list show (`F` cycles through them). Hidden tasks still count in the header."""
+
+    ALL = ("all", frozenset(TaskState))
+    FAILED = ("failed", frozenset({TaskState.FAILED}))
+    RUNNING = ("running", frozenset({TaskState.RUNNING, TaskState.RETRYING, TaskState.CANCELLING}))
+    UNFINISHED = ("unfinished", frozenset(TaskState) - TERMINAL)
+
+    def __init__(self, word: str, states: frozenset[TaskState]) -> None:
+        self.word = word
+        self.states = states
+
+    def next(self) -> StateFilter:
+        members = list(StateFilter)
+        return members[(members.index(self) + 1) % len(members)]
+
+
 class RunModel:
     def __init__(self, snapshots: dict[str, TaskSnapshot], started: float, clock: Callable[[], float]):
         self.snapshots = dict(snapshots)
@@ -31,6 +49,11 @@ class RunModel:
         self.paused = False
         self.finished_at: float | None = None  # set by the engine's "finished" event, cleared by a re-run
         self.stopping = False                  # the user asked to quit: everything is being cancelled
+        self.state_filter = StateFilter.ALL
+
+    def shown(self, name: str) -> bool:
+        """Whether the state filter shows this task (the graph dims the others, the list leaves them out)."""
+        return self.snapshots[name].state in self.state_filter.states
 
     @property
     def total(self) -> int:
