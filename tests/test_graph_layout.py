@@ -83,7 +83,7 @@ def test_columns_follow_longest_path_and_tiles_never_overlap():
         assert tile.layer == depth[name]
         assert name in layout.columns[tile.layer]
         for d in deps[name]:
-            assert layout.tiles[d].x + layout.tile_width < tile.x
+            assert layout.tiles[d].x + layout.tiles[d].width < tile.x
     for column in layout.columns:
         tops = [layout.tiles[n].y for n in column]
         assert all(b >= a + 4 for a, b in zip(tops, tops[1:])), "tiles of a column overlap or touch"
@@ -145,9 +145,9 @@ def test_a_cached_layout_is_the_same_layout(tmp_path, monkeypatch):
     deps = _layered(300, 30, seed=3)
     dag = make_dag({name: {"run": "true", "depends_on": d} for name, d in deps.items()})
     fresh = layout_dag(dag)
-    first = layout_dag(dag, tmp_path)
-    monkeypatch.setattr(graph_layout, "layout_graph", lambda deps: pytest.fail("laid out again: the cache missed"))
-    cached = layout_dag(dag, tmp_path)
+    first = layout_dag(dag, cache_dir=tmp_path)
+    monkeypatch.setattr(graph_layout, "layout_graph", lambda deps, style: pytest.fail("laid out again: the cache missed"))
+    cached = layout_dag(dag, cache_dir=tmp_path)
     for layout in (first, cached):
         assert render_text(layout) == render_text(fresh)
         assert layout.tiles == fresh.tiles and layout.columns == fresh.columns
@@ -155,6 +155,6 @@ def test_a_cached_layout_is_the_same_layout(tmp_path, monkeypatch):
     monkeypatch.undo()
     (entry,) = tmp_path.iterdir()
     entry.write_bytes(entry.read_bytes()[:100])
-    assert render_text(layout_dag(dag, tmp_path)) == render_text(fresh)
+    assert render_text(layout_dag(dag, cache_dir=tmp_path)) == render_text(fresh)
     other = make_dag({"a": "true", "b": {"run": "true", "depends_on": ["a"]}})
-    assert render_text(layout_dag(other, tmp_path)) == render_text(layout_dag(other))
+    assert render_text(layout_dag(other, cache_dir=tmp_path)) == render_text(layout_dag(other))

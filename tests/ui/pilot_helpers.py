@@ -9,6 +9,7 @@ from textual.pilot import Pilot
 
 from tuidag.launch import RunSession
 from tuidag.ui.app import TuidagApp
+from tuidag.views.graph_layout import Orientation, Zoom
 
 SIZE = (160, 45)
 
@@ -60,3 +61,11 @@ def screen_text(app: TuidagApp) -> str:
                       color_system="truecolor", legacy_windows=False, safe_box=False)
     console.print(app.screen._compositor.render_update(full=True))
     return console.export_text(styles=False)
+
+
+async def pin_style(app: TuidagApp, pilot: Pilot, zoom: Zoom, orientation: Orientation = Orientation.LR) -> None:
+    """Show the graph at this zoom and orientation, as if the user had chosen them with z / o."""
+    app.canvas.zoom_choice, app.canvas.orientation_choice = zoom, orientation
+    app.canvas.relayout()
+    await until(pilot, lambda: app.graph.zoom is zoom and app.graph.orientation is orientation, what="relaid out")
+    await pilot.pause()

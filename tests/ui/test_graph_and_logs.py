@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import threading
 
-from pilot_helpers import open_app, ui_states, until
+from pilot_helpers import pin_style, open_app, ui_states, until
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
+from tuidag.views.graph_layout import Zoom
 from tuidag.ui.widgets.dag_canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
 from tuidag.views.terminal_text import strip_ansi
 
@@ -45,9 +46,10 @@ async def test_click_selects_a_tile_and_its_log(new_session):
 async def test_large_graph_scrolls_to_keep_the_selection_visible(new_session):
     tasks = {f"t{i:03d}": "true" for i in range(60)}
     async with open_app(new_session(tasks), start=False) as (app, pilot):
-        await pilot.press(*["j"] * 12)
-        assert app.canvas.selected == "t012"
-        tile = app.graph.tiles["t012"]
+        await pin_style(app, pilot, Zoom.FULL)  # 6 sub-columns of 10 tiles: 42 rows, more than the canvas shows
+        await pilot.press(*["j"] * 9)
+        assert app.canvas.selected == "t009"
+        tile = app.graph.tiles["t009"]
         assert app.canvas.scroll_offset.y > 0
         assert app.canvas.scroll_offset.y <= tile.y
         assert tile.y + tile.height <= app.canvas.scroll_offset.y + app.canvas.scrollable_content_region.height

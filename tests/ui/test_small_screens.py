@@ -6,14 +6,16 @@ move. The same checks run in a real 80x24 terminal in test_tmux.py.
 """
 from __future__ import annotations
 
-from pilot_helpers import open_app, screen_text, select, until
+from pilot_helpers import open_app, pin_style, screen_text, select, until
 from tuidag.ui.screens.confirm import ConfirmScreen
 from tuidag.ui.screens.help import HelpScreen
+from tuidag.views.graph_layout import Zoom
 
 SMALL = (80, 24)
-# wide.yaml's shape: a setup task in front of a column far taller than any screen, then a gather task.
-WIDE = {"setup": "true", **{f"worker-{i:02d}": {"run": "true", "depends_on": ["setup"]} for i in range(64)},
-        "gather": {"run": "true", "depends_on": [f"worker-{i:02d}" for i in range(64)]}}
+# A setup task in front of a layer too big to fit even packed (as full tiles), then a gather task.
+WORKERS = [f"worker-with-a-rather-long-name-{i:03d}" for i in range(150)]
+WIDE = {"setup": "true", **{name: {"run": "true", "depends_on": ["setup"]} for name in WORKERS},
+        "gather": {"run": "true", "depends_on": WORKERS}}
 CHAIN = {"prepare": "true", **{f"step-{i}": {"run": "true", "depends_on": [f"step-{i - 1}" if i else "prepare"]}
                                for i in range(6)}}
 
@@ -30,13 +32,18 @@ def in_view(app, name: str) -> bool:
 async def test_the_selection_is_in_view_at_start_on_resize_and_on_every_move(new_session):
     async with open_app(new_session(WIDE), start=False, size=(220, 60)) as (app, pilot):
         assert app.canvas.selected == "setup"
-        assert app.graph.tiles["setup"].y > 60  # far below the first screen: it must have been scrolled to
         await until(pilot, lambda: in_view(app, "setup"), what="setup in view at start")
+        await pin_style(app, pilot, Zoom.FULL)
+        # below the first screen (the packed layer is centred on it): it must have been scrolled to
+        assert app.graph.tiles["setup"].y > app.canvas.scrollable_content_region.height
+        await until(pilot, lambda: in_view(app, "setup"), what="setup in view after a zoom")
         await pilot.resize_terminal(*SMALL)
         await until(pilot, lambda: in_view(app, "setup"), what="setup in view after a resize")
-        for key in ["l"] + ["j"] * 40 + ["k"] * 5 + ["l"]:
+        for key in ["l"] + ["j"] * 40 + ["k"] * 5 + ["l"] * 8:
             await pilot.press(key)
             assert in_view(app, app.canvas.selected), (key, app.canvas.selected)
+            if app.canvas.selected == "gather":
+                break
         assert app.canvas.selected == "gather"
 
 

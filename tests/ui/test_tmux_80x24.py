@@ -105,6 +105,8 @@ def test_the_selection_is_in_view_at_start(tmp_path):
 def test_the_selection_stays_in_view_after_a_resize(tmp_path):
     chain = Tmux(tmp_path, CHAIN, size=(160, 45))
     try:
+        chain.wait_for("· compact →")  # six tiles fit 160 columns as one-line tiles only
+        chain.keys("Z")  # back to full tiles, the user's choice from now on
         chain.wait_for("╭─ s5 ")
         for _ in range(5):
             chain.keys("l")

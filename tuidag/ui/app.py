@@ -34,7 +34,7 @@ from ..engine.events import Event, RunEvent, TaskEvent
 from ..engine.scheduler import RerunRefused
 from ..launch import RunSession, install_signal_handlers
 from ..model.state import TaskState
-from ..views.graph_layout import layout_dag
+from ..views.graph_layout import GraphLayout, LayoutStyle, dag_deps, layout_dag
 from ..views.headless import TASK_COLOURS, counts_line
 from ..views.log_index import CombinedLog
 from .messages import RunFinished, TaskSelected
@@ -128,8 +128,7 @@ class TuidagApp(App[None]):
         self._combined_pending: list[str] = []  # tasks started since the combined log was last looked at
         self._store_error_shown = False
         dag = session.dag
-        with collector_paused():  # the layout of a big DAG is tens of thousands of objects, all kept
-            self.graph = layout_dag(dag, session.store.state_dir / "cache")  # read back when laid out before
+        with collector_paused():
             self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
             self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
@@ -137,15 +136,25 @@ class TuidagApp(App[None]):
                                     for i, name in enumerate(dag.topological_order)}
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
         self.header = RunHeader(dag.name, session.run.run_id, self.model, id="header")
-        self.canvas = DagCanvas(self.graph, self.model, self._parents, dag.children, on_select=self._show_log_of,
-                                id="graph")
-        self.canvas.border_title = f"{dag.name} · {self.model.total} tasks"
+        self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
+                                on_select=self._show_log_of, id="graph")
+        self.canvas.title_prefix = f"{dag.name} · {self.model.total} tasks"
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
         self._focus_before_search: DagCanvas | LogView = self.canvas
         self.footer = KeyFooter(priority=FOOTER_PRIORITY)
+
+    @property
+    def graph(self) -> GraphLayout | None:
+        """The graph as laid out now (None until the canvas knows its size)."""
+        return self.canvas.graph
+
+    def _layout(self, style: LayoutStyle) -> GraphLayout:
+        """Lay the DAG out for the canvas, read back from the state dir's cache when it was laid out so before."""
+        with collector_paused():  # the layout of a big DAG is tens of thousands of objects, all kept
+            return layout_dag(self.session.dag, style, cache_dir=self.session.store.state_dir / "cache")
 
     # ---------------------------------------------------------------------------------------------- engine side
     def engine_event(self, event: Event) -> None:
@@ -335,9 +344,9 @@ class TuidagApp(App[None]):
             if binding.tooltip and binding.action != "quit":  # Textual already offers Quit
                 yield SystemCommand(binding.description, binding.tooltip, getattr(self, f"action_{binding.action}"))
         for binding in DagCanvas.BINDINGS:
-            direction = binding.action.split("'")[1]
-            yield SystemCommand(f"Select {binding.description.lower()}", binding.tooltip,
-                                partial(self.canvas.action_move, direction))
+            moves = binding.action.startswith("move(")
+            title = f"Select {binding.description.lower()}" if moves else binding.description
+            yield SystemCommand(title, binding.tooltip, partial(self.call_later, self.canvas.run_action, binding.action))
         yield SystemCommand("Switch focus", "Between the graph and the log pane", self.action_focus_next)
 
     def action_cancel_branch(self) -> None:

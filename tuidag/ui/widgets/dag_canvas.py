@@ -2,8 +2,13 @@
 
 One widget for the whole graph rather than a widget per task: 2,000 tiles draw a first frame in a fraction of a
 second and a state change repaints only that tile's region. Geometry and edges come from the pure
-`views.graph_layout`; this widget only paints the visible part of each line, caches each tile's three rendered lines
+`views.graph_layout`; this widget only paints the visible part of each line, caches each tile's rendered lines
 until the task changes, and moves the selection.
+
+The layout is made for the canvas's size once it has one: the zoom level and orientation that fit the DAG (until the
+user picks them with `z` / `Z` / `o`, which then stick), with wide layers packed for this screen. A resize lays it
+out again only when that changes what is packed; layouts already made are kept. When the graph is larger than the
+canvas a minimap in the corner shows where the view is and where things happen.
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from textual.strip import Strip
 from ...engine.events import TaskSnapshot
 from ...model.durations import format_duration
 from ...model.state import TaskState
-from ...views.graph_layout import GraphLayout
+from ...views.graph_layout import GraphLayout, LayoutStyle, Orientation, Zoom, choose_style, packing_of
 from ..messages import TaskSelected
 from ..run_model import RunModel
 from ..state_style import LOOKS
@@ -29,13 +34,20 @@ from ..state_style import LOOKS
 S = TaskState
 EDGE_COLOUR = "#767699"
 SELECTED_BG = "#303048"
-_LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├")
-_HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣")
+_LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├", down="┬")
+_HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣", down="┳")
+MINIMAP_BG = "#26263a"
+MINIMAP_VIEW_BG = "#4a4a70"
+HIDDEN_COLOUR = "#4a4a5a"  # tasks the state filter hides keep their place, drawn in this
+#: What a minimap cell shows when several tasks share it: the first of these states present.
+_MINIMAP_ORDER = (S.FAILED, S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.CANCELLED, S.SKIPPED, S.PENDING,
+                  S.SUCCEEDED)
+_MINIMAP_RANK = {state: i for i, state in enumerate(_MINIMAP_ORDER)}
 MAX_CACHED_LINES = 512  # drawn canvas lines kept (a few screens): many more Strips would slow the garbage collector
 _UPSTREAM = re.compile(r"^upstream '(.+)' failed$")
 _INTERRUPTED = re.compile(r"^(?:cancelled: )?interrupted by (\S+)")
 # The subtitle says what the arrows do here, and only while they do: with the log pane focused they scroll it.
-FOCUSED_HINT = "←↑↓→ hjkl select · c cancel · r re-run"
+FOCUSED_HINT = "←↑↓→ hjkl select · c cancel · r re-run · z zoom · o turn"
 UNFOCUSED_HINT = "esc/tab: back to the graph"
 
 
@@ -47,30 +59,41 @@ class DagCanvas(ScrollView, can_focus=True):
                 tooltip="Select the nearest dependency (what this task needs)"),
         Binding("right,l", "move('right')", "Dependent", show=False,
                 tooltip="Select the nearest dependent (what needs this task)"),
+        Binding("z", "zoom(1)", "Zoom", show=False, tooltip="Next zoom level: full tiles, one-line tiles, dots (the choice sticks)"),
+        Binding("Z", "zoom(-1)", "Zoom back", show=False, tooltip="Previous zoom level"),
+        Binding("o", "turn", "Turn", show=False, tooltip="Turn the graph: left to right or top down (the choice sticks)"),
     ]
+    #: Arrow keys by what they do in each orientation: across a layer, or back / on along the edges.
+    _ACROSS = {Orientation.LR: ("up", "down"), Orientation.TD: ("left", "right")}
+    _ALONG = {Orientation.LR: ("left", "right"), Orientation.TD: ("up", "down")}
 
-    def __init__(self, graph: GraphLayout, model: RunModel, dependencies: Mapping[str, Sequence[str]],
-                 dependents: Mapping[str, Sequence[str]], *, on_select: Callable[[str], None] | None = None,
-                 id: str | None = None):
-        """`on_select(name)`, if given, is called as soon as the selection moves, instead of posting `TaskSelected`:
-        what it changes (the log pane) is then painted in the same frame as the new selection, not one later."""
+    def __init__(self, deps: Mapping[str, Sequence[str]], layout: Callable[[LayoutStyle], GraphLayout], model: RunModel,
+                 dependencies: Mapping[str, Sequence[str]], dependents: Mapping[str, Sequence[str]], *,
+                 on_select: Callable[[str], None] | None = None, id: str | None = None):
+        """`layout(style)` lays the DAG out (the app's, with its cache). `on_select(name)`, if given, is called as
+        soon as the selection moves, instead of posting `TaskSelected`: what it changes (the log pane) is then
+        painted in the same frame as the new selection, not one later."""
         super().__init__(id=id)
         self.on_select = on_select
-        self.graph = graph
+        self.deps = deps
+        self._layout = layout
         self.model = model
         self.dependencies = dependencies
         self.dependents = dependents
-        self.selected: str | None = next((c[0] for c in graph.columns if c), None)
+        self.graph: GraphLayout | None = None  # laid out for the canvas's size on the first resize
+        self.zoom_choice: Zoom | None = None  # the user's, once they pressed z / Z / o: it sticks for the run
+        self.orientation_choice: Orientation | None = None
+        self._layouts: dict[tuple, GraphLayout] = {}
+        self.selected: str | None = None  # the first task of the first layer, once laid out
+        self.title_prefix = ""
         self._tile_lines: dict[str, list[Strip]] = {}
         self._line_cache: dict[int, Strip] = {}  # canvas line -> its visible part, drawn for `_lines_key`
         self._lines_key: tuple[int, int] | None = None  # (scroll_x, width) the cached lines were drawn for
         self._style_cache: tuple[Style, Style] | None = None
+        self._minimap_cells: list[list[int]] | None = None  # per minimap cell: the rank of its most urgent state
 
     def on_mount(self) -> None:
-        self.virtual_size = Size(self.graph.width, self.graph.height)
         self.border_subtitle = UNFOCUSED_HINT
-        if self.selected:
-            self.post_message(TaskSelected(self.selected))
 
     def on_focus(self) -> None:
         self.border_subtitle = FOCUSED_HINT
@@ -94,11 +117,14 @@ class DagCanvas(ScrollView, can_focus=True):
             if len(self._line_cache) >= MAX_CACHED_LINES:
                 self._line_cache.clear()
             strip = self._line_cache[line] = self._draw_line(line, scroll_x, width)
+        minimap = self._minimap_row(y, width)
+        if minimap is not None:
+            strip = Strip.join([strip.crop(0, width - minimap.cell_length), minimap])
         return strip
 
     def _draw_line(self, line: int, left: int, width: int) -> Strip:
         base, edge_style = self._styles()
-        if not 0 <= line < self.graph.height:
+        if self.graph is None or not 0 <= line < self.graph.height:
             return Strip.blank(width, base)
         right = left + width
         pieces: list[tuple[int, list[Segment]]] = [
@@ -131,8 +157,14 @@ class DagCanvas(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._style_cache = None
-        self._tile_lines.clear()  # tiles are drawn on the widget's background
+        self.refresh_all()  # tiles are drawn on the widget's background
+
+    def refresh_all(self) -> None:
+        """Draw every tile again (the state filter changed, or the styles)."""
+        self._tile_lines.clear()
         self._line_cache.clear()
+        self._minimap_cells = None
+        self.refresh()
 
     def _lines_of(self, name: str) -> list[Strip]:
         lines = self._tile_lines.get(name)
@@ -141,16 +173,62 @@ class DagCanvas(ScrollView, can_focus=True):
         return lines
 
     def _render_tile(self, name: str) -> list[Strip]:
-        """Three lines: the name in the top border, state glyph + word + duration (+ attempt) in the middle, details
-        (live CPU/memory, exit code, reason) in the bottom border. The selected tile gets a heavy, lit border."""
+        zoom = self.graph.zoom
+        if zoom is Zoom.DOTS:
+            return [self._render_dot(name)]
+        if zoom is Zoom.COMPACT:
+            return [self._render_line_tile(name)]
+        return self._render_box(name)
+
+    def _render_dot(self, name: str) -> Strip:
+        """One cell: the state's glyph in its colour; the selected one reversed, a hidden one a faint dot."""
+        snap = self.model.snapshots[name]
+        look = LOOKS[snap.state]
+        base = self._styles()[0]
+        if not self.model.shown(name):
+            return Strip([Segment("·", base + Style(color=HIDDEN_COLOUR))], 1)
+        if name == self.selected:
+            return Strip([Segment(look.glyph, Style(color="#000000", bgcolor=look.colour, bold=True))], 1)
+        return Strip([Segment(look.glyph, base + Style(color=look.colour))], 1)
+
+    def _render_line_tile(self, name: str) -> Strip:
+        """One line: glyph, name, duration (or attempt), the selected one lit."""
         snap = self.model.snapshots[name]
         look = LOOKS[snap.state]
         width = self.graph.tiles[name].width
         selected = name == self.selected
+        base = self._styles()[0] + (Style(bgcolor=SELECTED_BG) if selected else Style())
+        shown = self.model.shown(name)
+        colour = look.colour if shown else HIDDEN_COLOUR
+        right = ((f"#{snap.attempt} " if snap.attempt > 1 else "") + _duration(snap, self.model.clock()))
+        right = right[:max(0, width - 4)]
+        title = _fit(name, width - 3 - (len(right) + 1 if right else 0))
+        text_style = base + Style(bold=selected, color=None if shown else HIDDEN_COLOUR)
+        gap = width - 2 - len(title) - len(right) - (1 if right else 0)
+        segments = [Segment(look.glyph if shown else "·", base + Style(color=colour, bold=selected)),
+                    Segment(" " + title, text_style), Segment(" " * max(0, gap), base)]
+        if right:
+            segments.append(Segment(right + " ", base + Style(dim=not selected, color=None if shown else HIDDEN_COLOUR)))
+        return Strip(segments, width).crop_extend(0, width, base)
+
+    def _render_box(self, name: str) -> list[Strip]:
+        """Three lines: the name in the top border, state glyph + word + duration (+ attempt) in the middle, details
+        (live CPU/memory, exit code, reason) in the bottom border. The selected tile gets a heavy, lit border; one the
+        state filter hides keeps its place, faint. Edges leave on the right (left to right) or at the bottom."""
+        snap = self.model.snapshots[name]
+        look = LOOKS[snap.state]
+        tile = self.graph.tiles[name]
+        width = tile.width
+        selected = name == self.selected
+        shown = self.model.shown(name)
         box = _HEAVY if selected else _LIGHT
         base = self._styles()[0] + (Style(bgcolor=SELECTED_BG) if selected else Style())
-        border = base + Style(color=look.colour, bold=selected)
+        if not shown:
+            base += Style(color=HIDDEN_COLOUR)
+        border = base + Style(color=look.colour if shown else HIDDEN_COLOUR, bold=selected)
         inner = width - 2
+        exits = name in self.graph.has_children
+        down = exits and self.graph.orientation is Orientation.TD
 
         title = _fit(name, inner - 4)
         top = [Segment(box["tl"] + box["h"] + " ", border), Segment(title, base + Style(bold=True)),
@@ -160,7 +238,7 @@ class DagCanvas(ScrollView, can_focus=True):
         right = ((f"#{snap.attempt} " if snap.attempt > 1 else "") + _duration(snap, self.model.clock()))[:room]
         word = _fit(look.word, room - len(right) - 1 if right else room)
         text = " " + word + " " * (room - len(word) - len(right)) + right + " "
-        out = box["out"] if name in self.graph.has_children else box["v"]
+        out = box["out"] if exits and not down else box["v"]
         middle = [Segment(box["v"], border), Segment(" ", base), Segment(look.glyph, border), Segment(text, base),
                   Segment(out, border)]
 
@@ -169,7 +247,12 @@ class DagCanvas(ScrollView, can_focus=True):
         if detail:
             bottom += [Segment(" ", border), Segment(detail, base + Style(dim=not selected)), Segment(" ", border)]
         bottom.append(Segment(box["h"] * (inner - 1 - (len(detail) + 2 if detail else 0)) + box["br"], border))
-        return [Strip(top, width), Strip(middle, width), Strip(bottom, width)]
+        bottom_strip = Strip(bottom, width)
+        if down:  # the exit in the middle of the bottom border
+            mid = width // 2
+            bottom_strip = Strip.join([bottom_strip.crop(0, mid), Strip([Segment(box["down"], border)], 1),
+                                       bottom_strip.crop(mid + 1, width)])
+        return [Strip(top, width), Strip(middle, width), bottom_strip]
 
     def _detail(self, snap: TaskSnapshot, width: int) -> str:
         """What the bottom border says, within `width` cells."""
@@ -189,12 +272,16 @@ class DagCanvas(ScrollView, can_focus=True):
 
     def refresh_tasks(self, names: Iterable[str]) -> None:
         """Repaint these tiles only (their cached lines are rebuilt on the next paint)."""
+        if self.graph is None:
+            return
         tiles = self.graph.tiles
         tile_lines, line_cache = self._tile_lines, self._line_cache
         scroll_x, scroll_y = self.scroll_offset
         window = self.scrollable_content_region.size
         left, top, right, bottom = scroll_x, scroll_y, scroll_x + window.width, scroll_y + window.height
+        changed = False
         for name in names:
+            changed = True
             tile_lines.pop(name, None)
             tile = tiles[name]
             x, y, width, height = tile.x, tile.y, tile.width, tile.height
@@ -202,8 +289,147 @@ class DagCanvas(ScrollView, can_focus=True):
                 line_cache.pop(line, None)
             if x < right and x + width > left and y < bottom and y + height > top:
                 self.refresh(Region(x - scroll_x, y - scroll_y, width, height))
+        if changed and self._minimap_cells is not None:
+            self._minimap_cells = None
+            box = self._minimap_box(window.width, window.height)
+            if box is not None:
+                self.refresh(box)
 
-    # ------------------------------------------------------------------------------------------------- selection
+    # ----------------------------------------------------------------------------------------- layout and zoom
+    @property
+    def style(self) -> LayoutStyle | None:
+        return None if self.graph is None else self.graph.style
+
+    def _view(self) -> tuple[int, int]:
+        """The canvas's inner size, the screen a layout is made for."""
+        region = self.content_region
+        return region.width, region.height
+
+    def relayout(self) -> None:
+        """Lay the graph out for the canvas's size and the zoom and orientation in force (the user's, or those that
+        fit best); keep the current layout if the new one would be the same."""
+        view = self._view()
+        if view[0] <= 0 or view[1] <= 0:  # hidden (the log pane is maximised): nothing to fit
+            return
+        fitted = None
+        if self.zoom_choice is None or self.orientation_choice is None:
+            fitted = choose_style(self.deps, view)
+        zoom = self.zoom_choice or fitted.zoom
+        orientation = self.orientation_choice or fitted.orientation
+        style = LayoutStyle(zoom, orientation, view)
+        key = (zoom, orientation, packing_of(self.deps, style))
+        graph = self._layouts.get(key)
+        if graph is None:
+            graph = self._layouts[key] = self._layout(style)
+        if graph is self.graph:
+            return
+        self.graph = graph
+        if self.selected is None:
+            self.selected = next((c[0] for c in graph.columns if c), None)
+            if self.selected is not None:
+                self.post_message(TaskSelected(self.selected))
+        self.virtual_size = Size(graph.width, graph.height)
+        self._tile_lines.clear()
+        self._line_cache.clear()
+        self._minimap_cells = None
+        self._update_title()
+        self.refresh()
+        self.call_after_refresh(self.scroll_to_selected)
+
+    def _update_title(self) -> None:
+        if self.graph is None:
+            return
+        arrow = "→" if self.graph.orientation is Orientation.LR else "↓"
+        self.border_title = f"{self.title_prefix} · {self.graph.zoom.value} {arrow}".lstrip(" ·")
+
+    def action_zoom(self, step: int) -> None:
+        """z / Z: the next / previous zoom level, round the three."""
+        if self.graph is None:
+            return
+        levels = list(Zoom)
+        self.zoom_choice = levels[(levels.index(self.graph.zoom) + step) % len(levels)]
+        self.orientation_choice = self.graph.orientation
+        self.relayout()
+
+    def action_turn(self) -> None:
+        """o: left to right <-> top down."""
+        if self.graph is None:
+            return
+        self.orientation_choice = self.graph.orientation.other()
+        self.zoom_choice = self.graph.zoom
+        self.relayout()
+
+    # ------------------------------------------------------------------------------------------------- minimap
+    def _minimap_box(self, width: int, height: int) -> Region | None:
+        """Where the minimap goes (bottom right of the visible canvas), or None when the whole graph is in view or
+        the canvas is too small to spare the room."""
+        graph = self.graph
+        if graph is None or (graph.width <= width and graph.height <= height) or width < 40 or height < 8:
+            return None
+        w = max(6, min(24, width // 5))
+        h = max(3, min(8, height // 3))
+        # keep the graph's proportions (a cell is about twice as tall as wide) within that box
+        ratio = (graph.height * 2) / max(1, graph.width)
+        if ratio * w / 2 < h:
+            h = max(2, min(h, round(ratio * w / 2)))
+        else:
+            w = max(4, min(w, round(h * 2 / max(ratio, 1e-9))))
+        return Region(width - w, height - h, w, h)
+
+    def _minimap_row(self, y: int, width: int) -> Strip | None:
+        height = self.scrollable_content_region.height
+        box = self._minimap_box(width, height)
+        if box is None or not box.y <= y < box.y + box.height:
+            return None
+        graph = self.graph
+        if self._minimap_cells is None or len(self._minimap_cells) != box.height \
+                or len(self._minimap_cells[0]) != box.width:
+            self._minimap_cells = self._minimap_grid(box.width, box.height)
+        row = self._minimap_cells[y - box.y]
+        sx, sy = graph.width / box.width, graph.height / box.height
+        scroll_x, scroll_y = self.scroll_offset
+        in_rows = scroll_y / sy <= y - box.y + 1 and (y - box.y) < (scroll_y + height) / sy
+        first, last = scroll_x / sx, (scroll_x + width) / sx
+        segments = []
+        for cx, rank in enumerate(row):
+            in_view = in_rows and first <= cx + 1 and cx < last
+            bg = MINIMAP_VIEW_BG if in_view else MINIMAP_BG
+            if rank < 0:
+                segments.append(Segment(" ", Style(bgcolor=bg)))
+            else:
+                segments.append(Segment("▪", Style(color=LOOKS[_MINIMAP_ORDER[rank]].colour, bgcolor=bg)))
+        return Strip(segments, box.width)
+
+    def _minimap_grid(self, w: int, h: int) -> list[list[int]]:
+        """Per cell of a w x h minimap: the rank (in `_MINIMAP_ORDER`) of the most urgent state of the tasks drawn
+        there, -1 where there are none."""
+        graph = self.graph
+        cells = [[-1] * w for _ in range(h)]
+        sx, sy = graph.width / w, graph.height / h
+        snapshots, rank = self.model.snapshots, _MINIMAP_RANK
+        for name, tile in graph.tiles.items():
+            row = cells[min(h - 1, int(tile.y / sy))]
+            cx = min(w - 1, int(tile.x / sx))
+            r = rank[snapshots[name].state]
+            if row[cx] < 0 or r < row[cx]:
+                row[cx] = r
+        return cells
+
+    def watch_scroll_x(self, old: float, new: float) -> None:
+        super().watch_scroll_x(old, new)
+        self._refresh_minimap()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._refresh_minimap()
+
+    def _refresh_minimap(self) -> None:
+        window = self.scrollable_content_region.size
+        box = self._minimap_box(window.width, window.height)
+        if box is not None:
+            self.refresh(box)
+
+    # ------------------------------------------------------------------------------------------------ selection
     def select(self, name: str, *, scroll: bool = True) -> None:
         if name == self.selected:
             return
@@ -218,39 +444,62 @@ class DagCanvas(ScrollView, can_focus=True):
 
     def scroll_to_selected(self) -> None:
         """Scroll the least that brings the selected tile (and a margin) into view."""
-        if self.selected is None or not self.scrollable_content_region:
+        if self.graph is None or self.selected is None or not self.scrollable_content_region:
             return
         tile = self.graph.tiles[self.selected]
         self.scroll_to_region(Region(tile.x, tile.y, tile.width, tile.height), spacing=Spacing(1, 4, 1, 4),
                               animate=False, immediate=True)
 
     def on_resize(self, event: events.Resize) -> None:
-        """Also the first layout: a selection far down a tall column is shown at start, and after any resize."""
+        """Also the first layout: the graph is laid out for this size, and the selection is shown at start (far down
+        a tall column, say) and after any resize."""
+        self.relayout()
         self.scroll_to_selected()
 
     def action_move(self, direction: str) -> None:
-        if self.selected is None:
+        if self.selected is None or self.graph is None:
             return
         target = self._neighbour(self.selected, direction)
         if target is not None:
             self.select(target)
 
     def _neighbour(self, name: str, direction: str) -> str | None:
-        """Up/down: the next tile in the same column. Left/right: the nearest dependency/dependent, preferring the
-        closest column, then the closest row."""
-        tile = self.graph.tiles[name]
-        if direction in ("up", "down"):
-            column = self.graph.columns[tile.layer]
-            i = column.index(name) + (1 if direction == "down" else -1)
-            return column[i] if 0 <= i < len(column) else None
-        candidates = self.dependencies[name] if direction == "left" else self.dependents[name]
-        tiles = self.graph.tiles
-        return min(candidates, key=lambda n: (abs(tiles[n].layer - tile.layer), abs(tiles[n].mid - tile.mid)),
+        """Across a layer (up/down left to right, left/right top down): the next / previous task of the layer in
+        reading order (in a block: on down a sub-column, then the top of the next). Along the edges: in a block, the
+        next sub-column (or row) first; then the nearest dependency / dependent, preferring the closest layer, then
+        the closest across."""
+        graph = self.graph
+        tiles = graph.tiles
+        tile = tiles[name]
+        orientation = graph.orientation
+        lr = orientation is Orientation.LR
+        layer = graph.columns[tile.layer]
+
+        def across(t) -> int:
+            return t.y if lr else t.x
+
+        def along(t) -> int:
+            return t.x if lr else t.y
+
+        if direction in self._ACROSS[orientation]:  # the next / previous in reading order
+            i = layer.index(name) + (1 if direction in ("down", "right") else -1)
+            return layer[i] if 0 <= i < len(layer) else None
+        forward = direction in ("right", "down")
+        if tile.packed:
+            sign = 1 if forward else -1
+            row = [tiles[n] for n in layer if across(tiles[n]) == across(tile)
+                   and (along(tiles[n]) - along(tile)) * sign > 0]
+            best = min(row, key=lambda t: abs(along(t) - along(tile)), default=None)
+            if best is not None:
+                return best.name
+        candidates = self.dependents[name] if forward else self.dependencies[name]
+        mid = (lambda t: t.mid) if lr else (lambda t: t.centre)
+        return min(candidates, key=lambda n: (abs(tiles[n].layer - tile.layer), abs(mid(tiles[n]) - mid(tile))),
                    default=None)
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
-        if offset is None:
+        if offset is None or self.graph is None:
             return
         name = self.graph.tile_at(offset.x + self.scroll_offset.x, offset.y + self.scroll_offset.y)
         if name is not None:
