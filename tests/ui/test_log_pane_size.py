@@ -37,6 +37,8 @@ async def test_m_maximises_the_log_pane_to_20_lines_at_80x24_and_back(new_sessio
         assert len(longest_run_of_numbers(text)) >= 20 and longest_run_of_numbers(text)[-1] == 100
         assert not app.canvas.display or app.canvas.region.height == 0
         assert app.focused is app.log_pane
+        await pilot.press("escape")  # no graph to go back to: the keys stay with the log
+        assert app.focused is app.log_pane
         title_row = text.splitlines()[2]
         assert "numbers · 101 lines · following" in title_row  # what the hidden subtitle row said
         await pilot.press("g", "down")  # past tuidag's header line

@@ -420,8 +420,9 @@ class TuidagApp(App[None]):
         self._focus_before_search.focus()
 
     def action_focus_graph(self) -> None:
-        """Esc in the log pane: back to the graph."""
-        self.canvas.focus()
+        """Esc in the log pane: back to the graph (unless the log pane is maximised: there is no graph to go to)."""
+        if not self.panes.maximised:
+            self.canvas.focus()
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
