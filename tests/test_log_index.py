@@ -12,6 +12,7 @@ import pytest
 
 from tuidag.views import log_index
 from tuidag.views.log_index import CombinedLog, LogIndex, LogWatcher
+from tuidag.views.match_count import MatchCount
 from tuidag.views.terminal_text import printable, strip_ansi, visible_part
 
 
@@ -379,6 +380,109 @@ def test_combined_search(tmp_path: Path) -> None:
     assert combined.search("ok", 3, backwards=True) == 2
     assert combined.search("[b]", 0) == 2
     assert combined.search("missing", 0) is None
+
+
+def test_combined_shows_only_the_chosen_tasks_in_the_same_order(tmp_path: Path) -> None:
+    a, b, c = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "c.log"
+    combined = CombinedLog({"a": a, "b": b, "c": c})
+    for path, text in [(a, "a1\n"), (b, "b1\n"), (c, "c1\n"), (a, "a2\n"), (b, "b2\nb3 unfinished"), (c, "c2")]:
+        append(path, text)
+        combined.refresh()  # one log's new lines per refresh: the order is the order of arrival
+    everything = lines_of(combined)
+    generation = combined.generation
+    for path in (a, b, c):
+        path.unlink()  # filtering must not read the files again
+    combined.show_only(["a", "b"])
+    assert lines_of(combined) == ["[a] a1", "[b] b1", "[a] a2", "[b] b2", "[b] b3 unfinished"]
+    assert combined.complete_lines == 4 and combined.shown_tasks == {"a", "b"}
+    assert combined.generation == generation + 1 and combined.dropped == 0  # renumbered from 0
+    assert combined.search("b2", 0) == 3 and combined.search("c1", 0) is None
+    combined.add("d", tmp_path / "d.log")  # a task added later is shown if the filter names it
+    combined.show_only(["c", "d"])
+    append(tmp_path / "d.log", "d1\n")
+    combined.refresh()
+    append(b, "b4\n")
+    combined.refresh()
+    assert lines_of(combined) == ["[c] c1", "[d] d1", "[c] c2"]  # c2: c's unfinished line, as before
+    combined.show_only(None)
+    assert lines_of(combined) == everything[:-2] + ["[d] d1", "[b] b4", "[c] c2"]  # all back, in order
+
+
+def test_a_filtered_combined_log_drops_only_its_own_lines_from_the_front(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    combined = CombinedLog({"a": a, "b": b}, max_lines=6)
+    combined.show_only(["b"])
+    for i in range(10):
+        append(a if i % 3 else b, f"{'a' if i % 3 else 'b'}{i}\n")
+        combined.refresh()
+    # the ring holds the last 6 lines of all (i = 4..9): of b's lines (i = 0, 3, 6, 9) only 6 and 9 are left
+    assert lines_of(combined) == ["[b] b6", "[b] b9"] and combined.dropped == 2
+    combined.show_only(None)
+    assert lines_of(combined) == ["[a] a4", "[a] a5", "[b] b6", "[a] a7", "[a] a8", "[b] b9"]
+
+
+def test_matching_lines_agree_with_search_slice_by_slice(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_index, "CHUNK", 64)
+    rng = random.Random(7)
+    words = ["apple", "Banana", "\x1b[1mAPP\x1b[0mLE", "old\rnew", "old\r", "crlf apple\r"]
+    log.write_text("\n".join(" ".join(rng.choice(words) for _ in range(rng.randrange(0, 4))) for _ in range(300))
+                   + "\nunfinished apple")
+    index = LogIndex(log)
+    index.refresh()
+    plain = [strip_ansi(line).lower() for line in lines_of(index)]
+    for query in ["apple", "old", "new", "zzz"]:
+        found, line, slices = [], 0, 0
+        while line < index.complete_lines:
+            hits, line = index.matching_lines(query, line, max_bytes=100)
+            found += hits
+            slices += 1
+        assert found == [i for i in range(index.complete_lines) if query in plain[i]], query
+        assert slices > 10  # it really went a slice at a time
+    assert index.matching_lines("apple", index.complete_lines) == ([], index.complete_lines)
+
+
+def test_match_count_counts_a_growing_log_in_slices(log: Path) -> None:
+    append(log, "".join(("match" if i % 10 == 3 else "other") + f" {i}\n" for i in range(1000)))
+    index = LogIndex(log)
+    index.refresh()
+    count = MatchCount("MATCH")
+    slices = 0
+    while not count.counted(index):
+        count.advance(index, max_bytes=500)
+        slices += 1
+    assert slices > 5
+    assert count.position(index, 3) == (1, 100) and count.position(index, 993) == (100, 100)
+    assert count.position(index, 4) == (None, 100)  # not a match
+    append(log, "match 1000\nmatch part")
+    index.refresh()
+    assert not count.counted(index)
+    assert count.position(index, 1001) == (None, 101)  # the unfinished line counts; the new one not yet
+    count.advance(index, max_bytes=500)
+    assert count.counted(index) and count.position(index, 1001) == (102, 102)
+    log.write_text("match again\n")  # truncated: a new log
+    index.refresh()
+    count.advance(index, max_bytes=500)
+    assert count.position(index, 0) == (1, 1)
+
+
+def test_match_count_follows_a_combined_log_losing_lines_and_changing_filter(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    combined = CombinedLog({"a": a, "b": b}, max_lines=10)
+    append(a, "".join(f"hit a{i}\n" for i in range(4)))
+    combined.refresh()
+    append(b, "".join(f"hit b{i}\n" for i in range(4)))
+    combined.refresh()
+    count = MatchCount("hit")
+    count.advance(combined, max_bytes=1 << 20)
+    assert count.position(combined, 5) == (6, 8)
+    append(a, "".join(f"miss {i}\n" for i in range(5)))  # pushes 3 hits off the front
+    combined.refresh()
+    count.advance(combined, max_bytes=1 << 20)
+    assert combined.dropped == 3 and count.position(combined, 2) == (3, 5)  # "[b] hit b0"
+    combined.show_only(["b"])
+    assert count.position(combined, 0) == (None, 0)  # renumbered: counted again
+    count.advance(combined, max_bytes=1 << 20)
+    assert count.position(combined, 0) == (1, 4)
 
 
 # --- LogWatcher ---------------------------------------------------------------------------------------------------

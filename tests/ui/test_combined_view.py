@@ -5,7 +5,7 @@ when the app first hears of the run: they must be in the view all the same, each
 from __future__ import annotations
 
 from dags import wait_until
-from pilot_helpers import open_app, until
+from pilot_helpers import open_app, select, until
 from tuidag.views.headless import TASK_COLOURS
 from tuidag.views.terminal_text import strip_ansi
 
@@ -66,3 +66,42 @@ async def test_a_combined_view_opened_late_holds_every_task_in_the_order_they_ra
         assert lines[-1] == "[last] the end"  # it started after every other task ended
         for i in range(40):
             assert lines.index(f"[t{i:02d}] first of t{i:02d}") < lines.index(f"[t{i:02d}] second of t{i:02d}")
+
+
+async def test_the_combined_view_shows_one_branch_or_the_tasks_matching_a_name(new_session):
+    tasks = {"build": "echo built", "lint": "echo linted; echo lint again",
+             "test-unit": {"run": "echo unit ok; echo unit done", "depends_on": ["build"]},
+             "test-e2e": {"run": "echo e2e ok", "depends_on": ["build"]},
+             "report": {"run": "echo reported", "depends_on": ["test-unit", "test-e2e"]}}
+    session = new_session(tasks, max_parallel=1)
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="the run's end")
+        await pilot.press("b")  # not in the combined view: says so, changes nothing
+        assert app.combined.shown_tasks is None
+        await pilot.press("a")
+        await until(pilot, lambda: any(line.endswith("reported") for line in shown(app)), what="every line")
+        everything = shown(app)
+
+        def task_of(line: str) -> str:
+            return line[1:line.index("]")]
+
+        await select(app, pilot, "test-unit")
+        await pilot.press("b")
+        assert shown(app) == [line for line in everything if task_of(line) in ("test-unit", "report")]
+        assert "branch of test-unit" in str(app.log_pane.border_title)
+        await pilot.press("t", *"E2E", "enter")  # with the branch: none of it is called that
+        assert shown(app) == [] and "branch of test-unit, matching “E2E”" in str(app.log_pane.border_title)
+        await pilot.press("b")
+        assert shown(app) == [line for line in everything if task_of(line) == "test-e2e"]
+        assert "tasks matching “E2E”" in str(app.log_pane.border_title)
+        await pilot.press("t")
+        assert app.task_name_bar.value == "E2E" and app.focused is app.task_name_bar
+        await pilot.press("escape")  # gives up: the filter stays
+        assert app.focused is app.canvas and app.combined.shown_tasks == {"test-e2e"}
+        await pilot.press("a", "a")  # the filter outlives leaving the combined view
+        assert "tasks matching “E2E”" in str(app.log_pane.border_title)
+        await pilot.press("slash", *"ok", "enter")  # search and its count see the shown lines only
+        assert app.log_pane.match_count == (1, 1, True)
+        await pilot.press("t", "ctrl+u", "enter")  # empty: every task again
+        assert shown(app) == everything and "all tasks" in str(app.log_pane.border_title)
+        await until(pilot, lambda: app.log_pane.match_count[1:] == (2, True), what="the count over every task")

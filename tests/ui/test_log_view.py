@@ -9,6 +9,7 @@ from typing import Callable
 
 from textual.app import App, ComposeResult
 
+from tuidag.ui.widgets import log_view
 from tuidag.ui.widgets.log_view import LogView
 from tuidag.views.log_index import CombinedLog
 
@@ -202,6 +203,77 @@ async def test_search_finds_far_lines_and_n_N_move(tmp_path: Path) -> None:
             assert top <= expected < top + 12
         assert "line 2,501" in str(view.border_subtitle)
         assert not view.search("haystack") and view.match_line is None
+
+
+def match_styles(view: LogView, y: int, word: str) -> list:
+    """The style of each cell of each occurrence of `word` (any case) in screen row `y`, one list per occurrence."""
+    cells = [(char, segment.style) for segment in view.render_line(y) for char in segment.text]
+    text = "".join(char for char, _ in cells).lower()
+    starts = [i for i in range(len(text)) if text.startswith(word, i)]
+    return [[style for _, style in cells[i:i + len(word)]] for i in starts]
+
+
+async def test_search_counts_matches_and_highlights_every_one_on_screen(tmp_path: Path) -> None:
+    log = tmp_path / "task.log"
+    lines = [f"line {i}" for i in range(40)]
+    for i in (2, 5, 9, 30):
+        lines[i] = f"line {i} \x1b[32mfo\x1b[0mO and foo"
+    write_lines(log, lines)
+    app = file_app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(LogView)
+        await until(pilot, lambda: view.line_count == 40)
+        await pilot.press("g")
+        assert view.search("foo") and view.match_line == 2
+        assert view.match_count == (1, 4, True) and "“foo” 1/4 at line 3" in str(view.border_subtitle)
+        current = [style for match in match_styles(view, 2, "foo") for style in match]
+        other = [style for y in (5, 9) for match in match_styles(view, y, "foo") for style in match]
+        plain = list(view.render_line(4))[0].style
+        assert len(current) == 6 and len(other) == 12  # both matches of each line on screen, coloured or not
+        assert len({style.bgcolor for style in other}) == 1 and other[0].bgcolor != plain.bgcolor
+        assert len({style.bgcolor for style in current}) == 1 and current[0].bgcolor != other[0].bgcolor
+        assert all(style.bold for style in current) and not any(style.bold for style in other)  # it stands out
+        for key, expected in [("n", 2), ("n", 3), ("n", 4), ("n", 1), ("N", 4)]:
+            await pilot.press(key)
+            assert view.match_count[:2] == (expected, 4), key
+            assert f"“foo” {expected}/4 at line" in str(view.border_subtitle)
+        assert not view.search("nothing") and "“nothing” not found" in str(view.border_subtitle)
+
+
+async def test_the_count_stays_right_while_the_log_grows(tmp_path: Path) -> None:
+    log = tmp_path / "task.log"
+    write_lines(log, ["an error", "fine"])
+    app = file_app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(LogView)
+        await until(pilot, lambda: view.line_count == 2)
+        assert view.search("ERROR") and view.match_count == (1, 1, True)
+        write_lines(log, ["fine", "another error", "fine"])
+        with open(log, "a") as f:
+            f.write("error still being writ")
+        await until(pilot, lambda: view.match_count == (1, 3, True), what="the new matches counted")
+        assert "“ERROR” 1/3 at line 1" in str(view.border_subtitle)
+        await pilot.press("N")
+        assert view.match_line == 5 and view.match_count == (3, 3, True)  # the unfinished last line counts too
+
+
+async def test_a_big_log_is_counted_over_several_ticks(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(log_view, "COUNT_BUDGET", 0.0)  # one slice a tick: as a 100 MB log is counted
+    log = tmp_path / "big.log"
+    line = b"2024-01-01 12:00:00 INFO worker processed item %07d\n"
+    count = 60_000  # 3 MB: a dozen slices
+    log.write_bytes(b"".join(line % i for i in range(count)))
+    app = file_app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(LogView)
+        await until(pilot, lambda: view.line_count == count)
+        await pilot.press("g")
+        assert view.search("ITEM") and view.match_line == 0
+        index, total, done = view.match_count
+        assert index == 1 and not done and 0 < total < count  # the first slice only
+        assert f"“ITEM” 1/{total:,}… at line 1" in str(view.border_subtitle)
+        await until(pilot, lambda: view.match_count[2], what="the count done")
+        assert view.match_count == (1, count, True) and "1/60,000 at line 1" in str(view.border_subtitle)
 
 
 async def test_ansi_colours_are_rendered(tmp_path: Path) -> None:

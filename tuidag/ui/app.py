@@ -22,7 +22,6 @@ from typing import Callable, Iterable
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.driver import Driver
 from textual.screen import Screen
 from textual.widgets import Input
@@ -37,6 +36,7 @@ from ..model.state import TaskState
 from ..views.graph_layout import GraphLayout, LayoutStyle, dag_deps, layout_dag
 from ..views.headless import TASK_COLOURS, counts_line
 from ..views.log_index import CombinedLog
+from ..views.task_filter import TaskFilter
 from .messages import RunFinished, TaskSelected
 from .run_model import RunModel, UsageSample
 from .screens.confirm import ConfirmScreen
@@ -47,6 +47,8 @@ from .widgets.dag_canvas import DagCanvas
 from .widgets.key_footer import KeyFooter
 from .widgets.log_view import LogView
 from .widgets.run_header import RunHeader
+from .widgets.split_panes import SplitPanes
+from .widgets.task_name_bar import TaskNameBar
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20
@@ -97,6 +99,15 @@ class TuidagApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True,
                 tooltip="Stop every task now (no question) and quit when all are gone"),
+        Binding("m", "maximise_log", "Max log", show=False,
+                tooltip="Maximise the log pane (the graph hidden) / put the split back"),
+        Binding("plus", "grow_log", "Log +", show=False,
+                tooltip="Give the log pane more rows (or drag its top border with the mouse)"),
+        Binding("minus", "shrink_log", "Log -", show=False, tooltip="Give the log pane fewer rows"),
+        Binding("b", "branch_filter", "Branch", show=False,
+                tooltip="Combined view: show only the selected task and everything downstream of it / every task"),
+        Binding("t", "name_filter", "Name filter", show=False,
+                tooltip="Combined view: show only the tasks whose names contain some text (empty: every task)"),
     ]
 
     def __init__(self, session: RunSession, *, exit_on_finish: bool = False, start: bool = True,
@@ -145,6 +156,12 @@ class TuidagApp(App[None]):
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
         self._focus_before_search: DagCanvas | LogView = self.canvas
         self.footer = KeyFooter(priority=FOOTER_PRIORITY)
+        self.panes = SplitPanes(id="panes")
+        self._graph_focused_before_max = False
+        self._task_filter = TaskFilter()
+        self.task_name_bar = TaskNameBar(placeholder="show the tasks whose names contain: Enter filters (empty: all), "
+                                                     "Esc closes", id="task-name")
+        self._focus_before_task_name: DagCanvas | LogView = self.canvas
 
     @property
     def graph(self) -> GraphLayout | None:
@@ -168,7 +185,7 @@ class TuidagApp(App[None]):
     # ------------------------------------------------------------------------------------------------- building
     def compose(self) -> ComposeResult:
         yield self.header
-        with Vertical(id="panes"):
+        with self.panes:
             yield self.canvas
             yield self.log_pane
         yield self.footer
@@ -412,8 +429,9 @@ class TuidagApp(App[None]):
         self._focus_before_search.focus()
 
     def action_focus_graph(self) -> None:
-        """Esc in the log pane: back to the graph."""
-        self.canvas.focus()
+        """Esc in the log pane: back to the graph (unless the log pane is maximised: there is no graph to go to)."""
+        if not self.panes.maximised:
+            self.canvas.focus()
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
@@ -451,9 +469,70 @@ class TuidagApp(App[None]):
     def action_combined(self) -> None:
         self._combined_on = not self._combined_on
         if self._combined_on:
-            self.log_pane.show_combined(self.combined)
+            self.log_pane.show_combined(self.combined, self._task_filter.describe())
         elif self.selected_task:
             self.log_pane.show_file(self.session.run.log_path(self.selected_task), self.selected_task)
+
+    # ------------------------------------------------------------------- log pane: its size, the combined filter
+    def action_maximise_log(self) -> None:
+        """The log pane gets the graph's rows too (its bottom border as well, so 80x24 shows 20 log lines), or back."""
+        maximised = self.panes.toggle_maximised()
+        self.log_pane.one_title_row = maximised
+        if maximised:
+            self._graph_focused_before_max = self.focused is self.canvas
+            self.log_pane.focus()
+        elif self._graph_focused_before_max:
+            self.canvas.focus()
+
+    def action_grow_log(self) -> None:
+        if not self.panes.maximised:
+            self.panes.step(1)
+
+    def action_shrink_log(self) -> None:
+        """Smaller; a maximised pane goes back to the split."""
+        if self.panes.maximised:
+            self.action_maximise_log()
+        else:
+            self.panes.step(-1)
+
+    def action_branch_filter(self) -> None:
+        if self._combined_only("b"):
+            branch = None if self._task_filter.branch is not None else self.selected_task
+            self._set_task_filter(self._task_filter.with_branch(branch))
+
+    async def action_name_filter(self) -> None:
+        if not self._combined_only("t"):
+            return
+        if not self.task_name_bar.is_attached:
+            await self.footer.screen.mount(self.task_name_bar, before=self.footer)
+        if self.focused in (self.canvas, self.log_pane):
+            self._focus_before_task_name = self.focused
+        self.task_name_bar.value = self._task_filter.name
+        self.task_name_bar.add_class("visible")
+        self.task_name_bar.focus()
+
+    def close_task_name_bar(self) -> None:
+        self.task_name_bar.remove_class("visible")
+        self._focus_before_task_name.focus()
+
+    @on(Input.Submitted, "#task-name")
+    def _task_name_submitted(self, event: Input.Submitted) -> None:
+        self.close_task_name_bar()
+        self._set_task_filter(self._task_filter.with_name(event.value))
+
+    def _combined_only(self, key: str) -> bool:
+        if not self._combined_on:
+            self.notify(f"{key} filters the combined view: press a to show it first")
+        return self._combined_on
+
+    def _set_task_filter(self, task_filter: TaskFilter) -> None:
+        """Re-filter the lines the combined log holds (nothing is read again) and show them from the end."""
+        self._task_filter = task_filter
+        tasks = task_filter.tasks(self.session.dag)
+        self.combined.show_only(tasks)
+        self.log_pane.show_combined(self.combined, task_filter.describe())
+        if tasks is not None and not tasks:
+            self.notify(f"no task matches: {task_filter.describe()}", severity="warning")
 
     async def action_quit(self) -> None:
         if not self.run_active:

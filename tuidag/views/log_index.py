@@ -4,7 +4,8 @@
   on demand with `os.pread`. A 100 MB / 1e6-line file indexes in ~0.4 s for +10 MB RSS. `refresh` reads only
   the bytes added since the last call, optionally at most `max_bytes` of them so a UI can index in short slices.
 - `CombinedLog` is the interleaved `[task] line` output of many files, kept as a bounded ring of the most recent
-  lines (older ones are counted in `dropped`), with the same reading interface as `LogIndex`.
+  lines (older ones are counted in `dropped`), with the same reading interface as `LogIndex`; `show_only` narrows it
+  to some tasks' lines without reading anything again.
 - `LogWatcher` turns file-system events into one flag that a UI timer polls; it never calls into the UI.
 
 Display rules shared by both sources: a bare `\\r` overwrites the line (only the text after the last one is shown, so
@@ -196,6 +197,16 @@ class LogIndex:
     def _line_matches(self, i: int, needle: str) -> bool:
         return needle in strip_ansi(self.line(i, LONG_LINE_SEARCH_CHARS)).lower()
 
+    def matching_lines(self, query: str, first: int, max_bytes: int = CHUNK) -> tuple[list[int], int]:
+        """The complete lines from `first` on, about `max_bytes` of them (at least one line, at most a chunk), that
+        `search` would find `query` in; and the line to go on from. For counting matches a slice at a time."""
+        needle, end = query.lower(), self.complete_lines
+        if first >= end or not needle or "\n" in needle:
+            return [], max(first, end)
+        starts = self._starts
+        last = max(bisect_right(starts, starts[first] + min(max_bytes, CHUNK), first + 1, end + 1) - 1, first + 1)
+        return _all_in_block(self._block_text(first, last), first, needle, self._line_matches), last
+
     def _chunks_forward(self, line: int) -> Iterator[tuple[int, int]]:
         """Runs of lines `[first, last)` of about a chunk's size (at least one line), from `line` to the end."""
         while line < self.line_count:
@@ -271,6 +282,25 @@ def _find_in_block(text: str | None, first: int, needle: str, backwards: bool,
     return None
 
 
+def _all_in_block(text: str | None, first: int, needle: str, confirm: Callable[[int, str], bool]) -> list[int]:
+    """Every line of the block `text` (as in `_find_in_block`) holding `needle`. Only a line with a `\r` in it is
+    confirmed with `confirm`: elsewhere the block's text is the line's text, and a pread per hit would make counting
+    a word that is on every line of a big log ten times slower."""
+    if text is None:
+        return [first] if confirm(first, needle) else []
+    hits: list[int] = []
+    position, line = 0, first
+    while (found := text.find(needle, position)) != -1:
+        line += text.count("\n", position, found)
+        start, end = text.rfind("\n", 0, found) + 1, text.find("\n", found)
+        if "\r" not in text[start:end].rstrip("\r") or confirm(line, needle):
+            hits.append(line)
+        if end == -1:
+            break
+        position, line = end + 1, line + 1
+    return hits
+
+
 class _Tail:
     """How far one task's log has been read, its incomplete last line, and what is known of when its unread bytes
     were written: between `since` (the time of the last write seen, at offset `offset`, or the task's start) and
@@ -343,24 +373,29 @@ class CombinedLog:
     refresh, so this is the order of arrival; a backlog (the view opened late, or a task added late) interleaves with
     the other tasks' lines by those estimates instead of coming in one block. Lines wait in a heap until no file
     still being caught up with could hold an earlier one.
-    """
 
-    generation = 0
-    """Bumped when the lines are renumbered: never here (the interface is shared with `LogIndex`)."""
+    `show_only(tasks)` shows just those tasks' lines: each line in the ring remembers its task, so the shown lines are
+    picked from the ring (in its order), and new ones as they are placed. The lines are then renumbered: `generation`
+    is bumped and `dropped` counts only shown lines that fell off the front.
+    """
 
     def __init__(self, paths: Mapping[str, Path] | None = None, *, max_lines: int = 100_000,
                  max_chars: int = 64 << 20, max_line_chars: int = 16 << 10) -> None:
         self.max_lines, self.max_chars, self.max_line_chars = max_lines, max_chars, max_line_chars
-        self.dropped = 0
+        self.dropped = 0  # lines shown that fell off the front (or were never placed: see `_forget_oldest_waiting`)
+        self.generation = 0  # bumped when the lines are renumbered: a new filter
         self.version = 0
         self.caught_up = True
         self._tails: dict[str, _Tail] = {}
-        self._lines: deque[str] = deque()
+        self._ring: deque[str] = deque()  # every task's lines; `_owners` has each one's task
+        self._owners: deque[str] = deque()
+        self._lines = self._ring  # the lines shown: the ring itself, or under a filter the shown tasks' lines of it
+        self._shown_tasks: frozenset[str] | None = None
         self._chars = 0
         self._partials: list[str] = []
-        # Lines not placed yet, a heap of (written at, task's rank, offset of the line's end, line): equal times go
-        # in the order the tasks were added, whatever order the files happened to be read in.
-        self._waiting: list[tuple[float, int, int, str]] = []
+        # Lines not placed yet, a heap of (written at, task's rank, offset of the line's end, line, task): equal times
+        # go in the order the tasks were added, whatever order the files happened to be read in.
+        self._waiting: list[tuple[float, int, int, str, str]] = []
         self._waiting_chars = 0
         for task, path in (paths or {}).items():
             self.add(task, path)
@@ -378,6 +413,28 @@ class CombinedLog:
     @property
     def paths(self) -> dict[str, Path]:
         return {task: tail.path for task, tail in self._tails.items()}
+
+    @property
+    def shown_tasks(self) -> frozenset[str] | None:
+        """The tasks whose lines are shown, or None for all."""
+        return self._shown_tasks
+
+    def show_only(self, tasks: Iterable[str] | None) -> None:
+        """Show only the lines of `tasks` (None: every task's), in the same order; tasks added later count too.
+
+        The ring is filtered again, no file is read. The shown lines are renumbered from 0 (`generation` changes)."""
+        shown = None if tasks is None else frozenset(tasks)
+        if shown == self._shown_tasks:
+            return
+        self._shown_tasks = shown
+        if shown is None:
+            self._lines = self._ring
+        else:
+            self._lines = deque(line for line, task in zip(self._ring, self._owners) if task in shown)
+        self.dropped = 0
+        self._partials = self._shown_partials()
+        self.generation += 1
+        self.version += 1
 
     @property
     def watched(self) -> frozenset[Path]:
@@ -410,16 +467,21 @@ class CombinedLog:
         if not self._waiting and len(writers) <= 1 and all(id(tail) in writers for tail in behind):
             for tail, _, raws in fresh:  # one task wrote and no other is behind: nothing to interleave
                 for raw in raws:
-                    self._append(tail.prefix + self._decode_line(raw))
+                    self._append(tail.prefix + self._decode_line(raw), tail.task)
         else:
             self._wait(fresh)
         if self._waiting:
             self._place()
         if read:
-            self._partials = [tail.prefix + self._decode_line(tail.pending)
-                              for tail in self._tails.values() if visible_part(tail.pending) and not tail.behind]
+            self._partials = self._shown_partials()
             self.version += 1
         return self.dropped + self.line_count - before
+
+    def _shown_partials(self) -> list[str]:
+        """Each shown task's incomplete last line, once its file is caught up with."""
+        shown = self._shown_tasks
+        return [tail.prefix + self._decode_line(tail.pending) for tail in self._tails.values()
+                if visible_part(tail.pending) and not tail.behind and (shown is None or tail.task in shown)]
 
     def _take(self, tail: _Tail, data: bytes) -> tuple[_Tail, int, list[bytes]]:
         """The complete lines `data` (which ends at `tail.offset`) finishes, and the file offset they start at."""
@@ -444,7 +506,7 @@ class CombinedLog:
             for raw in raws:
                 offset += len(raw) + 1
                 line = tail.prefix + self._decode_line(raw)
-                heapq.heappush(waiting, (tail.written_at(offset), tail.rank, offset, line))
+                heapq.heappush(waiting, (tail.written_at(offset), tail.rank, offset, line, tail.task))
                 self._waiting_chars += len(line)
         if len(waiting) > 2 * self.max_lines or self._waiting_chars > 2 * self.max_chars:
             self._forget_oldest_waiting()
@@ -456,9 +518,9 @@ class CombinedLog:
         horizon = min(behind, default=float("inf"))
         waiting = self._waiting
         while waiting and waiting[0][0] <= horizon:
-            line = heapq.heappop(waiting)[3]
+            _, _, _, line, task = heapq.heappop(waiting)
             self._waiting_chars -= len(line)
-            self._append(line)
+            self._append(line, task)
 
     def _forget_oldest_waiting(self) -> None:
         """A backlog far larger than the ring: only its newest lines could ever be shown."""
@@ -468,19 +530,28 @@ class CombinedLog:
             if keep >= self.max_lines or chars + len(entry[3]) > self.max_chars and keep:
                 break
             keep, chars = keep + 1, chars + len(entry[3])
-        self.dropped += len(waiting) - keep
+        if self._shown_tasks is None:  # lines of a filtered view are counted when they really leave it
+            self.dropped += len(waiting) - keep
         self._waiting, self._waiting_chars = waiting[len(waiting) - keep:], chars  # sorted: still a heap
 
     def _decode_line(self, raw: bytes) -> str:
         return _decode(visible_part(raw)[: 4 * self.max_line_chars])[: self.max_line_chars]
 
-    def _append(self, line: str) -> None:
-        lines = self._lines
-        lines.append(line)
+    def _append(self, line: str, task: str) -> None:
+        ring, owners, shown = self._ring, self._owners, self._shown_tasks
+        ring.append(line)
+        owners.append(task)
         self._chars += len(line)
-        while len(lines) > self.max_lines or (self._chars > self.max_chars and len(lines) > 1):
-            self._chars -= len(lines.popleft())
-            self.dropped += 1
+        if shown is not None and task in shown:
+            self._lines.append(line)
+        while len(ring) > self.max_lines or (self._chars > self.max_chars and len(ring) > 1):
+            self._chars -= len(ring.popleft())
+            if shown is None:
+                self.dropped += 1
+            elif owners[0] in shown:  # the oldest shown line is this one: the shown lines keep the ring's order
+                self._lines.popleft()
+                self.dropped += 1
+            owners.popleft()
 
     def line(self, i: int, max_chars: int | None = None) -> str:
         """Line `i` (counted from the oldest line still kept), at most `max_chars` characters of it."""
@@ -499,6 +570,21 @@ class CombinedLog:
         lines = [*self._lines, *self._partials]  # a snapshot: indexing a deque in a loop is slow
         order = range(start_line, -1, -1) if backwards else range(start_line, len(lines))
         return next((i for i in order if needle in strip_ansi(lines[i]).lower()), None)
+
+    def matching_lines(self, query: str, first: int, max_bytes: int = CHUNK) -> tuple[list[int], int]:
+        """The complete lines from `first` on, about `max_bytes` of them (at least one), containing `query` as
+        `search` finds it; and the line to go on from."""
+        needle, end = query.lower(), len(self._lines)
+        if first >= end or not needle:
+            return [], max(first, end)
+        hits, size, line = [], 0, first
+        for text in itertools.islice(self._lines, first, end):
+            if needle in strip_ansi(text).lower():
+                hits.append(line)
+            line, size = line + 1, size + len(text)
+            if size >= max_bytes:
+                break
+        return hits, line
 
     def __repr__(self) -> str:
         return f"CombinedLog(tasks={len(self._tails)}, lines={self.line_count}, dropped={self.dropped})"

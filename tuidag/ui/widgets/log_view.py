@@ -7,7 +7,9 @@ What the app mounts and calls (`yield LogView(id="log")`):
     search(query) -> bool                     find `query` in the whole log (ignoring case and colours) from the top
                                               of the screen on, wrapping around; jump there and highlight it
     search_next() -> bool, search_prev() -> bool
+    match_count -> (index | None, total, done)  which match is highlighted, of how many (counted over ticks)
     toggle_follow(), toggle_wrap()
+    one_title_row = True                      the bottom border is hidden: put the subtitle's facts in the title
     scroll_home()                             the first line; following stops
     scroll_end()                              the last line; following resumes
     following, wrap, path, title, line_count, query, match_line   (read-only properties)
@@ -16,6 +18,10 @@ Keys of the widget itself: arrows / PgUp / PgDn scroll, Home = `scroll_home`, En
 (/ n N f w g G) are the app's. The border title shows the title and the log's path, the subtitle the line count and
 the modes. Following: new output scrolls into view only while the view is at the bottom; scrolling up stops it,
 scrolling back to the bottom, End, G or f resume it.
+
+Search: every match on screen is highlighted, the current one (and its line) more. The subtitle says which match it is
+of how many (`3/17`): a `MatchCount` counts the matching lines of the whole log in slices, at most `COUNT_BUDGET` a
+tick, with `…` after the total until it is done; it goes on counting as the log grows.
 
 Why it stays fast with a 100 MB log being written flat out: nothing is read per line or posted per write. A 20 Hz
 timer asks the `LogWatcher` flag whether anything changed, then indexes new bytes in 256 KiB slices for at most
@@ -45,6 +51,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...views.log_index import CombinedLog, LogIndex, LogWatcher
+from ...views.match_count import MatchCount
 from ...views.terminal_text import printable
 
 LogSource = Union[LogIndex, CombinedLog]
@@ -63,12 +70,15 @@ MAX_LINE_CHARS = 10_000
 """Longer lines are cut (with "…") when shown; search still sees all of them."""
 CACHE_LINES = 256
 """Rendered lines kept: a few screens' worth, for scrolling back and forth."""
+COUNT_BUDGET = 0.008
+"""Seconds of counting search matches a tick may spend (a 100 MB log is counted over a few seconds)."""
 
 
 class _Styles(NamedTuple):
     base: Style
     match: Style
     match_line: Style
+    current_match: Style
 
 
 class LogView(ScrollView, can_focus=True):
@@ -84,14 +94,18 @@ class LogView(ScrollView, can_focus=True):
         overflow-x: hidden;
     }
     LogView > .logview--match {
+        background: $warning 45%;
+    }
+    LogView > .logview--current-match {
         background: $warning;
         color: $background;
+        text-style: bold;
     }
     LogView > .logview--match-line {
         background: $primary 30%;
     }
     """
-    COMPONENT_CLASSES = {"logview--match", "logview--match-line"}
+    COMPONENT_CLASSES = {"logview--match", "logview--current-match", "logview--match-line"}
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
@@ -103,6 +117,8 @@ class LogView(ScrollView, can_focus=True):
         self._wrap = False
         self._query = ""
         self._match: int | None = None  # counted like `dropped + i`, so it survives lines leaving a CombinedLog
+        self._count: MatchCount | None = None
+        self._one_title_row = False
         self._rendered: LRUCache[tuple, list[Row]] = LRUCache(CACHE_LINES)
         self._max_width = 0
         self._rows: list[tuple[int, Row]] = []  # wrap mode: the rows on screen and the line each belongs to
@@ -148,6 +164,26 @@ class LogView(ScrollView, can_focus=True):
             return None
         return self._match - self._source.dropped
 
+    @property
+    def match_count(self) -> tuple[int | None, int, bool]:
+        """(which match is highlighted, from 1, or None; how many lines match so far; whether the count is done)."""
+        if self._count is None or self._source is None:
+            return None, 0, True
+        index, total = self._count.position(self._source, self.match_line)
+        return index, total, self._count.counted(self._source)
+
+    @property
+    def one_title_row(self) -> bool:
+        return self._one_title_row
+
+    @one_title_row.setter
+    def one_title_row(self, value: bool) -> None:
+        """With the bottom border hidden (the pane maximised on a small screen), the title carries what the subtitle
+        says, before the path (which is cut first)."""
+        self._one_title_row = value
+        self._titles = ("", "")
+        self._update_titles()
+
     def show_file(self, path: Path, title: str | None = None) -> None:
         """Show one log file, following its end. The file may not exist yet: it shows up when it does."""
         self._show(LogIndex(Path(path)), title or Path(path).name, owned=True)
@@ -162,6 +198,7 @@ class LogView(ScrollView, can_focus=True):
         The whole log is searched (a file a chunk at a time), ignoring case and colour codes. False if no line has
         it. Searching stops following, so the match stays on screen."""
         self._query = query
+        self._start_count()
         return self._show_match(self._find(self._top_line(), backwards=False))
 
     def search_next(self) -> bool:
@@ -243,6 +280,7 @@ class LogView(ScrollView, can_focus=True):
             self._owned.close()
         self._source, self._owned, self._title = source, source if owned else None, title
         self._match = None
+        self._start_count()
         self._max_width = 0
         self._forget_rendering()
         self._following = True
@@ -278,6 +316,9 @@ class LogView(ScrollView, can_focus=True):
             self._update_virtual_size()  # a wider line was drawn: make it reachable by scrolling
         if self._following and self.scroll_offset.y != self.max_scroll_y:
             self._scroll_to_end()  # the viewport or a scrollbar changed under us
+        if self._count is not None and not self._count.counted(source):
+            self._count_slice()
+            self._update_titles()
 
     def _index_slice(self) -> None:
         """Index what the log gained, for at most `TICK_BUDGET` seconds; the next ticks do the rest."""
@@ -349,6 +390,21 @@ class LogView(ScrollView, can_focus=True):
         return min(line, max(count - 1, 0))
 
     # ------------------------------------------------------------------------------------------------ search
+    def _start_count(self) -> None:
+        """Count the matches of the search in the log shown, the first slice now (a small log is counted at once)."""
+        self._count = MatchCount(self._query) if self._query and self._source is not None else None
+        if self._count is not None:
+            self._count_slice()
+
+    def _count_slice(self) -> None:
+        source, count = self._source, self._count
+        assert source is not None and count is not None
+        deadline = time.perf_counter() + COUNT_BUDGET
+        while True:
+            count.advance(source, SLICE)
+            if count.counted(source) or time.perf_counter() >= deadline:
+                break
+
     def _find(self, start: int, backwards: bool) -> int | None:
         source = self._source
         if source is None or not self._query or source.line_count == 0:
@@ -447,14 +503,16 @@ class LogView(ScrollView, can_focus=True):
         if is_match:
             text.stylize(styles.match_line)
         if self._query:
-            text.highlight_words([self._query], styles.match, case_sensitive=False)
+            text.highlight_words([self._query], styles.current_match if is_match else styles.match,
+                                 case_sensitive=False)
         return text
 
     def _styles(self) -> _Styles:
         """The widget's styles, looked up once per style change: `rich_style` walks the ancestors each time."""
         if self._style_cache is None:
             self._style_cache = _Styles(self.rich_style, self.get_component_rich_style("logview--match"),
-                                        self.get_component_rich_style("logview--match-line"))
+                                        self.get_component_rich_style("logview--match-line"),
+                                        self.get_component_rich_style("logview--current-match"))
         return self._style_cache
 
     def _forget_rendering(self) -> None:
@@ -468,17 +526,29 @@ class LogView(ScrollView, can_focus=True):
         if source is None:
             return
         where = str(source.path) if isinstance(source, LogIndex) else f"{len(source.paths)} logs"
-        title = Text.assemble((self._title, "bold"), " · ", (where, "dim"))
         parts = [f"{source.line_count:,} lines", "following" if self._following else "paused (End follows)"]
         if self._wrap:
             parts.append("wrap")
         if self._query:
-            match = self.match_line
-            parts.append(f"“{self._query}” " + (f"line {match + 1:,}" if match is not None else "not found"))
-        titles = (title, Text(" · ".join(parts)))
+            parts.append(self._search_summary())
+        if self._one_title_row:
+            titles = (Text.assemble((self._title, "bold"), " · ", " · ".join(parts), " · ", (where, "dim")), Text())
+        else:
+            titles = (Text.assemble((self._title, "bold"), " · ", (where, "dim")), Text(" · ".join(parts)))
+        title = titles[0]
         if (title.plain, titles[1].plain) != self._titles:  # setting a title repaints: only when it changed
             self.border_title, self.border_subtitle = titles
             self._titles = (title.plain, titles[1].plain)
+
+    def _search_summary(self) -> str:
+        """`“query” 3/17 at line 120`: `?` while the match's place is not counted yet, `…` while counting; or
+        `17 matches` when none is highlighted (another log shown since), or `not found`."""
+        match = self.match_line
+        index, total, done = self.match_count
+        more = "" if done else "…"
+        if match is None:
+            return f"“{self._query}” " + (f"{total:,} matches{more}" if total or not done else "not found")
+        return f"“{self._query}” {'?' if index is None else index}/{total:,}{more} at line {match + 1:,}"
 
 
 def set_virtual_size(view: ScrollView, size: Size) -> None:
