@@ -113,6 +113,7 @@ def leftovers(workdir: Path, procs: list[psutil.Process]) -> list[psutil.Process
 
 
 def select(tmux: Tmux, task: str) -> None:
+    tmux.wait_for("┏━ ")  # a selection is drawn: the graph is laid out
     for _ in range(4):
         if f"┏━ {task} " in tmux.screen():
             return

@@ -85,6 +85,7 @@ class DagCanvas(ScrollView, can_focus=True):
         self.orientation_choice: Orientation | None = None
         self._layouts: dict[tuple, GraphLayout] = {}
         self.selected: str | None = None  # the first task of the first layer, once laid out
+        self._first_selection = True  # until something selects a task, a new layout selects its first one
         self.title_prefix = ""
         self._tile_lines: dict[str, list[Strip]] = {}
         self._line_cache: dict[int, Strip] = {}  # canvas line -> its visible part, drawn for `_lines_key`
@@ -324,10 +325,11 @@ class DagCanvas(ScrollView, can_focus=True):
         if graph is self.graph:
             return
         self.graph = graph
-        if self.selected is None:
-            self.selected = next((c[0] for c in graph.columns if c), None)
-            if self.selected is not None:
-                self.post_message(TaskSelected(self.selected))
+        if self._first_selection:  # nothing chosen yet: the first task as this layout reads
+            first = next((c[0] for c in graph.columns if c), None)
+            if first is not None and first != self.selected:
+                self.selected = first
+                self.post_message(TaskSelected(first))
         self.virtual_size = Size(graph.width, graph.height)
         self._tile_lines.clear()
         self._line_cache.clear()
@@ -431,6 +433,7 @@ class DagCanvas(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------------------------------------ selection
     def select(self, name: str, *, scroll: bool = True) -> None:
+        self._first_selection = False
         if name == self.selected:
             return
         previous, self.selected = self.selected, name
