@@ -6,20 +6,15 @@ Update after an intended change with `pytest tests/ui/test_snapshots.py --snapsh
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
-from dags import make_dag
+from frozen_runs import T0, feed, frozen_app, settled
 from pilot_helpers import until
-from tuidag.engine.events import RunEvent, TaskEvent, TaskSnapshot
-from tuidag.launch import RunSession
+from tuidag.engine.events import RunEvent
 from tuidag.model.state import TaskState
-from tuidag.store.runs import RunDir
 from tuidag.ui.app import TuidagApp
 from tuidag.ui.run_model import UsageSample
 
 S = TaskState
-T0 = 1_767_225_600.0  # 2026-01-01 00:00 UTC
-RUN_ID = "20260101-000000-000-snap"
 SIZE = (160, 45)
 PIPELINE = {
     "fetch": "true",
@@ -29,29 +24,6 @@ PIPELINE = {
     "lint": "true",
     "docs": {"run": "true", "depends_on": ["lint"]},
 }
-
-
-def frozen_app(tasks: dict, tmp_path: Path, monkeypatch, *, now: float, name: str = "pipeline",
-               logs: dict[str, str] | None = None) -> TuidagApp:
-    monkeypatch.chdir(tmp_path)
-    session = RunSession.create(make_dag(tasks, name=name, workdir=tmp_path), Path("state"))
-    session.finish()  # never started: only its model and a fixed, relative run folder are used
-    run = RunDir(RUN_ID, Path("state") / "runs" / RUN_ID)
-    run.logs.mkdir(parents=True)
-    for task, text in (logs or {}).items():
-        run.log_path(task).write_text(text)
-    session.run, session.started = run, T0
-    return TuidagApp(session, start=False, clock=lambda: T0 + now, usage_interval=None)
-
-
-def feed(app: TuidagApp, seq: int, name: str, state: TaskState, **fields) -> None:
-    app.engine_event(TaskEvent(seq, T0, None, TaskSnapshot(name, state, **fields)))
-
-
-def settled(app: TuidagApp, name: str, state: TaskState):
-    async def run_before(pilot) -> None:
-        await until(pilot, lambda: app.model.snapshots[name].state is state, what="events applied")
-    return run_before
 
 
 FETCH_LOG = "=== tuidag: fetch attempt 1 started at 2026-01-01T00:00:00 ===\nfetching 2000 rows\n" \

@@ -366,7 +366,7 @@ class DagCanvas(ScrollView, can_focus=True):
         """Where the minimap goes (bottom right of the visible canvas), or None when the whole graph is in view or
         the canvas is too small to spare the room."""
         graph = self.graph
-        if graph is None or (graph.width <= width and graph.height <= height) or width < 40 or height < 8:
+        if graph is None or (graph.width <= width and graph.height <= height) or width < 60 or height < 12:
             return None
         w = max(6, min(24, width // 5))
         h = max(3, min(8, height // 3))
