@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from dags import make_dag
-from tuidag.views.graph_layout import ARROW, layout_dag, layout_graph, render_text
+from tuidag.views.graph_layout import (ARROW, LayoutStyle, Orientation, Zoom, choose_style, layout_dag, layout_graph,
+                                      render_text)
 
 
 def text(deps: dict) -> str:
@@ -158,3 +159,129 @@ def test_a_cached_layout_is_the_same_layout(tmp_path, monkeypatch):
     assert render_text(layout_dag(dag, cache_dir=tmp_path)) == render_text(fresh)
     other = make_dag({"a": "true", "b": {"run": "true", "depends_on": ["a"]}})
     assert render_text(layout_dag(other, cache_dir=tmp_path)) == render_text(layout_dag(other))
+
+
+# ------------------------------------------------------------------------------------------ sizes and styles
+WIDE = {"setup": [], **{f"w{i:02d}": ["setup"] for i in range(64)}, "merge": [f"w{i:02d}" for i in range(64)]}
+CHAIN = {f"step-{i:02d}": [f"step-{i - 1:02d}"] if i else [] for i in range(20)}
+VIEW = (156, 23)  # the graph pane of a 160x45 terminal
+
+
+def test_a_layer_wider_than_the_screen_is_packed_into_sub_columns_with_a_bus():
+    layout = layout_graph(WIDE, LayoutStyle(Zoom.COMPACT, Orientation.LR, VIEW))
+    assert layout.fits(VIEW)
+    workers = [layout.tiles[f"w{i:02d}"] for i in range(64)]
+    assert all(t.packed for t in workers) and len({t.x for t in workers}) == 4  # 4 sub-columns of 16
+    assert [t.name for t in sorted(workers, key=lambda t: (t.x, t.y))] == [f"w{i:02d}" for i in range(64)]
+    assert layout.columns[1] == [f"w{i:02d}" for i in range(64)]  # reading order: down, then the next sub-column
+    lines = render_text(layout)
+    setup, merge = layout.tiles["setup"], layout.tiles["merge"]
+    # one line in (setup ──▶┤ the bracket) and one out (├──▶ merge): a bus, not 64 edges
+    assert lines[setup.mid].count(ARROW) == 2
+    left = min(t.x for t in workers) - 2
+    assert lines[setup.mid][left - 1:left + 1] == ARROW + "┤" and "├" in lines[merge.mid]
+    top = min(t.y for t in workers) - 1
+    assert lines[top][left] == "┌" and lines[top + 17][left] == "└"
+    assert sum(line.count(ARROW) for line in lines) == 2
+    assert "w00" not in layout.has_children  # a packed tile has no exit of its own: its block does
+
+
+def test_top_down_draws_every_edge_into_the_top_of_its_child():
+    deps = _layered(200, 20, seed=3)
+    layout = layout_graph(deps, LayoutStyle(Zoom.FULL, Orientation.TD))
+    lines = render_text(layout)
+    for name, ds in deps.items():
+        tile = layout.tiles[name]
+        for d in ds:
+            assert layout.tiles[d].y + layout.tiles[d].height < tile.y  # dependencies above
+        if ds:
+            assert lines[tile.y - 1][tile.centre] == "▼", name
+    for name in layout.has_children:  # an exit in the middle of the bottom border, and a line below it
+        tile = layout.tiles[name]
+        assert lines[tile.y + 2][tile.centre] == "┬" and lines[tile.y + 3][tile.centre] in "│├┤┼┴└┘", name
+
+
+def test_top_down_is_the_left_to_right_layout_turned():
+    """The same graph both ways: the same layers and the same order in each; edges meet the same tiles."""
+    deps = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"]}
+    lr = layout_graph(deps, LayoutStyle(Zoom.FULL, Orientation.LR))
+    td = layout_graph(deps, LayoutStyle(Zoom.FULL, Orientation.TD))
+    assert lr.columns == td.columns
+    assert "\n".join(render_text(td)) == block("""
+            ╭─ a ────────────────╮
+            │                    │
+            ╰──────────┬─────────╯
+                       │
+           ┌───────────┴───────────┐
+           ▼                       ▼
+╭─ b ────────────────╮  ╭─ c ────────────────╮
+│                    │  │                    │
+╰──────────┬─────────╯  ╰──────────┬─────────╯
+           │                       │
+           └───────────┬───────────┘
+                       ▼
+            ╭─ d ────────────────╮
+            │                    │
+            ╰────────────────────╯
+""")
+
+
+def test_compact_and_dots_tiles_are_one_line_and_one_cell():
+    compact = layout_graph(WIDE, LayoutStyle(Zoom.COMPACT, Orientation.LR))
+    assert {t.height for t in compact.tiles.values()} == {1}
+    assert {t.width for t in compact.tiles.values()} == {len("merge") + 10}  # glyph, name, duration
+    dots = layout_graph(WIDE, LayoutStyle(Zoom.DOTS, Orientation.LR, VIEW))
+    assert {(t.width, t.height) for t in dots.tiles.values()} == {(1, 1)}
+    cells = {(t.x, t.y) for t in dots.tiles.values()}
+    assert len(cells) == 66  # one cell each, none shared
+    assert dots.fits(VIEW) and dots.width < 30  # 64 workers as a block of dots
+
+
+def test_dots_draw_one_bus_per_pair_of_layers_and_no_long_edges():
+    deps = _layered(2000, 100, seed=1)
+    layout = layout_graph(deps, LayoutStyle(Zoom.DOTS, Orientation.TD, VIEW))
+    lines = render_text(layout)
+    arrows = sum(line.count("▼") for line in lines)
+    layers = len(layout.columns)
+    assert arrows <= layers - 1  # at most one bus into each layer
+    assert layout.width <= VIEW[0]  # rows of dots as wide as the screen, never wider
+
+
+def test_the_chosen_style_fits_the_screen_when_anything_does():
+    assert choose_style({"a": [], "b": ["a"], "c": ["b"]}, VIEW) == LayoutStyle(Zoom.FULL, Orientation.LR, VIEW)
+    wide = choose_style(WIDE, VIEW)
+    assert layout_graph(WIDE, wide).fits(VIEW) and wide.zoom is not Zoom.DOTS  # 66 names still readable
+    big = choose_style(_layered(500, 25, seed=11), VIEW)
+    assert big.zoom is Zoom.DOTS and layout_graph(_layered(500, 25, seed=11), big).fits(VIEW)
+    # nothing fits a 20-step chain at 160 columns: top down, so only vertical scrolling is needed
+    chain = choose_style(CHAIN, VIEW)
+    assert chain.orientation is Orientation.TD and layout_graph(CHAIN, chain).width <= VIEW[0]
+    assert layout_graph(CHAIN, LayoutStyle(Zoom.FULL, Orientation.LR, VIEW)).width > VIEW[0]
+
+
+def test_every_style_of_big_dags_lays_out_and_keeps_tiles_apart():
+    for deps in (_layered(2000, 100, seed=1), WIDE, CHAIN):
+        for zoom in Zoom:
+            for orientation in Orientation:
+                layout = layout_graph(deps, LayoutStyle(zoom, orientation, VIEW))
+                seen: set[tuple[int, int]] = set()
+                for tile in layout.tiles.values():
+                    cells = {(x, y) for x in range(tile.x, tile.x + tile.width)
+                             for y in range(tile.y, tile.y + tile.height)}
+                    assert not cells & seen, (zoom, orientation, tile)
+                    seen |= cells
+                    assert tile.x + tile.width <= layout.width and tile.y + tile.height <= layout.height
+                assert sorted(n for c in layout.columns for n in c) == sorted(deps)
+
+
+def test_a_cached_layout_is_kept_per_zoom_orientation_and_packing(tmp_path):
+    dag = make_dag({name: {"run": "true", "depends_on": d} for name, d in WIDE.items()})
+    styles = [LayoutStyle(z, o, VIEW) for z in Zoom for o in Orientation]
+    for style in styles:
+        assert render_text(layout_dag(dag, style, cache_dir=tmp_path)) == render_text(layout_dag(dag, style))
+    assert len(list(tmp_path.iterdir())) == len(styles)
+    # a view that packs the same way is the same layout: nothing new is cached
+    layout_dag(dag, LayoutStyle(Zoom.COMPACT, Orientation.LR, (VIEW[0] + 1, VIEW[1])), cache_dir=tmp_path)
+    assert len(list(tmp_path.iterdir())) == len(styles)
+    cached = layout_dag(dag, styles[3], cache_dir=tmp_path)
+    assert cached.style.zoom is styles[3].zoom and cached.orientation is styles[3].orientation
