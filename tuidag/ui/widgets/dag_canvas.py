@@ -256,6 +256,12 @@ class DagCanvas(ScrollView, can_focus=True):
         if name is not None:
             self.select(name, scroll=False)
 
+    def refresh_all(self) -> None:
+        """Repaint every tile from scratch (the state filter changed which tasks are dimmed)."""
+        self._tile_lines.clear()
+        self._line_cache.clear()
+        self.refresh()
+
 
 def _short_reason(reason: str, width: int) -> str:
     """A reason as the engine words it, shortened to its meaningful part within `width` cells: the state word is
