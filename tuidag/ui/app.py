@@ -103,7 +103,7 @@ class TuidagApp(App[None]):
                 tooltip="Find a task by name, fuzzy (Ctrl+F too): Enter jumps to it, Esc returns"),
         Binding("ctrl+f", "find", "Find", show=False),
         Binding("F", "filter", "Filter", show=False,
-                tooltip="Show only failed / running / unfinished tasks, or all again (the others are dimmed)"),
+                tooltip="Filter by state: failed, running, unfinished, all again (hidden tasks are dimmed)"),
         Binding("right_square_bracket", "next_failed", "Next failed", show=False,
                 tooltip="Select the next failed task (graph order, wrapping around)"),
         Binding("left_square_bracket", "previous_failed", "Previous failed", show=False,

@@ -26,11 +26,8 @@ class FinderScreen(ModalScreen[str | None]):
     AUTO_FOCUS = "#finder-query"
     # Every size is fixed by CSS, none by content: a keystroke then repaints the list and the count line only. A
     # layout (what `height: auto` asks for on every change) re-renders the whole screen behind the dialog, ~20 ms.
+    # (The see-through backdrop is in app.tcss: the app's `Screen` rule there would win over one here.)
     DEFAULT_CSS = """
-    FinderScreen {
-        align: center middle;
-        background: #000000 50%;
-    }
     #finder {
         width: 84;
         max-width: 100%;
