@@ -38,12 +38,15 @@ async def test_typing_narrows_and_enter_jumps_to_the_task_and_its_log(new_sessio
         await until(pilot, lambda: log_shown(app, "build-api-linux"), what="its log in the pane")
 
 
-async def test_arrows_move_in_the_list_and_ctrl_f_opens_it_too(new_session):
+async def test_arrows_or_a_click_choose_in_the_list_and_ctrl_f_opens_it_too(new_session):
     async with open_app(new_session(TASKS), start=False, usage_interval=None) as (app, pilot):
         await pilot.press("ctrl+f", *"build")
         assert results(app) == ["build-web", "build-api-linux"]  # equally good: the shorter name first
         await pilot.press("down", "enter")
         assert app.selected_task == "build-api-linux"
+        await pilot.press("colon", *"build")
+        await pilot.click("#finder-results", offset=(5, 0))  # a click on a line jumps too
+        assert not isinstance(app.screen, FinderScreen) and app.selected_task == "build-web"
 
 
 async def test_escape_returns_to_where_the_user_was(new_session):
@@ -72,6 +75,11 @@ async def test_five_thousand_tasks(new_session):
     async with open_app(new_session(tasks), start=False, usage_interval=None) as (app, pilot):
         await pilot.press("colon")
         assert len(results(app)) == LIMIT and "5000 of 5000 tasks" in screen_text(app)
+        listed = app.screen.results
+        await pilot.press("pagedown", "pagedown")
+        assert listed.highlighted == 2 * listed.page > 0 and listed.scroll_offset.y > 0  # kept in view
+        await pilot.press("pageup", "pageup", "up")
+        assert listed.highlighted == 0 and listed.scroll_offset.y == 0
         await pilot.press(*"4999")
         assert results(app)[0] == "shard-4999"
         await pilot.press("backspace", "backspace")
