@@ -61,7 +61,9 @@ async def test_escape_returns_to_where_the_user_was(new_session):
 
 async def test_no_match_says_so_and_enter_keeps_the_finder_open(new_session):
     async with open_app(new_session(TASKS), start=False, usage_interval=None) as (app, pilot):
-        await pilot.press("colon", *"zzq")
+        await pilot.press("colon", *"zzqFc", "right_square_bracket", "colon")  # the app's keys are letters here
+        assert app.screen.query_one("#finder-query").value == "zzqFc]:"
+        assert app.model.state_filter.word == "all" and isinstance(app.screen, FinderScreen)
         assert results(app) == []
         assert "no task name holds these letters" in screen_text(app)
         await pilot.press("enter")
