@@ -225,6 +225,7 @@ def run_headless(session, quiet: bool = False) -> int:
     reporter.stop()
     out = sys.stdout
     out.write("\n" + summary_table(summary.snapshots, colour))
+    out.write(reporter.failure_tails(summary.snapshots))
     out.write(counts_line(summary.snapshots, session.duration))
     if session.interrupted_by:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")

@@ -29,17 +29,19 @@ from textual.worker import get_current_worker
 
 from ..model.collector import collector_paused, freeze_survivors
 from ..engine import output_routing
-from ..engine.events import Event, RunEvent, TaskEvent
+from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.scheduler import RerunRefused
 from ..launch import RunSession, install_signal_handlers
 from ..model.state import TaskState
+from ..views.fuzzy import FuzzyFinder
 from ..views.graph_layout import GraphLayout, LayoutStyle, dag_deps, layout_dag
 from ..views.headless import TASK_COLOURS, counts_line
 from ..views.log_index import CombinedLog
 from ..views.task_filter import TaskFilter
 from .messages import RunFinished, TaskSelected
-from .run_model import RunModel, UsageSample
+from .run_model import RunModel, StateFilter, UsageSample
 from .screens.confirm import ConfirmScreen
+from .screens.finder import FinderScreen
 from .screens.help import HelpScreen
 from .state_style import LOOKS
 from .terminal import HangupSafeDriver
@@ -108,6 +110,19 @@ class TuidagApp(App[None]):
                 tooltip="Combined view: show only the selected task and everything downstream of it / every task"),
         Binding("t", "name_filter", "Name filter", show=False,
                 tooltip="Combined view: show only the tasks whose names contain some text (empty: every task)"),
+        Binding("colon", "find", "Find", show=False,
+                tooltip="Find a task by name, fuzzy (Ctrl+F too): Enter jumps to it, Esc returns"),
+        Binding("ctrl+f", "find", "Find", show=False),
+        Binding("F", "filter", "Filter", show=False,
+                tooltip="Filter by state: failed, running, unfinished, all again (hidden tasks are dimmed)"),
+        Binding("right_square_bracket", "next_failed", "Next failed", show=False,
+                tooltip="Select the next failed task (graph order, wrapping around)"),
+        Binding("left_square_bracket", "previous_failed", "Previous failed", show=False,
+                tooltip="Select the previous failed task"),
+        Binding("right_curly_bracket", "next_running", "Next running", show=False,
+                tooltip="Select the next running task (graph order, wrapping around)"),
+        Binding("left_curly_bracket", "previous_running", "Previous running", show=False,
+                tooltip="Select the previous running task"),
     ]
 
     def __init__(self, session: RunSession, *, exit_on_finish: bool = False, start: bool = True,
@@ -138,6 +153,11 @@ class TuidagApp(App[None]):
         self._combined: CombinedLog | None = None  # built when first looked at
         self._combined_pending: list[str] = []  # tasks started since the combined log was last looked at
         self._store_error_shown = False
+        self._finder: FuzzyFinder | None = None  # built on the first `:`
+        self._reading_order: tuple[GraphLayout | None, list[str]] = (None, [])  # of which layout, for ] [ } {
+        self._user_moved = False       # the user moved the selection (the app's own moves don't count)
+        self._moving_for_user = False  # the app is moving the selection itself (to the first failure)
+        self._first_failure_seen = False
         dag = session.dag
         with collector_paused():
             self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
@@ -148,7 +168,7 @@ class TuidagApp(App[None]):
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
         self.header = RunHeader(dag.name, session.run.run_id, self.model, id="header")
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
-                                on_select=self._show_log_of, id="graph")
+                                on_select=self._selection_moved, id="graph")
         self.canvas.title_prefix = f"{dag.name} · {self.model.total} tasks"
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
@@ -201,6 +221,7 @@ class TuidagApp(App[None]):
             # stopping and exit when it has (without this the app stayed open, its run over, its terminal gone).
             self.model.stopping = True
         self.canvas.focus()
+        self._select_first_failure(self.model.snapshots.values())  # tasks that failed before the app subscribed
         if self._start:
             # Start right away rather than after the first frame: building and painting the screen (~0.1 s) then
             # overlaps the first tasks instead of delaying the whole run. The first frame follows within a frame.
@@ -250,6 +271,8 @@ class TuidagApp(App[None]):
             if self._combined_on and self._combined_pending:
                 self._add_to_combined()
             self.canvas.refresh_tasks(changed)
+            if not self._first_failure_seen:
+                self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
             self._header_dirty = True
             if self.model.finished and not was_finished:
                 self._on_finished()
@@ -330,7 +353,28 @@ class TuidagApp(App[None]):
 
     @on(TaskSelected)
     def _show_selected_log(self, message: TaskSelected) -> None:
-        self._show_log_of(message.task)
+        if message.task == self.selected_task:  # not a selection made before the app moved it on its own
+            self._show_log_of(message.task)
+
+    def _selection_moved(self, task: str) -> None:
+        """Every move of the selection (keys, clicks, the finder, jumps) but the app's own is the user's."""
+        if not self._moving_for_user:
+            self._user_moved = True
+        self._show_log_of(task)
+
+    def _select_first_failure(self, snapshots: Iterable[TaskSnapshot]) -> None:
+        """The first task of the run to fail is selected, so its log shows, unless the user moved the selection."""
+        failed = [snap for snap in snapshots if snap.state is S.FAILED]
+        if not failed:
+            return
+        self._first_failure_seen = True
+        if not self._user_moved:
+            first = min(failed, key=lambda snap: snap.finished_at or 0.0)
+            self._moving_for_user = True
+            try:
+                self.select_task(first.name)
+            finally:
+                self._moving_for_user = False
 
     def _show_log_of(self, task: str) -> None:
         """The selection moved (called by the canvas right away, so both repaint in one frame)."""
@@ -569,6 +613,62 @@ class TuidagApp(App[None]):
         self.model.stopping = True
         self.header.refresh()
         self.run_worker(cancel, thread=True, group="control", description="stop")
+
+    # ------------------------------------------------------------------------------ finding, filtering, jumping
+    def action_find(self) -> None:
+        if self._finder is None:
+            self._finder = FuzzyFinder(self.reading_order)
+        self.push_screen(FinderScreen(self._finder, self.model), self._found)
+
+    def _found(self, name: str | None) -> None:
+        if name is not None:
+            self.select_task(name)
+
+    def action_filter(self) -> None:
+        """`F`: all → failed → running → unfinished → all. The graph dims hidden tasks; counts stay totals."""
+        self.model.state_filter = self.model.state_filter.next()
+        self.canvas.refresh_all()
+        # (the task list's refilter belongs here, next to the graph's)
+        self.header.refresh()
+
+    def action_next_failed(self) -> None:
+        self._jump(StateFilter.FAILED, 1)
+
+    def action_previous_failed(self) -> None:
+        self._jump(StateFilter.FAILED, -1)
+
+    def action_next_running(self) -> None:
+        self._jump(StateFilter.RUNNING, 1)
+
+    def action_previous_running(self) -> None:
+        self._jump(StateFilter.RUNNING, -1)
+
+    @property
+    def reading_order(self) -> list[str]:
+        """Every task as the graph reads: layer by layer, each in its reading order (it changes with the layout)."""
+        graph, order = self._reading_order
+        if graph is not self.graph:
+            order = [name for column in self.graph.columns for name in column] if self.graph else []
+            self._reading_order = (self.graph, order)
+        return order
+
+    def _jump(self, group: StateFilter, step: int) -> None:
+        """Select the next (`step` 1) or previous (-1) task in one of `group`'s states, after the selection in
+        reading order, wrapping around."""
+        selected = self.selected_task
+        if selected is None:
+            return
+        order, snapshots, states = self.reading_order, self.model.snapshots, group.states
+        here = order.index(selected)
+        for k in range(1, len(order) + 1):
+            name = order[(here + k * step) % len(order)]
+            if snapshots[name].state in states:
+                if name == selected:
+                    self.notify(f"no other {group.word} task", timeout=2)
+                else:
+                    self.select_task(name)
+                return
+        self.notify(f"no {group.word} task", timeout=2)
 
     # -------------------------------------------------------------------------------------------------- helpers
     def _may_control(self) -> bool:

@@ -22,6 +22,8 @@ from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.log_headers import LogHeaders
 from ..model.durations import format_duration
 from ..model.state import TaskState
+from .log_tail import last_lines
+from .logs import UnsafeLog
 from .terminal_text import LineAssembler, terminal_line, terminal_lines
 
 S = TaskState
@@ -34,6 +36,10 @@ _ROUND_BYTES = 1 << 20  # read from each running task's log per round, so one fl
 LINE_CAP = 1 << 20
 """Bytes of one line printed at most; the rest is in the log file."""
 _CUT_MARKER = " \u2026 [tuidag: line cut, %d more bytes in the log file]".encode()
+TAIL_LINES = 20
+"""Lines of each failed task's log shown under the summary table."""
+MAX_TAILS = 20
+"""Failed tasks whose log tail is shown at most; the others are named."""
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -179,6 +185,35 @@ class HeadlessReporter:
         for lines in tail.read(self.headers, attempt):
             self._emit_lines(name, lines)
         self._emit_lines(name, tail.lines.flush())
+
+    def failure_tails(self, snapshots: dict[str, TaskSnapshot]) -> str:
+        """For the summary: the last lines of each failed task's log, each under a heading, as Turborepo shows them,
+        so what went wrong is the last thing on the screen even after thousands of lines (and with `-q`, the only
+        output of the task shown). A log that cannot be read says why, in place of its lines."""
+        failed = [snap for snap in snapshots.values() if snap.state is S.FAILED]
+        parts = []
+        for snap in failed[:MAX_TAILS]:
+            attempt = f" attempt {snap.attempt}" if snap.attempt > 1 else ""
+            reason = f" ({snap.reason})" if snap.reason else ""
+            heading = f"{snap.name}{attempt} failed{reason}: "
+            try:
+                lines = last_lines(snap.log_path, self.headers, TAIL_LINES)
+            except FileNotFoundError:
+                heading, lines = heading + f"no log at {snap.log_path}", []
+            except UnsafeLog as refused:
+                heading, lines = heading + str(refused), []
+            except OSError as error:
+                heading, lines = heading + f"its log could not be read ({error.strerror or error})", []
+            else:
+                heading += ("it printed nothing" if not lines else "the last line of its log" if len(lines) == 1
+                            else f"the last {len(lines)} lines of its log")
+            heading = terminal_line(heading)  # the reason may be a callable's exception message, the task's text
+            parts.append(f"\n\x1b[1;31m{heading}\x1b[0m\n" if self.colour else f"\n{heading}\n")
+            parts.append(terminal_lines(lines, self._prefix(snap.name)))
+        if len(failed) > MAX_TAILS:
+            rest = ", ".join(snap.name for snap in failed[MAX_TAILS:])
+            parts.append(f"\n{len(failed) - MAX_TAILS} more failed (tuidag logs TASK prints a log): {rest}\n")
+        return "".join(parts) + "\n" if parts else ""  # a blank line before the verdict
 
     def _emit_lines(self, name: str, lines: list[bytes]) -> None:
         if lines:

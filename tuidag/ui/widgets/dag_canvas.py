@@ -161,7 +161,7 @@ class DagCanvas(ScrollView, can_focus=True):
         self.refresh_all()  # tiles are drawn on the widget's background
 
     def refresh_all(self) -> None:
-        """Draw every tile again (the state filter changed, or the styles)."""
+        """Draw every tile again (the state filter changed which tasks are dimmed, or the styles changed)."""
         self._tile_lines.clear()
         self._line_cache.clear()
         self._minimap_cells = None

@@ -2,7 +2,8 @@
 
 Each line is laid out for the width it gets, dropping what matters least first instead of wrapping or cutting the
 end off: on a narrow terminal the run id goes, then the `tuidag` badge and the words around the status and the
-counts, then the progress bar shrinks. What the run is doing, its elapsed time and the counts stay.
+counts, then the progress bar shrinks. What the run is doing, its elapsed time and the counts stay, and so does a
+state filter (`F`), on the right of the second line: it may lose words but never its tag.
 """
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from textual.widget import Widget
 
 from ...model.durations import format_duration
 from ...model.state import TaskState
-from ..run_model import RunModel
+from ..run_model import RunModel, StateFilter
 from ..state_style import COUNT_ORDER, LOOKS
 
 S = TaskState
+FILTER_STYLE = "bold #000000 on #5fafff"
 BAR_WIDTHS = (30, 20, 10)  # the progress bar's widths, from roomy to narrow (dropped after the narrowest)
 #: Terminal states in the order they fill the progress bar.
 _BAR_ORDER = (S.SUCCEEDED, S.FAILED, S.CANCELLED, S.SKIPPED)
@@ -91,15 +93,37 @@ class RunHeader(Widget):
             bare.append(look.glyph, look.colour)
             bare.append(f"{n} ")
         forms = [(bar, worded) for bar in BAR_WIDTHS] + [(0, worded), (BAR_WIDTHS[-1], bare), (0, bare)]
+        lines = []
         for bar_width, tally in forms:
             line = Text(" ")
             if bar_width:
                 line.append_text(self._bar(bar_width))
             line.append(done if bar_width else done.lstrip())
             line.append_text(tally)
-            if line.cell_len <= width:
-                return line
-        return line  # the shortest form, cropped by the widget
+            lines.append(line)
+        tags = self._filter_tags()
+        if not tags:
+            return next((line for line in lines if line.cell_len <= width), lines[-1])  # the last, cropped
+        # With a filter on, the bar shrinks before the filter loses words, and those go before the counts' words.
+        for group in (lines[:len(BAR_WIDTHS) + 1], lines[len(BAR_WIDTHS) + 1:]):
+            for tag in tags:
+                for line in group:
+                    if line.cell_len + 1 + tag.cell_len <= width:
+                        return _spread(line, tag, width)
+        return Text.assemble(tags[-1], lines[-1])  # too narrow for both: the filter first, so it is never cropped
+
+    def _filter_tags(self) -> list[Text]:
+        """What says a state filter is on, from the fullest wording to the shortest; none when all tasks show.
+        Counts elsewhere stay totals: this is the one place that says how many tasks are shown."""
+        model = self.model
+        state_filter = model.state_filter
+        if state_filter is StateFilter.ALL:
+            return []
+        shown = sum(model.counts[state] for state in state_filter.states)
+        word = state_filter.word
+        return [Text(f" filter: {word} ({shown} of {model.total} shown) · F ", FILTER_STYLE),
+                Text(f" filter: {word} ({shown} of {model.total}) ", FILTER_STYLE),
+                Text(f" filter: {word} ", FILTER_STYLE)]
 
     def _bar(self, width: int) -> Text:
         """Finished tasks as a bar coloured by outcome, the rest dim."""
