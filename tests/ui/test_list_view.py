@@ -9,6 +9,7 @@ import re
 from dags import alive
 from pilot_helpers import open_app, screen_text, select, ui_states, until
 from test_controls import long_task, wait_pids
+from test_small_screens import in_view
 from tuidag.engine.events import TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.ui.run_model import StateFilter
@@ -171,6 +172,7 @@ async def test_the_selection_is_shared_with_the_graph_and_the_log_pane_follows(n
         assert app.table.selected == app.canvas.selected == "t42" and "t42" in listed(app)
         await pilot.press("L")
         assert app.canvas.selected == "t42"
+        await until(pilot, lambda: in_view(app, "t42"), what="the graph scrolled to the selection made in the list")
 
 
 async def test_c_in_the_list_cancels_the_selected_branch_and_r_runs_it_again(new_session, tmp_path):
@@ -206,6 +208,11 @@ async def test_the_state_filter_applies_to_the_list(new_session):
         assert listed(app) == ["bad-1", "bad-2"]
         assert app.table.border_title == "test · 2 of 5 tasks (filter: failed)"
         assert app.selected_task == "bad-1" == app.canvas.selected  # the hidden selection moved to a shown row
+        app.select_task("ok-2")  # from elsewhere (the finder): listed while selected, so keys act on what is shown
+        await pilot.pause()
+        assert listed(app) == ["bad-1", "ok-2", "bad-2"] and app.selected_task == "ok-2"
+        app.select_task("bad-2")
+        await until(pilot, lambda: listed(app) == ["bad-1", "bad-2"], what="ok-2 unlisted once left")
         assert re.search(r"failed\s+bad-2\s.*\s5\s", row_of(app, "bad-2"))  # its exit code
         app.model.state_filter = StateFilter.RUNNING
         app.table.refilter()

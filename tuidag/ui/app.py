@@ -338,7 +338,7 @@ class TuidagApp(App[None]):
                ("PgUp PgDn", "Scroll a page"),
                ("Home End", "Go to the first line / the last line (End follows the end again)"),
                ("← →", "Scroll sideways (when not wrapping)"),
-               ("esc", "Back to the graph")]
+               ("esc", "Back to the graph (or the list)")]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
         anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
         return [("In the graph", graph), ("In the list (L shows it)", listed), ("In the log pane (tab to focus it)", log),

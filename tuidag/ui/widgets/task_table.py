@@ -291,11 +291,14 @@ class TaskTable(ScrollView, can_focus=True):
             return
         previous, self.selected = self.selected, name
         if self.active:
-            self._repaint_rows([n for n in (previous, name) if n])
-            if scroll:
-                self.scroll_to_selected()
-            if previous is not None and previous == self._kept:
-                self._rebuild_soon()  # the row the filter hides goes once the selection has left it
+            if name not in self._index:
+                self.rebuild()  # hidden by the filter (selected from elsewhere): listed while selected
+            else:
+                self._repaint_rows([n for n in (previous, name) if n])
+                if scroll:
+                    self.scroll_to_selected()
+                if previous is not None and previous == self._kept:
+                    self._rebuild_soon()  # the row the filter hides goes once the selection has left it
         if self.on_select is not None:
             self.on_select(name)
 
