@@ -15,6 +15,7 @@ from tuidag.model.state import TaskState
 from tuidag.ui.run_model import StateFilter
 from tuidag.ui.screens.confirm import ConfirmScreen
 from tuidag.ui.state_style import LOOKS
+from tuidag.ui.widgets.dag_canvas import SELECTED_BG
 from tuidag.ui.widgets.task_table import TaskTable
 
 DIAMOND = {
@@ -46,6 +47,12 @@ def listed(app) -> list[str]:
 
 def row_of(app, name: str) -> str:
     return next(line for line in table_lines(app)[1:] if line.split()[2:3] == [name])
+
+
+def lit(app, name: str) -> bool:
+    """The task's row is drawn on the selection's background."""
+    strip = app.table.render_line(1 + app.table.rows.index(name) - round(app.table.scroll_y))
+    return all(seg.style.bgcolor and seg.style.bgcolor.name == SELECTED_BG for seg in strip)
 
 
 def graph_order(app) -> list[str]:
@@ -154,6 +161,7 @@ async def test_the_selection_is_shared_with_the_graph_and_the_log_pane_follows(n
         await show_list(pilot, app)
         await pilot.press("j", "j")
         assert app.table.selected == app.canvas.selected == app.selected_task == "t05"
+        assert lit(app, "t05") and not lit(app, "t03") and not lit(app, "t04")
         assert app.log_pane.path == app.session.run.log_path("t05")
         await pilot.press("k", "down")
         assert app.selected_task == "t05"

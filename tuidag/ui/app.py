@@ -341,8 +341,8 @@ class TuidagApp(App[None]):
                ("esc", "Back to the graph (or the list)")]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
         anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
-        return [("In the graph", graph), ("In the list (L shows it)", listed), ("In the log pane (tab to focus it)", log),
-                ("Anywhere", anywhere)]
+        return [("In the graph", graph), ("In the list (L shows it)", listed),
+                ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -48,12 +48,12 @@ class TaskTable(ScrollView, can_focus=True):
         Binding("S", "reverse_sort", "Reverse", tooltip="Reverse the order"),
     ]
 
-    def __init__(self, title: str, order: Sequence[str], model: RunModel, *,
+    def __init__(self, dag_name: str, order: Sequence[str], model: RunModel, *,
                  on_select: Callable[[str], None] | None = None, id: str | None = None):
-        """`order`: every task in the graph's order (the default sort). `on_select(name)` is called as soon as the
+        """`dag_name` heads the border title. `order`: every task in the graph's order (the default sort). `on_select(name)` is called as soon as the
         user moves the selection, so what follows it (the log pane) repaints in the same frame."""
         super().__init__(id=id)
-        self.title = title
+        self.dag_name = dag_name
         self.order = list(order)
         self.model = model
         self.on_select = on_select
@@ -136,8 +136,8 @@ class TaskTable(ScrollView, can_focus=True):
         self._index = {name: row for row, name in enumerate(self.rows)}
         if selected is None and self.rows:
             selected = self.rows[0]
-        self.border_title = (f"{self.title} · {len(self.order)} tasks" if shown == len(self.order) else
-                             f"{self.title} · {shown} of {len(self.order)} tasks "
+        self.border_title = (f"{self.dag_name} · {len(self.order)} tasks" if shown == len(self.order) else
+                             f"{self.dag_name} · {shown} of {len(self.order)} tasks "
                              f"(filter: {model.state_filter.word})")
         self.virtual_size = Size(0, len(self.rows) + 1)  # as wide as the widget: the columns fit its width
         self._row_cache.clear()
@@ -359,7 +359,6 @@ class TaskTable(ScrollView, can_focus=True):
         column = BY_KEY.get(key) if key else None
         self.sort_key = key
         self.reverse = (column.descending_first if column else False) if reverse is None else reverse
-        self._header = None
         self.rebuild()
 
     @property
