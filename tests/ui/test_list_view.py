@@ -76,6 +76,8 @@ async def test_L_swaps_the_graph_for_the_list_and_back_keeping_the_selection(new
         assert app.focused is app.log_pane
         await pilot.press("escape")  # back to the list, not to the hidden graph
         assert app.focused is app.table
+        await pilot.press("slash", "x", "escape")
+        assert app.focused is app.table  # a search leaves the user in the list
         await pilot.press("L")
         assert app.canvas.display and not app.table.display and app.focused is app.canvas
         assert app.selected_task == "c"
