@@ -20,7 +20,7 @@ async def test_the_footer_shows_every_shown_key_and_is_one_widget(new_session):
         text = footer_text(app)
         shown = [b for b in app.BINDINGS if b.show]
         assert [b.description for b in shown] == [
-            "Help", "Cancel", "Cancel all", "Re-run", "Pause", "Search", "Follow", "Wrap", "All logs", "Quit"]
+            "Help", "Cancel", "Cancel all", "Re-run", "Pause", "Search", "Follow", "Wrap", "All logs", "Quit", "List"]
         positions = [text.index(f" {app.get_key_display(b)} {b.description} ") for b in shown]
         assert positions == sorted(positions)  # in binding order
         assert text.rstrip().endswith("^p palette")

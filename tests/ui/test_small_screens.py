@@ -89,8 +89,8 @@ async def test_footer_drops_the_least_important_keys_and_says_so(new_session):
         assert len(footer.rstrip()) <= 80
         for kept in ("? Help", "c Cancel", "r Re-run", "p Pause", "q Quit", "^p"):
             assert kept in footer, kept
-        assert "… 4 more" in footer and "w Wrap" not in footer
-        await pilot.click("KeyFooter", offset=(footer.index("… 4 more") + 1, 0))  # the hint opens the help
+        assert "… 5 more" in footer and "w Wrap" not in footer
+        await pilot.click("KeyFooter", offset=(footer.index("… 5 more") + 1, 0))  # the hint opens the help
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help from the '… more' key")
 
 

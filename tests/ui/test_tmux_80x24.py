@@ -52,13 +52,16 @@ def test_every_screen_is_usable_at_80x24(small):
     small.keys("?")
     screen = small.wait_for("tuidag keys")
     assert "Esc/? close" in screen and "In the graph" in screen
-    seen = screen
-    for _ in range(6):
+    rows = ("PgUp PgDn", "Home End", "Toggle wrapping", "bottom of the log", "combined view", "^c")
+    seen, deadline = screen, time.monotonic() + 15
+    while not all(row in seen for row in rows):  # page down, a page at a time, until every row was on screen
+        assert time.monotonic() < deadline, [row for row in rows if row not in seen]
+        before = small.screen()
         small.keys("PageDown")
-        time.sleep(0.1)
-        seen += small.screen()
-    for row in ("PgUp PgDn", "Home End", "Toggle wrapping", "bottom of the log", "combined view", "^c"):
-        assert row in seen, row
+        page_deadline = time.monotonic() + 1
+        while (page := small.screen()) == before and time.monotonic() < page_deadline:
+            time.sleep(0.02)
+        seen += page
     small.keys("Escape")
     wait_gone(small, "tuidag keys")
 

@@ -51,6 +51,7 @@ from .widgets.log_view import LogView
 from .widgets.run_header import RunHeader
 from .widgets.split_panes import SplitPanes
 from .widgets.task_name_bar import TaskNameBar
+from .widgets.task_table import TaskTable
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20
@@ -60,7 +61,7 @@ GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the younges
 RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
 #: The footer's keys, most important first: on a narrow terminal it drops them from the end of this list.
 FOOTER_PRIORITY = ("quit", "help", "cancel_branch", "rerun", "pause", "search", "combined", "cancel_all", "follow",
-                   "wrap")
+                   "wrap", "list_view")
 
 
 class SearchBar(Input):
@@ -123,6 +124,8 @@ class TuidagApp(App[None]):
                 tooltip="Select the next running task (graph order, wrapping around)"),
         Binding("left_curly_bracket", "previous_running", "Previous running", show=False,
                 tooltip="Select the previous running task"),
+        Binding("L", "list_view", "List",
+                tooltip="Toggle between the graph and the list: one row per task, sortable by each column"),
     ]
 
     def __init__(self, session: RunSession, *, exit_on_finish: bool = False, start: bool = True,
@@ -170,11 +173,14 @@ class TuidagApp(App[None]):
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
                                 on_select=self._selection_moved, id="graph")
         self.canvas.title_prefix = f"{dag.name} · {self.model.total} tasks"
+        # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
+        # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
+        self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
-        self._focus_before_search: DagCanvas | LogView = self.canvas
+        self._focus_before_search: DagCanvas | TaskTable | LogView = self.canvas
         self.footer = KeyFooter(priority=FOOTER_PRIORITY)
         self.panes = SplitPanes(id="panes")
         self._graph_focused_before_max = False
@@ -271,6 +277,7 @@ class TuidagApp(App[None]):
             if self._combined_on and self._combined_pending:
                 self._add_to_combined()
             self.canvas.refresh_tasks(changed)
+            self.table.refresh_tasks(changed)
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
             self._header_dirty = True
@@ -314,6 +321,7 @@ class TuidagApp(App[None]):
         """Once a second: elapsed times of live tasks and of the run."""
         live = [n for n, s in self.model.snapshots.items() if s.state in (S.RUNNING, S.RETRYING, S.CANCELLING)]
         self.canvas.refresh_tasks(live)
+        self.table.refresh_tasks(live)
         self.header.refresh()
         if self.session.store_message and not self._store_error_shown:  # set once, from an engine thread
             self._store_error_shown = True
@@ -341,11 +349,12 @@ class TuidagApp(App[None]):
     @property
     def selected_task(self) -> str | None:
         """The one selection every view shares (the graph's, the list's, the finder's): the task keys act on."""
-        return self.canvas.selected
+        return self.table.selected if self.table.active else self.canvas.selected
 
     def select_task(self, name: str) -> None:
         """Select `name` in every view, bring it into view and show its log."""
         self.canvas.select(name)
+        self.table.select(name)
 
     @on(RunFinished)
     def _on_run_finished(self) -> None:
@@ -387,17 +396,23 @@ class TuidagApp(App[None]):
 
     def key_help(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """The help screen's sections: where the keys work, and each key with what it does."""
-        graph = [(" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
-                 for b in DagCanvas.BINDINGS]
+        def keys_of(bindings: list[Binding]) -> list[tuple[str, str]]:
+            return [(" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
+                    for b in bindings]
+
+        graph = keys_of(DagCanvas.BINDINGS)
         graph.append(("click", "Select a task"))
+        listed = keys_of(TaskTable.BINDINGS)
+        listed.append(("click", "Select a task; on a column's title: sort by it (again: the other way)"))
         log = [("↑ ↓", "Scroll a line (scrolling up stops following)"),
                ("PgUp PgDn", "Scroll a page"),
                ("Home End", "Go to the first line / the last line (End follows the end again)"),
                ("← →", "Scroll sideways (when not wrapping)"),
-               ("esc", "Back to the graph")]
+               ("esc", "Back to the graph (or the list)")]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
         anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
-        return [("In the graph", graph), ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
+        return [("In the graph", graph), ("In the list (L shows it)", listed),
+                ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -462,7 +477,7 @@ class TuidagApp(App[None]):
     async def action_search(self) -> None:
         if not self.search_bar.is_attached:
             await self.footer.screen.mount(self.search_bar, before=self.footer)  # the run screen, even under a dialog
-        if self.focused in (self.canvas, self.log_pane):
+        if self.focused in (self.canvas, self.table, self.log_pane):
             self._focus_before_search = self.focused
         self.search_bar.add_class("visible")
         self.search_bar.focus()
@@ -473,9 +488,25 @@ class TuidagApp(App[None]):
         self._focus_before_search.focus()
 
     def action_focus_graph(self) -> None:
-        """Esc in the log pane: back to the graph (unless the log pane is maximised: there is no graph to go to)."""
+        """Esc in the log pane: back to the graph, or to the list when it is shown (unless the log pane is maximised:
+        there is no graph to go to)."""
         if not self.panes.maximised:
+            (self.table if self.table.active else self.canvas).focus()
+
+    async def action_list_view(self) -> None:
+        """`L`: the list in the graph's place, or the graph back; the selection carries over both ways."""
+        if self.table.active:
+            self.table.display = False
+            self.canvas.display = True
             self.canvas.focus()
+            self.call_after_refresh(self.canvas.scroll_to_selected)  # the list may have moved it out of view
+            return
+        if not self.table.is_attached:
+            await self.canvas.parent.mount(self.table, after=self.canvas)
+        self.canvas.display = False
+        self.table.set_order(self.reading_order)
+        self.table.show(self.canvas.selected)
+        self.table.focus()
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
@@ -628,7 +659,7 @@ class TuidagApp(App[None]):
         """`F`: all → failed → running → unfinished → all. The graph dims hidden tasks; counts stay totals."""
         self.model.state_filter = self.model.state_filter.next()
         self.canvas.refresh_all()
-        # (the task list's refilter belongs here, next to the graph's)
+        self.table.refilter()
         self.header.refresh()
 
     def action_next_failed(self) -> None:

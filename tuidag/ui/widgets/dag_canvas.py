@@ -30,6 +30,7 @@ from ...views.graph_layout import GraphLayout, LayoutStyle, Orientation, Zoom, c
 from ..messages import TaskSelected
 from ..run_model import RunModel
 from ..state_style import LOOKS
+from ..text_cells import fit as _fit, format_bytes as _bytes
 
 S = TaskState
 EDGE_COLOUR = "#767699"
@@ -528,17 +529,3 @@ def _duration(snap: TaskSnapshot, now: float) -> str:
     seconds = snap.duration(now)
     return "" if seconds is None else format_duration(seconds)
 
-
-def _fit(text: str, width: int) -> str:
-    if width <= 0:
-        return ""
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
-def _bytes(n: int) -> str:
-    value = float(n)
-    for unit in "BKMG":
-        if value < 1024 or unit == "G":
-            break
-        value /= 1024
-    return f"{value:.0f}{unit}" if unit == "B" or value >= 10 else f"{value:.1f}{unit}"
