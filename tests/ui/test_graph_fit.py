@@ -3,6 +3,7 @@ minimap, and the selection kept in view through all of it. Driven on the real ap
 from __future__ import annotations
 
 from pilot_helpers import open_app, pin_style, screen_text, until
+from tuidag.ui.run_model import UsageSample
 from tuidag.views.graph_layout import Orientation, Zoom
 from tuidag.ui.widgets.dag_canvas import DagCanvas
 
@@ -116,3 +117,16 @@ async def test_dots_show_the_selected_task_by_name_in_the_log_pane(new_session):
         name = app.canvas.selected
         await until(pilot, lambda: app.log_pane.title == name, what="the log pane follows")
         assert f"{name} · " in screen_text(app)
+
+
+async def test_top_down_a_tiles_exit_never_cuts_its_details(new_session):
+    session = new_session({"busy": "sleep 30", "next": {"run": "true", "depends_on": ["busy"]},
+                           "last": {"run": "true", "depends_on": ["next"]}})
+    async with open_app(session) as (app, pilot):
+        await pin_style(app, pilot, Zoom.FULL, Orientation.TD)
+        await until(pilot, lambda: app.model.snapshots["busy"].state.value == "RUNNING", what="busy running")
+        app.engine_event(UsageSample({"busy": (12.0, 5 << 20)}))
+        await until(pilot, lambda: "busy" in app.model.usage, what="usage applied")
+        bottom = app.canvas._lines_of("busy")[2].text
+        assert "cpu 12% mem 5.0M" in bottom and "┬" not in bottom and "┳" not in bottom
+        assert app.canvas._lines_of("next")[2].text == "╰" + "─" * 10 + "┬" + "─" * 9 + "╯"  # nothing to cut

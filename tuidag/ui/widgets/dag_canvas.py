@@ -250,8 +250,9 @@ class DagCanvas(ScrollView, can_focus=True):
             bottom += [Segment(" ", border), Segment(detail, base + Style(dim=not selected)), Segment(" ", border)]
         bottom.append(Segment(box["h"] * (inner - 1 - (len(detail) + 2 if detail else 0)) + box["br"], border))
         bottom_strip = Strip(bottom, width)
-        if down:  # the exit in the middle of the bottom border
-            mid = width // 2
+        mid = width // 2
+        if down and (not detail or 3 + len(detail) < mid):  # the exit in the middle of the bottom border, where
+            # the details leave it room (else the edge just starts below them)
             bottom_strip = Strip.join([bottom_strip.crop(0, mid), Strip([Segment(box["down"], border)], 1),
                                        bottom_strip.crop(mid + 1, width)])
         return [Strip(top, width), Strip(middle, width), bottom_strip]
