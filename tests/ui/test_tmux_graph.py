@@ -1,0 +1,91 @@
+"""The graph at any size in a real terminal (tmux): a wide DAG fills a 220x60 screen, and at 80x24 the keys that
+find, filter, list and read still work on the real binary."""
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from test_tmux import Tmux, leftovers, task_pids
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+WORKERS = [f"worker-{i:02d}" for i in range(64)]
+WIDE = "name: wide\nmax_parallel: 8\ntasks:\n  setup: {run: 'true'}\n" + "".join(
+    f"  {w}: {{run: 'echo $$ >> pids; sleep 30', depends_on: setup}}\n" for w in WORKERS) + \
+    "  gather: {run: 'true', depends_on: [" + ", ".join(WORKERS) + "]}\n"
+NUMBERED = "seq 1 100 | sed 's/^/log line /'"
+FAILING = f"""\
+name: small
+tasks:
+  fetch: {{run: "echo $$ >> pids; sleep 30"}}
+  parse-records: {{run: "{NUMBERED}; exit 3"}}
+  report: {{run: "true", depends_on: parse-records}}
+"""
+
+
+def wait_title(tmux: Tmux, ok, timeout: float = 10.0) -> str:
+    """The graph's title line once `ok(line)` holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        line = next((line for line in tmux.screen().splitlines() if "· 66 tasks ·" in line), "")
+        if ok(line):
+            return line
+        if time.monotonic() > deadline:
+            raise AssertionError(f"title still {line!r}")
+        time.sleep(0.05)
+
+
+def test_a_wide_dag_fills_a_220x60_screen_and_z_o_change_the_view(tmp_path):
+    wide = Tmux(tmp_path, WIDE, size=(220, 60))
+    try:
+        screen = wide.wait_for("8 running")
+        # every worker on the first screen, between setup and gather: no scrolling, no 64 crossing edges
+        assert all(w in screen for w in WORKERS), screen
+        assert "setup" in screen and "gather" in screen and screen.count("▶") == 2
+        title = next(line for line in screen.splitlines() if "· 66 tasks ·" in line)
+        wide.keys("z")  # the next zoom level
+        after = wait_title(wide, lambda line: line != title)
+        assert title.split("tasks · ")[1].split()[0] != after.split("tasks · ")[1].split()[0]
+        wide.keys("o")
+        wide.wait_for("↓" if "→" in after else "→")
+        procs = task_pids(tmp_path)
+        wide.keys("q")
+        wide.wait_for("Quit? The run is not finished")
+        wide.keys("y")
+        assert wide.wait_exit() == 1
+        assert leftovers(tmp_path, procs) == []
+    finally:
+        wide.kill()
+
+
+def test_find_filter_list_and_a_maximised_log_at_80x24(tmp_path):
+    small = Tmux(tmp_path, FAILING, size=(80, 24))
+    try:
+        small.wait_for("1 failed")
+        screen = small.wait_for("┏━ parse-records ")  # the first failure is selected for the user
+        small.keys("m")  # the log maximised: 20 lines of it readable at 80x24
+        screen = small.wait_for("log line 81")
+        shown = [int(line.split("log line ")[1].split()[0]) for line in screen.splitlines() if "log line " in line]
+        assert len(shown) >= 20 and shown == list(range(shown[0], shown[0] + len(shown))), screen
+        small.keys("m")
+        small.keys(":")
+        small.wait_for("find a task")
+        small.keys("fch")  # fuzzy: f-et-c-h
+        small.wait_for("fetch")
+        small.keys("Enter")
+        small.wait_for("┏━ fetch ")
+        small.keys("F")  # only failed tasks: the header says a filter is on
+        small.wait_for("filter: failed")
+        small.keys("L")  # the list, filtered like the graph
+        screen = small.wait_for("1 of 3 tasks")
+        assert "parse-records" in screen and "report" not in screen.split("1 of 3 tasks")[1]
+        procs = task_pids(tmp_path, 1)
+        small.keys("q")
+        small.wait_for("Quit? The run is not finished")
+        small.keys("y")
+        assert small.wait_exit() == 1
+        assert leftovers(tmp_path, procs) == []
+    finally:
+        small.kill()
