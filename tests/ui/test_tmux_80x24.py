@@ -100,7 +100,10 @@ def test_graph_keys_work_after_a_search(small):
 def test_the_selection_is_in_view_at_start(tmp_path):
     wide = Tmux(tmp_path, WIDE, size=SMALL)
     try:
-        wide.wait_for("┏━ setup ")  # the first task, in the middle of a column far taller than the screen
+        # the first task, beside a layer far taller than the screen: selected (its log shown) and in view
+        screen = wide.wait_for("╭─ setup · ")
+        graph = screen.split("╭─ setup · ")[0].splitlines()[3:]
+        assert any("setup" in line for line in graph), screen
     finally:
         wide.kill()
 

@@ -259,7 +259,8 @@ def layout_graph(deps: Mapping[str, Sequence[str]], style: LayoutStyle = LayoutS
 def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int]) -> LayoutStyle:
     """The style a run starts in on a canvas of `view` (columns, rows): the most detailed zoom at which the whole DAG
     fits, in the orientation that fits (left to right first). Thousands of tasks that fit no other way are dots. If
-    nothing fits, the most detailed one that needs no sideways scrolling (a deep chain reads top down), else compact.
+    nothing fits, of the styles that need no sideways scrolling (a deep chain reads top down) the one with the fewest
+    screens to scroll through, the more detailed of two about as long; else compact.
 
     A DAG of hundreds of tasks or more is not laid out four ways to choose: sizes are estimated from its layers, a few
     milliseconds on 5,000 tasks where a layout takes a few hundred."""
@@ -276,9 +277,10 @@ def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int]) -> La
     if len(deps) >= DOTS_MIN_TASKS:
         dots = [LayoutStyle(Zoom.DOTS, o, view) for o in Orientation]
         return min(dots, key=lambda s: _overflow(shape.size(s), view))
-    for style in detailed:
-        if sizes[style][0] <= view[0]:
-            return style
+    upright = [style for style in detailed if sizes[style][0] <= view[0]]  # no sideways scrolling
+    if upright:  # the fewest screens to scroll through; the more detailed of two about as long
+        fewest = min(_overflow(sizes[s], view) for s in upright)
+        return next(s for s in upright if _overflow(sizes[s], view) <= fewest * 1.25)
     return min(detailed[2:], key=lambda s: _overflow(sizes[s], view))
 
 
