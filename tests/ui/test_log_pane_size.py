@@ -96,3 +96,30 @@ async def test_dragging_the_log_panes_top_border_moves_the_split(new_session):
         await pilot.hover(offset=(10, 20))
         await pilot.mouse_up(offset=(10, 20))
         assert not app.panes.dragging and app.log_pane.region.y == top - 3
+
+
+async def test_the_list_and_the_log_pane_share_the_split_and_m_works_from_either(new_session):
+    """The list takes the graph's place in the split: `m` maximises the log over it, and the split keys move the
+    list's border like the graph's. (Once `L` had been pressed, `m` did nothing: the panes took the list for the
+    log pane.)"""
+    async with open_app(new_session(CHAIN), start=False, size=SMALL) as (app, pilot):
+        await pilot.press("plus")
+        split = app.log_pane.outer_size.height
+        await pilot.press("L")
+        assert app.table.region.height > 0 and app.canvas.region.height == 0
+        assert app.log_pane.outer_size.height == split  # the list keeps the split the user chose
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.table.region.height == 0 and app.canvas.region.height == 0 and app.log_pane.outer_size.height == 21
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.table.region.height > 0 and app.log_pane.outer_size.height == split
+        await pilot.press("minus")
+        assert app.log_pane.outer_size.height < split
+        await pilot.press("L")  # the graph back, then m again
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.canvas.region.height == 0 and app.table.region.height == 0 and app.log_pane.outer_size.height == 21
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.canvas.region.height > 0 and app.table.region.height == 0

@@ -496,14 +496,15 @@ class TuidagApp(App[None]):
     async def action_list_view(self) -> None:
         """`L`: the list in the graph's place, or the graph back; the selection carries over both ways."""
         if self.table.active:
-            self.table.display = False
-            self.canvas.display = True
+            self.table.hide()
+            self.panes.remove_class("-list")
             self.canvas.focus()
             self.call_after_refresh(self.canvas.scroll_to_selected)  # the list may have moved it out of view
             return
         if not self.table.is_attached:
+            self.table.styles.height = self.canvas.styles.height  # the split as the user left it
             await self.canvas.parent.mount(self.table, after=self.canvas)
-        self.canvas.display = False
+        self.panes.add_class("-list")
         self.table.set_order(self.reading_order)
         self.table.show(self.canvas.selected)
         self.table.focus()

@@ -18,7 +18,7 @@ STEPS = 10
 
 
 class SplitPanes(Vertical):
-    """Two panes one over the other (`top` and `bottom`, its first two children), split where the user wants.
+    """Panes over a bottom one (its last child), split where the user wants; of those above, one shows at a time.
 
     Maximised, the top pane is hidden and the bottom one gets the whole height (the class `-maximised`, which the
     stylesheet also uses to drop the bottom pane's bottom border)."""
@@ -29,12 +29,13 @@ class SplitPanes(Vertical):
         self._dragging = False
 
     @property
-    def top(self) -> Widget:
-        return self.children[0]
+    def tops(self) -> list[Widget]:
+        """The panes above the split: the graph, and the list that may take its place (one shows at a time)."""
+        return list(self.children[:-1])
 
     @property
     def bottom(self) -> Widget:
-        return self.children[1]
+        return self.children[-1]
 
     @property
     def maximised(self) -> bool:
@@ -76,7 +77,8 @@ class SplitPanes(Vertical):
         """As fractions of whole rows (exact), which also keep the proportions on a resize until `on_resize` clamps
         them again."""
         self._share = bottom_rows / height
-        self.top.styles.height = f"{height - bottom_rows}fr"
+        for top in self.tops:
+            top.styles.height = f"{height - bottom_rows}fr"
         self.bottom.styles.height = f"{bottom_rows}fr"
 
     # ------------------------------------------------------------------------------------------- the mouse

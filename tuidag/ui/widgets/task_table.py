@@ -74,11 +74,14 @@ class TaskTable(ScrollView, can_focus=True):
         self._styles: tuple[Style, Style, Style] | None = None
         self._sorted_at = 0.0
         self._resort: Timer | None = None
+        self._active = False
 
     @property
     def active(self) -> bool:
-        """Shown on the screen: while hidden it is rebuilt when shown again, not kept up to date."""
-        return self.is_mounted and self.display
+        """In the graph's place (the app's `L`): while not, it is rebuilt when shown again, not kept up to date.
+        Whether it is on the screen is the stylesheet's business (the panes' `-list` class; a maximised log pane
+        hides it like the graph)."""
+        return self.is_mounted and self._active
 
     def on_mount(self) -> None:
         self.border_subtitle = UNFOCUSED_HINT
@@ -103,11 +106,15 @@ class TaskTable(ScrollView, can_focus=True):
                 self.rebuild()
 
     def show(self, selected: str | None) -> None:
-        """Make the list visible with `selected` (the graph's selection) selected, everything as it is now."""
+        """Take the graph's place with `selected` (the graph's selection) selected, everything as it is now."""
         self.selected = selected
-        self.display = True
+        self._active = True
         self.rebuild(keep_hidden=False)
         self.call_after_refresh(self.scroll_to_selected)  # once laid out: a hidden widget has no size
+
+    def hide(self) -> None:
+        """Give the graph its place back."""
+        self._active = False
 
     def refilter(self) -> None:
         """The state filter changed: list what it shows. A selection it hides moves to the first row."""
