@@ -14,6 +14,16 @@ from tuidag.engine.events import Event, TaskEvent
 from tuidag.model import DagSpec, FailurePolicy, TaskSpec
 
 
+#: A diamond (a -> b, c -> d) beside a lone task e.
+DIAMOND = {
+    "a": "true",
+    "b": {"run": "true", "depends_on": ["a"]},
+    "c": {"run": "true", "depends_on": ["a"]},
+    "d": {"run": "true", "depends_on": ["b", "c"]},
+    "e": "true",
+}
+
+
 def make_dag(tasks: dict[str, Any], *, name: str = "test", max_parallel: int = 4, workdir: Path | None = None,
              on_failure: str = "skip-downstream", kill_grace: float = 1.0, env: dict | None = None) -> DagSpec:
     """tasks: name -> command, or name -> dict(run=..., depends_on=[...], retries=..., ...)."""

@@ -69,3 +69,12 @@ async def pin_style(app: TuidagApp, pilot: Pilot, zoom: Zoom, orientation: Orien
     app.canvas.relayout()
     await until(pilot, lambda: app.graph.zoom is zoom and app.graph.orientation is orientation, what="relaid out")
     await pilot.pause()
+
+
+def in_view(app: TuidagApp, name: str) -> bool:
+    """The whole tile is inside the visible part of the canvas."""
+    tile = app.graph.tiles[name]
+    x, y = app.canvas.scroll_offset
+    view = app.canvas.scrollable_content_region
+    return (x <= tile.x and tile.x + tile.width <= x + view.width
+            and y <= tile.y and tile.y + tile.height <= y + view.height)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 
+from dags import DIAMOND
 from pilot_helpers import pin_style, open_app, ui_states, until
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
@@ -10,13 +11,6 @@ from tuidag.views.graph_layout import Zoom
 from tuidag.ui.widgets.dag_canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
 from tuidag.views.terminal_text import strip_ansi
 
-DIAMOND = {
-    "a": "true",
-    "b": {"run": "true", "depends_on": ["a"]},
-    "c": {"run": "true", "depends_on": ["a"]},
-    "d": {"run": "true", "depends_on": ["b", "c"]},
-    "e": "true",
-}
 
 
 async def test_arrows_and_hjkl_move_along_columns_and_edges(new_session):

@@ -2,7 +2,7 @@
 minimap, and the selection kept in view through all of it. Driven on the real app under Pilot."""
 from __future__ import annotations
 
-from pilot_helpers import open_app, pin_style, screen_text, until
+from pilot_helpers import in_view, open_app, pin_style, screen_text, until
 from tuidag.ui.run_model import UsageSample
 from tuidag.views.graph_layout import Orientation, Zoom
 from tuidag.ui.widgets.dag_canvas import DagCanvas
@@ -11,14 +11,6 @@ WORKERS = [f"worker-{i:02d}" for i in range(64)]
 WIDE = {"setup": "true", **{w: {"run": "true", "depends_on": ["setup"]} for w in WORKERS},
         "gather": {"run": "true", "depends_on": WORKERS}}
 CHAIN = {f"step-{i:02d}": {"run": "true", "depends_on": [f"step-{i - 1:02d}"] if i else []} for i in range(20)}
-
-
-def in_view(app, name: str) -> bool:
-    tile = app.graph.tiles[name]
-    x, y = app.canvas.scroll_offset
-    view = app.canvas.scrollable_content_region
-    return (x <= tile.x and tile.x + tile.width <= x + view.width
-            and y <= tile.y and tile.y + tile.height <= y + view.height)
 
 
 async def test_z_and_o_step_through_every_zoom_and_orientation_keeping_the_selection_in_view(new_session):

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 
-from dags import alive
-from pilot_helpers import open_app, screen_text, select, ui_states, until
+from dags import DIAMOND, alive
+from pilot_helpers import in_view, open_app, screen_text, select, ui_states, until
 from test_controls import long_task, wait_pids
-from test_small_screens import in_view
 from tuidag.engine.events import TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.ui.run_model import StateFilter
@@ -18,13 +17,6 @@ from tuidag.ui.state_style import LOOKS
 from tuidag.ui.widgets.dag_canvas import SELECTED_BG
 from tuidag.ui.widgets.task_table import TaskTable
 
-DIAMOND = {
-    "a": "true",
-    "b": {"run": "true", "depends_on": ["a"]},
-    "c": {"run": "true", "depends_on": ["a"]},
-    "d": {"run": "true", "depends_on": ["b", "c"]},
-    "e": "true",
-}
 ALL_TITLES = ["STATE", "NAME", "DURATION", "ATTEMPT", "EXIT", "CPU", "MEM"]
 STATES = {(look.glyph, look.word) for look in LOOKS.values()}
 

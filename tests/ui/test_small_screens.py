@@ -6,7 +6,7 @@ move. The same checks run in a real 80x24 terminal in test_tmux.py.
 """
 from __future__ import annotations
 
-from pilot_helpers import open_app, pin_style, screen_text, select, until
+from pilot_helpers import in_view, open_app, pin_style, screen_text, select, until
 from tuidag.ui.screens.confirm import ConfirmScreen
 from tuidag.ui.screens.help import HelpScreen
 from tuidag.views.graph_layout import Zoom
@@ -18,15 +18,6 @@ WIDE = {"setup": "true", **{name: {"run": "true", "depends_on": ["setup"]} for n
         "gather": {"run": "true", "depends_on": WORKERS}}
 CHAIN = {"prepare": "true", **{f"step-{i}": {"run": "true", "depends_on": [f"step-{i - 1}" if i else "prepare"]}
                                for i in range(6)}}
-
-
-def in_view(app, name: str) -> bool:
-    """The whole tile is inside the visible part of the canvas."""
-    tile = app.graph.tiles[name]
-    x, y = app.canvas.scroll_offset
-    view = app.canvas.scrollable_content_region
-    return (x <= tile.x and tile.x + tile.width <= x + view.width
-            and y <= tile.y and tile.y + tile.height <= y + view.height)
 
 
 async def test_the_selection_is_in_view_at_start_on_resize_and_on_every_move(new_session):

@@ -25,6 +25,15 @@ tasks:
 """
 
 
+def quit_unfinished(tmux: Tmux, procs) -> None:
+    """q, confirmed, on a run still going: exit code 1 and no task process left."""
+    tmux.keys("q")
+    tmux.wait_for("Quit? The run is not finished")
+    tmux.keys("y")
+    assert tmux.wait_exit() == 1
+    assert leftovers(tmux.workdir, procs) == []
+
+
 def wait_title(tmux: Tmux, ok, timeout: float = 10.0) -> str:
     """The graph's title line once `ok(line)` holds."""
     deadline = time.monotonic() + timeout
@@ -51,11 +60,7 @@ def test_a_wide_dag_fills_a_220x60_screen_and_z_o_change_the_view(tmp_path):
         wide.keys("o")
         wide.wait_for("↓" if "→" in after else "→")
         procs = task_pids(tmp_path)
-        wide.keys("q")
-        wide.wait_for("Quit? The run is not finished")
-        wide.keys("y")
-        assert wide.wait_exit() == 1
-        assert leftovers(tmp_path, procs) == []
+        quit_unfinished(wide, procs)
     finally:
         wide.kill()
 
@@ -82,10 +87,6 @@ def test_find_filter_list_and_a_maximised_log_at_80x24(tmp_path):
         screen = small.wait_for("1 of 3 tasks")
         assert "parse-records" in screen and "report" not in screen.split("1 of 3 tasks")[1]
         procs = task_pids(tmp_path, 1)
-        small.keys("q")
-        small.wait_for("Quit? The run is not finished")
-        small.keys("y")
-        assert small.wait_exit() == 1
-        assert leftovers(tmp_path, procs) == []
+        quit_unfinished(small, procs)
     finally:
         small.kill()

@@ -13,6 +13,7 @@ canvas a minimap in the corner shows where the view is and where things happen.
 from __future__ import annotations
 
 import re
+import time
 from typing import Callable, Iterable, Mapping, Sequence
 
 from rich.segment import Segment
@@ -37,6 +38,7 @@ EDGE_COLOUR = "#767699"
 SELECTED_BG = "#303048"
 _LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├", down="┬")
 _HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣", down="┳")
+MINIMAP_INTERVAL = 0.5  # seconds between two makings of the minimap (O(tasks)) while tasks change
 MINIMAP_BG = "#26263a"
 MINIMAP_VIEW_BG = "#4a4a70"
 HIDDEN_COLOUR = "#4a4a5a"  # tasks the state filter hides keep their place, drawn in this
@@ -93,6 +95,8 @@ class DagCanvas(ScrollView, can_focus=True):
         self._lines_key: tuple[int, int] | None = None  # (scroll_x, width) the cached lines were drawn for
         self._style_cache: tuple[Style, Style] | None = None
         self._minimap_cells: list[list[int]] | None = None  # per minimap cell: the rank of its most urgent state
+        self._minimap_stale = False  # tasks changed since it was made
+        self._minimap_made = 0.0
 
     def on_mount(self) -> None:
         self.border_subtitle = UNFOCUSED_HINT
@@ -293,7 +297,7 @@ class DagCanvas(ScrollView, can_focus=True):
             if x < right and x + width > left and y < bottom and y + height > top:
                 self.refresh(Region(x - scroll_x, y - scroll_y, width, height))
         if changed and self._minimap_cells is not None:
-            self._minimap_cells = None
+            self._minimap_stale = True
             box = self._minimap_box(window.width, window.height)
             if box is not None:
                 self.refresh(box)
@@ -386,9 +390,11 @@ class DagCanvas(ScrollView, can_focus=True):
         if box is None or not box.y <= y < box.y + box.height:
             return None
         graph = self.graph
-        if self._minimap_cells is None or len(self._minimap_cells) != box.height \
-                or len(self._minimap_cells[0]) != box.width:
+        cells, now = self._minimap_cells, time.monotonic()
+        if cells is None or len(cells) != box.height or len(cells[0]) != box.width \
+                or (self._minimap_stale and now - self._minimap_made >= MINIMAP_INTERVAL):
             self._minimap_cells = self._minimap_grid(box.width, box.height)
+            self._minimap_stale, self._minimap_made = False, now
         row = self._minimap_cells[y - box.y]
         sx, sy = graph.width / box.width, graph.height / box.height
         scroll_x, scroll_y = self.scroll_offset
