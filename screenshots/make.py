@@ -1,6 +1,8 @@
-"""Make the README screenshots: run the demos for real in the headless app and draw the screen as a terminal does.
+"""Make the README screenshots: run the demos (and two DAGs made up below) for real in the headless app and draw the
+screen as a terminal does.
 
     python screenshots/make.py            # writes screenshots/*.png (needs Pillow: pip install .[screenshots])
+    python screenshots/make.py list dots  # only these scenes (the names in SHOTS)
 
 Why not Textual's SVG: it lays rows out 24.4 px apart for a 20 px font and clips each row, so box-drawing characters
 (designed to join across a line height of 1.164 em) came out with gaps: open rounded corners, dashed vertical lines,
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import random
 import sys
 import tempfile
 import time
@@ -28,19 +31,23 @@ from rich.cells import cell_len  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.segment import Segment  # noqa: E402
 from rich.style import Style  # noqa: E402
+from textual import events  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
 from tuidag.launch import RunSession  # noqa: E402
 from tuidag.model.loader import load_dag  # noqa: E402
 from tuidag.model.state import TaskState  # noqa: E402
 from tuidag.ui.app import TuidagApp  # noqa: E402
+from tuidag.ui.state_style import COUNT_ORDER  # noqa: E402
 
 SIZE = (160, 45)
 FONT_SIZE = 20  # DejaVu Sans Mono at 20 px: a 12 x 24 px cell
 FONTS = Path("/usr/share/fonts/truetype/dejavu")
 FOREGROUND, BACKGROUND = (224, 224, 224), (18, 18, 24)  # for segments without colours (the app sets nearly all)
 S = TaskState
-Scene = Callable[[TuidagApp, Pilot], Awaitable[None]]
+#: Plays a scene on the running app; returns how long the screen may settle before the picture (None: SETTLE).
+Scene = Callable[[TuidagApp, Pilot], Awaitable[float | None]]
+SETTLE = 0.3  # let the log pane and the usage sampler catch up
 
 
 # ------------------------------------------------------------------------------------------------------- scenes
@@ -54,6 +61,14 @@ async def until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 30
 
 def count(app: TuidagApp, *states: TaskState) -> int:
     return sum(app.model.counts[s] for s in states)
+
+
+async def type_keys(app: TuidagApp, pilot: Pilot, *keys: str) -> None:
+    """Press keys like `pilot.press`, but without its wait for the process to go idle after each key: a big run
+    keeps it busy, and the pilot then waits a whole second per key while the run goes on."""
+    for key in keys:
+        app._driver.send_message(events.Key(key, {"colon": ":"}.get(key, key if len(key) == 1 else None)))
+        await pilot.pause(0.03)
 
 
 async def pipeline_running(app: TuidagApp, pilot: Pilot) -> None:
@@ -75,23 +90,81 @@ async def pipeline_cancel(app: TuidagApp, pilot: Pilot) -> None:
 
 
 async def failing_finished(app: TuidagApp, pilot: Pilot) -> None:
-    await until(pilot, lambda: app.model.finished)
-    app.canvas.select("train")
+    """The run over; `train`, the first task to fail, selected by the app itself, its log in the pane."""
+    await until(pilot, lambda: app.model.finished and app.canvas.selected == "train")
     await until(pilot, lambda: app.log_pane.line_count >= 4)
 
 
+def _worker_sleep(name: str) -> float:
+    """How long a worker of demos/wide.yaml sleeps (its command: `sleep 0.$(( (i * 37) % 9 + 1 ))`)."""
+    i = int(name.rsplit("-", 1)[1])
+    return ((i * 37) % 9 + 1) / 10
+
+
+def _longest_running_worker(app: TuidagApp) -> str:
+    """The running worker that will run on the longest, so it is still running when the picture is taken."""
+    running = [s for s in app.model.snapshots.values() if s.state is S.RUNNING and s.name.startswith("worker-")]
+    return max(running, key=lambda s: (s.started_at or 0.0) + _worker_sleep(s.name)).name
+
+
 async def wide_running(app: TuidagApp, pilot: Pilot) -> None:
-    """The fan-out and fan-in at once: `setup`, the middle of the tall column of workers and `gather`, with
-    workers done, running and queued, and a running worker's log."""
+    """64 workers between `setup` and `gather`, packed into sub-columns with one bus on each side: done, running and
+    queued at once, and a running worker's log."""
     await until(pilot, lambda: count(app, S.SUCCEEDED) >= 24 and count(app, S.RUNNING) >= 6)
     app.usage_interval = None
-    setup = app.graph.tiles["setup"]
-    view = app.canvas.scrollable_content_region.height
-    in_view = [n for n in app.graph.columns[1]
-               if abs(app.graph.tiles[n].mid - setup.mid) < view // 2 - 2 and app.model.snapshots[n].state is S.RUNNING]
-    app.canvas.select(in_view[0] if in_view else "setup")
-    app.canvas.scroll_to(y=setup.mid - view // 2, animate=False, immediate=True)
+    app.canvas.select(_longest_running_worker(app))
     await until(pilot, lambda: app.log_pane.line_count >= 1)
+
+
+async def list_running(app: TuidagApp, pilot: Pilot) -> float:
+    """The list in the graph's place (`L`), sorted by state (`s`): running tasks first, then queued, pending, done.
+    Rows move at most twice a second: the picture is taken just after they did, when the order is the states'."""
+    await until(pilot, lambda: count(app, S.SUCCEEDED) >= 20 and count(app, S.RUNNING) >= 6)
+    await pilot.press("L", "s")
+    rank = {state: i for i, state in enumerate(COUNT_ORDER)}
+
+    def ready() -> bool:
+        """Rows in the states' order, the first one (running) selected and its log shown. The selection is followed
+        wherever its row moves: a finished one would take the view down to the done rows."""
+        table = app.table
+        if table.selected != table.rows[0] and app.model.snapshots[table.rows[0]].state is S.RUNNING:
+            table.action_ends(-1)
+        ranks = [rank[app.model.snapshots[name].state] for name in table.rows]
+        return (ranks == sorted(ranks) and table.selected == table.rows[0]
+                and app.model.snapshots[table.selected].state is S.RUNNING and app.log_pane.line_count >= 1)
+
+    await until(pilot, ready, timeout=10)
+    return 0.0  # at once: a row that changes state now keeps its place until the next re-sort
+
+
+async def deep_running(app: TuidagApp, pilot: Pilot) -> None:
+    """A deep pipeline, top down as the app chose; the training task selected, its log in the pane."""
+    await until(pilot, lambda: app.model.snapshots["train-model"].state is S.RUNNING
+                and "train-model" in app.model.usage)
+    app.usage_interval = None
+    app.canvas.select("train-model")
+    await until(pilot, lambda: app.log_pane.line_count >= 4)
+
+
+async def finder_open(app: TuidagApp, pilot: Pilot) -> None:
+    """`:` on 5,000 tasks with a few letters typed: the best matches, each with its state as the run is now."""
+    await until(pilot, lambda: count(app, S.SUCCEEDED) >= 1000)
+    await type_keys(app, pilot, "colon")
+
+    def done(stage: str) -> int:
+        return sum(app.model.snapshots[f"{stage}-{i:03d}"].state is S.SUCCEEDED for i in range(WIDTH))
+
+    # the stage the run is in by the time the finder is open, so the matches are in every state
+    stage = next((stage for stage in STAGES if done(stage) < WIDTH * 0.6), STAGES[-1])
+    await type_keys(app, pilot, *f"{stage[:3]}42")
+
+
+async def dots_running(app: TuidagApp, pilot: Pilot) -> None:
+    """5,000 tasks as dots, mid-run: done, running, queued, pending, and the first failure (selected on its own,
+    its log in the pane) with the branch it skipped."""
+    await until(pilot, lambda: count(app, S.SUCCEEDED) >= 2200 and count(app, S.FAILED) >= 2
+                and count(app, S.RUNNING) >= 8)
+    await until(pilot, lambda: app.log_pane.line_count >= 2)
 
 
 async def help_screen(app: TuidagApp, pilot: Pilot) -> None:
@@ -99,13 +172,104 @@ async def help_screen(app: TuidagApp, pilot: Pilot) -> None:
     await pilot.press("question_mark")
 
 
-SHOTS: list[tuple[str, str, Scene]] = [
-    ("pipeline", "pipeline.yaml", pipeline_running),
-    ("combined", "pipeline.yaml", pipeline_combined),
-    ("cancel", "pipeline.yaml", pipeline_cancel),
-    ("failing", "failing.yaml", failing_finished),
-    ("wide", "wide.yaml", wide_running),
-    ("help", "pipeline.yaml", help_screen),
+# ------------------------------------------------------------------------------------------------ made-up DAGs
+#: Twelve tasks in seven layers: too deep to read left to right on a 160-column screen, so the app lays it out top down.
+DEEP_PIPELINE = """\
+name: train-pipeline
+max_parallel: 4
+tasks:
+  download-raw:
+    run: echo "downloading 2.1 GB"; sleep 0.6; echo done
+  download-labels:
+    run: echo "downloading labels"; sleep 0.4; echo done
+  clean-text:
+    depends_on: download-raw
+    run: echo "dropped 1,204 empty rows"; sleep 0.5
+  check-labels:
+    depends_on: download-labels
+    run: echo "0 unknown labels"; sleep 0.3
+  join:
+    depends_on: [clean-text, check-labels]
+    run: echo "joined 812,391 rows"; sleep 0.3
+  split:
+    depends_on: join
+    run: echo "train 90% / test 10%"; sleep 0.2
+  featurize:
+    depends_on: split
+    run: echo "tf-idf, 50k features"; sleep 0.5
+  train-model:
+    depends_on: featurize
+    run: |
+      for epoch in 1 2 3 4 5 6 7 8 9 10 11 12; do
+        echo "epoch $epoch/12  loss 0.$(( 900 - epoch * 61 ))  acc 0.$(( 610 + epoch * 27 ))"; sleep 0.4
+      done
+  train-baseline:
+    depends_on: featurize
+    run: echo "logistic regression"; sleep 0.8; echo "acc 0.712"
+  evaluate:
+    depends_on: [train-model, train-baseline]
+    run: echo "model 0.934 vs baseline 0.712"
+  export-onnx:
+    depends_on: train-model
+    run: echo "wrote model.onnx"
+  model-card:
+    depends_on: train-model
+    run: echo "wrote MODEL_CARD.md"
+"""
+
+STAGES = ("fetch", "parse", "clean", "dedupe", "tokenize", "embed", "index", "score", "rank", "publish")
+WIDTH = 500  # tasks per stage: 5,000 in all
+
+
+def big_dag() -> str:
+    """Ten stages of 500 tasks, each depending on two of the stage before (a fixed draw): mostly `true`, some
+    short sleeps, and two tasks that fail (their downstream is skipped)."""
+    rng = random.Random(7)
+    lines = ["name: crawl", "max_parallel: 16", "tasks:"]
+    for layer, stage in enumerate(STAGES):
+        for i in range(WIDTH):
+            lines.append(f"  {stage}-{i:03d}:")
+            if layer:
+                deps = ", ".join(f"{STAGES[layer - 1]}-{j:03d}" for j in sorted(rng.sample(range(WIDTH), 2)))
+                lines.append(f"    depends_on: [{deps}]")
+            if (layer, i) in ((2, 137), (3, 402)):
+                lines += ["    run: |", f"      echo 'reading shard {i}'",
+                          f"      echo 'error: shard {i}: 3 malformed records' >&2", "      exit 1"]
+            elif rng.random() < 0.04:
+                lines.append(f"    run: echo 'working on {stage} {i}'; sleep 0.{rng.randint(3, 9)}")
+            else:
+                lines.append("    run: 'true'")
+    return "\n".join(lines) + "\n"
+
+
+Demo = Callable[[Path], Path]  # writes a DAG file into a temporary folder, returns its path
+
+
+def demo(name: str) -> Demo:
+    return lambda tmp: ROOT / "demos" / name
+
+
+def made_up(file_name: str, text: Callable[[], str]) -> Demo:
+    def write(tmp: Path) -> Path:
+        path = tmp / "dags" / file_name
+        if not path.exists():  # written once: the layout cache then serves every scene of it
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text())
+        return path
+    return write
+
+
+SHOTS: list[tuple[str, Demo, Scene]] = [
+    ("pipeline", demo("pipeline.yaml"), pipeline_running),
+    ("combined", demo("pipeline.yaml"), pipeline_combined),
+    ("cancel", demo("pipeline.yaml"), pipeline_cancel),
+    ("failing", demo("failing.yaml"), failing_finished),
+    ("wide", demo("wide.yaml"), wide_running),
+    ("list", demo("wide.yaml"), list_running),
+    ("deep", made_up("train-pipeline.yaml", lambda: DEEP_PIPELINE), deep_running),
+    ("finder", made_up("crawl.yaml", big_dag), finder_open),
+    ("dots", made_up("crawl.yaml", big_dag), dots_running),
+    ("help", demo("pipeline.yaml"), help_screen),
 ]
 
 
@@ -194,8 +358,8 @@ async def shoot(name: str, demo: Path, scene: Scene, state_dir: Path) -> Path:
     png = HERE / f"{name}.png"
     try:
         async with app.run_test(headless=True, size=SIZE) as pilot:
-            await scene(app, pilot)
-            await pilot.pause(0.3)  # let the log pane and the usage sampler catch up
+            settle = await scene(app, pilot)
+            await pilot.pause(SETTLE if settle is None else settle)
             draw(screen_lines(app), app.size.width).save(png, optimize=True)
     finally:
         if not session.scheduler.finished:
@@ -206,12 +370,13 @@ async def shoot(name: str, demo: Path, scene: Scene, state_dir: Path) -> Path:
 
 
 def main() -> None:
-    demos = ROOT / "demos"
     only = set(sys.argv[1:])
     with tempfile.TemporaryDirectory() as tmp:
-        for name, demo, scene in SHOTS:
+        for name, dag_file, scene in SHOTS:
             if not only or name in only:
-                print(asyncio.run(shoot(name, demos / demo, scene, Path(tmp))))
+                started = time.monotonic()
+                png = asyncio.run(shoot(name, dag_file(Path(tmp)), scene, Path(tmp)))
+                print(f"{png}  ({time.monotonic() - started:.1f} s)")
 
 
 if __name__ == "__main__":
