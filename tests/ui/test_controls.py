@@ -232,5 +232,5 @@ async def test_help_screen_and_command_palette_list_every_key(new_session):
         assert not isinstance(app.screen, HelpScreen)
         titles = {c.title for c in app.get_system_commands(app.screen)}
         for title in ("Cancel", "Cancel all", "Re-run", "Pause", "Search", "Next", "Prev", "Follow", "Wrap", "Top",
-                      "Bottom", "All logs", "Help", "Stop", "Select dependency", "Switch focus"):
+                      "Bottom", "All logs", "Help", "Stop", "Select left", "Switch focus"):
             assert title in titles, title

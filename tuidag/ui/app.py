@@ -172,7 +172,7 @@ class TuidagApp(App[None]):
         self.header = RunHeader(dag.name, session.run.run_id, self.model, id="header")
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
                                 on_select=self._selection_moved, id="graph")
-        self.canvas.title_prefix = f"{dag.name} · {self.model.total} tasks"
+        self.canvas.title_prefix = f"{dag.name} · {self.model.total:,} tasks"
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
         self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")

@@ -95,7 +95,7 @@ class FinderScreen(ModalScreen[str | None]):
         elif shown < self.found.count:
             count = f"{self.found.count} of {total} tasks match; the best {shown} are listed: type more to narrow"
         else:
-            count = f"{self.found.count} of {total} tasks" + (" match" if query.strip() else "")
+            count = f"{self.found.count:,} of {total:,} tasks" + (" match" if query.strip() else "")
         self.query_one("#finder-count", Static).update(count, layout=False)
 
     def action_move(self, lines: int) -> None:

@@ -56,12 +56,14 @@ UNFOCUSED_HINT = "esc/tab: back to the graph"
 
 class DagCanvas(ScrollView, can_focus=True):
     BINDINGS = [
-        Binding("up,k", "move('up')", "Up", show=False, tooltip="Select the task above in the same column"),
-        Binding("down,j", "move('down')", "Down", show=False, tooltip="Select the task below in the same column"),
-        Binding("left,h", "move('left')", "Dependency", show=False,
-                tooltip="Select the nearest dependency (what this task needs)"),
-        Binding("right,l", "move('right')", "Dependent", show=False,
-                tooltip="Select the nearest dependent (what needs this task)"),
+        Binding("up,k", "move('up')", "Up", show=False,
+                tooltip="Left to right: the task above in the layer. Top down: the nearest dependency"),
+        Binding("down,j", "move('down')", "Down", show=False,
+                tooltip="Left to right: the task below in the layer. Top down: the nearest dependent"),
+        Binding("left,h", "move('left')", "Left", show=False,
+                tooltip="Left to right: the nearest dependency (what this task needs). Top down: the task to the left"),
+        Binding("right,l", "move('right')", "Right", show=False,
+                tooltip="Left to right: the nearest dependent (what needs this task). Top down: the task to the right"),
         Binding("z", "zoom(1)", "Zoom", show=False, tooltip="Next zoom level: full tiles, one-line tiles, dots (the choice sticks)"),
         Binding("Z", "zoom(-1)", "Zoom back", show=False, tooltip="Previous zoom level"),
         Binding("o", "turn", "Turn", show=False, tooltip="Turn the graph: left to right or top down (the choice sticks)"),

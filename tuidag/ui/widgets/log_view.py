@@ -526,7 +526,7 @@ class LogView(ScrollView, can_focus=True):
         if source is None:
             return
         where = str(source.path) if isinstance(source, LogIndex) else f"{len(source.paths)} logs"
-        parts = [f"{source.line_count:,} lines", "following" if self._following else "paused (End follows)"]
+        parts = [f"{source.line_count:,} line{'' if source.line_count == 1 else 's'}", "following" if self._following else "paused (End follows)"]
         if self._wrap:
             parts.append("wrap")
         if self._query:

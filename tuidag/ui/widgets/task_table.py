@@ -151,7 +151,7 @@ class TaskTable(ScrollView, can_focus=True):
         self._index = {name: row for row, name in enumerate(self.rows)}
         if selected is None and self.rows:
             selected = self.rows[0]
-        self.border_title = (f"{self.dag_name} · {len(self.order)} tasks" if shown == len(self.order) else
+        self.border_title = (f"{self.dag_name} · {len(self.order):,} tasks" if shown == len(self.order) else
                              f"{self.dag_name} · {shown} of {len(self.order)} tasks "
                              f"(filter: {model.state_filter.word})")
         self.virtual_size = Size(0, len(self.rows) + 1)  # as wide as the widget: the columns fit its width
