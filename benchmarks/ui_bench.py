@@ -8,12 +8,26 @@
    the log pane painted it (< 100 ms);
 5. overhead: the 1,000-task layered DAG of `true` under the app vs the headless reporter (same process, -j 8), for
    the first run of the DAG in a state dir and for a run again (the graph's layout then comes from the cache).
-   `--dir /dev/shm` keeps the file system out of it (see core_bench.py).
+   `--dir /dev/shm` keeps the file system out of it (see core_bench.py);
+6. big: layered DAGs of 2,000 and 5,000 tasks, run as `tuidag run` does (the scheduler started, then the app built;
+   -j 8 of `sleep 30`: the graph is live but mostly pending, as a big run looks for most of its life):
+   - first frame: constructing the app -> the first frame showing the laid-out graph, in a fresh state dir and again
+     in that state dir (its cache then holds the layout); target < 1000 ms at 2,000 tasks (none set at 5,000);
+   - keys pressed at a human's pace, each timed to the last frame of the repaint showing its effect (median and max
+     over 20 presses a run, all repeats pooled; target: every press < 100 ms): `j` and `l` (the selection moves; at
+     the end of a line it starts over, unmeasured), `z` (zoom: each level laid out on its first visit), `o`
+     (orientation), `F` (state filter), the finder (`:` opens it, `t` `1` `2` `3` are typed, each keystroke timed,
+     Esc closes it; 5 rounds), `L` (list view, then the graph again).
+   Textual paints at most 60 frames a second: an effect that takes k frames (a typed letter, then the matches) shows
+   after at least (k - 1) x 16.7 ms. Headless, Textual composes each frame but skips encoding it for the terminal:
+   the benchmark encodes it (as a terminal needs it, written nowhere), so a frame costs what it costs a user; only
+   writing it to a terminal is left out.
 
     python benchmarks/ui_bench.py              # 3 repeats, medians
     python benchmarks/ui_bench.py --repeats 5
     python benchmarks/ui_bench.py --only overhead --repeats 7
     python benchmarks/ui_bench.py --only first-line
+    python benchmarks/ui_bench.py --only big --repeats 3
 """
 from __future__ import annotations
 
@@ -26,9 +40,12 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 from pathlib import Path
 
 import psutil
+from textual import events
+from textual.app import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
@@ -40,10 +57,22 @@ from tuidag.launch import RunSession  # noqa: E402
 from tuidag.model.spec import DagSpec, TaskSpec  # noqa: E402
 from tuidag.model.state import TaskState  # noqa: E402
 from tuidag.ui.app import TuidagApp  # noqa: E402
+from tuidag.ui.screens.finder import FinderScreen  # noqa: E402
 
 SIZE = (160, 45)
 FLOOD_BYTES = 100_000_000
 FLOOD_LINE = "x" * 99  # + newline: 100 bytes a line
+BIG_SIZES = (2000, 5000)
+BIG_COMMAND = "sleep 30"
+BIG_PRESSES = 20
+FINDER_ROUNDS = 5
+FINDER_TYPED = "t123"
+KEY_TARGET = 0.1
+FIRST_FRAME_TARGET = {2000: 1.0}
+#: (label, key) of the `big` key measurements, in the order they are made
+BIG_KEYS = (("j: selection down", "j"), ("l: selection right", "l"), ("z: zoom", "z"), ("o: orientation", "o"),
+            ("F: state filter", "F"), (": finder opens", ":"), ("finder keystroke (t 1 2 3)", "t123"),
+            ("esc: finder closes", "escape"), ("L: list view <-> graph", "L"))
 
 
 def dag_of(tasks: list[tuple[str, list[str]]], command: str, jobs: int = 8) -> DagSpec:
@@ -92,6 +121,138 @@ async def graph_run(state: Path, presses: int = 20) -> tuple[float, list[float]]
     finally:
         stop(session)
     return first, latencies
+
+
+class Frames:
+    """Every frame the app sends to its terminal, with the time it was done; and the first one showing the graph.
+    Headless, Textual composes frames but skips encoding them for the terminal: that is done here, written nowhere."""
+
+    def __init__(self, app: TuidagApp):
+        self.times: list[float] = []
+        self.first_graph: float | None = None
+        display = app._display
+
+        def displayed(screen, renderable) -> None:
+            display(screen, renderable)
+            if renderable is None:
+                return
+            if hasattr(renderable, "render_segments"):
+                renderable.render_segments(app.console)
+            now = time.perf_counter()
+            self.times.append(now)
+            if self.first_graph is None and app.canvas.graph is not None:
+                self.first_graph = now
+
+        app._display = displayed
+
+    def last(self, after: float, until: float) -> float:
+        shown = [t for t in self.times if after < t <= until]
+        if not shown:
+            raise RuntimeError("no frame was painted")
+        return shown[-1]
+
+
+def press(app: TuidagApp, key: str) -> None:
+    """Send `key` as the terminal driver does, with its character (the finder's input types it), without the waits
+    of `Pilot.press`."""
+    if len(key) == 1 and not key.isalnum():
+        key = _character_to_key(key)
+    try:
+        char = unicodedata.lookup(_get_unicode_name_from_key(REPLACED_KEYS.get(key, key)))
+    except KeyError:
+        char = key if len(key) == 1 else None
+    event = events.Key(key, char)
+    event.set_sender(app)
+    app.post_message(event)
+
+
+async def settled(app: TuidagApp) -> float:
+    """Time at which everything asked for so far is painted, including what it scheduled for after that refresh
+    (a new layout scrolls to the selection once painted)."""
+    await painted(app)
+    return await painted(app)
+
+
+async def timed_key(app: TuidagApp, frames: Frames, key: str, probe) -> float:
+    """Seconds from `key` reaching the app to the last frame of the repaint that shows its effect: `probe()` returns
+    another object, then the screen settles; the frame is the last one painted by then."""
+    before = probe()
+    pressed = time.perf_counter()
+    press(app, key)
+    await wait_until(lambda: probe() is not before, timeout=30)
+    done = await settled(app)
+    return frames.last(pressed, done) - pressed
+
+
+async def big_run(state: Path, n: int, keys: bool, presses: int = BIG_PRESSES) -> tuple[float, dict[str, list[float]]]:
+    """First frame of an n-task layered DAG whose run has started; with `keys`, then the key-press latencies."""
+    session = RunSession.create(dag_of(layered(n), BIG_COMMAND), state)
+    session.scheduler.start()  # as `run_tui` does: the first tasks start while the app is built
+    started = time.perf_counter()
+    app = TuidagApp(session)
+    frames = Frames(app)
+    latencies: dict[str, list[float]] = {label: [] for label, _ in BIG_KEYS}
+    try:
+        async with app.run_test(headless=True, size=SIZE):
+            await wait_until(lambda: frames.first_graph is not None, timeout=60)
+            first = frames.first_graph - started
+            await settled(app)
+            if not keys:
+                return first, latencies
+            canvas = app.canvas
+            labels = dict((key, label) for label, key in BIG_KEYS)
+
+            async def pace() -> None:
+                await asyncio.sleep(0.05)  # a human's pace, while the run goes on
+
+            for key, direction in (("j", "down"), ("l", "right")):
+                for _ in range(presses):
+                    if canvas._neighbour(canvas.selected, direction) is None:  # the end of the line: start over
+                        app.select_task(canvas.graph.columns[0][len(latencies[labels[key]]) % 7])
+                        await settled(app)
+                        await pace()
+                    latencies[labels[key]].append(await timed_key(app, frames, key, lambda: canvas.selected))
+                    await pace()
+            for key, probe in (("z", lambda: canvas.graph), ("o", lambda: canvas.graph),
+                               ("F", lambda: app.model.state_filter)):
+                for _ in range(presses):
+                    latencies[labels[key]].append(await timed_key(app, frames, key, probe))
+                    await pace()
+            for _ in range(FINDER_ROUNDS):
+                latencies[labels[":"]].append(await timed_key(app, frames, ":", lambda: app.screen))
+                assert isinstance(app.screen, FinderScreen)
+                await pace()
+                for letter in FINDER_TYPED:
+                    latencies[labels[FINDER_TYPED]].append(
+                        await timed_key(app, frames, letter, lambda: app.screen.found))
+                    await pace()
+                latencies[labels["escape"]].append(await timed_key(app, frames, "escape", lambda: app.screen))
+                await pace()
+            for _ in range(presses):
+                latencies[labels["L"]].append(await timed_key(app, frames, "L", lambda: app.table.active))
+                await pace()
+    finally:
+        stop(session)
+    return first, latencies
+
+
+def report_big(n: int, fresh: list[float], again: list[float], keys: dict[str, list[float]]) -> None:
+    target = FIRST_FRAME_TARGET.get(n)
+
+    def verdict(value: float, limit: float | None) -> str:
+        return "-" if limit is None else "PASS" if value < limit else "FAIL"
+
+    for which, firsts in (("first frame, fresh state dir", fresh), ("first frame, state dir reused", again)):
+        median = statistics.median(firsts)
+        wanted = f"< {target * 1000:.0f} ms" if target else "none set"
+        print(f"{n:>6,}  {which:<32} {median * 1000:8.0f} {max(firsts) * 1000:8.0f}   {wanted:<10} "
+              f"{verdict(median, target)}")
+    for label, _ in BIG_KEYS:
+        times = keys[label]
+        median, worst = statistics.median(times), max(times)
+        mark = verdict(worst, KEY_TARGET)
+        print(f"{n:>6,}  {label:<32} {median * 1000:8.1f} {worst * 1000:8.1f}   < {KEY_TARGET * 1000:.0f} ms   "
+              f"{mark}{' (max)' if mark == 'FAIL' and median < KEY_TARGET else ''}   n={len(times)}")
 
 
 async def flood(state: Path, combined: bool) -> tuple[float, float, float, float]:
@@ -206,11 +367,11 @@ def headless_run(state: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", nargs="+", choices=["first-frame", "flood", "first-line", "overhead"],
+    parser.add_argument("--only", nargs="+", choices=["first-frame", "flood", "first-line", "overhead", "big"],
                         help="measure these parts only")
     parser.add_argument("--dir", help="where state dirs and logs are written (default: the temp dir)")
     args = parser.parse_args()
-    wanted = set(args.only or ["first-frame", "flood", "first-line", "overhead"])
+    wanted = set(args.only or ["first-frame", "flood", "first-line", "overhead", "big"])
     with tempfile.TemporaryDirectory(prefix="tuidag-ui-bench-", dir=args.dir) as tmp:
         def state(tag: str, i: int) -> Path:
             path = Path(tmp) / f"{tag}-{i}"
@@ -250,6 +411,22 @@ def main() -> None:
                 a, b = statistics.median(t[k] for t in runs), statistics.median(p[k] for p in plain)
                 print(f"1,000 layered tasks of `true`, -j 8, {which}, {what}: app {a:.2f} s vs headless {b:.2f} s: "
                       f"ratio {a / b:.2f}")
+        if "big" in wanted:
+            results = {n: ([], [], {label: [] for label, _ in BIG_KEYS}) for n in BIG_SIZES}
+            for i in range(args.repeats):
+                for n in BIG_SIZES:
+                    fresh, again, keys = results[n]
+                    dir_ = state(f"big{n}", i)
+                    first, latencies = asyncio.run(big_run(dir_, n, keys=True))
+                    fresh.append(first)
+                    for label, times in latencies.items():
+                        keys[label].extend(times)
+                    again.append(asyncio.run(big_run(dir_, n, keys=False))[0])
+            print(f"big DAGs: real app at {SIZE[0]}x{SIZE[1]}, layered, -j 8 of `{BIG_COMMAND}` running; "
+                  f"{args.repeats} repeats; ms")
+            print(f"{'tasks':>6}  {'measurement':<32} {'median':>8} {'max':>8}   {'target':<10} verdict")
+            for n in BIG_SIZES:
+                report_big(n, *results[n])
 
 
 if __name__ == "__main__":
