@@ -241,7 +241,7 @@ def layout_dag(dag, style: LayoutStyle = LayoutStyle(), *, cache_dir: Path | Non
 def packing_of(deps: Mapping[str, Sequence[str]], style: LayoutStyle) -> tuple:
     """Which layers a layout for `style` packs, and how: besides the graph, the zoom and the orientation, all a layout
     depends on (the view only through this), so two styles that pack alike make the same layout."""
-    return _packing(_layer_counts(_layers(deps)), style, tile_width(list(deps), style))
+    return DagShape(deps).packing(style)
 
 
 def dag_deps(dag) -> dict[str, Sequence[str]]:
@@ -256,7 +256,7 @@ def layout_graph(deps: Mapping[str, Sequence[str]], style: LayoutStyle = LayoutS
     return graph.route()
 
 
-def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int]) -> LayoutStyle:
+def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int], shape: DagShape | None = None) -> LayoutStyle:
     """The style a run starts in on a canvas of `view` (columns, rows): the most detailed zoom at which the whole DAG
     fits, in the orientation that fits (left to right first). Thousands of tasks that fit no other way are dots. If
     nothing fits, of the styles that need no sideways scrolling (a deep chain reads top down) the one with the fewest
@@ -264,7 +264,7 @@ def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int]) -> La
 
     A DAG of hundreds of tasks or more is not laid out four ways to choose: sizes are estimated from its layers, a few
     milliseconds on 5,000 tasks where a layout takes a few hundred."""
-    shape = _Shape(deps)
+    shape = shape or DagShape(deps)
     detailed = [LayoutStyle(z, o, view) for z in (Zoom.FULL, Zoom.COMPACT) for o in Orientation]
     if len(deps) < DOTS_MIN_TASKS:  # small enough to lay out each way (a few ms): exact, tracks included
         sizes = {style: (layout.width, layout.height) for style in detailed
@@ -383,8 +383,9 @@ def _layer_counts(layer: Mapping[str, int]) -> list[int]:
     return counts
 
 
-class _Shape:
-    """What `choose_style` estimates sizes from: tasks and pass-through slots per layer."""
+class DagShape:
+    """What styles are weighed by, worked out once per DAG: tasks and pass-through slots per layer, tile widths.
+    The canvas keeps one, so a key that changes the style doesn't walk 5,000 tasks again to learn what it packs."""
 
     def __init__(self, deps: Mapping[str, Sequence[str]]):
         self.layer = _layers(deps)
@@ -398,14 +399,25 @@ class _Shape:
             for lay in range(self.layer[d] + 1, end):
                 self.dummies[lay] += 1
         self.names = list(deps)
+        self._widths: dict[Zoom, int] = {}
+
+    def tile_width(self, style: LayoutStyle) -> int:
+        width = self._widths.get(style.zoom)
+        if width is None:
+            width = self._widths[style.zoom] = tile_width(self.names, style)
+        return width
+
+    def packing(self, style: LayoutStyle) -> tuple[_Block | None, ...]:
+        return _packing(self.tasks, style, self.tile_width(style))
 
     def size(self, style: LayoutStyle) -> tuple[int, int]:
+        """The layout's size (columns, rows) in `style`, estimated: the gaps at their narrowest."""
         m = style.metrics
-        w = tile_width(self.names, style)
+        w = self.tile_width(style)
         lr = style.orientation is Orientation.LR
         size_across, size_along = (m.tile_height, w) if lr else (w, m.tile_height)
         along = across = 0
-        for n, dummies, block in zip(self.tasks, self.dummies, _packing(self.tasks, style, w)):
+        for n, dummies, block in zip(self.tasks, self.dummies, self.packing(style)):
             if block is None:
                 span = n * (size_across + m.slot_gap)
                 depth = size_along

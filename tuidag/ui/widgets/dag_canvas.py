@@ -27,7 +27,7 @@ from textual.strip import Strip
 from ...engine.events import TaskSnapshot
 from ...model.durations import format_duration
 from ...model.state import TaskState
-from ...views.graph_layout import GraphLayout, LayoutStyle, Orientation, Zoom, choose_style, packing_of
+from ...views.graph_layout import DagShape, GraphLayout, LayoutStyle, Orientation, Zoom, choose_style
 from ..messages import TaskSelected
 from ..run_model import RunModel
 from ..state_style import LOOKS
@@ -89,6 +89,7 @@ class DagCanvas(ScrollView, can_focus=True):
         self.zoom_choice: Zoom | None = None  # the user's, once they pressed z / Z / o: it sticks for the run
         self.orientation_choice: Orientation | None = None
         self._layouts: dict[tuple, GraphLayout] = {}
+        self._shape = DagShape(deps)
         self.selected: str | None = None  # the first task of the first layer, once laid out
         self._first_selection = True  # until something selects a task, a new layout selects its first one
         self.title_prefix = ""
@@ -96,6 +97,7 @@ class DagCanvas(ScrollView, can_focus=True):
         self._line_cache: dict[int, Strip] = {}  # canvas line -> its visible part, drawn for `_lines_key`
         self._lines_key: tuple[int, int] | None = None  # (scroll_x, width) the cached lines were drawn for
         self._style_cache: tuple[Style, Style] | None = None
+        self._dots: dict[tuple, Segment] = {}  # (state, selected, shown) -> a dot's segment
         self._minimap_cells: list[list[int]] | None = None  # per minimap cell: the rank of its most urgent state
         self._minimap_stale = False  # tasks changed since it was made
         self._minimap_made = 0.0
@@ -138,12 +140,19 @@ class DagCanvas(ScrollView, can_focus=True):
         pieces: list[tuple[int, list[Segment]]] = [
             (x, [Segment(text, edge_style)]) for x, text in self.graph.edge_runs(line, left, right)]
         tiles = self.graph.tiles
-        for name in self.graph.line_tiles[line]:
-            tile = tiles[name]
-            if tile.x < right and tile.x + tile.width > left:
-                strip = self._lines_of(name)[line - tile.y]
-                start = max(tile.x, left)
-                pieces.append((start, list(strip.crop(start - tile.x, min(tile.width, right - tile.x)))))
+        if self.graph.zoom is Zoom.DOTS:  # a cell a task, hundreds a line: one shared segment each
+            dot = self._dot
+            for name in self.graph.line_tiles[line]:
+                x = tiles[name].x
+                if left <= x < right:
+                    pieces.append((x, [dot(name)]))
+        else:
+            for name in self.graph.line_tiles[line]:
+                tile = tiles[name]
+                if tile.x < right and tile.x + tile.width > left:
+                    strip = self._lines_of(name)[line - tile.y]
+                    start = max(tile.x, left)
+                    pieces.append((start, list(strip.crop(start - tile.x, min(tile.width, right - tile.x)))))
         pieces.sort(key=lambda p: p[0])
         segments: list[Segment] = []
         pos = left
@@ -152,7 +161,7 @@ class DagCanvas(ScrollView, can_focus=True):
                 segments.append(Segment(" " * (x - pos), base))
             segments.extend(part)
             pos = x + sum(len(seg.text) for seg in part)
-        return Strip(segments, pos - left).crop_extend(0, width, base)
+        return Strip(Segment.simplify(segments), pos - left).crop_extend(0, width, base)
 
     def _styles(self) -> tuple[Style, Style]:
         """The widget's base style and the edges' style, looked up once per style change: `rich_style` walks the
@@ -165,6 +174,7 @@ class DagCanvas(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._style_cache = None
+        self._dots.clear()
         self.refresh_all()  # tiles are drawn on the widget's background
 
     def refresh_all(self) -> None:
@@ -183,21 +193,27 @@ class DagCanvas(ScrollView, can_focus=True):
     def _render_tile(self, name: str) -> list[Strip]:
         zoom = self.graph.zoom
         if zoom is Zoom.DOTS:
-            return [self._render_dot(name)]
+            return [Strip([self._dot(name)], 1)]
         if zoom is Zoom.COMPACT:
             return [self._render_line_tile(name)]
         return self._render_box(name)
 
-    def _render_dot(self, name: str) -> Strip:
-        """One cell: the state's glyph in its colour; the selected one reversed, a hidden one a faint dot."""
-        snap = self.model.snapshots[name]
-        look = LOOKS[snap.state]
-        base = self._styles()[0]
-        if not self.model.shown(name):
-            return Strip([Segment("·", base + Style(color=HIDDEN_COLOUR))], 1)
-        if name == self.selected:
-            return Strip([Segment(look.glyph, Style(color="#000000", bgcolor=look.colour, bold=True))], 1)
-        return Strip([Segment(look.glyph, base + Style(color=look.colour))], 1)
+    def _dot(self, name: str) -> Segment:
+        """One cell: the state's glyph in its colour; the selected one reversed, a hidden one a faint dot. Segments
+        are shared by every dot that looks the same (a few dozen looks for thousands of dots)."""
+        state = self.model.snapshots[name].state
+        key = (state, name == self.selected, self.model.shown(name))
+        segment = self._dots.get(key)
+        if segment is None:
+            look, base = LOOKS[state], self._styles()[0]
+            if not key[2]:
+                segment = Segment("·", base + Style(color=HIDDEN_COLOUR))
+            elif key[1]:
+                segment = Segment(look.glyph, Style(color="#000000", bgcolor=look.colour, bold=True))
+            else:
+                segment = Segment(look.glyph, base + Style(color=look.colour))
+            self._dots[key] = segment
+        return segment
 
     def _render_line_tile(self, name: str) -> Strip:
         """One line: glyph, name, duration (or attempt), the selected one lit."""
@@ -322,11 +338,11 @@ class DagCanvas(ScrollView, can_focus=True):
             return
         fitted = None
         if self.zoom_choice is None or self.orientation_choice is None:
-            fitted = choose_style(self.deps, view)
+            fitted = choose_style(self.deps, view, self._shape)
         zoom = self.zoom_choice or fitted.zoom
         orientation = self.orientation_choice or fitted.orientation
         style = LayoutStyle(zoom, orientation, view)
-        key = (zoom, orientation, packing_of(self.deps, style))
+        key = (zoom, orientation, self._shape.packing(style))
         graph = self._layouts.get(key)
         if graph is None:
             graph = self._layouts[key] = self._layout(style)
@@ -343,8 +359,9 @@ class DagCanvas(ScrollView, can_focus=True):
         self._line_cache.clear()
         self._minimap_cells = None
         self._update_title()
+        self.scroll_to_selected()  # now, not after a frame of the new layout at the old scroll: one repaint, not two
         self.refresh()
-        self.call_after_refresh(self.scroll_to_selected)
+        self.call_after_refresh(self.scroll_to_selected)  # in case the scrollbars changed the room
 
     def _update_title(self) -> None:
         if self.graph is None:
