@@ -324,8 +324,12 @@ def test_a_run_that_ends_while_paused_ends_the_pause(tmp_path):
     scheduler.cancel_all()
     assert scheduler.wait(10)
     assert not scheduler.paused
-    kinds = [e.kind for e in rec.events if not hasattr(e, "snapshot")]
-    assert kinds[-2:] == ["resumed", "finished"]
+
+    def kinds() -> list[str]:
+        return [e.kind for e in list(rec.events) if not hasattr(e, "snapshot")]
+
+    rec.wait_for(lambda: "finished" in kinds())  # observers hear of it on their own thread, maybe after wait()
+    assert kinds()[-2:] == ["resumed", "finished"]
     assert scheduler.rerun("a") == ["a", "b"]
     rec.wait_state("a", "RUNNING", timeout=10)  # not held
     scheduler.cancel_all()

@@ -13,7 +13,6 @@ canvas a minimap in the corner shows where the view is and where things happen.
 from __future__ import annotations
 
 import re
-import time
 from typing import Callable, Iterable, Mapping, Sequence
 
 from rich.segment import Segment
@@ -28,6 +27,7 @@ from ...engine.events import TaskSnapshot
 from ...model.durations import format_duration
 from ...model.state import TaskState
 from ...views.graph_layout import DagShape, GraphLayout, LayoutStyle, Orientation, Zoom, choose_style
+from ...views.minimap import MinimapGrid
 from ..messages import TaskSelected
 from ..run_model import RunModel
 from ..state_style import LOOKS
@@ -38,7 +38,6 @@ EDGE_COLOUR = "#767699"
 SELECTED_BG = "#303048"
 _LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├", down="┬")
 _HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣", down="┳")
-MINIMAP_INTERVAL = 0.5  # seconds between two makings of the minimap (O(tasks)) while tasks change
 MINIMAP_BG = "#26263a"
 MINIMAP_VIEW_BG = "#4a4a70"
 HIDDEN_COLOUR = "#4a4a5a"  # tasks the state filter hides keep their place, drawn in this
@@ -98,9 +97,7 @@ class DagCanvas(ScrollView, can_focus=True):
         self._lines_key: tuple[int, int] | None = None  # (scroll_x, width) the cached lines were drawn for
         self._style_cache: tuple[Style, Style] | None = None
         self._dots: dict[tuple, Segment] = {}  # (state, selected, shown) -> a dot's segment
-        self._minimap_cells: list[list[int]] | None = None  # per minimap cell: the rank of its most urgent state
-        self._minimap_stale = False  # tasks changed since it was made
-        self._minimap_made = 0.0
+        self._minimap: MinimapGrid | None = None  # made when first shown, for the layout and size it was shown at
 
     def on_mount(self) -> None:
         self.border_subtitle = UNFOCUSED_HINT
@@ -181,7 +178,7 @@ class DagCanvas(ScrollView, can_focus=True):
         """Draw every tile again (the state filter changed which tasks are dimmed, or the styles changed)."""
         self._tile_lines.clear()
         self._line_cache.clear()
-        self._minimap_cells = None
+        self._minimap = None
         self.refresh()
 
     def _lines_of(self, name: str) -> list[Strip]:
@@ -314,8 +311,8 @@ class DagCanvas(ScrollView, can_focus=True):
                 line_cache.pop(line, None)
             if x < right and x + width > left and y < bottom and y + height > top:
                 self.refresh(Region(x - scroll_x, y - scroll_y, width, height))
-        if changed and self._minimap_cells is not None:
-            self._minimap_stale = True
+        if changed and self._minimap is not None:
+            self._minimap.update(names)
             box = self._minimap_box(window.width, window.height)
             if box is not None:
                 self.refresh(box)
@@ -357,7 +354,7 @@ class DagCanvas(ScrollView, can_focus=True):
         self.virtual_size = Size(graph.width, graph.height)
         self._tile_lines.clear()
         self._line_cache.clear()
-        self._minimap_cells = None
+        self._minimap = None
         self._update_title()
         self.scroll_to_selected()  # now, not after a frame of the new layout at the old scroll: one repaint, not two
         self.refresh()
@@ -409,12 +406,13 @@ class DagCanvas(ScrollView, can_focus=True):
         if box is None or not box.y <= y < box.y + box.height:
             return None
         graph = self.graph
-        cells, now = self._minimap_cells, time.monotonic()
-        if cells is None or len(cells) != box.height or len(cells[0]) != box.width \
-                or (self._minimap_stale and now - self._minimap_made >= MINIMAP_INTERVAL):
-            self._minimap_cells = self._minimap_grid(box.width, box.height)
-            self._minimap_stale, self._minimap_made = False, now
-        row = self._minimap_cells[y - box.y]
+        minimap = self._minimap
+        if minimap is None or (minimap.rows, minimap.columns) != (box.height, box.width):
+            snapshots = self.model.snapshots
+            minimap = self._minimap = MinimapGrid(
+                {name: (tile.x, tile.y) for name, tile in graph.tiles.items()}, graph.width, graph.height,
+                box.width, box.height, len(_MINIMAP_ORDER), lambda name: _MINIMAP_RANK[snapshots[name].state])
+        row = minimap.cells[y - box.y]
         sx, sy = graph.width / box.width, graph.height / box.height
         scroll_x, scroll_y = self.scroll_offset
         in_rows = scroll_y / sy <= y - box.y + 1 and (y - box.y) < (scroll_y + height) / sy
@@ -428,21 +426,6 @@ class DagCanvas(ScrollView, can_focus=True):
             else:
                 segments.append(Segment("▪", Style(color=LOOKS[_MINIMAP_ORDER[rank]].colour, bgcolor=bg)))
         return Strip(segments, box.width)
-
-    def _minimap_grid(self, w: int, h: int) -> list[list[int]]:
-        """Per cell of a w x h minimap: the rank (in `_MINIMAP_ORDER`) of the most urgent state of the tasks drawn
-        there, -1 where there are none."""
-        graph = self.graph
-        cells = [[-1] * w for _ in range(h)]
-        sx, sy = graph.width / w, graph.height / h
-        snapshots, rank = self.model.snapshots, _MINIMAP_RANK
-        for name, tile in graph.tiles.items():
-            row = cells[min(h - 1, int(tile.y / sy))]
-            cx = min(w - 1, int(tile.x / sx))
-            r = rank[snapshots[name].state]
-            if row[cx] < 0 or r < row[cx]:
-                row[cx] = r
-        return cells
 
     def watch_scroll_x(self, old: float, new: float) -> None:
         super().watch_scroll_x(old, new)
