@@ -75,6 +75,11 @@ def fed(app):
     async def run_before(pilot) -> None:
         await until(pilot, lambda: app.model.counts[S.RUNNING] == app.running_fed, what="events applied")
         await pilot.pause()
+        # How far the view scrolled depends on whether the first failure was selected before or after the first
+        # layout (timing): scroll to it from the top, as a fresh layout does.
+        app.canvas.scroll_to(0, 0, animate=False, immediate=True)
+        app.canvas.scroll_to_selected()
+        await pilot.pause()
     return run_before
 
 
