@@ -38,8 +38,6 @@ LINE_CAP = 1 << 20
 _CUT_MARKER = " \u2026 [tuidag: line cut, %d more bytes in the log file]".encode()
 TAIL_LINES = 20
 """Lines of each failed task's log shown under the summary table."""
-MAX_TAILS = 20
-"""Failed tasks whose log tail is shown at most; the others are named."""
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -192,7 +190,7 @@ class HeadlessReporter:
         output of the task shown). A log that cannot be read says why, in place of its lines."""
         failed = [snap for snap in snapshots.values() if snap.state is S.FAILED]
         parts = []
-        for snap in failed[:MAX_TAILS]:
+        for snap in failed:
             attempt = f" attempt {snap.attempt}" if snap.attempt > 1 else ""
             reason = f" ({snap.reason})" if snap.reason else ""
             heading = f"{snap.name}{attempt} failed{reason}: "
@@ -210,9 +208,6 @@ class HeadlessReporter:
             heading = terminal_line(heading)  # the reason may be a callable's exception message, the task's text
             parts.append(f"\n\x1b[1;31m{heading}\x1b[0m\n" if self.colour else f"\n{heading}\n")
             parts.append(terminal_lines(lines, self._prefix(snap.name)))
-        if len(failed) > MAX_TAILS:
-            rest = ", ".join(snap.name for snap in failed[MAX_TAILS:])
-            parts.append(f"\n{len(failed) - MAX_TAILS} more failed (tuidag logs TASK prints a log): {rest}\n")
         return "".join(parts) + "\n" if parts else ""  # a blank line before the verdict
 
     def _emit_lines(self, name: str, lines: list[bytes]) -> None:
