@@ -382,6 +382,8 @@ class _PipelineReader(TaskReader):
             elif tasks[0].name is not None:
                 name = tasks[0].name
         name = name or stem
+        if len(tasks) == 1 and tasks[0].name is None:
+            tasks[0].name = name
         if header.group:
             for index, task in enumerate(tasks, start=1):
                 if task.name is None:
