@@ -235,6 +235,7 @@ def test_job_group_model(in_fixtures):
     dag, _ = load(FIXTURES / "graph_job_group.yaml")
     assert dag.job_group == JobGroup(("trainer",), {"replay-buffer": 5.0, "eval-server": 60.0})
     assert dag.max_parallel == 3
+    assert {task.env["SKYPILOT_JOBGROUP_NAME"] for task in dag.tasks.values()} == {"train-eval"}
 
 
 def test_job_group_without_primary_tasks_has_every_task_primary(tmp_path):

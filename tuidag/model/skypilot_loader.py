@@ -53,7 +53,7 @@ from .yaml_loader import (_INT, _NULL, _SKIP, _STR, CSafeLoader, _describe, _off
                           check_tree_depth, recursion_error)
 
 CHAIN_HEADER_KEYS = ("name", "downstream", "edges", "execution")
-JOB_GROUP_HEADER_KEYS = ("name", "execution", "primary_tasks", "termination_delay", "inter_connection")
+JOB_GROUP_HEADER_KEYS = ("name", "execution", "primary_tasks", "termination_delay", "inter_connection", "placement")
 HEADER_KEYS = CHAIN_HEADER_KEYS + JOB_GROUP_HEADER_KEYS[2:]
 EDGE_KEYS = ("source", "target", "data")
 #: Keys of tuidag's own format that SkyPilot does not have: a single document with one is tuidag's.
@@ -130,14 +130,17 @@ def load_skypilot(path: Path, documents: list[Node], notes: list[Note] | None = 
     return dag
 
 
-def runtime_env(dag_name: str, tasks: list[str], gpus: Mapping[str, int]) -> dict[str, tuple[dict, dict]]:
+def runtime_env(dag_name: str, tasks: list[str], gpus: Mapping[str, int],
+                job_group: bool = False) -> dict[str, tuple[dict, dict]]:
     """Task -> (variables, variables with the run's id) a SkyPilot node gives a task besides SKYPILOT_ENV: the
-    task's accelerators per node, the cluster, and the managed job's task ids (`sky-managed-<run>_<task>-<index>`,
-    unique per task and run, listed one per line in file order in SKYPILOT_TASK_IDS as SkyPilot lists them)."""
+    task's accelerators per node, the cluster, a job group's name, and the managed job's task ids
+    (`sky-managed-<run>_<task>-<index>`, unique per task and run, listed one per line in file order in
+    SKYPILOT_TASK_IDS as SkyPilot lists them)."""
     cluster = json.dumps({"cluster_name": dag_name, "cloud": "local", "region": None, "zone": None})
+    group = {"SKYPILOT_JOBGROUP_NAME": dag_name} if job_group else {}
     ids = [f"sky-managed-{RUN_ID_PLACEHOLDER}_{dag_name if len(tasks) == 1 else f'{dag_name}_{task}'}-{index}"
            for index, task in enumerate(tasks)]
-    return {task: ({"SKYPILOT_NUM_GPUS_PER_NODE": str(gpus.get(task, 0)), "SKYPILOT_CLUSTER_INFO": cluster},
+    return {task: ({"SKYPILOT_NUM_GPUS_PER_NODE": str(gpus.get(task, 0)), "SKYPILOT_CLUSTER_INFO": cluster, **group},
                    {"SKYPILOT_TASK_ID": task_id, "SKYPILOT_TASK_IDS": "\n".join(ids)})
             for task, task_id in zip(tasks, ids)}
 
@@ -198,7 +201,7 @@ class _PipelineReader(TaskReader):
         else:
             deps = self.dependencies_of(list(named), header.edges)
             job_group = None
-        env = runtime_env(name, list(named), {task.name: task.gpus for task in tasks})
+        env = runtime_env(name, list(named), {task.name: task.gpus for task in tasks}, header.group)
         specs = {}
         for task in tasks:
             fixed, per_run = env[task.name]
@@ -247,10 +250,10 @@ class _PipelineReader(TaskReader):
                     header.primary = value
                 elif key == "termination_delay":
                     header.delay = value
-                elif _typed(value, "tag:yaml.org,2002:bool") is None:
+                elif key == "inter_connection" and _typed(value, "tag:yaml.org,2002:bool") is None:
                     self.fail(value, f"inter_connection must be true or false, got {_describe(value)}")
                 else:
-                    self.note(key_node, "'inter_connection' is ignored when running locally")
+                    self.note(key_node, f"'{key}' is ignored when running locally")
             elif key in JOB_GROUP_HEADER_KEYS:
                 self.fail(key_node, f"'{key}' is for job groups: add 'execution: parallel' to the header")
             elif header.group:
