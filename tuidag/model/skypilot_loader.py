@@ -178,6 +178,7 @@ class _PipelineReader(TaskReader):
     def __init__(self, file: str, notes: list[Note], env: Mapping[str, str]):
         super().__init__(file, notes, env)
         self.shell = shutil.which("bash") or DEFAULT_SHELL
+        self.task_nodes: dict[str, Node] = {}  # task name -> the node that names it (where a chain's edges point)
 
     def pipeline(self, documents: list[Node], path: Path) -> DagSpec:
         folder = path.resolve().parent
@@ -187,7 +188,7 @@ class _PipelineReader(TaskReader):
         if isinstance(first, MappingNode) and not any(key in TASK_KEYS[1:] or key in IGNORED_TASK_KEYS for key in first_keys):
             header = self.header(first_keys)
             documents = documents[1:]
-        tasks = [task for index, node in enumerate(documents)
+        tasks = [task for node in documents
                  if (task := self.task(node, first_keys if node is first else None)) is not None]
         if not tasks:
             if not self.errors:
@@ -399,7 +400,6 @@ class _PipelineReader(TaskReader):
                 task.name = f"{name}-{index}"
         taken = {task.name for task in tasks}
         seen: dict[str, Node] = {}
-        self.task_nodes: dict[str, Node] = {}
         for task in tasks:
             if task.name in seen:
                 line = seen[task.name].start_mark.line + 1

@@ -120,13 +120,7 @@ class TaskReader(_Reader):
 
     def command(self, node: Node, what: str) -> str | None:
         """A shell command, run with bash like on a SkyPilot node; null or empty means there is none."""
-        if isinstance(node, ScalarNode) and node.tag != _NULL and node.tag != _STR:
-            self.fail(node, f"{what} must be a shell command string, got {_describe(node)}")
-            return None
-        if not isinstance(node, ScalarNode) and node.tag != _NULL:
-            self.fail(node, f"{what} must be a shell command string, got {_describe(node)}")
-            return None
-        text = self.string(node, what)
+        text = self.string(node, what, "a shell command string")
         return text if text is not _SKIP and text and text.strip() else None
 
     # Variables.
