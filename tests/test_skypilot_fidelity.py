@@ -153,6 +153,14 @@ def test_cli_env_flag_fills_a_null_value(tmp_path):
 
 
 @pytest.mark.cli
+def test_cli_env_flag_for_python_dags(tmp_path):
+    (tmp_path / "d.py").write_text("from tuidag import Dag\ndag = Dag('d')\ndag.shell('t', 'echo X=$X')\n")
+    proc = tuidag("run", "--no-tui", "--env", "X=flag", "d.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "[t] X=flag" in proc.stdout
+
+
+@pytest.mark.cli
 def test_cli_env_flag_mistakes_are_usage_errors(tmp_path):
     shutil.copy(FIXTURES / "bad_null_env.yaml", tmp_path / "p.yaml")
     env = {k: v for k, v in os.environ.items() if k != "TOKEN"}
