@@ -48,8 +48,8 @@ def edges(dag) -> set[tuple[str, str]]:
 
 def tuidag(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env={**base, "NO_COLOR": "1", **(env or {})},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd,
+                          env={**base, "NO_COLOR": "1", **(env or {})}, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture

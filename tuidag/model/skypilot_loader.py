@@ -185,7 +185,8 @@ class _PipelineReader(TaskReader):
         first = documents[0]
         first_keys = self.mapping(first, "key") if isinstance(first, MappingNode) else {}
         header = _Header()
-        if isinstance(first, MappingNode) and not any(key in TASK_KEYS[1:] or key in IGNORED_TASK_KEYS for key in first_keys):
+        task_keys = set(TASK_KEYS[1:]) | set(IGNORED_TASK_KEYS)
+        if isinstance(first, MappingNode) and not task_keys & set(first_keys):
             header = self.header(first_keys)
             documents = documents[1:]
         tasks = [task for node in documents
