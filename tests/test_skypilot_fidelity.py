@@ -295,6 +295,15 @@ def test_job_group_stops_the_other_tasks_once_the_primary_ends(tmp_path):
     assert RunSummary(snaps).ok  # stopping them is how the group ends: the run succeeded
 
 
+def test_job_group_resumed_with_its_primary_task_reused_stops_the_others(tmp_path):
+    path = tmp_path / "group.yaml"
+    path.write_text(JOB_GROUP.format(delay=0))
+    dag, _ = load(path)
+    scheduler, _ = start_run(dag, tmp_path, reused=["trainer"])
+    assert finish(scheduler) == {"trainer": "SUCCEEDED", "server": "CANCELLED", "slow-stop": "CANCELLED"}
+    assert {snap.reason for name, snap in scheduler.snapshot().items() if name != "trainer"} == {JOB_GROUP_STOPPED}
+
+
 def test_job_group_fails_when_a_primary_task_fails(tmp_path):
     path = tmp_path / "group.yaml"
     path.write_text("name: g\nexecution: parallel\nprimary_tasks: [a]\n---\nname: a\nrun: exit 3\n---\n"

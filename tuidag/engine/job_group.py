@@ -29,11 +29,20 @@ class JobGroupStopper:
         self._stop = stop
         self._timers: list[threading.Timer] = []
 
+    def started(self, state_of: Callable[[str], TaskState]) -> None:
+        """The run started (called with the scheduler's lock held): with every primary task ended already (reused
+        by --resume), the others are stopped as when the primary tasks end, or they would run on with nothing to
+        serve."""
+        if all(state_of(task) in TERMINAL for task in self.primary):
+            self._stop_others(state_of)
+
     def task_ended(self, name: str, state_of: Callable[[str], TaskState]) -> None:
         """A task reached a terminal state (called with the scheduler's lock held): when it was the last primary
         task still going, the others still going are stopped after their delays."""
-        if name not in self.primary or not all(state_of(task) in TERMINAL for task in self.primary):
-            return
+        if name in self.primary and all(state_of(task) in TERMINAL for task in self.primary):
+            self._stop_others(state_of)
+
+    def _stop_others(self, state_of: Callable[[str], TaskState]) -> None:
         by_delay: dict[float, list[str]] = {}
         for task in self.others:
             if state_of(task) not in TERMINAL:

@@ -7,6 +7,9 @@ under the lock before starting it, so work submitted for a task that was cancell
 no racing `Future.cancel()`, which cannot stop work a thread already took anyway). Running attempts are stopped
 through the executor's `kill()`, which ends the whole process tree.
 
+A job group (DagSpec.job_group) is watched by a JobGroupStopper (job_group.py), which cancels the tasks that are not
+primary once every primary task has ended.
+
 Events are produced under the lock into an outbox and delivered outside it, in order, by whichever thread gets the
 delivery lock first; observers therefore see a single ordered stream and may call back into the scheduler.
 """
@@ -215,6 +218,8 @@ class Scheduler:
             for name, t in self._tasks.items():
                 if t.state is S.PENDING and self._deps_succeeded(name):
                     self._enqueue(t)
+            if self._group is not None:  # resumed with every primary task reused: the others have nothing to serve
+                self._group.started(lambda name: self._tasks[name].state)
             self._check_done()
         self._flush()
 
