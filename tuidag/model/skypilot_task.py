@@ -299,11 +299,11 @@ class TaskReader(_Reader):
     def accelerator_count(self, node: Node, what: str) -> int:
         """GPUs per node of the first accelerator choice: `A100:8`, `A100` (one), `{A100: 8}`, `[A100:8, H100:8]`,
         `{A100:8, H100:8}`; fractions round up, as SkyPilot's count for SKYPILOT_NUM_GPUS_PER_NODE does."""
-        if node.tag == _NULL:
+        if node.tag == _NULL or (not isinstance(node, ScalarNode) and not node.value):
             return 0
-        if isinstance(node, SequenceNode) and node.value:
+        if isinstance(node, SequenceNode):
             return self.accelerator_count(node.value[0], what)
-        if isinstance(node, MappingNode) and node.value:
+        if isinstance(node, MappingNode):
             name, count = node.value[0]
             if count.tag == _NULL:
                 return self.accelerator_count(name, what)
