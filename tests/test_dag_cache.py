@@ -39,7 +39,7 @@ tasks:
 
 
 def same(a, b) -> None:
-    for field in ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source"):
+    for field in ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source", "job_group"):
         assert getattr(a, field) == getattr(b, field), field
     assert a.topological_order == b.topological_order
     assert a.fingerprints == b.fingerprints
@@ -80,6 +80,28 @@ def test_every_demo_round_trips(demo, tmp_path, no_loading):
     notes_hit: list = []
     same(load_dag_cached(path, tmp_path / "cache", notes_hit), load_dag(path))
     assert notes_hit == notes_first  # SkyPilot's notes about ignored keys are told on every run
+
+
+def test_a_skypilot_job_group_round_trips(tmp_path, no_loading, monkeypatch):
+    monkeypatch.chdir(REPO / "tests" / "skypilot")  # its fixtures' workdirs are relative to where tuidag runs
+    path = REPO / "tests" / "skypilot" / "graph_job_group.yaml"
+    load_dag_cached(path, tmp_path / "cache")
+    no_loading()
+    hit = load_dag_cached(path, tmp_path / "cache")
+    same(hit, load_dag(path))
+    assert hit.job_group is not None and hit.tasks["trainer"].run_env  # the runtime variables with the run's id
+
+
+def test_the_folder_tuidag_runs_in_and_env_flags_are_part_of_the_key(tmp_path, monkeypatch):
+    path = tmp_path / "task.yaml"
+    path.write_text("name: t\nworkdir: ./$SUB\nenvs: {SUB: a}\nrun: pwd\n")
+    for folder in ("one/a", "one/b", "two/a"):
+        (tmp_path / folder).mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "one")
+    assert load_dag_cached(path, tmp_path / "cache").tasks["t"].workdir == tmp_path / "one" / "a"
+    assert load_dag_cached(path, tmp_path / "cache", env=[("SUB", "b")]).tasks["t"].workdir == tmp_path / "one" / "b"
+    monkeypatch.chdir(tmp_path / "two")
+    assert load_dag_cached(path, tmp_path / "cache").tasks["t"].workdir == tmp_path / "two" / "a"
 
 
 def test_an_edit_that_keeps_size_and_mtime_is_still_a_miss(dag_file, tmp_path):

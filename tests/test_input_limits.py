@@ -156,4 +156,4 @@ def test_the_depth_check_does_not_expand_aliases(tmp_path):
     assert errors(path) == [f"{path}:3:1: unknown key 'extra'"]
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text("name: p\n---\nname: a\nrun: echo\nconfig:\n" + laughs("  "))  # ignored: accepted whole
-    assert list(load_dag(pipeline).tasks) == ["a"]
+    assert list(load_dag(pipeline).tasks) == ["p"]  # a single task takes the pipeline's name, as in SkyPilot

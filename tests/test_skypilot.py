@@ -52,19 +52,22 @@ def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 # --- loading ----------------------------------------------------------------------------------------------------
-def test_chain_in_document_order_with_setup_envs_and_workdir():
-    path = FIXTURES / "chain.yaml"
+def test_chain_in_document_order_with_setup_envs_and_workdir(tmp_path, monkeypatch):
+    path = copy_fixture("chain.yaml", tmp_path)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)  # relative workdirs are taken from where tuidag runs
     dag, notes = load(path)
     assert notes == []
     assert (dag.name, list(dag.tasks)) == ("chain", ["fetch", "train", "report"])
     assert edges(dag) == {("fetch", "train"), ("train", "report")}
     fetch, train, report = dag.tasks.values()
     assert fetch.setup and "setting up fetch" in fetch.setup and "fetch says" in fetch.run
-    assert fetch.env == {"GREETING": "hello", "RETRIES": "3", "VERBOSE": "true"}  # a null value: from the OS env
+    assert {k: v for k, v in fetch.env.items() if not k.startswith("SKYPILOT_")} == {
+        "GREETING": "hello", "RETRIES": "3", "VERBOSE": "True"}  # str() of the YAML value, as SkyPilot makes it
     assert fetch.location == Location(str(path), 4, 7)
-    assert train.workdir == (FIXTURES / "sub").resolve() and fetch.workdir is None
+    assert train.workdir == tmp_path / "sub" and fetch.workdir is None
     assert report.run is None and "no run step" in report.setup
-    assert dag.env == SKYPILOT_ENV and dag.workdir == FIXTURES.resolve() and dag.source == path.resolve()
+    assert dag.env == SKYPILOT_ENV and dag.workdir == tmp_path and dag.source == path.resolve()
 
 
 @pytest.mark.parametrize("name", ["diamond_downstream.yaml", "diamond_edges.yaml"])
@@ -95,10 +98,12 @@ def test_first_document_with_task_keys_is_a_task(tmp_path):
 def test_unnamed_tasks_get_numbered_names(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("name: p\n---\nrun: echo one\n---\nrun: echo two\n")
-    assert list(load(path)[0].tasks) == ["task-1", "task-2"]
+    assert list(load(path)[0].tasks) == ["p-0", "p-1"]  # as SkyPilot names them
 
 
-def test_detection_is_by_content_not_file_name(tmp_path):
+def test_detection_is_by_content_not_file_name(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
     pipeline = tmp_path / "pipeline.txt"
     pipeline.write_text((FIXTURES / "chain.yaml").read_text())
     assert list(load(pipeline)[0].tasks) == ["fetch", "train", "report"]
@@ -113,19 +118,26 @@ def test_detection_is_by_content_not_file_name(tmp_path):
         load_dag(two)
     assert [str(e) for e in caught.value.errors] == [
         f"{two}:3:1: found a second YAML document: a DAG file holds exactly one"]
-    # A single SkyPilot task file (one document) is not a pipeline either: tuidag's format says what is wrong.
-    single = tmp_path / "task.yaml"
+    # A single document with SkyPilot task keys is a one-task pipeline, whatever the file is called ...
+    single = tmp_path / "task.txt"
     single.write_text("name: a\nrun: echo a\n")
+    assert list(load(single)[0].tasks) == ["a"]
+    # ... but one with a key of tuidag's own format is tuidag's, which says what is wrong in its own terms.
+    own_single = tmp_path / "own-single.yaml"
+    own_single.write_text("max_parallel: 2\nrun: echo a\n")
     with pytest.raises(DagErrors) as caught:
-        load_dag(single)
-    assert f"{single}:2:1: unknown key 'run'" in str(caught.value)
+        load_dag(own_single)
+    assert [str(e) for e in caught.value.errors] == [
+        f"{own_single}:1:1: missing 'tasks': a DAG file needs at least one task",
+        f"{own_single}:2:1: unknown key 'run'"]
 
 
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
-def test_errors_are_located(path):
+def test_errors_are_located(path, monkeypatch):
+    monkeypatch.chdir(FIXTURES)  # relative workdirs are taken from there (CWD in the messages)
     with pytest.raises(DagErrors) as caught:
         load_dag(path)
-    expected = comment_lines(path, "# expect: ", str(path))
+    expected = [line.replace("CWD", str(FIXTURES)) for line in comment_lines(path, "# expect: ", str(path))]
     assert expected and [str(err) for err in caught.value.errors] == expected
 
 
@@ -133,7 +145,7 @@ def test_errors_are_located(path):
 def test_chain_runs_setup_then_run_with_bash_envs_and_workdir(tmp_path, monkeypatch):
     path = copy_fixture("chain.yaml", tmp_path)
     (tmp_path / "sub").mkdir()
-    monkeypatch.setenv("FROM_ENVIRONMENT", "inherited")
+    monkeypatch.chdir(tmp_path)
     dag, _ = load(path)
     scheduler, _ = start_run(dag, tmp_path)
     assert finish(scheduler) == {"fetch": "SUCCEEDED", "train": "SUCCEEDED", "report": "SUCCEEDED"}
@@ -173,12 +185,12 @@ def test_setup_failure_fails_the_task_and_skips_downstream(tmp_path):
 
 def test_setup_failure_is_retried_like_any_failure(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text("name: p\n---\nname: flaky\nsetup: test -e ok || { touch ok; exit 3; }\nrun: echo ran\n")
+    path.write_text("name: p\n---\nname: flaky\nsetup: test -e ok || { touch ok; exit 3; }\nrun: echo ran\n"
+                    "resources: {job_recovery: {max_restarts_on_errors: 1}}\n---\nname: after\nrun: echo after\n")
     dag, _ = load(path)
-
-    dag = dag.replace(tasks={"flaky": dag.tasks["flaky"]._replace(retries=1)})
+    assert dag.tasks["flaky"].retries == 1  # SkyPilot restarts a managed job that many times on user errors
     scheduler, rec = start_run(dag, tmp_path)
-    assert finish(scheduler) == {"flaky": "SUCCEEDED"}
+    assert finish(scheduler) == {"flaky": "SUCCEEDED", "after": "SUCCEEDED"}
     assert rec.states("flaky") == ["QUEUED", "RUNNING", "RETRYING", "RUNNING", "SUCCEEDED"]
     retrying = [e for e in rec.task_events("flaky") if e.new.value == "RETRYING"][0]
     assert retrying.snapshot.reason == "setup failed"

@@ -223,7 +223,7 @@ def test_a_flood_in_one_log_does_not_hold_up_the_others(tmp_path: Path) -> None:
 
 
 def test_a_step_marker_starts_a_line_of_its_own(tmp_path: Path) -> None:
-    (tmp_path / "sky.yaml").write_text("name: p\n---\nname: s\nsetup: printf 'setup partial'\nrun: echo ran\n")
+    (tmp_path / "sky.yaml").write_text("name: s\nsetup: printf 'setup partial'\nrun: echo ran\n")  # one task
     proc = tuidag("run", "--no-tui", "sky.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     log = next(tmp_path.glob(".tuidag/runs/*/logs/s.log")).read_text().splitlines()

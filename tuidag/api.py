@@ -243,7 +243,7 @@ class Dag:
         parser = argparse.ArgumentParser(prog=prog, description=f"Run the {self.name!r} DAG.")
         cli.add_run_options(parser)
         args = parser.parse_args(argv)
-        code = cli.guarded(lambda options: cli.run_dag(self.spec(), options), args)
+        code = cli.guarded(lambda options: cli.run_dag(self.spec().with_env(dict(options.env)), options), args)
         if exit:
             sys.exit(code)
         return code

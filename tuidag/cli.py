@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -14,6 +15,9 @@ from .model.loader import load_dag
 from .model.spec import DagSpec
 from .store.journal import read_header
 from .store.runs import STATE_DIR_ENV, RunDir, RunStore, StateDirError, default_state_dir
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class UsageError(Exception):
@@ -37,6 +41,25 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _env_arg(text: str) -> tuple[str, str]:
+    """`KEY=VALUE`, or `KEY` for the value tuidag itself has (as `sky --env KEY` takes it)."""
+    key, equals, value = text.partition("=")
+    if not _ENV_NAME.fullmatch(key):
+        raise argparse.ArgumentTypeError(f"expected KEY or KEY=VALUE with KEY made of letters, digits and '_' (not "
+                                         f"starting with a digit), got {text!r}")
+    if not equals:
+        if key not in os.environ:
+            raise argparse.ArgumentTypeError(f"{key} is not set in tuidag's environment: give its value, {key}=VALUE")
+        value = os.environ[key]
+    return key, value
+
+
+def _add_env(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", action="append", type=_env_arg, default=[], metavar="KEY[=VALUE]",
+                        help="set a variable for every task, over the file's own (KEY alone: the value tuidag has); "
+                             "fills a SkyPilot file's null envs; repeatable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuidag", description="Run DAGs of tasks, live in the terminal or headless.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -54,10 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", help="check a DAG file and exit")
     validate.add_argument("file", type=Path)
+    _add_env(validate)
 
     graph = sub.add_parser("graph", help="print the DAG as text, Graphviz dot or Mermaid")
     graph.add_argument("file", type=Path)
     graph.add_argument("--format", choices=["text", "dot", "mermaid"], default="text")
+    _add_env(graph)
 
     runs = sub.add_parser("runs", parents=[state], help="list earlier runs")
     runs.add_argument("file", type=Path, nargs="?", help="a DAG file, to use the state dir next to it")
@@ -84,6 +109,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
     run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_ID",
                      help="reuse the tasks that succeeded in the latest (or the given) run of this DAG")
+    _add_env(run)
     _add_state_dir(run)
 
 
@@ -129,26 +155,27 @@ def guarded(command, args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
-def _load(path: Path, cache_dir: Path | None = None) -> DagSpec:
-    """The DAG in `path`; with a `cache_dir`, from there when it holds this exact file's model (see model/cache)."""
+def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None) -> DagSpec:
+    """The DAG in `path`, with `env` (--env) given to every task; with a `cache_dir`, from there when it holds this
+    exact file's model (see model/cache)."""
     if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
         from .api import load_python
 
-        return load_python(path)
+        return load_python(path).with_env(dict(env))
     notes: list = []
     if cache_dir is not None:
         from .model.cache import load_dag_cached
 
-        dag = load_dag_cached(path, cache_dir, notes)
+        dag = load_dag_cached(path, cache_dir, notes, env)
     else:
-        dag = load_dag(path, notes)
+        dag = load_dag(path, notes, env=env)
     for note in notes:  # e.g. SkyPilot keys that only matter on a cloud
         print(note, file=sys.stderr)
     return dag
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    dag = _load(args.file)
+    dag = _load(args.file, args.env)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
     print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} tasks, {edges} edges")
     return EXIT_OK
@@ -157,7 +184,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_graph(args: argparse.Namespace) -> int:
     from .views.graph_text import FORMATS
 
-    sys.stdout.write(FORMATS[args.format](_load(args.file)))
+    sys.stdout.write(FORMATS[args.format](_load(args.file, args.env)))
     return EXIT_OK
 
 
@@ -165,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     outlive_readers()
     state_dir = _state_dir(args, args.file)
     RunStore(state_dir).check()  # before its cache is read
-    dag = _load(args.file, state_dir / "cache")
+    dag = _load(args.file, args.env, state_dir / "cache")
     return run_dag(dag, args)
 
 

@@ -7,6 +7,9 @@ under the lock before starting it, so work submitted for a task that was cancell
 no racing `Future.cancel()`, which cannot stop work a thread already took anyway). Running attempts are stopped
 through the executor's `kill()`, which ends the whole process tree.
 
+A job group (DagSpec.job_group) is watched by a JobGroupStopper (job_group.py), which cancels the tasks that are not
+primary once every primary task has ended.
+
 Events are produced under the lock into an outbox and delivered outside it, in order, by whichever thread gets the
 delivery lock first; observers therefore see a single ordered stream and may call back into the scheduler.
 """
@@ -19,10 +22,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
-from ..model.spec import DagSpec, FailurePolicy
+from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
+from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
 from .workers import WorkerPool
 
@@ -105,7 +109,8 @@ class RunSummary(NamedTuple):
 
     @property
     def ok(self) -> bool:
-        return all(s.state is S.SUCCEEDED for s in self.snapshots.values())
+        """Every task succeeded (or, in a job group, was stopped once the primary tasks had ended)."""
+        return all(s.state is S.SUCCEEDED or stopped_by_group(s) for s in self.snapshots.values())
 
     @property
     def outcome(self) -> str:
@@ -132,6 +137,9 @@ class Scheduler:
         self.executor = executor
         self.run_id = run_id
         wanted = max(1, max_parallel or dag.max_parallel)
+        if dag.job_group is not None:
+            # Every task of a job group runs at once: with fewer slots, a task could wait for a server that never ends.
+            wanted = max(wanted, len(dag.tasks))
         limit, fds = parallel_limit()
         self.max_parallel = min(wanted, limit) if limit else wanted
         # Why fewer tasks run at once than asked, for the views and the journal to say (None: as asked).
@@ -155,6 +163,7 @@ class Scheduler:
         self._done = threading.Event()
         self._results: dict[str, Any] = {}
         self._base_env = {**os.environ, **dag.env, "TUIDAG_RUN_ID": run_id}
+        self._group = None if dag.job_group is None else JobGroupStopper(dag.job_group, list(dag.tasks), self._cancel)
         now = clock()
         reused = set(reused)
         self._tasks: dict[str, _Task] = {}
@@ -209,6 +218,8 @@ class Scheduler:
             for name, t in self._tasks.items():
                 if t.state is S.PENDING and self._deps_succeeded(name):
                     self._enqueue(t)
+            if self._group is not None:  # resumed with every primary task reused: the others have nothing to serve
+                self._group.started(lambda name: self._tasks[name].state)
             self._check_done()
         self._flush()
 
@@ -225,6 +236,8 @@ class Scheduler:
     def close(self) -> None:
         """Wait for pool threads, release the executor and deliver every remaining event."""
         self._pool.shutdown(wait=True)
+        if self._group is not None:
+            self._group.close()
         self.executor.close()
         with self._deliver_lock:  # a thread still delivering finishes first
             pass
@@ -405,7 +418,8 @@ class Scheduler:
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
         attempt = Attempt(
             run_id=self.run_id, task=spec, number=number,
-            env=TaskEnvironment(self._base_env, {**spec.env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)}),
+            env=TaskEnvironment(self._base_env, {**spec.env, **self._run_env(spec), "TUIDAG_TASK": name,
+                                                 "TUIDAG_ATTEMPT": str(number)}),
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
         )
@@ -432,6 +446,9 @@ class Scheduler:
             t.running = None
             self._finish_attempt(t, result)
         return self._flush(keep=True)
+
+    def _run_env(self, spec: TaskSpec) -> dict[str, str]:
+        return {key: value.replace(RUN_ID_PLACEHOLDER, self.run_id) for key, value in spec.run_env.items()}
 
     def _finish_attempt(self, t: _Task, result: AttemptResult) -> None:
         name = t.snap.name
@@ -512,7 +529,8 @@ class Scheduler:
             counts: dict[str, int] = {}
             for t in self._tasks.values():
                 counts[t.state.value] = counts.get(t.state.value, 0) + 1
-            outcome = "succeeded" if counts.get("SUCCEEDED", 0) == len(self._tasks) else "failed"
+            ok = all(t.state is S.SUCCEEDED or stopped_by_group(t.snap) for t in self._tasks.values())
+            outcome = "succeeded" if ok else "failed"
             detail = outcome + " " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
             if self._paused:  # everything ended while paused (cancelled): a later re-run must not be held
                 self._paused = False
@@ -531,6 +549,8 @@ class Scheduler:
         now = self.clock()
         self._unfinished += (old in TERMINAL) - (new in TERMINAL)
         t.snap = t.snap.evolve(state=new, changed_at=now, **fields)
+        if self._group is not None and new in TERMINAL and old not in TERMINAL:
+            self._group.task_ended(t.snap.name, lambda name: self._tasks[name].state)
         if announce:
             self._seq += 1
             self._outbox.append(TaskEvent(self._seq, now, old, t.snap))

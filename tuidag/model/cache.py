@@ -6,7 +6,9 @@ whole run of a DAG of quick tasks. `tuidag run` therefore keeps the validated mo
 plain data, never code, so reading an entry can't do anything but fail.
 
 An entry is used only when everything the loaders' result depends on is what it was when the entry was written:
-- the file's bytes (their SHA-1) and its real path (relative workdirs are taken from its folder);
+- the file's bytes (their SHA-1) and its real path (relative workdirs are taken from its folder), and the folder
+  tuidag runs in (a SkyPilot file's relative workdirs are taken from there);
+- the `--env` values given (they fill a SkyPilot file's envs and workdirs);
 - the loaders' code: the size and modification time of every module in `tuidag/model` (an upgrade or an edited
   checkout never reads what other code wrote);
 - what the loaders read from the environment: HOME (`~` in workdirs), PATH (which `bash` a SkyPilot pipeline runs
@@ -19,23 +21,26 @@ from __future__ import annotations
 import marshal
 import os
 from pathlib import Path
+from typing import Sequence
 
 from .errors import Location, Note
 from .loader import load_dag
-from .spec import DagSpec, FailurePolicy, TaskSpec, sha1
+from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
 
-FORMAT = 1
+FORMAT = 2
 _MODEL_DIR = os.path.dirname(__file__)
 
 
-def load_dag_cached(path: Path, cache_dir: Path, notes: list[Note] | None = None) -> DagSpec:
-    """`load_dag(path, notes)`, from `cache_dir` when it holds this exact file's model. Errors are not cached."""
+def load_dag_cached(path: Path, cache_dir: Path, notes: list[Note] | None = None,
+                    env: Sequence[tuple[str, str]] = ()) -> DagSpec:
+    """`load_dag(path, notes, env=env)`, from `cache_dir` when it holds this exact file's model. Errors are not
+    cached."""
     try:
         data = path.read_bytes()
         real = os.path.realpath(path)
     except OSError:
-        return load_dag(path, notes)  # reports why the file can't be read, located as usual
-    key = _key(data, real)
+        return load_dag(path, notes, env=env)  # reports why the file can't be read, located as usual
+    key = _key(data, real, env)
     entry = cache_dir / f"{sha1(real.encode()).hexdigest()[:20]}.dag"
     cached = _read(entry, key)
     if cached is not None:
@@ -46,16 +51,16 @@ def load_dag_cached(path: Path, cache_dir: Path, notes: list[Note] | None = None
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = None  # load_dag reads it again and reports where the bad byte is
-        dag = load_dag(path, found, text)
+        dag = load_dag(path, found, text, env=env)
         _write(entry, key, dag, found)
     if notes is not None:
         notes.extend(found)
     return dag
 
 
-def _key(data: bytes, real: str) -> str:
-    stamp = [FORMAT, real, os.environ.get("HOME", ""), os.environ.get("PATH", ""), os.cpu_count(),
-             code_stamp(_MODEL_DIR)]
+def _key(data: bytes, real: str, env: Sequence[tuple[str, str]]) -> str:
+    stamp = [FORMAT, real, os.getcwd(), list(env), os.environ.get("HOME", ""), os.environ.get("PATH", ""),
+             os.cpu_count(), code_stamp(_MODEL_DIR)]
     return sha1(repr(stamp).encode() + b"\0" + data).hexdigest()
 
 
@@ -134,23 +139,24 @@ def _loc(location: Location | None) -> tuple | None:
 def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
     tasks = [(t.name, t.run, t.depends_on, dict(t.env), None if t.workdir is None else str(t.workdir), t.retries,
               t.retry_delay, t.timeout, t.setup, t.isolate, t.shell, _loc(t.location),
-              tuple(map(_loc, t.dep_locations)))
+              tuple(map(_loc, t.dep_locations)), dict(t.run_env))
              for t in dag.tasks.values()]
+    group = None if dag.job_group is None else (dag.job_group.primary, dict(dag.job_group.termination_delay))
     return (key, dag.name, dag.max_parallel, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
             None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location)) for n in notes],
-            dag.topological_order, dag.fingerprints)
+            dag.topological_order, dag.fingerprints, group)
 
 
 def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
-    _, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints = record
+    _, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints, group = record
     tasks = {}
     for (task, run, deps, task_env, task_workdir, retries, retry_delay, timeout, setup, isolate, shell, location,
-         dep_locations) in rows:
+         dep_locations, run_env) in rows:
         tasks[task] = TaskSpec(
             task, run, deps, task_env, None if task_workdir is None else Path(task_workdir), retries, retry_delay,
             timeout, setup, None, isolate, shell, None if location is None else Location(*location),
-            tuple(None if where is None else Location(*where) for where in dep_locations))
+            tuple(None if where is None else Location(*where) for where in dep_locations), run_env)
     dag = DagSpec(name, tasks, max_parallel, FailurePolicy(on_failure), kill_grace, env, Path(workdir),
-                  None if source is None else Path(source))
+                  None if source is None else Path(source), None if group is None else JobGroup(*group))
     dag.prime(topological_order=order, fingerprints=prints)
     return dag, [Note(message, Location(*where)) for message, where in notes]

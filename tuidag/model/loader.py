@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from .collector import collector_paused
 from .source import read_source
@@ -19,25 +19,38 @@ __all__ = ["load_dag"]
 _DOCUMENT_MARKER = re.compile(r"^(?:---|\.\.\.)(?:[ \t\r]|$)", re.MULTILINE)
 
 
-def load_dag(path: Path, notes: list[Note] | None = None, text: str | None = None) -> DagSpec:
-    """Load and validate the DAG in `path` (whose text is `text` when the caller read it already). Raises DagErrors
-    (every problem, located) for unreadable or bad files. Notes (settings that have no effect here, each located) are
-    appended to `notes` when it is given."""
+def load_dag(path: Path, notes: list[Note] | None = None, text: str | None = None,
+             env: Sequence[tuple[str, str]] = ()) -> DagSpec:
+    """Load and validate the DAG in `path` (whose text is `text` when the caller read it already), with `env`
+    (`--env KEY=VALUE` pairs) given to every task. Raises DagErrors (every problem, located) for unreadable or bad
+    files. Notes (settings that have no effect here, each located) are appended to `notes` when it is given."""
     with collector_paused():  # loading is quadratic with the collector on (see collector.py)
-        return _load(path, notes, read_source(path) if text is None else text)
+        return _load(path, notes, read_source(path) if text is None else text, dict(env))
 
 
-def _load(path: Path, notes: list[Note] | None, text: str) -> DagSpec:
-    from .yaml_loader import check_depth, load_yaml  # PyYAML is a quarter of tuidag's imports: not for a cached DAG
+def _load(path: Path, notes: list[Note] | None, text: str, env: dict[str, str]) -> DagSpec:
+    # PyYAML is a quarter of tuidag's imports: not for a cached DAG.
+    from yaml.nodes import MappingNode
 
-    check_depth(text, str(path))  # before libyaml's composer recurses into the file (in C: too deep would crash)
+    from .yaml_loader import check_depth, compose, load_yaml
+
+    file = str(path)
+    check_depth(text, file)  # before libyaml's composer recurses into the file (in C: too deep would crash)
 
     # Formats are told apart by content, not by file extension, since they all end in .yaml: a multi-document file
-    # whose first document has no `tasks:` is a SkyPilot pipeline; anything else is tuidag's own format.
+    # whose first document has no `tasks:`, or a single document with keys only SkyPilot tasks have, is SkyPilot
+    # YAML; anything else is tuidag's own format.
     if _DOCUMENT_MARKER.search(text):
         from .skypilot_loader import load_skypilot, pipeline_documents  # loaded only for multi-document files
 
-        documents = pipeline_documents(text, str(path))
+        documents = pipeline_documents(text, file)
         if documents is not None:
-            return load_skypilot(path, documents, notes)
-    return load_yaml(path, text)
+            return load_skypilot(path, documents, notes, env)
+        return load_yaml(path, text).with_env(env)
+    root = compose(text, file)
+    if isinstance(root, MappingNode) and not any(key.value == "tasks" for key, _ in root.value):
+        from .skypilot_loader import is_task_document, load_skypilot
+
+        if is_task_document(root):
+            return load_skypilot(path, [root], notes, env)
+    return load_yaml(path, text, root).with_env(env)

@@ -80,6 +80,9 @@ class TaskSpec(NamedTuple):
     shell: str = DEFAULT_SHELL    # runs `run` and `setup` as `shell -c COMMAND` (SkyPilot pipelines use bash)
     location: Location | None = None
     dep_locations: tuple[Location | None, ...] = ()
+    #: Variables whose values depend on the run: `{run_id}` in each value is replaced by the run's id when an attempt
+    #: starts (a SkyPilot task's SKYPILOT_TASK_ID). Kept as written in fingerprints, so runs can resume each other.
+    run_env: Mapping[str, str] = NO_ENV
 
     def dep_location(self, index: int) -> Location | None:
         if index < len(self.dep_locations) and self.dep_locations[index]:
@@ -87,15 +90,31 @@ class TaskSpec(NamedTuple):
         return self.location
 
 
+RUN_ID_PLACEHOLDER = "{run_id}"
+
+
+class JobGroup(NamedTuple):
+    """Tasks that run side by side, all started at once (a SkyPilot job group): once every task in `primary` has
+    ended, each other task still running is stopped after its delay in `termination_delay` (seconds; 0 when not
+    listed). Stopped tasks end CANCELLED with JOB_GROUP_STOPPED as reason and don't make the run fail."""
+
+    primary: tuple[str, ...]
+    termination_delay: Mapping[str, float] = NO_ENV
+
+
+JOB_GROUP_STOPPED = "job group: primary tasks ended"
+
+
 class DagSpec:
     """A whole DAG: its tasks (insertion order = file order) and run settings. Immutable once built; the graph
     queries below are computed on first use."""
 
-    _FIELDS = ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source")
+    _FIELDS = ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source", "job_group")
 
     def __init__(self, name: str, tasks: Mapping[str, TaskSpec], max_parallel: int | None = None,
                  on_failure: FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM, kill_grace: float = DEFAULT_KILL_GRACE,
-                 env: Mapping[str, str] = NO_ENV, workdir: Path | None = None, source: Path | None = None):
+                 env: Mapping[str, str] = NO_ENV, workdir: Path | None = None, source: Path | None = None,
+                 job_group: JobGroup | None = None):
         set_field = super().__setattr__
         set_field("name", name)
         set_field("tasks", tasks)
@@ -105,6 +124,7 @@ class DagSpec:
         set_field("env", env)
         set_field("workdir", workdir if workdir is not None else Path.cwd())
         set_field("source", source)
+        set_field("job_group", job_group)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"DagSpec is immutable: use replace({name}=...)")
@@ -112,6 +132,13 @@ class DagSpec:
     def replace(self, **changes: Any) -> DagSpec:
         """A copy with some settings changed."""
         return DagSpec(**{name: changes.get(name, getattr(self, name)) for name in self._FIELDS})
+
+    def with_env(self, env: Mapping[str, str]) -> DagSpec:
+        """A copy whose every task also gets `env` (`--env KEY=VALUE`), over what the task sets itself."""
+        if not env:
+            return self
+        tasks = {name: task._replace(env={**task.env, **env}) for name, task in self.tasks.items()}
+        return self.replace(tasks=tasks)
 
     def prime(self, **computed: Any) -> None:
         """Fill in graph queries already known (the cache stores them): `topological_order=...`."""
@@ -167,8 +194,11 @@ class DagSpec:
         encode = _FINGERPRINT_ENCODER.encode
         for name, task in self.tasks.items():
             action = task.run if task.func is None else f"{task.func.__module__}.{task.func.__qualname__}"
-            data = encode([action, task.setup, sorted(task.depends_on), sorted({**self.env, **task.env}.items()),
-                           str(task.workdir or self.workdir), task.isolate])
+            fields = [action, task.setup, sorted(task.depends_on), sorted({**self.env, **task.env}.items()),
+                      str(task.workdir or self.workdir), task.isolate]
+            if task.run_env:  # only then: fingerprints of earlier runs stay valid
+                fields.append(sorted(task.run_env.items()))
+            data = encode(fields)
             prints[name] = sha1(data.encode()).hexdigest()[:16]
         return prints
 

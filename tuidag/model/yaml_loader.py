@@ -58,12 +58,13 @@ _SKIP: Any = object()
 Converter = Callable[[Node, str], Any]
 
 
-def load_yaml(path: Path, text: str | None = None) -> DagSpec:
-    """Load a YAML DAG file (read from `path` unless `text` is given). Raises DagErrors listing every problem found."""
+def load_yaml(path: Path, text: str | None = None, root: Node | None = None) -> DagSpec:
+    """Load a YAML DAG file (read from `path` unless `text` is given; composed already when `root` is given). Raises
+    DagErrors listing every problem found."""
     if text is None:
         text = read_source(path)
     reader = _Reader(str(path))
-    dag = reader.dag(_compose(text, reader.file), path)
+    dag = reader.dag(compose(text, reader.file) if root is None else root, path)
     if reader.errors:
         raise DagErrors(reader.errors)
     assert dag is not None  # every path that yields no spec reports an error
@@ -156,7 +157,7 @@ def recursion_error(loader: Any, text: str, file: str) -> DagErrors:
     return _too_deep(file, mark) if mark else DagErrors([DagError("nesting too deep", Location(file, 1, 1))])
 
 
-def _compose(text: str, file: str) -> Node | None:
+def compose(text: str, file: str) -> Node | None:
     """The node tree of the file's only document (None when it has none). Broken YAML stops loading right here,
     since nothing after a syntax error can be trusted."""
     try:
