@@ -177,7 +177,7 @@ def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None)
 def cmd_validate(args: argparse.Namespace) -> int:
     dag = _load(args.file, args.env)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} tasks, {edges} edges")
+    print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} task{'' if len(dag.tasks) == 1 else 's'}, {edges} edges")
     return EXIT_OK
 
 
@@ -243,7 +243,8 @@ def run_headless(session, quiet: bool = False) -> int:
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
-    print(f"tuidag: run {session.run.run_id} of {session.dag.name} ({len(session.dag.tasks)} tasks), "
+    print(f"tuidag: run {session.run.run_id} of {session.dag.name} ({len(session.dag.tasks)} "
+          f"task{'' if len(session.dag.tasks) == 1 else 's'}), "
           f"logs in {session.run.logs}", flush=True)
     session.scheduler.start()
     while not session.scheduler.wait(0.2):  # a timeout lets signal handlers run promptly

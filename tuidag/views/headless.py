@@ -269,5 +269,9 @@ def counts_line(snapshots: dict[str, TaskSnapshot], elapsed: float) -> str:
     for snap in snapshots.values():
         counts[snap.state.value.lower()] = counts.get(snap.state.value.lower(), 0) + 1
     parts = ", ".join(f"{n} {state}" for state, n in counts.items())
-    return f"{len(snapshots)} tasks: {parts} in {format_duration(elapsed)}\n"
+    return f"{_tasks(len(snapshots))}: {parts} in {format_duration(elapsed)}\n"
 
+
+
+def _tasks(count: int) -> str:
+    return "1 task" if count == 1 else f"{count:,} tasks"
