@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from ...engine.job_group import stopped_by_group
 from ...model.durations import format_duration
 from ...model.state import TaskState
 from ..run_model import RunModel, StateFilter
@@ -62,9 +63,16 @@ class RunHeader(Widget):
         """What the run is doing, from the fullest wording to the shortest."""
         model = self.model
         if model.finished:
-            failed = {s: model.counts[s] for s in _BAR_ORDER[1:] if model.counts[s]}
+            # tasks a job group stopped once its primary tasks ended: how the group is meant to end, not a failure
+            stopped = sum(stopped_by_group(snap) for snap in model.snapshots.values()) if model.counts[S.CANCELLED] \
+                else 0
+            failed = {s: n for s in _BAR_ORDER[1:] if (n := model.counts[s] - (stopped if s is S.CANCELLED else 0))}
             if not failed:
                 ok = LOOKS[S.SUCCEEDED].colour
+                if stopped:
+                    done = f"{model.total - stopped} succeeded, {stopped} stopped with their job group"
+                    return [Text(f"✔ finished: {done} · q quits", ok), Text(f"✔ finished: {done}", ok),
+                            Text("✔ finished", ok)]
                 return [Text(f"✔ finished: all {model.total} succeeded · q quits", ok),
                         Text(f"✔ finished: all {model.total} succeeded", ok), Text("✔ finished", ok)]
             parts = ", ".join(f"{n} {LOOKS[s].word}" for s, n in failed.items())
