@@ -221,7 +221,7 @@ tasks:
 def test_validate_and_graph(tmp_path):
     dag = write(tmp_path / "dag.yaml", OK_DAG)
     proc = tuidag("validate", str(dag), cwd=tmp_path)
-    assert proc.returncode == 0 and proc.stdout == f"{dag}: ok: demo, 2 tasks, 1 edges\n"
+    assert proc.returncode == 0 and proc.stdout == f"{dag}: ok: demo, 2 tasks, 1 edge\n"
     text = tuidag("graph", str(dag), cwd=tmp_path).stdout
     assert "layer 0:\n  hello\nlayer 1:\n  world  <- hello" in text
     dot = tuidag("graph", str(dag), "--format", "dot", cwd=tmp_path).stdout

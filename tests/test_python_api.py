@@ -517,7 +517,7 @@ def test_tuidag_run_imports_the_file_and_uses_the_state_dir_next_to_it(tmp_path)
     assert values == [42, None]
 
     assert tuidag("validate", "project/cli_etl.py", cwd=tmp_path).stdout == \
-        "project/cli_etl.py: ok: cli-etl, 2 tasks, 1 edges\n"
+        "project/cli_etl.py: ok: cli-etl, 2 tasks, 1 edge\n"
 
 
 @pytest.mark.cli

@@ -177,7 +177,8 @@ def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None)
 def cmd_validate(args: argparse.Namespace) -> int:
     dag = _load(args.file, args.env)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} task{'' if len(dag.tasks) == 1 else 's'}, {edges} edges")
+    print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} task{'' if len(dag.tasks) == 1 else 's'}, "
+          f"{edges} edge{'' if edges == 1 else 's'}")
     return EXIT_OK
 
 
