@@ -587,6 +587,7 @@ class _Graph:
     # ------------------------------------------------------------------------------------------------ placement
     def place(self) -> None:
         gap = self.m.slot_gap
+        self._mids = [self.mid_offset(v) for v in range(self.real)]
         for lay in self.layers:
             top = 0
             for v in lay:
@@ -609,7 +610,7 @@ class _Graph:
         offsets, desired = [], []
         off = 0
         y, gap = self.y, self.m.slot_gap
-        mids = [self.mid_offset(v) for v in range(self.real)]
+        mids = self._mids
         real = self.real
         for v in lay:
             ns = nbrs[v]
@@ -626,7 +627,6 @@ class _Graph:
 
     # ----------------------------------------------------------------------------------------------- routing
     def route(self) -> GraphLayout:
-        m = self.m
         mid = [self.top[v] + self.mid_offset(v) for v in range(len(self.layer))]
         edges = _EdgeDrawing(transposed=not self.lr)
         x = 0
