@@ -296,14 +296,13 @@ class DagCanvas(ScrollView, can_focus=True):
         """Repaint these tiles only (their cached lines are rebuilt on the next paint)."""
         if self.graph is None:
             return
+        names = list(names)  # read twice: for the tiles and for the minimap
         tiles = self.graph.tiles
         tile_lines, line_cache = self._tile_lines, self._line_cache
         scroll_x, scroll_y = self.scroll_offset
         window = self.scrollable_content_region.size
         left, top, right, bottom = scroll_x, scroll_y, scroll_x + window.width, scroll_y + window.height
-        changed = False
         for name in names:
-            changed = True
             tile_lines.pop(name, None)
             tile = tiles[name]
             x, y, width, height = tile.x, tile.y, tile.width, tile.height
@@ -311,17 +310,13 @@ class DagCanvas(ScrollView, can_focus=True):
                 line_cache.pop(line, None)
             if x < right and x + width > left and y < bottom and y + height > top:
                 self.refresh(Region(x - scroll_x, y - scroll_y, width, height))
-        if changed and self._minimap is not None:
+        if names and self._minimap is not None:
             self._minimap.update(names)
             box = self._minimap_box(window.width, window.height)
             if box is not None:
                 self.refresh(box)
 
     # ----------------------------------------------------------------------------------------- layout and zoom
-    @property
-    def style(self) -> LayoutStyle | None:
-        return None if self.graph is None else self.graph.style
-
     def _view(self) -> tuple[int, int]:
         """The canvas's inner size, the screen a layout is made for."""
         region = self.content_region
