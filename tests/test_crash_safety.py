@@ -40,6 +40,16 @@ def start_and_kill9(tmp_path: Path) -> tuple[list[tuple[int, float]], Path]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3)
     refs = read_pids(pids)
+
+    def slow_running_on_record() -> bool:
+        """The journal is written on its own thread: under load it can trail what the task already did."""
+        runs = RunStore(tmp_path / ".tuidag").runs()
+        if not runs or not runs[0].journal.exists():
+            return False
+        tasks = replay(runs[0].journal).tasks
+        return "slow" in tasks and tasks["slow"].state.value == "RUNNING"
+
+    wait_until(slow_running_on_record)
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     return refs, dag

@@ -4,10 +4,11 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tuidag.engine import spawn
+from tuidag.engine import process, spawn
 from tuidag.engine.executor import TaskEnvironment
 
 STARTERS = [pytest.param(spawn.start_popen, id="popen")]
@@ -17,20 +18,40 @@ if spawn.libc_available():
 
 @pytest.fixture(params=STARTERS)
 def start(request):
-    return request.param
+    """The starter, with each child it starts counted as a task leader while the test runs, as tuidag counts its own:
+    an OrphanReaper another test's executor may still have running in this process must not take its exit status
+    (`subprocess` would then report 0)."""
+    started: list[int] = []
+
+    def start_leader(*args):
+        child = request.param(*args)
+        process.LEADERS.add(child.pid)
+        started.append(child.pid)
+        return child
+
+    yield start_leader
+    process.LEADERS.difference_update(started)
 
 
 def run(start, tmp_path, script: str, env: dict[str, str] | None = None, cwd=None) -> tuple[int, str]:
     log = tmp_path / "out.log"
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    try:
+    def start_and_wait() -> int:
         child = start(["/bin/sh", "-c", script], env if env is not None else dict(os.environ),
                       str(cwd or tmp_path), stdin, fd)
+        return child.wait()
+
+    # On a thread of its own, as tuidag starts task leaders: a child of the main thread in a session of its own looks
+    # like a run's orphan to an OrphanReaper another test's executor may still have running in this process, which
+    # would take its exit status (and `subprocess` would then report 0).
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            code = pool.submit(start_and_wait).result()
     finally:
         os.close(fd)
         os.close(stdin)
-    return child.wait(), log.read_text()
+    return code, log.read_text()
 
 
 def test_libc_path_is_what_runs_here():
