@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from dags import finish, make_dag, start_run
+from test_cli import tuidag, write
+from tuidag.store.journal import read_journal, replay
+from tuidag.store.runs import RunStore
 from tuidag.engine.slots import SlotPool
 from tuidag.model.resources import Request
 
@@ -128,3 +131,87 @@ def test_the_admission_rule_reserves_kinds_for_a_blocked_waiter():
     pool.give_back({"gpu": (0,)})
     admitted, blocked = pool.admit([("big", {"gpu": 2, "db": 1}), ("db", {"db": 1})])
     assert admitted == [("big", {"gpu": (0, 1), "db": (0,)})] and blocked == {"db": ["db"]}
+
+
+# --- files and the command line --------------------------------------------------------------------------------
+SLOTTED_DAG = """\
+resources: {gpu: 2, db: 1}
+tasks:
+  train:
+    run: echo "gpus $TUIDAG_SLOTS_GPU cuda $CUDA_VISIBLE_DEVICES"
+    resources: {gpu: 2, db: 1}
+  load:
+    run: echo "db $TUIDAG_SLOTS_DB"
+    depends_on: train
+    resources:
+      db: 1
+"""
+
+
+def test_quiet_output_and_the_journal_record_the_slots_each_attempt_held(tmp_path):
+    dag = write(tmp_path / "dag.yaml", SLOTTED_DAG)
+    proc = tuidag("run", "-q", str(dag), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "[train] --> RUNNING [slots gpu:0,1 db:0]" in proc.stdout
+    assert "[load]  --> RUNNING [slots db:0]" in proc.stdout
+    run = RunStore(tmp_path / ".tuidag").runs()[-1]
+    running = {r["task"]: r.get("slots") for r in read_journal(run.journal) if r.get("to") == "RUNNING"}
+    assert running == {"train": "gpu:0,1 db:0", "load": "db:0"}
+    assert replay(run.journal).tasks["train"].slots == "gpu:0,1 db:0"
+    assert (run.logs / "train.log").read_text().splitlines()[1] == "gpus 0,1 cuda 0,1"
+
+
+def test_a_request_for_an_undeclared_kind_or_over_capacity_is_a_located_error_and_nothing_starts(tmp_path):
+    dag = write(tmp_path / "dag.yaml", "resources: {gpu: 1}\ntasks:\n  a:\n    run: touch started\n"
+                                       "    resources: {gpu: 2, db: 1}\n")
+    proc = tuidag("run", str(dag), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"{dag}:5:17: task 'a' asks for 2 'gpu' slots, more than the capacity of 1",
+        f"{dag}:5:25: task 'a' asks for 1 'db' slot(s), but no capacity for 'db' is declared: add it to the DAG's "
+        f"'resources' or pass --resources db=N"]
+    assert not (tmp_path / "started").exists() and not RunStore(tmp_path / ".tuidag").runs()
+    assert tuidag("validate", str(dag), cwd=tmp_path).returncode == 2
+    # the command line declares and raises capacities
+    proc = tuidag("validate", "--resources", "gpu=2,db=1", str(dag), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_resources_flag_below_a_request_names_the_task_and_the_flag(tmp_path):
+    dag = write(tmp_path / "dag.yaml", SLOTTED_DAG)
+    proc = tuidag("run", "--resources", "gpu=1", str(dag), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"--resources gpu=1 is less than the 2 'gpu' slots task 'train' asks for ({dag}:5:17)\n"
+    proc = tuidag("run", "--resources", "gpu:1", str(dag), cwd=tmp_path)
+    assert proc.returncode == 2 and "expected KIND=COUNT" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_resource_settings_are_located(tmp_path):
+    dag = write(tmp_path / "dag.yaml", "resources: {gpu: -1, 'a b': 1}\ntasks:\n  a:\n    run: 'true'\n"
+                                       "    resources: [gpu]\n  b:\n    run: 'true'\n    resources: {gpu: 0}\n")
+    proc = tuidag("validate", str(dag), cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert lines[0] == f"{dag}:1:18: resources: 'gpu' must be an integer >= 0, got -1"
+    assert lines[1].startswith(f"{dag}:1:22: resources: resource name 'a b' may only contain")
+    assert lines[2].startswith(f"{dag}:5:16: task 'a': resources must be a mapping of resource names to counts")
+    assert lines[3] == f"{dag}:8:22: task 'b': resources: 'gpu' must be a positive integer, got 0"
+
+
+def test_python_api_declares_capacities_and_requests(tmp_path):
+    from tuidag.api import Dag
+    from tuidag.model.errors import DagErrors
+
+    dag = Dag("py", resources={"gpu": 2})
+    dag.shell("a", "true", resources={"gpu": 2})
+    spec = dag.spec()
+    assert spec.resources == {"gpu": 2} and spec.tasks["a"].resources["gpu"].count == 2
+    bad = Dag("py", resources={"gpu": 1})
+    bad.shell("a", "true", resources={"gpu": 2, "db": 1})
+    try:
+        bad.spec()
+    except DagErrors as exc:
+        assert [e.location.line for e in exc.errors] == [bad._tasks["a"].location.line] * 2
+        assert "more than the capacity of 1" in str(exc) and "no capacity for 'db'" in str(exc)
+    else:
+        raise AssertionError("an over-capacity request was accepted")
