@@ -215,3 +215,40 @@ def test_python_api_declares_capacities_and_requests(tmp_path):
         assert "more than the capacity of 1" in str(exc) and "no capacity for 'db'" in str(exc)
     else:
         raise AssertionError("an over-capacity request was accepted")
+
+
+SKYPILOT_PIPELINE = """\
+name: sky
+---
+name: first
+resources:
+  accelerators: V100:2
+run: echo "first ${TUIDAG_SLOTS_V100-none} ${CUDA_VISIBLE_DEVICES-none} $SKYPILOT_NUM_GPUS_PER_NODE"
+---
+name: second
+resources:
+  accelerators: {V100: 1}
+run: echo "second ${TUIDAG_SLOTS_V100-none} ${CUDA_VISIBLE_DEVICES-none}"
+"""
+
+
+def test_skypilot_accelerators_hold_slots_only_when_a_capacity_is_declared(tmp_path):
+    dag = write(tmp_path / "sky.yaml", SKYPILOT_PIPELINE)
+    proc = tuidag("run", "-q", "--resources", "V100=4", str(dag), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "[first]  --> RUNNING [slots V100:0,1]" in proc.stdout and "[second] --> RUNNING [slots V100:0]" in proc.stdout
+    logs = RunStore(tmp_path / ".tuidag").runs()[-1].logs
+    assert (logs / "first.log").read_text().splitlines()[-1] == "first 0,1 0,1 2"
+    assert (logs / "second.log").read_text().splitlines()[-1] == "second 0 0"
+
+    proc = tuidag("run", "-q", str(dag), cwd=tmp_path)  # no capacity: ignored, with the note, as before
+    assert proc.returncode == 0, proc.stderr
+    assert f"{dag}:4:1: note: 'resources' is ignored when running locally" in proc.stderr
+    assert "slots" not in proc.stdout
+    logs = RunStore(tmp_path / ".tuidag").runs()[-1].logs
+    assert (logs / "first.log").read_text().splitlines()[-1] == "first none none 2"
+
+    proc = tuidag("run", "--resources", "V100=1", str(dag), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (f"--resources V100=1 is less than the 2 'V100' slots task 'first' asks "
+                                            f"for ({dag}:5:17)")
