@@ -50,6 +50,15 @@ def format_slots(held: Mapping[str, tuple[int, ...]]) -> str:
     return " ".join(f"{kind}:{','.join(map(str, indices))}" for kind, indices in held.items())
 
 
+def slot_counts(text: str) -> dict[str, int]:
+    """How many slots of each kind `format_slots` text names: `gpu:0,1 db:0` -> {gpu: 2, db: 1}."""
+    counts = {}
+    for part in text.split():
+        kind, _, indices = part.rpartition(":")
+        counts[kind] = indices.count(",") + 1
+    return counts
+
+
 def parse_capacities(text: str) -> dict[str, int]:
     """`gpu=2,db=1` (the `--resources` argument). Raises ValueError saying what is wrong."""
     capacities: dict[str, int] = {}
