@@ -75,11 +75,16 @@ def resolve(dag, overrides: Mapping[str, int] = {}, flag: str = "--resources"): 
     without a capacity dropped, the rest kept. Raises DagErrors: a request for an undeclared kind or more slots than
     its capacity, located at the request (a capacity the command line lowered names the task and `flag`).
     Resolving a resolved DAG again changes nothing."""
+    if not overrides and not any(task.resources for task in dag.tasks.values()):
+        return dag  # the common case, on every run of a big DAG
     capacities = {**dag.resources, **overrides}
     errors: list[DagError] = []
     tasks = {}
     changed = bool(overrides)
     for name, task in dag.tasks.items():
+        if not task.resources:
+            tasks[name] = task
+            continue
         kept = {}
         for kind, request in task.resources.items():
             if kind not in capacities:
