@@ -105,6 +105,27 @@ def test_slots_are_released_on_failure_timeout_launch_error_retry_and_cancel(tmp
     assert scheduler.slots_in_use() == {"gpu": (0, 1)}
 
 
+def test_a_task_waiting_out_its_retry_delay_holds_no_slot(tmp_path):
+    dag = slotted(make_dag({"flaky": {"run": "exit 1", "retries": 1, "retry_delay": 30}, "other": "true"},
+                           max_parallel=2, workdir=tmp_path), {"flaky": {"gpu": 1}, "other": {"gpu": 1}}, {"gpu": 1})
+    scheduler, rec = start_run(dag, tmp_path)
+    rec.wait_state("other", "SUCCEEDED")
+    assert scheduler.snapshot()["flaky"].state.value == "RETRYING"
+    scheduler.cancel("flaky")
+    assert finish(scheduler) == {"flaky": "CANCELLED", "other": "SUCCEEDED"}
+
+
+def test_cancelling_the_waiter_ahead_lets_the_ones_behind_it_start(tmp_path):
+    dag = slotted(make_dag({"hold": WAIT_FOR_GO, "big": "true", "small": "true"}, max_parallel=3, workdir=tmp_path),
+                  {"hold": {"gpu": 1}, "big": {"gpu": 2}, "small": {"gpu": 1}}, {"gpu": 2})
+    scheduler, rec = start_run(dag, tmp_path)
+    rec.wait_for(lambda: scheduler.snapshot()["small"].reason == "waiting for gpu")
+    scheduler.cancel("big")
+    rec.wait_state("small", "SUCCEEDED")  # its GPU was free: only big's place kept it waiting
+    (tmp_path / "go").touch()
+    assert finish(scheduler) == {"hold": "SUCCEEDED", "big": "CANCELLED", "small": "SUCCEEDED"}
+
+
 def test_slot_numbers_reach_the_task_environment(tmp_path):
     show = 'echo "${TUIDAG_SLOTS_GPU-none} ${TUIDAG_SLOTS_DB-none} ${TUIDAG_SLOTS_V100-none} ' \
            '${CUDA_VISIBLE_DEVICES-none}"'
@@ -201,6 +222,7 @@ def test_bad_resource_settings_are_located(tmp_path):
 def test_python_api_declares_capacities_and_requests(tmp_path):
     from tuidag.api import Dag
     from tuidag.model.errors import DagErrors
+    from tuidag.model.resources import resolve
 
     dag = Dag("py", resources={"gpu": 2})
     dag.shell("a", "true", resources={"gpu": 2})
@@ -209,12 +231,24 @@ def test_python_api_declares_capacities_and_requests(tmp_path):
     bad = Dag("py", resources={"gpu": 1})
     bad.shell("a", "true", resources={"gpu": 2, "db": 1})
     try:
-        bad.spec()
+        resolve(bad.spec())
     except DagErrors as exc:
         assert [e.location.line for e in exc.errors] == [bad._tasks["a"].location.line] * 2
         assert "more than the capacity of 1" in str(exc) and "no capacity for 'db'" in str(exc)
     else:
         raise AssertionError("an over-capacity request was accepted")
+
+
+def test_a_python_dag_runs_with_capacities_from_the_command_line(tmp_path):
+    script = write(tmp_path / "py_dag.py", "from tuidag import Dag\n"
+                                           "dag = Dag('py')\n"
+                                           "dag.shell('a', 'echo gpu=$TUIDAG_SLOTS_GPU', resources={'gpu': 2})\n")
+    proc = tuidag("run", "-q", str(script), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"{script}:3:1: task 'a' asks for 2 'gpu' slot(s), but no capacity")
+    proc = tuidag("run", "-q", "--resources", "gpu=2", str(script), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "[a] --> RUNNING [slots gpu:0,1]" in proc.stdout
 
 
 SKYPILOT_PIPELINE = """\

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .model.durations import parse_duration
 from .model.errors import DagError, DagErrors, Location
-from .model.resources import Request, kind_problem, resolve
+from .model.resources import Request, kind_problem
 from .model.source import read_source
 from .model.spec import DEFAULT_KILL_GRACE, DagSpec, FailurePolicy, TaskSpec, nul_problem
 from .model.validate import graph_errors
@@ -205,9 +205,10 @@ class Dag:
             raise DagErrors(errors)
         name = self.name or (src.stem if src is not None else "dag")
         settings: dict[str, Any] = {"max_parallel": self.max_parallel} if self.max_parallel else {}
-        return resolve(DagSpec(name=name, tasks=tasks, on_failure=self.on_failure, kill_grace=self.kill_grace,
-                               env=self.env, workdir=workdir, source=src.resolve() if src is not None else None,
-                               resources=self.resources, **settings))
+        # Slot requests are checked against the capacities when it runs (`--resources` may still declare some).
+        return DagSpec(name=name, tasks=tasks, on_failure=self.on_failure, kill_grace=self.kill_grace, env=self.env,
+                       workdir=workdir, source=src.resolve() if src is not None else None, resources=self.resources,
+                       **settings)
 
     def _resolve(self, task: _Task, errors: list[DagError]) -> tuple[list[str], list[Location]]:
         """Dependency names (functions looked up among this DAG's tasks), each located at the task's call."""
