@@ -207,18 +207,6 @@ def test_resources_flag_below_a_request_names_the_task_and_the_flag(tmp_path):
     assert proc.returncode == 2 and "expected KIND=COUNT" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_bad_resource_settings_are_located(tmp_path):
-    dag = write(tmp_path / "dag.yaml", "resources: {gpu: -1, 'a b': 1}\ntasks:\n  a:\n    run: 'true'\n"
-                                       "    resources: [gpu]\n  b:\n    run: 'true'\n    resources: {gpu: 0}\n")
-    proc = tuidag("validate", str(dag), cwd=tmp_path)
-    assert proc.returncode == 2
-    lines = proc.stderr.splitlines()
-    assert lines[0] == f"{dag}:1:18: resources: 'gpu' must be an integer >= 0, got -1"
-    assert lines[1].startswith(f"{dag}:1:22: resources: resource name 'a b' may only contain")
-    assert lines[2].startswith(f"{dag}:5:16: task 'a': resources must be a mapping of resource names to counts")
-    assert lines[3] == f"{dag}:8:22: task 'b': resources: 'gpu' must be a positive integer, got 0"
-
-
 def test_python_api_declares_capacities_and_requests(tmp_path):
     from tuidag.api import Dag
     from tuidag.model.errors import DagErrors
