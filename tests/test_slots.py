@@ -9,7 +9,7 @@ from test_cli import tuidag, write
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 from tuidag.engine.slots import SlotPool
-from tuidag.model.resources import Request
+from tuidag.model.resources import Request, is_cuda_kind
 
 #: A task that holds its slots until the test creates `go` in the work dir (polling, so no fixed sleep decides).
 WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.01; done"
@@ -141,6 +141,12 @@ def test_slot_numbers_reach_the_task_environment(tmp_path):
     assert lines["after"] == ["0", "none", "none", "0"]
     assert lines["db"][0] == "none" and lines["db"][3] == "none"  # a database is not a CUDA device
     assert lines["v"] == ["none", "none", "0,1", "0,1"]
+
+
+def test_which_kinds_are_cuda_devices():
+    assert [is_cuda_kind(kind) for kind in ("gpu", "GPU", "V100", "a100-80gb", "db", "p1", "license")] == \
+        [True, True, True, True, False, False, False]
+    assert is_cuda_kind("Gaudi", accelerator=True) and not is_cuda_kind("tpu-v2-8", accelerator=True)
 
 
 def test_the_admission_rule_reserves_kinds_for_a_blocked_waiter():

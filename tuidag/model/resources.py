@@ -10,14 +10,18 @@ A SkyPilot task's `accelerators: V100:2` is an *optional* request: it becomes 2 
 from __future__ import annotations
 
 import re
-from typing import Mapping, NamedTuple
+from typing import TYPE_CHECKING, Mapping, NamedTuple
 
 from .errors import DagError, DagErrors, Location
 
+if TYPE_CHECKING:
+    from .spec import DagSpec, TaskSpec
+
 #: Slot kinds become parts of environment variable names (TUIDAG_SLOTS_<KIND>) and of `KIND=N` arguments.
 KIND_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-#: Accelerator names SkyPilot knows (by prefix) whose devices CUDA numbers: holding them sets CUDA_VISIBLE_DEVICES.
-_CUDA_NAMES = re.compile(r"(?i)(gpu$|[AHBLTVPKM]\d+|RTX|GB\d+|A\d*000|L40)")
+#: Kinds whose slots are CUDA devices: `gpu` and the NVIDIA accelerator names SkyPilot uses (matched whole, any case).
+_CUDA_NAMES = re.compile(r"(?i)gpu|K80|P4|P100|T4g?|V100(-32GB)?|A10G?|A100(-80GB)?|A40|A6000|L4|L40S?|"
+                         r"H100(-MEGA|-80GB)?|H200|B100|B200|GB200|RTX\w*")
 
 
 class Request(NamedTuple):
@@ -41,8 +45,8 @@ def slot_env_name(kind: str) -> str:
 
 
 def is_cuda_kind(kind: str, accelerator: bool = False) -> bool:
-    """Slots of this kind are CUDA devices: `gpu`/`GPU`, a SkyPilot accelerator request, or a known GPU name."""
-    return accelerator or bool(_CUDA_NAMES.match(kind))
+    """Slots of this kind are CUDA devices: `gpu`/`GPU`, a known GPU name, or a SkyPilot accelerator (but a TPU)."""
+    return bool(_CUDA_NAMES.fullmatch(kind)) or (accelerator and not kind.lower().startswith("tpu"))
 
 
 def format_slots(held: Mapping[str, tuple[int, ...]]) -> str:
@@ -70,11 +74,12 @@ def parse_capacities(text: str) -> dict[str, int]:
     return capacities
 
 
-def resolve(dag, overrides: Mapping[str, int] = {}, flag: str = "--resources"):  # noqa: B006 (never mutated)
+def resolve(dag: DagSpec, overrides: Mapping[str, int] | None = None, flag: str = "--resources") -> DagSpec:
     """The DAG with `overrides` over its capacities and every request checked against them: optional requests
     without a capacity dropped, the rest kept. Raises DagErrors: a request for an undeclared kind or more slots than
     its capacity, located at the request (a capacity the command line lowered names the task and `flag`).
     Resolving a resolved DAG again changes nothing."""
+    overrides = overrides or {}
     if not overrides and not any(task.resources for task in dag.tasks.values()):
         return dag  # the common case, on every run of a big DAG
     capacities = {**dag.resources, **overrides}
@@ -113,6 +118,6 @@ def resolve(dag, overrides: Mapping[str, int] = {}, flag: str = "--resources"): 
     return dag.replace(tasks=tasks, resources=capacities) if changed else dag
 
 
-def requests(task) -> dict[str, int]:
+def requests(task: TaskSpec) -> dict[str, int]:
     """Slot counts a (resolved) task holds while it runs."""
     return {kind: request.count for kind, request in task.resources.items()}
