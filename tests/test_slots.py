@@ -126,6 +126,19 @@ def test_cancelling_the_waiter_ahead_lets_the_ones_behind_it_start(tmp_path):
     assert finish(scheduler) == {"hold": "SUCCEEDED", "big": "CANCELLED", "small": "SUCCEEDED"}
 
 
+def test_slots_freed_while_paused_are_handed_out_on_resume(tmp_path):
+    dag = slotted(make_dag({"hold": WAIT_FOR_GO, "waiter": "true"}, max_parallel=2, workdir=tmp_path),
+                  {"hold": {"gpu": 1}, "waiter": {"gpu": 1}}, {"gpu": 1})
+    scheduler, rec = start_run(dag, tmp_path)
+    rec.wait_state("hold", "RUNNING")
+    assert scheduler.pause()
+    (tmp_path / "go").touch()
+    rec.wait_state("hold", "SUCCEEDED")
+    assert scheduler.slots_in_use() == {"gpu": (0, 1)} and scheduler.snapshot()["waiter"].state.value == "QUEUED"
+    scheduler.resume()
+    assert finish(scheduler) == {"hold": "SUCCEEDED", "waiter": "SUCCEEDED"}
+
+
 def test_slot_numbers_reach_the_task_environment(tmp_path):
     show = 'echo "${TUIDAG_SLOTS_GPU-none} ${TUIDAG_SLOTS_DB-none} ${TUIDAG_SLOTS_V100-none} ' \
            '${CUDA_VISIBLE_DEVICES-none}"'
