@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .model.durations import parse_duration
 from .model.errors import DagError, DagErrors, Location
+from .model.resources import Request, kind_problem
 from .model.source import read_source
 from .model.spec import DEFAULT_KILL_GRACE, DagSpec, FailurePolicy, TaskSpec, nul_problem
 from .model.validate import graph_errors
@@ -68,7 +69,8 @@ class Dag:
     def __init__(self, name: str | None = None, *, max_parallel: int | None = None,
                  on_failure: str | FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM,
                  kill_grace: float | str = DEFAULT_KILL_GRACE, env: Mapping[str, Any] | None = None,
-                 workdir: str | os.PathLike[str] | None = None):
+                 workdir: str | os.PathLike[str] | None = None, resources: Mapping[str, int] | None = None):
+        """`resources` declares slot capacities, e.g. {"gpu": 2}; tasks ask for slots with their `resources`."""
         self.location = _caller_location()
         self.source: Path | None = _source_file(self.location.file)
         self._errors: list[DagError] = []
@@ -91,6 +93,7 @@ class Dag:
         self.kill_grace = self._duration(kill_grace, "kill_grace", at, positive=False, default=DEFAULT_KILL_GRACE)
         self.env = self._env(env, "env", at)
         self.workdir = self._path(workdir, "workdir", at)
+        self.resources = self._slots(resources, "resources", at, minimum=0)
 
     def __repr__(self) -> str:
         return f"<tuidag.Dag {self.name or '(unnamed)'}: {len(self._tasks)} tasks>"
@@ -103,7 +106,8 @@ class Dag:
     def task(self, func: Callable[..., Any] | None = None, /, *, name: str | None = None,
              depends_on: Iterable[Any] | Any = (), retries: int = 0, retry_delay: float | str = 0,
              timeout: float | str | None = None, env: Mapping[str, Any] | None = None,
-             workdir: str | os.PathLike[str] | None = None, isolate: bool = False):
+             workdir: str | os.PathLike[str] | None = None, isolate: bool = False,
+             resources: Mapping[str, int] | None = None):
         """Register a callable as a task: `@dag.task()` (or bare `@dag.task`). It is called with a `TaskContext`
         (or with no argument if it takes none) and returns the function unchanged.
 
@@ -130,7 +134,7 @@ class Dag:
                 problem = isolate_problem(f)
                 if problem:
                     self._errors.append(DagError(f"task '{task_name}': isolate=True {problem}", at))
-            options = self._options(task_name, at, retries, retry_delay, timeout, env, workdir)
+            options = self._options(task_name, at, retries, retry_delay, timeout, env, workdir, resources)
             self._add(_Task(task_name, at, _dependency_list(depends_on),
                             {"func": f, "isolate": bool(isolate), **options}), f)
             return f
@@ -139,13 +143,14 @@ class Dag:
 
     def shell(self, name: str, run: str, *, depends_on: Iterable[Any] | Any = (), setup: str | None = None,
               env: Mapping[str, Any] | None = None, workdir: str | os.PathLike[str] | None = None,
-              retries: int = 0, retry_delay: float | str = 0, timeout: float | str | None = None) -> str:
+              retries: int = 0, retry_delay: float | str = 0, timeout: float | str | None = None,
+              resources: Mapping[str, int] | None = None) -> str:
         """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`."""
         at = _caller_location()
         if not isinstance(name, str):
             self._errors.append(DagError(f"task name must be a string, got {name!r}", at))
             return str(name)
-        options = self._options(name, at, retries, retry_delay, timeout, env, workdir)
+        options = self._options(name, at, retries, retry_delay, timeout, env, workdir, resources)
         if not isinstance(run, str) or not run.strip():
             self._errors.append(DagError(f"task '{name}': run must be a non-empty shell command string, "
                                          f"got {run!r}", at))
@@ -200,8 +205,10 @@ class Dag:
             raise DagErrors(errors)
         name = self.name or (src.stem if src is not None else "dag")
         settings: dict[str, Any] = {"max_parallel": self.max_parallel} if self.max_parallel else {}
+        # Slot requests are checked against the capacities when it runs (`--resources` may still declare some).
         return DagSpec(name=name, tasks=tasks, on_failure=self.on_failure, kill_grace=self.kill_grace, env=self.env,
-                       workdir=workdir, source=src.resolve() if src is not None else None, **settings)
+                       workdir=workdir, source=src.resolve() if src is not None else None, resources=self.resources,
+                       **settings)
 
     def _resolve(self, task: _Task, errors: list[DagError]) -> tuple[list[str], list[Location]]:
         """Dependency names (functions looked up among this DAG's tasks), each located at the task's call."""
@@ -255,7 +262,7 @@ class Dag:
         return ok
 
     def _options(self, name: str, at: Location, retries: Any, retry_delay: Any, timeout: Any,
-                 env: Any, workdir: Any) -> dict[str, Any]:
+                 env: Any, workdir: Any, resources: Any) -> dict[str, Any]:
         what = f"task '{name}': "
         options: dict[str, Any] = {}
         if self._check(_is_int(retries, 0), at, f"{what}retries must be an integer >= 0, got {retries!r}"):
@@ -265,7 +272,29 @@ class Dag:
             options["timeout"] = self._duration(timeout, what + "timeout", at, positive=True, default=None)
         options["env"] = self._env(env, what + "env", at)
         options["workdir"] = self._path(workdir, what + "workdir", at)
+        options["resources"] = {kind: Request(count, at) for kind, count in
+                                self._slots(resources, what + "resources", at, minimum=1).items()}
         return options
+
+    def _slots(self, value: Any, what: str, at: Location, minimum: int) -> dict[str, int]:
+        """Slot kind -> count: capacities (minimum 0) or a task's requests (minimum 1)."""
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self._errors.append(DagError(f"{what} must be a mapping of resource names to counts, e.g. "
+                                         f"{{'gpu': 1}}, got {value!r}", at))
+            return {}
+        slots = {}
+        for kind, count in value.items():
+            problem = kind_problem(kind) if isinstance(kind, str) else f"resource names must be strings, got {kind!r}"
+            if problem:
+                self._errors.append(DagError(f"{what}: {problem}", at))
+            elif not _is_int(count, minimum):
+                bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+                self._errors.append(DagError(f"{what}: '{kind}' must be {bound}, got {count!r}", at))
+            else:
+                slots[kind] = count
+        return slots
 
     def _duration(self, value: Any, what: str, at: Location, positive: bool, default: Any) -> Any:
         try:

@@ -54,6 +54,28 @@ def _env_arg(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _resources_arg(text: str) -> dict[str, int]:
+    from .model.resources import parse_capacities
+
+    try:
+        return parse_capacities(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_resources(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--resources", type=_resources_arg, default={}, metavar="KIND=N[,KIND=N...]",
+                        help="slot capacities, e.g. gpu=2,db=1, over the file's 'resources'; a SkyPilot task's "
+                             "accelerators hold slots of their name when it has one here (V100=4)")
+
+
+def with_resources(dag: DagSpec, args: argparse.Namespace) -> DagSpec:
+    """The DAG with --resources over its capacities and every slot request checked (DagErrors when one can't be met)."""
+    from .model.resources import resolve
+
+    return resolve(dag, getattr(args, "resources", {}))
+
+
 def _add_env(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", action="append", type=_env_arg, default=[], metavar="KEY[=VALUE]",
                         help="set a variable for every task, over the file's own (KEY alone: the value tuidag has); "
@@ -78,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check a DAG file and exit")
     validate.add_argument("file", type=Path)
     _add_env(validate)
+    _add_resources(validate)
 
     graph = sub.add_parser("graph", help="print the DAG as text, Graphviz dot or Mermaid")
     graph.add_argument("file", type=Path)
@@ -110,6 +133,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_ID",
                      help="reuse the tasks that succeeded in the latest (or the given) run of this DAG")
     _add_env(run)
+    _add_resources(run)
     _add_state_dir(run)
 
 
@@ -175,7 +199,7 @@ def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    dag = _load(args.file, args.env)
+    dag = with_resources(_load(args.file, args.env), args)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
     print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} task{'' if len(dag.tasks) == 1 else 's'}, "
           f"{edges} edge{'' if edges == 1 else 's'}")
@@ -213,6 +237,7 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     from .launch import RunSession  # the engine is imported only once there is something to run
 
     outlive_readers()
+    dag = with_resources(dag, args)  # before anything starts or is stored
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     earlier = find_resumable(store, dag, args.resume) if args.resume else None

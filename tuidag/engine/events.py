@@ -24,6 +24,7 @@ class TaskSnapshot(NamedTuple):
     log_path: str = ""
     reused: bool = False             # SUCCEEDED carried over from an earlier run (--resume)
     value: Any = None                # a callable task's return value
+    slots: str | None = None         # resource slots of the current or last attempt, `gpu:0,1 db:0`
 
     def duration(self, now: float) -> float | None:
         if self.started_at is None:

@@ -7,6 +7,11 @@ under the lock before starting it, so work submitted for a task that was cancell
 no racing `Future.cancel()`, which cannot stop work a thread already took anyway). Running attempts are stopped
 through the executor's `kill()`, which ends the whole process tree.
 
+Resource slots (slots.py): a task that asks for slots waits for them in `_slot_waiters`, outside the pool, and is
+submitted to the pool once `_admit` gave it its slots; it gives them back on any move out of QUEUED/RUNNING/CANCELLING
+(success, failure, timeout, cancel, a launch error, and also a retry: a task waiting out retry_delay holds nothing and
+waits for its slots again, behind the tasks already waiting).
+
 A job group (DagSpec.job_group) is watched by a JobGroupStopper (job_group.py), which cancels the tasks that are not
 primary once every primary task has ended.
 
@@ -22,12 +27,14 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
+from ..model.resources import format_slots, is_cuda_kind, requests, resolve, slot_env_name
 from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
 from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
+from .slots import SlotPool
 from .workers import WorkerPool
 
 
@@ -65,6 +72,7 @@ Observer = Callable[[Event], None]
 BatchObserver = Callable[[list[Event]], None]
 _WAITING = (S.PENDING, S.QUEUED, S.RETRYING)
 _DEAD_END = (S.FAILED, S.CANCELLED, S.SKIPPED)  # terminal states a dependent can never run after
+_HOLDING = (S.QUEUED, S.RUNNING, S.CANCELLING)  # states a task keeps its slots in (QUEUED: admitted, not started)
 
 
 class RerunRefused(ValueError):
@@ -78,7 +86,7 @@ class InvalidTransition(RuntimeError):
 class _Task:
     """The scheduler's mutable record of one task. Only touched with the scheduler lock held."""
 
-    __slots__ = ("snap", "generation", "attempts_before", "running", "timer", "cancel_reason", "unannounced")
+    __slots__ = ("snap", "generation", "attempts_before", "running", "timer", "cancel_reason", "unannounced", "held")
 
     def __init__(self, snap: TaskSnapshot):
         self.snap = snap
@@ -88,6 +96,7 @@ class _Task:
         self.timer: threading.Timer | None = None
         self.cancel_reason: str | None = None
         self.unannounced: TaskState | None = None  # RUNNING not delivered yet: the state it came from (`_attempt`)
+        self.held: dict[str, tuple[int, ...]] | None = None  # the slots given to it (kind -> slot numbers)
 
     @property
     def state(self) -> TaskState:
@@ -133,6 +142,7 @@ class Scheduler:
         clock: Callable[[], float] = time.time,
         reused: Iterable[str] = (),
     ):
+        dag = resolve(dag)  # requests checked against capacities (front ends did it already, with their locations)
         self.dag = dag
         self.executor = executor
         self.run_id = run_id
@@ -163,6 +173,9 @@ class Scheduler:
         self._done = threading.Event()
         self._results: dict[str, Any] = {}
         self._base_env = {**os.environ, **dag.env, "TUIDAG_RUN_ID": run_id}
+        self.slots = SlotPool(dag.resources)
+        self._requests = {name: requests(spec) for name, spec in dag.tasks.items() if spec.resources}
+        self._slot_waiters: list[tuple[str, int]] = []  # (task, generation) waiting for slots, in order
         self._group = None if dag.job_group is None else JobGroupStopper(dag.job_group, list(dag.tasks), self._cancel)
         now = clock()
         reused = set(reused)
@@ -329,7 +342,13 @@ class Scheduler:
                 held, self._held = self._held, []
                 for name in held:
                     self._submit(self._tasks[name])
+                self._admit()
         self._flush()
+
+    def slots_in_use(self) -> dict[str, tuple[int, int]]:
+        """kind -> (slots held, capacity), for the views."""
+        with self._lock:
+            return self.slots.in_use()
 
     def usage(self, name: str) -> tuple[float, int] | None:
         """Live (CPU %, RSS bytes) of a running task's process tree."""
@@ -378,7 +397,52 @@ class Scheduler:
         if self._paused:
             self._held.append(t.snap.name)
             return
+        if t.held is None and t.snap.name in self._requests:
+            self._slot_waiters.append((t.snap.name, t.generation))
+            self._admit()
+            return
         self._ready.append((t.snap.name, t.generation))  # submitted by _flush, once the lock is released
+
+    def _admit(self) -> None:
+        """Give free slots to the tasks waiting for them that may have them (slots.py says which) and queue those
+        for a pool thread; the others that are QUEUED say what they wait for."""
+        if self._paused or self._stopping or not self._slot_waiters:
+            return
+        tasks = self._tasks
+        live = [(name, generation) for name, generation in self._slot_waiters
+                if tasks[name].generation == generation and tasks[name].held is None
+                and tasks[name].state in (S.QUEUED, S.RETRYING)]
+        admitted, blocked = self.slots.admit((item, self._requests[item[0]]) for item in live)
+        self._slot_waiters = [item for item in live if item in blocked]
+        for item, held in admitted:
+            t = tasks[item[0]]
+            t.held = held
+            self._set(t, t.state, slots=format_slots(held), reason=None if t.state is S.QUEUED else t.snap.reason)
+            self._ready.append(item)
+        for (name, _), kinds in blocked.items():
+            t = tasks[name]
+            reason = "waiting for " + ", ".join(kinds)
+            if t.state is S.QUEUED and t.snap.reason != reason:
+                self._set(t, S.QUEUED, reason=reason)
+
+    def _release(self, t: _Task) -> None:
+        """`t` moved to a state that holds no slots: give back the ones it had, and let the waiters have them (a
+        waiter that left waits no more either, and may have been keeping others behind it)."""
+        if t.held is not None:
+            self.slots.give_back(t.held)
+            t.held = None
+        self._admit()
+
+    def _slot_env(self, spec: TaskSpec, held: dict[str, tuple[int, ...]] | None) -> dict[str, str]:
+        """TUIDAG_SLOTS_<KIND> for each kind held, and CUDA_VISIBLE_DEVICES with the first GPU kind's numbers."""
+        if not held:
+            return {}
+        env = {slot_env_name(kind): ",".join(map(str, indices)) for kind, indices in held.items()}
+        for kind, indices in held.items():
+            if is_cuda_kind(kind, spec.resources[kind].accelerator):
+                env["CUDA_VISIBLE_DEVICES"] = env[slot_env_name(kind)]
+                break
+        return env
 
     def _work(self, name: str, generation: int) -> None:
         """Runs on a pool thread: one attempt of one task, from start to its tree being gone; then, while nothing
@@ -416,9 +480,10 @@ class Scheduler:
             self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
                       create_time=None, reason=None, exit_code=None)
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
+            slot_env = self._slot_env(spec, t.held)
         attempt = Attempt(
             run_id=self.run_id, task=spec, number=number,
-            env=TaskEnvironment(self._base_env, {**spec.env, **self._run_env(spec), "TUIDAG_TASK": name,
+            env=TaskEnvironment(self._base_env, {**spec.env, **self._run_env(spec), **slot_env, "TUIDAG_TASK": name,
                                                  "TUIDAG_ATTEMPT": str(number)}),
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
@@ -556,6 +621,8 @@ class Scheduler:
             self._outbox.append(TaskEvent(self._seq, now, old, t.snap))
         else:
             t.unannounced = old
+        if new is not old and new not in _HOLDING and t.snap.name in self._requests:
+            self._release(t)
 
     def _announce(self, t: _Task) -> None:
         """Deliver the transition `_set(announce=False)` kept back, with the snapshot as it is now."""

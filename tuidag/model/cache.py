@@ -25,9 +25,10 @@ from typing import Sequence
 
 from .errors import Location, Note
 from .loader import load_dag
+from .resources import Request
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
 
-FORMAT = 2
+FORMAT = 3
 _MODEL_DIR = os.path.dirname(__file__)
 
 
@@ -139,24 +140,28 @@ def _loc(location: Location | None) -> tuple | None:
 def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
     tasks = [(t.name, t.run, t.depends_on, dict(t.env), None if t.workdir is None else str(t.workdir), t.retries,
               t.retry_delay, t.timeout, t.setup, t.isolate, t.shell, _loc(t.location),
-              tuple(map(_loc, t.dep_locations)), dict(t.run_env))
+              tuple(map(_loc, t.dep_locations)), dict(t.run_env),
+              [(kind, r.count, _loc(r.location), r.accelerator) for kind, r in t.resources.items()])
              for t in dag.tasks.values()]
     group = None if dag.job_group is None else (dag.job_group.primary, dict(dag.job_group.termination_delay))
     return (key, dag.name, dag.max_parallel, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
             None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location)) for n in notes],
-            dag.topological_order, dag.fingerprints, group)
+            dag.topological_order, dag.fingerprints, group, dict(dag.resources))
 
 
 def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
-    _, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints, group = record
+    (_, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints, group,
+     capacities) = record
     tasks = {}
     for (task, run, deps, task_env, task_workdir, retries, retry_delay, timeout, setup, isolate, shell, location,
-         dep_locations, run_env) in rows:
+         dep_locations, run_env, requests) in rows:
         tasks[task] = TaskSpec(
             task, run, deps, task_env, None if task_workdir is None else Path(task_workdir), retries, retry_delay,
             timeout, setup, None, isolate, shell, None if location is None else Location(*location),
-            tuple(None if where is None else Location(*where) for where in dep_locations), run_env)
+            tuple(None if where is None else Location(*where) for where in dep_locations), run_env,
+            {kind: Request(count, None if where is None else Location(*where), accelerator)
+             for kind, count, where, accelerator in requests})
     dag = DagSpec(name, tasks, max_parallel, FailurePolicy(on_failure), kill_grace, env, Path(workdir),
-                  None if source is None else Path(source), None if group is None else JobGroup(*group))
+                  None if source is None else Path(source), None if group is None else JobGroup(*group), capacities)
     dag.prime(topological_order=order, fingerprints=prints)
     return dag, [Note(message, Location(*where)) for message, where in notes]

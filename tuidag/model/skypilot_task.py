@@ -19,6 +19,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import DagError, Location, Note, did_you_mean
+from .resources import Request, kind_problem
 from .spec import nul_problem
 from .yaml_loader import _INT, _NULL, _SKIP, _STR, _describe, _Reader, _typed
 
@@ -81,9 +82,11 @@ class TaskReader(_Reader):
                 else:
                     self.note(knode, "'num_nodes' is ignored when running locally")
             elif key == "resources":
-                retries, gpus = self.resources(knode, value, what)
+                retries, gpus, accelerator = self.resources(knode, value, what)
                 if retries:
                     settings["retries"] = retries
+                if accelerator:  # slots of its name, when a capacity for it is declared (model/resources.py)
+                    settings["resources"] = accelerator
             elif key == "workdir":
                 continue  # below, once the variables it may use are known
             elif key in IGNORED_TASK_KEYS:
@@ -235,13 +238,14 @@ class TaskReader(_Reader):
         return path
 
     # Resources.
-    def resources(self, key: Node, node: Node, what: str) -> tuple[int, int]:
-        """(retries from job_recovery.max_restarts_on_errors, accelerators per node); the rest is noted as ignored."""
+    def resources(self, key: Node, node: Node, what: str) -> tuple[int, int, dict[str, Request]]:
+        """(retries from job_recovery.max_restarts_on_errors, accelerators per node, the accelerator request); the
+        rest is noted as ignored."""
         if node.tag == _NULL:
-            return 0, 0
+            return 0, 0, {}
         fields = self.resource_fields(node, what)
         if fields is None:
-            return 0, 0
+            return 0, 0, {}
         retries = 0
         if "job_recovery" in fields:
             retries = self.job_recovery(*fields["job_recovery"], what + ".job_recovery")
@@ -252,12 +256,16 @@ class TaskReader(_Reader):
         for alternative in ("any_of", "ordered"):
             if alternative in fields:
                 candidates += self.alternatives(fields[alternative][1], f"{what}.{alternative}")
-        gpus = 0
+        gpus, request = 0, {}
         for candidate in candidates:
             if "accelerators" in candidate:
-                gpus = self.accelerator_count(candidate["accelerators"][1], what + ".accelerators")
+                accelerators = candidate["accelerators"][1]
+                gpus = self.accelerator_count(accelerators, what + ".accelerators")
+                name = _accelerator_name(accelerators)
+                if gpus and name and not kind_problem(name):
+                    request = {name: Request(gpus, self.at(accelerators), accelerator=True)}
                 break
-        return retries, gpus
+        return retries, gpus, request
 
     def resource_fields(self, node: Node, what: str) -> dict[str, tuple[Node, Node]] | None:
         if not isinstance(node, MappingNode):
@@ -319,6 +327,15 @@ class TaskReader(_Reader):
                 return math.ceil(_number(count))
         self.fail(node, f"{what} must be NAME or NAME:COUNT (or a list or mapping of them), got {_describe(node)}")
         return 0
+
+
+def _accelerator_name(node: Node) -> str | None:
+    """The name of the first accelerator choice (`A100` of `A100:8`, `{A100: 8}` or `[A100:8, H100:8]`)."""
+    while isinstance(node, (SequenceNode, MappingNode)) and node.value:
+        node = node.value[0][0] if isinstance(node, MappingNode) else node.value[0]
+    if isinstance(node, ScalarNode) and node.tag != _NULL:
+        return node.value.partition(":")[0].strip() or None
+    return None
 
 
 def _number(text: str) -> float | None:

@@ -83,6 +83,9 @@ class TaskSpec(NamedTuple):
     #: Variables whose values depend on the run: `{run_id}` in each value is replaced by the run's id when an attempt
     #: starts (a SkyPilot task's SKYPILOT_TASK_ID). Kept as written in fingerprints, so runs can resume each other.
     run_env: Mapping[str, str] = NO_ENV
+    #: Slots held while an attempt runs: kind -> resources.Request (checked against the DAG's capacities by
+    #: resources.resolve).
+    resources: Mapping[str, Any] = NO_ENV
 
     def dep_location(self, index: int) -> Location | None:
         if index < len(self.dep_locations) and self.dep_locations[index]:
@@ -109,12 +112,13 @@ class DagSpec:
     """A whole DAG: its tasks (insertion order = file order) and run settings. Immutable once built; the graph
     queries below are computed on first use."""
 
-    _FIELDS = ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source", "job_group")
+    _FIELDS = ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source", "job_group",
+               "resources")
 
     def __init__(self, name: str, tasks: Mapping[str, TaskSpec], max_parallel: int | None = None,
                  on_failure: FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM, kill_grace: float = DEFAULT_KILL_GRACE,
                  env: Mapping[str, str] = NO_ENV, workdir: Path | None = None, source: Path | None = None,
-                 job_group: JobGroup | None = None):
+                 job_group: JobGroup | None = None, resources: Mapping[str, int] = NO_ENV):
         set_field = super().__setattr__
         set_field("name", name)
         set_field("tasks", tasks)
@@ -125,6 +129,7 @@ class DagSpec:
         set_field("workdir", workdir if workdir is not None else Path.cwd())
         set_field("source", source)
         set_field("job_group", job_group)
+        set_field("resources", resources)  # slot kind -> capacity (see resources.py)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"DagSpec is immutable: use replace({name}=...)")

@@ -26,12 +26,13 @@ from yaml.reader import ReaderError
 
 from .durations import parse_duration
 from .errors import DagError, DagErrors, Location, did_you_mean
+from .resources import Request, kind_problem
 from .source import read_source
 from .spec import DagSpec, FailurePolicy, TaskSpec, nul_problem
 from .validate import graph_errors
 
-ROOT_KEYS = ("name", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "tasks")
-TASK_KEYS = ("run", "depends_on", "env", "workdir", "retries", "retry_delay", "timeout")
+ROOT_KEYS = ("name", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "resources", "tasks")
+TASK_KEYS = ("run", "depends_on", "env", "workdir", "retries", "retry_delay", "timeout", "resources")
 
 _NULL, _BOOL, _INT, _FLOAT, _STR = (f"tag:yaml.org,2002:{kind}" for kind in ("null", "bool", "int", "float", "str"))
 
@@ -252,8 +253,11 @@ class _Reader:
             "kill_grace": self.duration,
             "env": self.env,
             "workdir": partial(self.directory, base=folder),
+            "resources": partial(self.slots, minimum=0),
         }
         settings = self.settings(fields, converters, ROOT_KEYS, prefix="")
+        if "resources" in settings:  # capacities
+            settings["resources"] = {kind: count for kind, (count, _) in settings["resources"].items()}
         settings.setdefault("name", path.stem)
         settings.setdefault("workdir", folder)
         if tasks_field is None:
@@ -292,8 +296,12 @@ class _Reader:
             "retries": partial(self.integer, minimum=0),
             "retry_delay": self.duration,
             "timeout": partial(self.duration, positive=True),
+            "resources": partial(self.slots, minimum=1),
         }
         settings = self.settings(fields, converters, TASK_KEYS, prefix=f"task '{name}': ")
+        if "resources" in settings:  # requests, located where each is written
+            settings["resources"] = {kind: Request(count, where) for kind, (count, where) in
+                                     settings["resources"].items()}
         deps = settings.pop("depends_on", [])
         return TaskSpec(name=name, depends_on=tuple(dep for dep, _ in deps), location=location,
                         dep_locations=tuple(where for _, where in deps), **settings)
@@ -393,6 +401,23 @@ class _Reader:
                 self.fail(value, f"{what} value for '{name}' must be a string, number or boolean, "
                                  f"got {_describe(value)}")
         return env
+
+    def slots(self, node: Node, what: str, minimum: int) -> dict[str, tuple[int, Location]]:
+        """Slot kind -> (count, where the kind is written): capacities at the top level, requests in a task."""
+        if not isinstance(node, MappingNode):
+            self.fail(node, f"{what} must be a mapping of resource names to counts, e.g. {{gpu: 1}}, "
+                            f"got {_describe(node)}")
+            return _SKIP
+        slots: dict[str, tuple[int, Location]] = {}
+        for kind, (key, value) in self.mapping(node, "resource").items():
+            problem = kind_problem(kind)
+            if problem:
+                self.fail(key, f"{what}: {problem}")
+                continue
+            count = self.integer(value, f"{what}: '{kind}'", minimum)
+            if count is not _SKIP:
+                slots[kind] = (count, self.at(key))
+        return slots
 
     def dependencies(self, node: Node, what: str) -> list[tuple[str, Location]]:
         """(name, location) pairs: one name or a list of names, each located so graph errors can point at it."""

@@ -169,7 +169,7 @@ class TuidagApp(App[None]):
             self._prefix_colours = {name: TASK_COLOURS[i % len(TASK_COLOURS)]
                                     for i, name in enumerate(dag.topological_order)}
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
-        self.header = RunHeader(dag.name, session.run.run_id, self.model, id="header")
+        self.header = RunHeader(dag.name, session.run.run_id, self.model, capacities=dag.resources, id="header")
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
                                 on_select=self._selection_moved, id="graph")
         self.canvas.title_prefix = f"{dag.name} · {self.model.total:,} tasks"

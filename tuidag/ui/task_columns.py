@@ -93,9 +93,9 @@ COLUMNS: tuple[Column, ...] = (
                                                                              None), drop=6, descending_first=True),
     Column("mem", "MEM", 6, lambda s, m, now: _usage(s, m, 1),
            lambda s, v: (format_bytes(v) if v is not None else "", None), drop=5, descending_first=True),
-    # The engine may one day say which slots a task holds and which worker runs it; until a task has a value the
-    # columns stay hidden.
-    Column("slots", "SLOTS", 6, lambda s, m, now: getattr(s, "slots", None), _plain, drop=2, optional=True),
+    # The slots a task holds (or last held: `gpu:0,1 db:0`) and, one day, the worker that runs it; until a task has
+    # a value the columns stay hidden.
+    Column("slots", "SLOTS", 12, lambda s, m, now: getattr(s, "slots", None), _plain, drop=2, optional=True),
     Column("worker", "WORKER", 14, lambda s, m, now: getattr(s, "worker", None), _plain, right=False, drop=3,
            optional=True),
 )

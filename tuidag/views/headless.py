@@ -227,6 +227,8 @@ class HeadlessReporter:
         text = f"--> {state}"
         if snap.state is S.RUNNING and snap.attempt > 1:
             text += f" (attempt {snap.attempt})"
+        if snap.state is S.RUNNING and snap.slots:
+            text += f" [slots {snap.slots}]"
         elif snap.state.terminal and snap.started_at is not None and snap.finished_at is not None:
             text += f" in {format_duration(snap.finished_at - snap.started_at)}"
         if snap.reason and snap.state is not S.SUCCEEDED:

@@ -281,8 +281,12 @@ class DagCanvas(ScrollView, can_focus=True):
         if snap.state is S.RUNNING:
             usage = self.model.usage.get(snap.name)
             if usage is not None:
-                return _fit(f"cpu {usage[0]:.0f}% mem {_bytes(usage[1])}", width)
-            return _fit(f"pid {snap.pid}", width) if snap.pid else ""
+                text = f"cpu {usage[0]:.0f}% mem {_bytes(usage[1])}"
+            else:
+                text = f"pid {snap.pid}" if snap.pid else ""
+            if snap.slots:  # first: which GPU a task has matters more than its pid
+                text = f"{snap.slots} {text}".rstrip()
+            return _fit(text, width)
         if snap.state is S.FAILED and snap.exit_code is not None:
             code = f"exit {snap.exit_code}"
             if snap.reason in (None, f"exit code {snap.exit_code}"):

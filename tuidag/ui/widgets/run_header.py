@@ -3,7 +3,9 @@
 Each line is laid out for the width it gets, dropping what matters least first instead of wrapping or cutting the
 end off: on a narrow terminal the run id goes, then the `tuidag` badge and the words around the status and the
 counts, then the progress bar shrinks. What the run is doing, its elapsed time and the counts stay, and so does a
-state filter (`F`), on the right of the second line: it may lose words but never its tag.
+state filter (`F`), on the right of the second line: it may lose words but never its tag. Resource slots in use
+(`gpu 1/2`), when the DAG declares capacities, follow the counts: the bar shrinks before they go, the counts' words
+after.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from textual.widget import Widget
 
 from ...engine.job_group import stopped_by_group
 from ...model.durations import format_duration
+from ...model.resources import slot_counts
 from ...model.state import TaskState
 from ..run_model import RunModel, StateFilter
 from ..state_style import COUNT_ORDER, LOOKS
@@ -24,11 +27,13 @@ _BAR_ORDER = (S.SUCCEEDED, S.FAILED, S.CANCELLED, S.SKIPPED)
 
 
 class RunHeader(Widget):
-    def __init__(self, dag_name: str, run_id: str, model: RunModel, *, id: str | None = None):
+    def __init__(self, dag_name: str, run_id: str, model: RunModel, *, capacities: dict[str, int] | None = None,
+                 id: str | None = None):
         super().__init__(id=id)
         self.dag_name = dag_name
         self.run_id = run_id
         self.model = model
+        self.capacities = dict(capacities or {})  # resource slots per kind
 
     def render(self) -> Text:
         width = self.size.width
@@ -109,16 +114,35 @@ class RunHeader(Widget):
             line.append(done if bar_width else done.lstrip())
             line.append_text(tally)
             lines.append(line)
+        groups = [lines[:len(BAR_WIDTHS) + 1], lines[len(BAR_WIDTHS) + 1:]]
+        slots = self._slots_in_use()
+        if slots:  # tried first, with every bar width of the worded counts
+            groups.insert(0, [Text.assemble(line, slots) for line in groups[0]])
         tags = self._filter_tags()
         if not tags:
-            return next((line for line in lines if line.cell_len <= width), lines[-1])  # the last, cropped
+            return next((line for group in groups for line in group if line.cell_len <= width), lines[-1])
         # With a filter on, the bar shrinks before the filter loses words, and those go before the counts' words.
-        for group in (lines[:len(BAR_WIDTHS) + 1], lines[len(BAR_WIDTHS) + 1:]):
+        for group in groups:
             for tag in tags:
                 for line in group:
                     if line.cell_len + 1 + tag.cell_len <= width:
                         return _spread(line, tag, width)
         return Text.assemble(tags[-1], lines[-1])  # too narrow for both: the filter first, so it is never cropped
+
+    def _slots_in_use(self) -> Text | None:
+        """`gpu 1/2  db 0/1`: slots held by running tasks, per declared kind (None when the DAG declares none)."""
+        if not self.capacities:
+            return None
+        used = dict.fromkeys(self.capacities, 0)
+        for snap in self.model.snapshots.values():
+            if snap.slots and snap.state.active:
+                for kind, count in slot_counts(snap.slots).items():
+                    used[kind] = used.get(kind, 0) + count
+        text = Text()
+        for kind, capacity in self.capacities.items():
+            text.append(f"{kind} {used[kind]}/{capacity}", "bold" if used[kind] >= capacity > 0 else "")
+            text.append("  ")
+        return text
 
     def _filter_tags(self) -> list[Text]:
         """What says a state filter is on, from the fullest wording to the shortest; none when all tasks show.
