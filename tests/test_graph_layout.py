@@ -285,3 +285,9 @@ def test_a_cached_layout_is_kept_per_zoom_orientation_and_packing(tmp_path):
     assert len(list(tmp_path.iterdir())) == len(styles)
     cached = layout_dag(dag, styles[3], cache_dir=tmp_path)
     assert cached.style.zoom is styles[3].zoom and cached.orientation is styles[3].orientation
+
+
+def test_a_packed_layer_no_edge_meets_has_no_bus():
+    layout = layout_graph({f"t{i:02d}": [] for i in range(40)}, LayoutStyle(Zoom.COMPACT, Orientation.LR, VIEW))
+    assert len({t.x for t in layout.tiles.values()}) > 1  # packed
+    assert not any(ch in line for line in render_text(layout) for ch in "┌┐└┘│┤├▶")

@@ -678,7 +678,10 @@ class _Graph:
         return tiles
 
     def _brackets(self, v: int, x: int, mid: int, edges: _EdgeDrawing) -> None:
-        """A block's bus: a bracket on each side spanning the block, which its edges meet at the middle."""
+        """A block's bus: a bracket on each side spanning the block, which its edges meet at the middle (none for a
+        block no edge meets: there is no bus to draw)."""
+        if not self.pred[v] and not self.succ[v]:
+            return
         lo, hi = self.top[v], self.top[v] + self.across(v) - 1
         for bx, inward in ((x, True), (x + self.along(v) - 1, False)):
             bar = _Track()
