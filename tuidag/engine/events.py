@@ -24,6 +24,7 @@ class TaskSnapshot(NamedTuple):
     log_path: str = ""
     reused: bool = False             # SUCCEEDED carried over from an earlier run (--resume)
     value: Any = None                # a callable task's return value
+    worker: str | None = None        # the Dask worker that ran the last attempt (None: this machine)
 
     def duration(self, now: float) -> float | None:
         if self.started_at is None:

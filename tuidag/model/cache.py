@@ -27,7 +27,7 @@ from .errors import Location, Note
 from .loader import load_dag
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
 
-FORMAT = 2
+FORMAT = 3
 _MODEL_DIR = os.path.dirname(__file__)
 
 
@@ -144,11 +144,12 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
     group = None if dag.job_group is None else (dag.job_group.primary, dict(dag.job_group.termination_delay))
     return (key, dag.name, dag.max_parallel, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
             None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location)) for n in notes],
-            dag.topological_order, dag.fingerprints, group)
+            dag.topological_order, dag.fingerprints, group, dag.executor, dag.dask_address)
 
 
 def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
-    _, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints, group = record
+    (_, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints, group, executor,
+     dask_address) = record
     tasks = {}
     for (task, run, deps, task_env, task_workdir, retries, retry_delay, timeout, setup, isolate, shell, location,
          dep_locations, run_env) in rows:
@@ -157,6 +158,7 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
             timeout, setup, None, isolate, shell, None if location is None else Location(*location),
             tuple(None if where is None else Location(*where) for where in dep_locations), run_env)
     dag = DagSpec(name, tasks, max_parallel, FailurePolicy(on_failure), kill_grace, env, Path(workdir),
-                  None if source is None else Path(source), None if group is None else JobGroup(*group))
+                  None if source is None else Path(source), None if group is None else JobGroup(*group), executor,
+                  dask_address)
     dag.prime(topological_order=order, fingerprints=prints)
     return dag, [Note(message, Location(*where)) for message, where in notes]

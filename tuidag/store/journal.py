@@ -17,7 +17,8 @@ from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
-_SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused")
+_SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused",
+                    "worker")
 _SNAPSHOT_DEFAULTS = {"attempt": 0, "reused": False}  # the others default to None
 
 SUMMARY = "summary.json"
@@ -200,6 +201,8 @@ def task_line(event: TaskEvent) -> bytes:
         line += f',"reason":{_ENCODER.encode(snap.reason)}'
     if snap.reused:
         line += ',"reused":true'
+    if snap.worker is not None:
+        line += f',"worker":{_ENCODER.encode(snap.worker)}'
     if snap.value is not None and snap.state is TaskState.SUCCEEDED:
         try:
             line += f',"value":{_ENCODER.encode(json.loads(json.dumps(snap.value)))}'
@@ -341,7 +344,7 @@ _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "attempt": lambda value: type(value) is int and value >= 0, "exit_code": _optional(_is_int),
     "started_at": _optional(_is_time), "finished_at": _optional(_is_time), "pid": _optional(_is_pid),
     "create_time": _optional(_is_time), "reason": _optional(_is_str), "reused": lambda value: type(value) is bool,
-    "value_repr": _is_str,
+    "value_repr": _is_str, "worker": _optional(_is_str),
 }
 _REQUIRED = {"run": ("event",), "task": ("task", "to")}
 
@@ -381,6 +384,7 @@ class TaskRecord:
         self.pid: int | None = None
         self.create_time: float | None = None
         self.reused = False
+        self.worker: str | None = None  # the Dask worker that ran the last attempt
         self.pids: list[tuple[int, float | None]] = []  # every attempt leader: (pid, create time)
 
     @property
