@@ -85,10 +85,12 @@ class DaskExecutor(Executor):
         self.topic = f"tuidag-{uuid.uuid4().hex}"
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}
+        self._runs: set[str] = set()  # run ids of the attempts launched
         self._closed = False
         client.subscribe_topic(self.topic, self._on_event)
 
     def launch(self, attempt: Attempt) -> RunningAttempt:
+        self._runs.add(attempt.run_id)
         return DaskAttempt(self, attempt)
 
     def _on_event(self, event: tuple[float, list]) -> None:
@@ -107,20 +109,22 @@ class DaskExecutor(Executor):
             return {}
 
     def force_kill(self) -> int:
+        """SIGKILL every process of the runs on every worker (a second Ctrl+C, or what a run left at its end)."""
         from .dask_worker import kill_all
 
-        runs = {a.attempt.run_id for a in list(self._attempts.values())}
         found = 0
-        for run_id in runs:
+        for run_id in list(self._runs):
             answers = self.run_on_workers(kill_all, run_id)
             found += sum(n for n in answers.values() if isinstance(n, int))
         return found
 
     def close(self) -> None:
-        """The run is over: stop listening, and close the client and the local cluster this executor started."""
+        """The run is over: end what its tasks left on the workers (daemons; the tree of an attempt whose worker was
+        lost, on a worker that came back), stop listening, close the client and the local cluster started here."""
         if self._closed:
             return
         self._closed = True
+        self.force_kill()
         try:
             self.client.unsubscribe_topic(self.topic)
         except Exception:
@@ -182,7 +186,7 @@ class DaskAttempt(RunningAttempt):
             import cloudpickle
 
             try:
-                spec["func"] = cloudpickle.dumps(task.func)
+                spec["func"] = pickle_by_value(task.func)
             except Exception as exc:
                 raise RuntimeError(f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}") \
                     from None
@@ -214,8 +218,8 @@ class DaskAttempt(RunningAttempt):
             reason = self._kill_reason
         if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
             self._end(AttemptResult(False, None, f"worker lost: {first}"))
-            self.future.cancel()
-            self._on_workers_later([worker], f"worker lost: {first}")
+            threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,
+                             name="tuidag-dask-kill").start()
         elif reason is not None:  # cancelled while it was being started
             self._on_workers_later([worker], reason)
 
@@ -257,6 +261,13 @@ class DaskAttempt(RunningAttempt):
         threading.Thread(target=self.executor.run_on_workers, args=(cancel_key, self.key, reason),
                          kwargs={"workers": workers}, daemon=True, name="tuidag-dask-kill").start()
 
+    def _drop_rerun(self, worker: str, reason: str) -> None:
+        """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next)."""
+        from .dask_worker import cancel_key
+
+        self.future.cancel()
+        self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker])
+
     def _cancel_unstarted(self, reason: str) -> None:
         """The future is cancelled; make sure no worker starts it, and if one already had, let its end event end it."""
         from .dask_worker import cancel_key
@@ -294,6 +305,27 @@ class DaskAttempt(RunningAttempt):
             fd, self._fd = self._fd, None
             if fd is not None:
                 os.close(fd)
+
+
+_pickle_lock = threading.Lock()
+
+
+def pickle_by_value(func: Any) -> bytes:
+    """`func` pickled with its module's code, not a reference to the module: a worker has tuidag installed, not the
+    DAG's own modules."""
+    import sys
+
+    import cloudpickle
+
+    module = sys.modules.get(getattr(func, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":  # __main__ always travels by value
+        return cloudpickle.dumps(func)
+    with _pickle_lock:  # the registry is global
+        cloudpickle.register_pickle_by_value(module)
+        try:
+            return cloudpickle.dumps(func)
+        finally:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 def describe_error(exc: BaseException | None, worker: str | None) -> str:
