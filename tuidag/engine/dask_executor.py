@@ -18,7 +18,9 @@ What Dask does and does not do for us:
 from __future__ import annotations
 
 import os
+import signal
 import threading
+from contextlib import contextmanager
 from typing import Any, Mapping
 
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
@@ -28,6 +30,22 @@ INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip
 LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (its threads mostly wait for processes)
 CONNECT_TIMEOUT = "10s"
 END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
+
+
+@contextmanager
+def _signals_ignored():
+    """Start worker processes that ignore SIGINT and SIGTERM (the disposition survives their exec): Ctrl+C in a
+    terminal reaches the whole process group, and a worker that died of it would leave its tasks' trees running.
+    tuidag handles the signal itself: it cancels every task, then closes the cluster."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 class DaskUnreachable(Exception):
@@ -68,9 +86,11 @@ class DaskExecutor(Executor):
         self._own_client = client is None
         if client is None:
             # Dask's own log lines would land in the middle of the UI; what matters reaches the tasks' reasons.
-            logging.getLogger("distributed").setLevel(logging.CRITICAL)
+            for name in ["distributed", *logging.root.manager.loggerDict]:
+                if name.startswith("distributed"):
+                    logging.getLogger(name).setLevel(logging.CRITICAL)
             if address is None:
-                with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+                with dask.config.set({"distributed.scheduler.allowed-failures": 0}), _signals_ignored():
                     self._cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
                                                  threads_per_worker=LOCAL_THREADS_PER_WORKER, dashboard_address=None,
                                                  silence_logs=logging.CRITICAL)
@@ -335,5 +355,9 @@ def describe_error(exc: BaseException | None, worker: str | None) -> str:
     if isinstance(exc, KilledWorker):
         last = getattr(exc.last_worker, "address", exc.last_worker)
         return f"worker lost: {worker or last}"
-    text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0] if exc is not None else "unknown Dask error"
+    if exc is None:
+        return "unknown Dask error"
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if "deserialization" in text:  # the scheduler or a worker can't import tuidag's task function
+        text = "the Dask scheduler or worker cannot load tuidag's task: install tuidag (this version) there too"
     return text if len(text) <= 200 else text[:197] + "..."
