@@ -40,7 +40,7 @@ from test_engine import (  # noqa: F401
 @pytest.fixture(scope="module")
 def client():
     """Two in-process workers (a LocalCluster of threads starts in a few hundredths of a second)."""
-    with LocalCluster(n_workers=2, threads_per_worker=8, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0") as cluster:
         with Client(cluster) as client:
             yield client
 
@@ -126,7 +126,7 @@ def test_cancel_a_task_queued_inside_dask_never_starts_it(tmp_path):
     """Both tasks are launched (tuidag allows 2 at once) but the one worker thread is busy: `waiting` sits in Dask's
     queue, and cancelling it cancels its future; it never runs."""
     marker = tmp_path / "ran"
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
             Client(cluster) as one:
         dags.new_executor = lambda dag: DaskExecutor(client=one, dag_env=dag.env)  # undone by monkeypatch
         dag = make_dag({"busy": "sleep 30", "waiting": f"touch {marker}"}, max_parallel=2)
@@ -183,7 +183,7 @@ def make_lock():
 # --- real worker processes ------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def process_cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=4, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=4, processes=True, dashboard_address=":0") as cluster:
         yield cluster
 
 
@@ -197,7 +197,7 @@ def test_cancel_kills_the_whole_tree_on_a_worker_process(tmp_path, process_clust
                   f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; while :; do sleep 0.1; done' & wait")
         dag = make_dag({"t": script}, kill_grace=0.3)
         scheduler, rec = start_run(dag, tmp_path)
-        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3)
+        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=30)
         refs = read_pids(pids)
         workers = set(client.run(os.getpid).values())
         assert psutil.Process(refs[0][0]).ppid() in workers  # the task runs under a worker process, not here
@@ -215,7 +215,7 @@ def test_a_worker_that_dies_fails_the_attempt_and_the_retry_runs_elsewhere(tmp_p
         dag = make_dag({"t": {"run": f"echo $PPID $$ >> {pids}; [ $TUIDAG_ATTEMPT = 2 ] || exec sleep 60",
                               "retries": 1}})
         scheduler, rec = start_run(dag, tmp_path)
-        wait_until(lambda: pids.exists() and pids.read_text().strip())
+        wait_until(lambda: pids.exists() and pids.read_text().strip(), timeout=30)
         worker, leader = map(int, pids.read_text().split())
         leader_ref = (leader, psutil.Process(leader).create_time())
         address = scheduler.snapshot()["t"].worker

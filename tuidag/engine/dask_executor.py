@@ -108,7 +108,8 @@ class DaskExecutor(Executor):
             if address is None:
                 with dask.config.set({"distributed.scheduler.allowed-failures": 0}), _signals_ignored():
                     self._cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
-                                                 threads_per_worker=LOCAL_THREADS_PER_WORKER, dashboard_address=None,
+                                                 threads_per_worker=LOCAL_THREADS_PER_WORKER,
+                                                 dashboard_address=":0",  # its HTTP server starts even with None
                                                  silence_logs=logging.CRITICAL)
                 client = Client(self._cluster)
                 _scheduler_sends_sooner(self._cluster.scheduler)
