@@ -95,3 +95,37 @@ def test_bad_executor_choices_are_usage_errors(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == (f"{bad}:1:11: executor: the executor must be local, dask or dask-local[:N], "
                            f"got 'ray'\n")
+
+
+def test_a_scheduler_that_goes_away_fails_the_running_tasks_and_exits_1(tmp_path):
+    """An existing cluster (a scheduler and a worker started as a user would) whose scheduler dies mid-run."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--dashboard-address", ":0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    address = f"tcp://127.0.0.1:{port}"
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "2",
+                               "--no-nanny", "--dashboard-address", ":0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        started = tmp_path / "started"
+        dag = write(tmp_path / "dag.yaml", f"tasks:\n  slow: {{run: 'echo $$ > {started}; exec sleep 30'}}\n")
+        run = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--executor", "dask",
+                                "--dask-address", address], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: started.exists() and started.read_text().strip(), timeout=60)
+        task = psutil.Process(int(started.read_text()))
+        scheduler.kill()
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 1, err
+        assert "[slow] --> FAILED" in out and f"the Dask scheduler {address} is unreachable" in out
+        assert "Traceback" not in err
+        task.kill()  # the worker, cut off from its scheduler, can't be told to stop it: tuidag doesn't claim it did
+    finally:
+        for proc in (scheduler, worker):
+            proc.kill()
+            proc.wait()

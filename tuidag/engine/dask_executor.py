@@ -141,7 +141,10 @@ class DaskExecutor(Executor):
             running.on_event(kind, payload)
 
     def run_on_workers(self, function, *args: Any, workers: list[str] | None = None) -> dict[str, Any]:
-        """`Client.run` that reports nothing but what the workers answered (unreachable ones are left out)."""
+        """`Client.run` that reports nothing but what the workers answered (unreachable ones are left out), and
+        nothing at all while the scheduler is unreachable (the client would wait for it to come back)."""
+        if self.client.status != "running":
+            return {}
         try:
             return self.client.run(function, *args, workers=workers, on_error="return")
         except Exception:
