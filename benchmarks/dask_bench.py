@@ -4,7 +4,8 @@ the run), on the layered DAG of `core_bench` and on a chain.
 - layered: `tuidag run --no-tui --quiet -j 8` of the 1,000-task layered DAG of `true` commands, whole wall time
   (for Dask that includes importing `distributed`, starting the cluster and closing it).
 - chain: per-task overhead of a 200-task chain of `true` (each task waits for the one before it), as
-  (wall time of the chain - wall time of a 1-task DAG) / 199, so start-up and shut-down are taken out.
+  (wall time of the chain - wall time of a 1-task DAG) / 199, so start-up and shut-down are taken out; the
+  1-task DAG's own time is printed too (for Dask: importing it, starting the cluster and closing it).
 
     python benchmarks/dask_bench.py                # 3 repeats, medians
     python benchmarks/dask_bench.py --repeats 5
@@ -52,11 +53,11 @@ def main() -> None:
                     times.setdefault((executor, name), []).append(run(path, options, work))
         med = {key: statistics.median(values) for key, values in times.items()}
         print(f"median of {args.repeats}, -j 8, {os.cpu_count()} CPUs")
-        print(f"{'executor':<14}{'layered 1,000':>15}{'chain 200':>12}{'per chain task':>16}")
+        print(f"{'executor':<14}{'layered 1,000':>15}{'chain 200':>12}{'1 task':>9}{'per chain task':>16}")
         for executor in EXECUTORS:
             per_task = (med[executor, "chain"] - med[executor, "one"]) / 199 * 1000
             print(f"{executor:<14}{med[executor, 'layered']:>14.2f}s{med[executor, 'chain']:>11.2f}s"
-                  f"{per_task:>13.1f} ms")
+                  f"{med[executor, 'one']:>8.2f}s{per_task:>13.1f} ms")
         ratio = med["dask-local:2", "layered"] / med["local", "layered"]
         print(f"layered: dask-local:2 / local = {ratio:.2f}x")
 

@@ -91,7 +91,7 @@ def test_the_worker_gets_its_own_environment_not_the_clients(tmp_path, monkeypat
                    env={"FROM_DAG": "d"})
     executor = DaskExecutor(client=dags.new_executor(dag).client, dag_env=dag.env)
     monkeypatch.setattr(dags, "new_executor", lambda _: executor)
-    os.environ["CLIENT_ONLY"] = "leaked"  # set after the in-process workers started: only the client has it ...
+    os.environ["CLIENT_ONLY"] = "leaked"  # in the client's environment: what is sent to the worker must not carry it
     try:
         spec = executor_spec(executor, dag, tmp_path)
     finally:
@@ -104,12 +104,12 @@ def test_the_worker_gets_its_own_environment_not_the_clients(tmp_path, monkeypat
 
 def executor_spec(executor: DaskExecutor, dag, tmp_path) -> dict:
     """What the executor would send a worker for task `a` (built as for a run, without submitting it)."""
-    from tuidag.engine.dask_executor import DaskAttempt
+    from tuidag.engine.dask_executor import worker_spec
     from tuidag.engine.executor import Attempt, TaskEnvironment
 
     env = TaskEnvironment({**os.environ, **dag.env}, {**dag.tasks["a"].env, "TUIDAG_TASK": "a"})
     attempt = Attempt("r", dag.tasks["a"], 1, env, tmp_path, str(tmp_path / "a.log"), None, 1.0)
-    return DaskAttempt._spec(type("Probe", (), {"executor": executor, "key": "k"})(), attempt)
+    return worker_spec(attempt, "k", executor.topic, executor.dag_env)
 
 
 def test_missing_workdir_names_the_worker_and_the_path(tmp_path):

@@ -195,7 +195,7 @@ class DaskAttempt(RunningAttempt):
         self._fd: int | None = open_log(attempt)
         try:
             write_header(self._fd, attempt)
-            spec = self._spec(attempt)
+            spec = worker_spec(attempt, self.key, executor.topic, executor.dag_env)
         except BaseException as exc:
             if not isinstance(exc, OSError):
                 os.write(self._fd, f"tuidag: cannot start: {exc}\n".encode())
@@ -210,34 +210,6 @@ class DaskAttempt(RunningAttempt):
             self._forget()
             raise
         self.future.add_done_callback(self._future_done)
-
-    def _spec(self, attempt: Attempt) -> dict[str, Any]:
-        """What the worker needs, as plain data: the environment is the DAG's and the task's (with the TUIDAG_*
-        tags) only, put over the worker's own; a callable travels pickled by value."""
-        task = attempt.task
-        own = attempt.env.own if isinstance(attempt.env, TaskEnvironment) else attempt.env
-        env = {**self.executor.dag_env, **own, "TUIDAG_RUN_ID": attempt.run_id}
-        steps = [("setup", task.setup)] if task.setup else []
-        if task.run is not None:
-            steps.append(("run", task.run))
-        spec = {"key": self.key, "topic": self.executor.topic, "run_id": attempt.run_id, "task": task.name,
-                "attempt": attempt.number, "steps": steps, "shell": task.shell, "env": env,
-                "workdir": str(attempt.workdir), "timeout": attempt.timeout, "kill_grace": attempt.kill_grace,
-                "func": None, "results": None}
-        if task.func is not None:
-            import cloudpickle
-
-            try:
-                spec["func"] = pickle_by_value(task.func)
-            except Exception as exc:
-                raise RuntimeError(f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}") \
-                    from None
-            try:
-                spec["results"] = cloudpickle.dumps(dict(attempt.results))
-            except Exception as exc:
-                raise RuntimeError(f"a dependency's result cannot be pickled for a Dask worker: "
-                                   f"{type(exc).__name__}: {exc}") from None
-        return spec
 
     # --- events from the worker (on the client's event loop) ---------------------------------------------------
     def on_event(self, kind: str, payload: Any) -> None:
@@ -347,6 +319,35 @@ class DaskAttempt(RunningAttempt):
             fd, self._fd = self._fd, None
             if fd is not None:
                 os.close(fd)
+
+
+def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str]) -> dict[str, Any]:
+    """What the worker needs, as plain data: the environment is the DAG's and the task's (with the TUIDAG_*
+    tags) only, put over the worker's own; a callable travels pickled by value."""
+    task = attempt.task
+    own = attempt.env.own if isinstance(attempt.env, TaskEnvironment) else attempt.env
+    env = {**dag_env, **own, "TUIDAG_RUN_ID": attempt.run_id}
+    steps = [("setup", task.setup)] if task.setup else []
+    if task.run is not None:
+        steps.append(("run", task.run))
+    spec = {"key": key, "topic": topic, "run_id": attempt.run_id, "task": task.name,
+            "attempt": attempt.number, "steps": steps, "shell": task.shell, "env": env,
+            "workdir": str(attempt.workdir), "timeout": attempt.timeout, "kill_grace": attempt.kill_grace,
+            "func": None, "results": None}
+    if task.func is not None:
+        import cloudpickle
+
+        try:
+            spec["func"] = pickle_by_value(task.func)
+        except Exception as exc:
+            raise RuntimeError(f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}") \
+                from None
+        try:
+            spec["results"] = cloudpickle.dumps(dict(attempt.results))
+        except Exception as exc:
+            raise RuntimeError(f"a dependency's result cannot be pickled for a Dask worker: "
+                               f"{type(exc).__name__}: {exc}") from None
+    return spec
 
 
 _pickle_lock = threading.Lock()
