@@ -123,23 +123,33 @@ def test_missing_workdir_names_the_worker_and_the_path(tmp_path):
 
 
 def test_cancel_a_task_queued_inside_dask_never_starts_it(tmp_path):
-    """Both tasks are launched (tuidag allows 2 at once) but the one worker thread is busy: `waiting` sits in Dask's
-    queue, and cancelling it cancels its future; it never runs."""
-    marker = tmp_path / "ran"
+    """The one worker thread is taken by a Dask task of our own, so `waiting` sits in Dask's queue (tuidag launched
+    it); cancelling it cancels its future, and it never runs."""
+    marker, gate = tmp_path / "ran", tmp_path / "gate"
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
             Client(cluster) as one:
-        dags.new_executor = lambda dag: DaskExecutor(client=one, dag_env=dag.env)  # undone by monkeypatch
-        dag = make_dag({"busy": "sleep 30", "waiting": f"touch {marker}"}, max_parallel=2)
-        scheduler, rec = start_run(dag, tmp_path)
-        rec.wait_state("busy", "RUNNING")
-        rec.wait_state("waiting", "RUNNING")
-        wait_until(lambda: one.processing() and sum(map(len, one.processing().values())) == 2)
-        scheduler.cancel("waiting")
-        rec.wait_state("waiting", "CANCELLED")
-        scheduler.cancel("busy")
-        assert finish(scheduler) == {"busy": "CANCELLED", "waiting": "CANCELLED"}
+        blocker = one.submit(_wait_for, str(gate), pure=False)
+        try:
+            wait_until(lambda: getattr(cluster.scheduler.tasks.get(blocker.key), "state", None) == "processing",
+                       timeout=30)
+            dags.new_executor = lambda dag: DaskExecutor(client=one, dag_env=dag.env)  # undone by monkeypatch
+            scheduler, rec = start_run(make_dag({"waiting": f"touch {marker}"}), tmp_path)
+            rec.wait_state("waiting", "RUNNING", timeout=30)
+            wait_until(lambda: len(cluster.scheduler.tasks) == 2, timeout=30)  # Dask's, behind the blocker
+            scheduler.cancel("waiting")
+            assert finish(scheduler) == {"waiting": "CANCELLED"}
+        finally:
+            gate.touch()
+        blocker.result(timeout=30)
     assert not marker.exists()
     assert log_of(tmp_path, "waiting").count(b"\n") == 1  # the header alone
+
+
+def _wait_for(path: str) -> None:
+    import time
+
+    while not os.path.exists(path):
+        time.sleep(0.01)
 
 
 def square(ctx):
