@@ -72,10 +72,18 @@ class Recorder:
         return [e for e in self.task_events(task) if e.new.value == state][-1]
 
 
+def local_executor(dag: DagSpec) -> LocalExecutor:
+    return LocalExecutor()
+
+
+#: What `start_run` runs attempts with: the Dask tests swap in a Dask executor to run the same tests on a cluster.
+new_executor: Callable[[DagSpec], Any] = local_executor
+
+
 def start_run(dag: DagSpec, tmp_path: Path, observers=(), **kwargs) -> tuple[Scheduler, Recorder]:
     logs = tmp_path / "logs"
     logs.mkdir(exist_ok=True)
-    scheduler = Scheduler(dag, LocalExecutor(), f"test-{uuid.uuid4().hex[:12]}", logs, **kwargs)
+    scheduler = Scheduler(dag, new_executor(dag), f"test-{uuid.uuid4().hex[:12]}", logs, **kwargs)
     recorder = Recorder()
     scheduler.subscribe(recorder)
     for observer in observers:

@@ -81,11 +81,11 @@ def flow(depth: int) -> str:
 
 
 def block(depth: int) -> str:
-    return "tasks:\n  a:\n    run: echo\nextra:\n" + "".join(" " * (i + 1) + "k:\n" for i in range(depth))
+    return "tasks:\n  a:\n    run: echo\nsurplus:\n" + "".join(" " * (i + 1) + "k:\n" for i in range(depth))
 
 
 def sequences(depth: int) -> str:
-    return "tasks:\n  a: {run: echo}\nextra:\n" + "- " * depth + "x\n"
+    return "tasks:\n  a: {run: echo}\nsurplus:\n" + "- " * depth + "x\n"
 
 
 def unclosed(depth: int) -> str:  # also a syntax error: PyYAML's composer, which reports those, must not recurse
@@ -111,8 +111,8 @@ def test_deep_nesting_is_a_located_error(tmp_path, shape, where, depth):
 def test_nesting_up_to_the_limit_is_fine(tmp_path):
     path = tmp_path / "dag.yaml"
     inner = MAX_DEPTH - 3  # the root mapping, tasks, a
-    path.write_text("tasks:\n  a:\n    run: echo\n    env: {A: '1'}\n" + "extra: " + "[" * inner + "]" * inner + "\n")
-    assert errors(path) == [f"{path}:5:1: unknown key 'extra'"]
+    path.write_text("tasks:\n  a:\n    run: echo\n    env: {A: '1'}\n" + "surplus: " + "[" * inner + "]" * inner + "\n")
+    assert errors(path) == [f"{path}:5:1: unknown key 'surplus'"]
 
 
 def test_deep_file_through_the_cli_exits_2_without_a_traceback(tmp_path):
@@ -152,8 +152,8 @@ def laughs(prefix: str) -> str:
 def test_the_depth_check_does_not_expand_aliases(tmp_path):
     """Walking the composed tree must not follow every alias again (a billion-laughs file took forever)."""
     path = tmp_path / "dag.yaml"
-    path.write_text("tasks:\n  a: {run: echo}\nextra:\n" + laughs("  "))
-    assert errors(path) == [f"{path}:3:1: unknown key 'extra'"]
+    path.write_text("tasks:\n  a: {run: echo}\nsurplus:\n" + laughs("  "))
+    assert errors(path) == [f"{path}:3:1: unknown key 'surplus'"]
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text("name: p\n---\nname: a\nrun: echo\nconfig:\n" + laughs("  "))  # ignored: accepted whole
     assert list(load_dag(pipeline).tasks) == ["p"]  # a single task takes the pipeline's name, as in SkyPilot

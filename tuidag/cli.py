@@ -132,6 +132,11 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
     run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_ID",
                      help="reuse the tasks that succeeded in the latest (or the given) run of this DAG")
+    run.add_argument("--executor", metavar="KIND",
+                     help="where tasks run: local (default), dask (an existing cluster: --dask-address), or "
+                          "dask-local[:N] (a local Dask cluster of N worker processes, one per CPU by default)")
+    run.add_argument("--dask-address", metavar="tcp://HOST:8786",
+                     help="the Dask scheduler for --executor dask (default: from the file, or $DASK_SCHEDULER_ADDRESS)")
     _add_env(run)
     _add_resources(run)
     _add_state_dir(run)
@@ -241,8 +246,9 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
+    executor = make_executor(dag, args)
     session = RunSession.create(dag, state_dir, max_parallel=args.max_parallel, kill_grace=args.kill_grace,
-                                resume_from=earlier)
+                                resume_from=earlier, executor=executor)
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
     if earlier:
@@ -255,6 +261,30 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
 
         return run_tui(session, exit_on_finish=args.exit_on_finish)
     return run_headless(session, quiet=args.quiet)
+
+
+def make_executor(dag: DagSpec, args: argparse.Namespace):
+    """The executor `--executor` (or the file's `executor:`) asks for; None for the local one. Dask is imported only
+    here, only when asked for."""
+    from .model.executor_choice import choose_executor
+
+    try:
+        choice = choose_executor(getattr(args, "executor", None) or dag.executor,
+                                 getattr(args, "dask_address", None) or dag.dask_address)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not choice.uses_dask:
+        return None
+    from .engine.dask_executor import INSTALL_HINT, dask_missing
+
+    if dask_missing():
+        raise UsageError(INSTALL_HINT)
+    from .engine.dask_executor import DaskExecutor, DaskUnreachable
+
+    try:
+        return DaskExecutor(choice.address, local_workers=choice.workers, dag_env=dag.env)
+    except DaskUnreachable as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run_headless(session, quiet: bool = False) -> int:

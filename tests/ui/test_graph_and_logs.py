@@ -218,3 +218,10 @@ async def test_a_tile_shows_the_meaningful_part_of_a_reason(new_session):
             assert "by SIGINT" in bottom and len(bottom) == width, bottom
         bottom = tile_text(app, "next")[2]
         assert "← a-task" in bottom and "failed" in bottom, bottom
+
+
+async def test_a_tile_run_by_a_dask_worker_names_it(new_session):
+    async with open_app(new_session({"a": "true"})) as (app, pilot):
+        snap = TaskSnapshot("a", TaskState.SUCCEEDED, worker="tcp://10.0.0.5:40123")
+        assert app.canvas._detail(snap, 20) == "10.0.0.5:40123"
+        assert app.canvas._detail(snap._replace(worker=None), 20) == ""

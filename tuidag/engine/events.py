@@ -25,6 +25,7 @@ class TaskSnapshot(NamedTuple):
     reused: bool = False             # SUCCEEDED carried over from an earlier run (--resume)
     value: Any = None                # a callable task's return value
     slots: str | None = None         # resource slots of the current or last attempt, `gpu:0,1 db:0`
+    worker: str | None = None        # the Dask worker that ran the last attempt (None: this machine)
 
     def duration(self, now: float) -> float | None:
         if self.started_at is None:

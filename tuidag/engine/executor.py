@@ -59,6 +59,7 @@ class AttemptResult(NamedTuple):
     reason: str | None = None    # why it failed or stopped: "exit code 3", "timeout", "setup failed", ...
     cancelled: bool = False      # it ended because kill() was called
     value: Any = None            # a callable's return value
+    worker: str | None = None    # the Dask worker that ran it (None: this machine)
 
 
 class RunningAttempt(ABC):

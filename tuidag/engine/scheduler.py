@@ -519,6 +519,8 @@ class Scheduler:
         name = t.snap.name
         now = self.clock()
         spec = self.dag.tasks[name]
+        if result.worker != t.snap.worker:  # the Dask worker that ran it, named in the attempt's last event
+            t.snap = t.snap.evolve(worker=result.worker)
         if t.state is S.CANCELLING:
             self._set(t, S.CANCELLED, reason=t.cancel_reason, exit_code=result.exit_code, finished_at=now)
         elif result.ok:

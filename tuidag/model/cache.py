@@ -28,7 +28,7 @@ from .loader import load_dag
 from .resources import Request
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
 
-FORMAT = 3
+FORMAT = 4
 _MODEL_DIR = os.path.dirname(__file__)
 
 
@@ -146,12 +146,12 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
     group = None if dag.job_group is None else (dag.job_group.primary, dict(dag.job_group.termination_delay))
     return (key, dag.name, dag.max_parallel, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
             None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location)) for n in notes],
-            dag.topological_order, dag.fingerprints, group, dict(dag.resources))
+            dag.topological_order, dag.fingerprints, group, dict(dag.resources), dag.executor, dag.dask_address)
 
 
 def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
     (_, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints, group,
-     capacities) = record
+     capacities, executor, dask_address) = record
     tasks = {}
     for (task, run, deps, task_env, task_workdir, retries, retry_delay, timeout, setup, isolate, shell, location,
          dep_locations, run_env, requests) in rows:
@@ -162,6 +162,7 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
             {kind: Request(count, None if where is None else Location(*where), accelerator)
              for kind, count, where, accelerator in requests})
     dag = DagSpec(name, tasks, max_parallel, FailurePolicy(on_failure), kill_grace, env, Path(workdir),
-                  None if source is None else Path(source), None if group is None else JobGroup(*group), capacities)
+                  None if source is None else Path(source), None if group is None else JobGroup(*group), capacities,
+                  executor, dask_address)
     dag.prime(topological_order=order, fingerprints=prints)
     return dag, [Note(message, Location(*where)) for message, where in notes]

@@ -113,12 +113,13 @@ class DagSpec:
     queries below are computed on first use."""
 
     _FIELDS = ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source", "job_group",
-               "resources")
+               "resources", "executor", "dask_address")
 
     def __init__(self, name: str, tasks: Mapping[str, TaskSpec], max_parallel: int | None = None,
                  on_failure: FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM, kill_grace: float = DEFAULT_KILL_GRACE,
                  env: Mapping[str, str] = NO_ENV, workdir: Path | None = None, source: Path | None = None,
-                 job_group: JobGroup | None = None, resources: Mapping[str, int] = NO_ENV):
+                 job_group: JobGroup | None = None, resources: Mapping[str, int] = NO_ENV,
+                 executor: str | None = None, dask_address: str | None = None):
         set_field = super().__setattr__
         set_field("name", name)
         set_field("tasks", tasks)
@@ -130,6 +131,8 @@ class DagSpec:
         set_field("source", source)
         set_field("job_group", job_group)
         set_field("resources", resources)  # slot kind -> capacity (see resources.py)
+        set_field("executor", executor)          # `executor:` as written (local, dask, dask-local[:N]); None: local
+        set_field("dask_address", dask_address)  # the Dask scheduler for `executor: dask`
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"DagSpec is immutable: use replace({name}=...)")

@@ -31,7 +31,8 @@ from .source import read_source
 from .spec import DagSpec, FailurePolicy, TaskSpec, nul_problem
 from .validate import graph_errors
 
-ROOT_KEYS = ("name", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "resources", "tasks")
+ROOT_KEYS = ("name", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "resources", "executor",
+             "dask_address", "tasks")
 TASK_KEYS = ("run", "depends_on", "env", "workdir", "retries", "retry_delay", "timeout", "resources")
 
 _NULL, _BOOL, _INT, _FLOAT, _STR = (f"tag:yaml.org,2002:{kind}" for kind in ("null", "bool", "int", "float", "str"))
@@ -254,6 +255,8 @@ class _Reader:
             "env": self.env,
             "workdir": partial(self.directory, base=folder),
             "resources": partial(self.slots, minimum=0),
+            "executor": self.executor,
+            "dask_address": partial(self.text, expected="an address like tcp://HOST:8786"),
         }
         settings = self.settings(fields, converters, ROOT_KEYS, prefix="")
         if "resources" in settings:  # capacities
@@ -373,6 +376,17 @@ class _Reader:
         hint = did_you_mean(node.value, choices) if isinstance(node, ScalarNode) else ""
         self.fail(node, f"{what} must be one of {', '.join(choices)}, got {_describe(node)}{hint}")
         return _SKIP
+
+    def executor(self, node: Node, what: str) -> str:
+        """`local`, `dask` or `dask-local[:N]`, as written (see executor_choice)."""
+        from .executor_choice import executor_problem
+
+        text = self.text(node, what, "local, dask or dask-local[:N]")
+        problem = None if text is _SKIP else executor_problem(text)
+        if problem:
+            self.fail(node, f"{what}: {problem}")
+            return _SKIP
+        return text
 
     def directory(self, node: Node, what: str, base: Path) -> Path:
         """An absolute path; a relative one is taken from `base`, as users write paths relative to the file.

@@ -293,7 +293,10 @@ class DagCanvas(ScrollView, can_focus=True):
                 return _fit(code, width)
             return _fit(f"{code} {_short_reason(snap.reason, width - len(code) - 1)}", width)
         if snap.state is S.SUCCEEDED:
-            return "reused" if snap.reused else ""
+            if snap.reused:
+                return "reused"
+            # The Dask worker that ran it (host:port; None for a local run).
+            return _fit(snap.worker.partition("://")[2] or snap.worker, width) if snap.worker else ""
         return _short_reason(snap.reason or "", width)
 
     def refresh_tasks(self, names: Iterable[str]) -> None:

@@ -1,0 +1,237 @@
+"""The Dask executor: the engine's executor tests again with attempts on a Dask cluster (one in-process LocalCluster
+shared by the module, for speed), then what only Dask has: output streamed from a worker, the worker named, tasks
+queued inside Dask, worker loss, and the tree kill on real worker processes (`processes=True`)."""
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+
+import psutil
+import pytest
+from distributed import Client, LocalCluster
+
+import dags
+from dags import alive, finish, make_dag, read_pids, start_run, wait_until
+from tuidag.engine.dask_executor import DaskExecutor
+from tuidag.engine.scheduler import Scheduler
+from tuidag.model.spec import TaskSpec
+from tuidag.model.state import TaskState
+
+# The engine's own tests, run here against the Dask executor (see the autouse fixture below).
+from test_engine import (  # noqa: F401
+    test_cancel_all_policy_kills_running_tasks,
+    test_cancel_running_branch_kills_whole_tree,
+    test_command_not_found,
+    test_environment_and_stdin,
+    test_failure_skips_downstream_and_independent_branch_continues,
+    test_leader_exits_on_term_while_children_ignore_it,
+    test_leftover_background_process_is_ended_with_the_task,
+    test_max_parallel_is_never_exceeded,
+    test_output_goes_to_per_task_log_with_header,
+    test_rerun_failed_task_and_its_skipped_descendants,
+    test_retries_then_success,
+    test_states_of_a_successful_chain,
+    test_task_killed_by_signal_reports_it,
+    test_timeout_kills_tree_and_fails_with_reason,
+)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two in-process workers (a LocalCluster of threads starts in a few hundredths of a second)."""
+    with LocalCluster(n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0") as cluster:
+        with Client(cluster) as client:
+            yield client
+
+
+@pytest.fixture(autouse=True)
+def on_dask(client, monkeypatch):
+    """Every `start_run` in this module runs its attempts on the shared cluster."""
+    monkeypatch.setattr(dags, "new_executor", lambda dag: DaskExecutor(client=client, dag_env=dag.env))
+
+
+def log_of(tmp_path, task: str) -> bytes:
+    return (tmp_path / "logs" / f"{task}.log").read_bytes()
+
+
+def test_output_is_streamed_byte_exact_and_the_worker_keeps_a_copy(tmp_path, client):
+    payload = bytes(range(256)) * 300  # every byte value, more than one chunk
+    data = tmp_path / "data"
+    data.write_bytes(payload)
+    dag = make_dag({"a": f"cat {data}; printf 'no newline'"})
+    scheduler, rec = start_run(dag, tmp_path)
+    assert finish(scheduler) == {"a": "SUCCEEDED"}
+    log = log_of(tmp_path, "a")
+    header, _, body = log.partition(b"===\n")
+    assert header.startswith(b"=== tuidag: a attempt 1 started")
+    assert body == payload + b"no newline"
+    worker = scheduler.snapshot()["a"].worker
+    assert worker in client.scheduler_info()["workers"]
+    from tuidag.engine.dask_worker import worker_log_dir
+
+    copy = (worker_log_dir() / scheduler.run_id / "a.log").read_bytes()
+    assert copy.endswith(body)
+
+
+def test_output_arrives_while_the_task_runs(tmp_path):
+    gate = tmp_path / "gate"
+    dag = make_dag({"a": f"echo first; while [ ! -e {gate} ]; do sleep 0.01; done; echo second"})
+    scheduler, rec = start_run(dag, tmp_path)
+    wait_until(lambda: (tmp_path / "logs" / "a.log").exists() and b"first\n" in log_of(tmp_path, "a"))
+    assert b"second" not in log_of(tmp_path, "a")
+    gate.touch()
+    assert finish(scheduler) == {"a": "SUCCEEDED"}
+    assert log_of(tmp_path, "a").endswith(b"first\nsecond\n")
+
+
+def test_the_worker_gets_its_own_environment_not_the_clients(tmp_path, monkeypatch):
+    """PATH/HOME come from the worker's environment, never from the client's; the DAG's and the task's do come."""
+    dag = make_dag({"a": {"run": 'echo "$CLIENT_ONLY|$FROM_DAG|$FROM_TASK|$TUIDAG_TASK"', "env": {"FROM_TASK": "t"}}},
+                   env={"FROM_DAG": "d"})
+    executor = DaskExecutor(client=dags.new_executor(dag).client, dag_env=dag.env)
+    monkeypatch.setattr(dags, "new_executor", lambda _: executor)
+    os.environ["CLIENT_ONLY"] = "leaked"  # in the client's environment: what is sent to the worker must not carry it
+    try:
+        spec = executor_spec(executor, dag, tmp_path)
+    finally:
+        del os.environ["CLIENT_ONLY"]
+    assert "CLIENT_ONLY" not in spec["env"] and "PATH" not in spec["env"] and "HOME" not in spec["env"]
+    scheduler, _ = start_run(dag, tmp_path)
+    assert finish(scheduler) == {"a": "SUCCEEDED"}
+    assert log_of(tmp_path, "a").splitlines()[-1] == b"|d|t|a"
+
+
+def executor_spec(executor: DaskExecutor, dag, tmp_path) -> dict:
+    """What the executor would send a worker for task `a` (built as for a run, without submitting it)."""
+    from tuidag.engine.dask_executor import worker_spec
+    from tuidag.engine.executor import Attempt, TaskEnvironment
+
+    env = TaskEnvironment({**os.environ, **dag.env}, {**dag.tasks["a"].env, "TUIDAG_TASK": "a"})
+    attempt = Attempt("r", dag.tasks["a"], 1, env, tmp_path, str(tmp_path / "a.log"), None, 1.0)
+    return worker_spec(attempt, "k", executor.topic, executor.dag_env)
+
+
+def test_missing_workdir_names_the_worker_and_the_path(tmp_path):
+    missing = tmp_path / "nope"
+    dag = make_dag({"a": {"run": "true", "workdir": missing}})
+    scheduler, _ = start_run(dag, tmp_path)
+    assert finish(scheduler) == {"a": "FAILED"}
+    snap = scheduler.snapshot()["a"]
+    assert snap.reason == f"workdir {missing} does not exist on worker {snap.worker}"
+    assert snap.worker.startswith("inproc://")
+
+
+def test_cancel_a_task_queued_inside_dask_never_starts_it(tmp_path):
+    """The one worker thread is taken by a Dask task of our own, so `waiting` sits in Dask's queue (tuidag launched
+    it); cancelling it cancels its future, and it never runs."""
+    marker, gate = tmp_path / "ran", tmp_path / "gate"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as one:
+        blocker = one.submit(_wait_for, str(gate), pure=False)
+        try:
+            wait_until(lambda: getattr(cluster.scheduler.tasks.get(blocker.key), "state", None) == "processing",
+                       timeout=30)
+            dags.new_executor = lambda dag: DaskExecutor(client=one, dag_env=dag.env)  # undone by monkeypatch
+            scheduler, rec = start_run(make_dag({"waiting": f"touch {marker}"}), tmp_path)
+            rec.wait_state("waiting", "RUNNING", timeout=30)
+            wait_until(lambda: len(cluster.scheduler.tasks) == 2, timeout=30)  # Dask's, behind the blocker
+            scheduler.cancel("waiting")
+            assert finish(scheduler) == {"waiting": "CANCELLED"}
+        finally:
+            gate.touch()
+        blocker.result(timeout=30)
+    assert not marker.exists()
+    assert log_of(tmp_path, "waiting").count(b"\n") == 1  # the header alone
+
+
+def _wait_for(path: str) -> None:
+    import time
+
+    while not os.path.exists(path):
+        time.sleep(0.01)
+
+
+def square(ctx):
+    print("squaring", ctx.results["two"])
+    return ctx.results["two"] ** 2
+
+
+def two():
+    return 2
+
+
+def test_callables_run_in_a_child_process_on_the_worker(tmp_path):
+    tasks = {"two": TaskSpec("two", func=two), "sq": TaskSpec("sq", func=square, depends_on=("two",))}
+    dag = make_dag({}).replace(tasks=tasks)
+    scheduler, _ = start_run(dag, tmp_path)
+    assert finish(scheduler) == {"two": "SUCCEEDED", "sq": "SUCCEEDED"}
+    assert scheduler.snapshot()["sq"].value == 4
+    assert log_of(tmp_path, "sq").endswith(b"squaring 2\n")
+
+
+def test_an_unpicklable_callable_or_result_fails_the_task_clearly(tmp_path):
+    import threading
+
+    lock = threading.Lock()
+    tasks = {"bad_func": TaskSpec("bad_func", func=lambda: lock),  # the closure holds a lock: can't be pickled
+             "bad_result": TaskSpec("bad_result", func=make_lock)}
+    dag = make_dag({}).replace(tasks=tasks)
+    scheduler, _ = start_run(dag, tmp_path)
+    assert finish(scheduler) == {"bad_func": "FAILED", "bad_result": "FAILED"}
+    snaps = scheduler.snapshot()
+    assert snaps["bad_func"].reason.startswith("could not start: the callable cannot be pickled for a Dask worker")
+    assert snaps["bad_result"].reason.startswith("the return value cannot be pickled")
+
+
+def make_lock():
+    import threading
+
+    return threading.Lock()
+
+
+# --- real worker processes ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def process_cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=4, processes=True, dashboard_address=":0") as cluster:
+        yield cluster
+
+
+def test_cancel_kills_the_whole_tree_on_a_worker_process(tmp_path, process_cluster):
+    """The tree (with a setsid grandchild and a child that ignores SIGTERM) runs under a worker process; cancelling
+    kills every process of it there, with the SIGTERM -> SIGKILL escalation."""
+    with Client(process_cluster) as client:
+        dags.new_executor = lambda dag: DaskExecutor(client=client, dag_env=dag.env)
+        pids = tmp_path / "pids"
+        script = (f"echo $$ >> {pids}; setsid sh -c 'echo $$ >> {pids}; sleep 60' & "
+                  f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; while :; do sleep 0.1; done' & wait")
+        dag = make_dag({"t": script}, kill_grace=0.3)
+        scheduler, rec = start_run(dag, tmp_path)
+        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=30)
+        refs = read_pids(pids)
+        workers = set(client.run(os.getpid).values())
+        assert psutil.Process(refs[0][0]).ppid() in workers  # the task runs under a worker process, not here
+        scheduler.cancel("t")
+        assert finish(scheduler) == {"t": "CANCELLED"}
+        assert not any(alive(*r) for r in refs), "a process of the cancelled tree survived on the worker"
+
+
+def test_a_worker_that_dies_fails_the_attempt_and_the_retry_runs_elsewhere(tmp_path, process_cluster):
+    """As on any cluster, Dask would run the task again on another worker: tuidag sees the second start, fails the
+    attempt with `worker lost`, and its own retry runs. What the dead worker's task left is ended with the run."""
+    with Client(process_cluster) as client:
+        dags.new_executor = lambda dag: DaskExecutor(client=client, dag_env=dag.env)
+        pids = tmp_path / "pids"
+        dag = make_dag({"t": {"run": f"echo $PPID $$ >> {pids}; [ $TUIDAG_ATTEMPT = 2 ] || exec sleep 60",
+                              "retries": 1}})
+        scheduler, rec = start_run(dag, tmp_path)
+        wait_until(lambda: pids.exists() and pids.read_text().strip(), timeout=30)
+        worker, leader = map(int, pids.read_text().split())
+        leader_ref = (leader, psutil.Process(leader).create_time())
+        address = scheduler.snapshot()["t"].worker
+        os.kill(worker, signal.SIGKILL)
+        event = rec.wait_state("t", "RETRYING", timeout=20)
+        assert event.snapshot.reason.startswith("worker lost: tcp://")
+        assert finish(scheduler, 30) == {"t": "SUCCEEDED"}
+        assert scheduler.snapshot()["t"].attempt == 2
+        assert not alive(*leader_ref), "the lost worker's task was left running"

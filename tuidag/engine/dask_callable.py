@@ -1,0 +1,64 @@
+"""A Python callable's child process on a Dask worker: `python -m tuidag.engine.dask_callable CALL RESULT`.
+
+The worker starts it as a shell task's leader (`dask_worker._CallableFiles`), so it runs in its own session with the
+task's environment and workdir, its output goes to the log, and the tree kill stops it. CALL holds the callable
+(pickled by value on the client with cloudpickle, so the worker needs no copy of the DAG's module) and its context;
+RESULT receives `("ok", pickled value)` or `("error", reason)`.
+"""
+from __future__ import annotations
+
+import pickle
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+
+def main(call_path: str, result_path: str) -> int:
+    import os
+
+    with open(call_path, "rb") as f:
+        spec = pickle.load(f)
+    from .inprocess import TaskContext, call_task, describe_exception
+
+    try:
+        import cloudpickle
+
+        func = cloudpickle.loads(spec["func"])
+        results = cloudpickle.loads(spec["results"])
+        ctx = TaskContext(name=spec["name"], run_id=spec["run_id"], attempt=spec["attempt"], results=results,
+                          cancelled=threading.Event(), env=dict(os.environ), workdir=Path(spec["workdir"]),
+                          log_path=Path(spec["log_path"]), isolated=True)
+        value = call_task(func, ctx)
+    except SystemExit as exc:
+        code = exc.code
+        if code is None or code == 0:
+            value = None
+        else:
+            _write(result_path, ("error", f"exit code {code}" if isinstance(code, int) else f"raised SystemExit: {code}"))
+            return code if isinstance(code, int) else 1
+    except BaseException as exc:
+        traceback.print_exc()
+        _write(result_path, ("error", describe_exception(exc)))
+        return 1
+    try:
+        import cloudpickle
+
+        data = cloudpickle.dumps(value)
+    except Exception as exc:
+        reason = f"the return value cannot be pickled: {type(exc).__name__}: {exc}"
+        print(f"tuidag: {reason}", file=sys.stderr)
+        _write(result_path, ("error", reason[:200]))
+        return 1
+    _write(result_path, ("ok", data))
+    return 0
+
+
+def _write(path: str, outcome: tuple) -> None:
+    with open(path, "wb") as f:
+        pickle.dump(outcome, f)
+
+
+if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,386 @@
+"""The Dask executor: each attempt is a Dask task that runs it on a worker (`dask_worker.run_attempt`); the scheduler,
+states, policies, journal and views are the same as for a local run.
+
+Imported only when a run asks for Dask (`--executor dask...`, `executor:` in the file): `distributed` takes about a
+second to import, which a plain run must not pay.
+
+What Dask does and does not do for us:
+- A future's `cancel()` stops a task that has not started, and returns True for a running one without stopping it.
+  So a running attempt is stopped on its worker (`Client.run(cancel_key, ...)`, which starts the tree kill there),
+  and `wait()` returns when the worker says the tree is gone (its end event), never on the future's word alone.
+- Output travels as events on one topic per executor (`Worker.log_event` -> `Client.subscribe_topic`), in order,
+  and is appended to the run's local log file as it comes, so everything that reads local logs works unchanged.
+  The scheduler keeps only the last events of a topic: the local file and the worker's copy are the record.
+- A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply). Dask would
+  run the task again elsewhere; a local cluster is told not to (allowed-failures 0), and on another cluster a second
+  start of the same attempt is taken as the sign, and that second run is stopped.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Mapping
+
+from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
+from .shell_attempt import open_log, write_header
+
+INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip install 'dask[distributed]')"
+LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (its threads mostly wait for processes)
+CONNECT_TIMEOUT = "10s"
+END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
+
+
+def _send_sooner(client: Any) -> None:
+    """The client batches what it sends the scheduler for 10 ms (a fixed interval, not a setting): every submit
+    of a chain of quick tasks waited for it. 1 ms, as a worker's own stream to its nanny uses."""
+    comm = getattr(client, "scheduler_comm", None)
+    if comm is not None and getattr(comm, "interval", 0) > 0.001:
+        comm.interval = 0.001
+
+
+def _scheduler_sends_sooner(scheduler: Any) -> None:
+    """The same for a local cluster's scheduler (it runs in this process): its streams to the workers batch for 5 ms,
+    to the client for 2 ms."""
+    for comm in [*getattr(scheduler, "stream_comms", {}).values(), *getattr(scheduler, "client_comms", {}).values()]:
+        if getattr(comm, "interval", 0) > 0.001:
+            comm.interval = 0.001
+
+
+@contextmanager
+def _signals_ignored():
+    """Start worker processes that ignore SIGINT and SIGTERM (the disposition survives their exec): Ctrl+C in a
+    terminal reaches the whole process group, and a worker that died of it would leave its tasks' trees running.
+    tuidag handles the signal itself: it cancels every task, then closes the cluster."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+class DaskUnreachable(Exception):
+    """The Dask scheduler given can't be reached (the message says which and why)."""
+
+
+def dask_missing() -> bool:
+    """Dask can't be imported here (not installed, or broken)."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+def dask_resources(attempt: Attempt) -> dict[str, float] | None:
+    """The Dask worker resources an attempt asks for (`Client.submit(resources=...)`), so that only workers that
+    advertise them run it. Hook for task resource slots (issue #17, "Resource slots"): tasks have no resources yet,
+    so no attempt asks for any."""
+    return None
+
+
+class DaskExecutor(Executor):
+    """Attempts on a Dask cluster: an existing one (`address`), a `LocalCluster` started here and closed by `close()`
+    (`local_workers`), or a client the caller owns (`client`, for tests sharing one cluster)."""
+
+    def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
+                 dag_env: Mapping[str, str] | None = None, client: Any = None):
+        import uuid
+
+        import logging
+
+        import dask
+        from distributed import Client, LocalCluster
+
+        self.dag_env = dict(dag_env or {})
+        self._cluster = None
+        self._own_client = client is None
+        if client is None:
+            # Dask's own log lines would land in the middle of the UI; what matters reaches the tasks' reasons.
+            for name in ["distributed", *logging.root.manager.loggerDict]:
+                if name.startswith("distributed"):
+                    logging.getLogger(name).setLevel(logging.CRITICAL)
+            if address is None:
+                with dask.config.set({"distributed.scheduler.allowed-failures": 0}), _signals_ignored():
+                    self._cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
+                                                 threads_per_worker=LOCAL_THREADS_PER_WORKER,
+                                                 dashboard_address=":0",  # its HTTP server starts even with None
+                                                 silence_logs=logging.CRITICAL)
+                client = Client(self._cluster)
+                _scheduler_sends_sooner(self._cluster.scheduler)
+            else:
+                try:
+                    client = Client(address, timeout=CONNECT_TIMEOUT)
+                except (OSError, TimeoutError, ValueError) as exc:
+                    raise DaskUnreachable(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        self.client = client
+        _send_sooner(client)
+        self.address = client.scheduler.address
+        self.topic = f"tuidag-{uuid.uuid4().hex}"
+        self._lock = threading.Lock()
+        self._attempts: dict[str, DaskAttempt] = {}
+        self._runs: set[str] = set()  # run ids of the attempts launched
+        self._closed = False
+        client.subscribe_topic(self.topic, self._on_event)
+
+    def launch(self, attempt: Attempt) -> RunningAttempt:
+        self._runs.add(attempt.run_id)
+        return DaskAttempt(self, attempt)
+
+    def _on_event(self, event: tuple[float, list]) -> None:
+        """On the client's event loop: route one event of a running attempt (see `dask_worker`)."""
+        kind, key, payload = event[1]
+        with self._lock:
+            running = self._attempts.get(key)
+        if running is not None:
+            running.on_event(kind, payload)
+
+    def run_on_workers(self, function, *args: Any, workers: list[str] | None = None) -> dict[str, Any]:
+        """`Client.run` that reports nothing but what the workers answered (unreachable ones are left out), and
+        nothing at all while the scheduler is unreachable (the client would wait for it to come back)."""
+        if self.client.status != "running":
+            return {}
+        try:
+            return self.client.run(function, *args, workers=workers, on_error="return")
+        except Exception:
+            return {}
+
+    def force_kill(self) -> int:
+        """SIGKILL every process of the runs on every worker (a second Ctrl+C, or what a run left at its end)."""
+        from .dask_worker import kill_all
+
+        found = 0
+        for run_id in list(self._runs):
+            answers = self.run_on_workers(kill_all, run_id)
+            found += sum(n for n in answers.values() if isinstance(n, int))
+        return found
+
+    def close(self) -> None:
+        """The run is over: end what its tasks left on the workers (daemons; the tree of an attempt whose worker was
+        lost, on a worker that came back), stop listening, close the client and the local cluster started here."""
+        if self._closed:
+            return
+        self._closed = True
+        self.force_kill()
+        try:
+            self.client.unsubscribe_topic(self.topic)
+        except Exception:
+            pass
+        if self._own_client:
+            self.client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+
+
+class DaskAttempt(RunningAttempt):
+    """One attempt as one Dask task. The local log gets the header here and the output as the worker streams it."""
+
+    def __init__(self, executor: DaskExecutor, attempt: Attempt):
+        from .dask_worker import run_attempt
+
+        self.executor = executor
+        self.attempt = attempt
+        self.key = f"tuidag-{attempt.run_id}-{attempt.task.name}-{attempt.number}"
+        self.worker: str | None = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._result: AttemptResult | None = None
+        self._kill_reason: str | None = None
+        self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
+        self._fd: int | None = open_log(attempt)
+        try:
+            write_header(self._fd, attempt)
+            spec = worker_spec(attempt, self.key, executor.topic, executor.dag_env)
+        except BaseException as exc:
+            if not isinstance(exc, OSError):
+                os.write(self._fd, f"tuidag: cannot start: {exc}\n".encode())
+            os.close(self._fd)
+            raise
+        with executor._lock:
+            executor._attempts[self.key] = self
+        try:
+            self.future = executor.client.submit(run_attempt, spec, key=self.key, pure=False,
+                                                 resources=dask_resources(attempt))
+        except BaseException:
+            self._forget()
+            raise
+        self.future.add_done_callback(self._future_done)
+
+    # --- events from the worker (on the client's event loop) ---------------------------------------------------
+    def on_event(self, kind: str, payload: Any) -> None:
+        if kind == "o":
+            with self._fd_lock:
+                if self._fd is not None:
+                    os.write(self._fd, payload)
+        elif kind == "s":
+            self._started_on(payload)
+        elif kind == "e":
+            ok, exit_code, reason, cancelled = payload
+            with self._lock:
+                if self._kill_reason is not None and not ok:
+                    cancelled, reason = True, self._kill_reason
+            self._end(AttemptResult(ok, exit_code, reason, cancelled))
+
+    def _started_on(self, worker: str) -> None:
+        with self._lock:
+            first, self.worker = self.worker, self.worker or worker
+            reason = self._kill_reason
+        if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
+            self._end(AttemptResult(False, None, f"worker lost: {first}"))
+            threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,
+                             name="tuidag-dask-kill").start()
+        elif reason is not None:  # cancelled while it was being started
+            self._on_workers_later([worker], reason)
+
+    def _future_done(self, future) -> None:
+        """On a Dask callback thread. A result is not the end (the end event is, after the output); an error is."""
+        if future.status == "finished":
+            return
+        if future.cancelled():
+            if self._kill_reason is None:  # not ours: the scheduler forgot the task (it was lost or restarted)
+                self._end(AttemptResult(False, None, f"the Dask scheduler {self.executor.address} is unreachable "
+                                                     f"or dropped the task"))
+            return
+        self._end(AttemptResult(False, None, describe_error(future.exception(), self.worker)))
+
+    def _end(self, result: AttemptResult) -> None:
+        with self._lock:
+            if self._result is not None:
+                return
+            self._result = result
+        self._done.set()
+
+    # --- control ------------------------------------------------------------------------------------------------
+    def kill(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self._kill_reason is not None or self._result is not None:
+                return
+            self._kill_reason = reason
+            worker = self.worker
+        if worker is not None:
+            self._on_workers_later([worker], reason)
+        else:
+            self.future.cancel()
+            threading.Thread(target=self._cancel_unstarted, args=(reason,), daemon=True,
+                             name="tuidag-dask-cancel").start()
+
+    def _on_workers_later(self, workers: list[str], reason: str) -> None:
+        from .dask_worker import cancel_key
+
+        threading.Thread(target=self.executor.run_on_workers, args=(cancel_key, self.key, reason),
+                         kwargs={"workers": workers}, daemon=True, name="tuidag-dask-kill").start()
+
+    def _drop_rerun(self, worker: str, reason: str) -> None:
+        """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next)."""
+        from .dask_worker import cancel_key
+
+        self.future.cancel()
+        self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker])
+
+    def _cancel_unstarted(self, reason: str) -> None:
+        """The future is cancelled; make sure no worker starts it, and if one already had, let its end event end it."""
+        from .dask_worker import cancel_key
+
+        answers = self.executor.run_on_workers(cancel_key, self.key, reason)
+        if not any(answer is True for answer in answers.values()):
+            self._end(AttemptResult(False, None, reason, cancelled=True))
+
+    # --- waiting ------------------------------------------------------------------------------------------------
+    def wait(self) -> AttemptResult:
+        try:
+            self._done.wait()
+            result = self._result
+            assert result is not None
+            if result.ok and self.attempt.task.func is not None:
+                result = self._value(result)
+            return result._replace(worker=self.worker)
+        finally:
+            self._forget()
+
+    def _value(self, result: AttemptResult) -> AttemptResult:
+        import pickle
+
+        try:
+            data = self.future.result(timeout=END_TIMEOUT)[5]
+            return result._replace(value=pickle.loads(data) if data is not None else None)
+        except Exception as exc:
+            return AttemptResult(False, result.exit_code, f"the return value could not be read back: "
+                                                         f"{type(exc).__name__}: {exc}")
+
+    def _forget(self) -> None:
+        with self.executor._lock:
+            self.executor._attempts.pop(self.key, None)
+        with self._fd_lock:
+            fd, self._fd = self._fd, None
+            if fd is not None:
+                os.close(fd)
+
+
+def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str]) -> dict[str, Any]:
+    """What the worker needs, as plain data: the environment is the DAG's and the task's (with the TUIDAG_*
+    tags) only, put over the worker's own; a callable travels pickled by value."""
+    task = attempt.task
+    own = attempt.env.own if isinstance(attempt.env, TaskEnvironment) else attempt.env
+    env = {**dag_env, **own, "TUIDAG_RUN_ID": attempt.run_id}
+    steps = [("setup", task.setup)] if task.setup else []
+    if task.run is not None:
+        steps.append(("run", task.run))
+    spec = {"key": key, "topic": topic, "run_id": attempt.run_id, "task": task.name,
+            "attempt": attempt.number, "steps": steps, "shell": task.shell, "env": env,
+            "workdir": str(attempt.workdir), "timeout": attempt.timeout, "kill_grace": attempt.kill_grace,
+            "func": None, "results": None}
+    if task.func is not None:
+        import cloudpickle
+
+        try:
+            spec["func"] = pickle_by_value(task.func)
+        except Exception as exc:
+            raise RuntimeError(f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}") \
+                from None
+        try:
+            spec["results"] = cloudpickle.dumps(dict(attempt.results))
+        except Exception as exc:
+            raise RuntimeError(f"a dependency's result cannot be pickled for a Dask worker: "
+                               f"{type(exc).__name__}: {exc}") from None
+    return spec
+
+
+_pickle_lock = threading.Lock()
+
+
+def pickle_by_value(func: Any) -> bytes:
+    """`func` pickled with its module's code, not a reference to the module: a worker has tuidag installed, not the
+    DAG's own modules."""
+    import sys
+
+    import cloudpickle
+
+    module = sys.modules.get(getattr(func, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":  # __main__ always travels by value
+        return cloudpickle.dumps(func)
+    with _pickle_lock:  # the registry is global
+        cloudpickle.register_pickle_by_value(module)
+        try:
+            return cloudpickle.dumps(func)
+        finally:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def describe_error(exc: BaseException | None, worker: str | None) -> str:
+    """The reason a Dask-side failure gives: `worker lost: tcp://...`, or the error in one line."""
+    from distributed.scheduler import KilledWorker
+
+    if isinstance(exc, KilledWorker):
+        last = getattr(exc.last_worker, "address", exc.last_worker)
+        return f"worker lost: {worker or last}"
+    if exc is None:
+        return "unknown Dask error"
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if "deserialization" in text:  # the scheduler or a worker can't import tuidag's task function
+        text = "the Dask scheduler or worker cannot load tuidag's task: install tuidag (this version) there too"
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -1,0 +1,228 @@
+"""The part of the Dask executor that runs on a Dask worker: one attempt as a local process tree, its output streamed
+back to the client as events, and the kill the client asks for.
+
+Runs inside the worker process, so it is an importable module (not `__main__`): the registry of running attempts
+below must be the worker's own, not a copy pickled along with a function. The attempt itself is a `ShellAttempt`,
+so a task on a worker gets exactly what a local one gets: its own session, the run's tags, the tree kill with the
+SIGTERM -> kill_grace -> SIGKILL escalation, the timeout. Its output goes into the worker's own copy of the log
+(`worker_log_dir()`), which a thread tails and sends to the client in order with `Worker.log_event`: a chunk is
+sent exactly as it is in the file, so the client's copy is byte for byte the same.
+
+Events on the executor's topic, each a list `[kind, key, payload]`:
+- `["s", key, worker address]`: the attempt started on that worker;
+- `["o", key, bytes]`: output, in order;
+- `["e", key, [ok, exit_code, reason, cancelled]]`: the attempt and its whole tree are gone (sent after its output).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from .executor import Attempt, AttemptResult
+from .log_headers import HeaderSpan, LogHeaders
+from .shell_attempt import ShellAttempt
+
+TAIL_INTERVAL = 0.01  # seconds between reads of a running attempt's log
+CHUNK = 1 << 16
+
+_lock = threading.Lock()
+_running: dict[str, ShellAttempt] = {}   # dask key -> attempt running on this worker
+_cancelled: dict[str, str] = {}          # dask keys cancelled before they started here -> reason (see cancel_key)
+
+
+def worker_log_dir() -> Path:
+    """Where a worker keeps its copy of task logs: $TUIDAG_WORKER_LOG_DIR, or tuidag-worker-logs in the temp dir."""
+    return Path(os.environ.get("TUIDAG_WORKER_LOG_DIR") or Path(tempfile.gettempdir()) / "tuidag-worker-logs")
+
+
+class _FirstHeader(LogHeaders):
+    """Remembers where the attempt's header ends: the client writes its own header, output follows it."""
+
+    span: HeaderSpan | None = None
+
+    def write(self, fd: int, path: str, header: bytes) -> HeaderSpan:
+        self.span = super().write(fd, path, header)
+        return self.span
+
+
+def run_attempt(spec: dict[str, Any]) -> list:
+    """The Dask task: run one attempt on this worker, stream its output, return `[ok, exit_code, reason, cancelled,
+    worker, value]`. `spec` is made by `dask_executor.DaskAttempt` (plain data, the callable already pickled)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    key, topic = spec["key"], spec["topic"]
+    address = worker.address
+
+    def send(kind: str, payload: Any) -> None:
+        worker.log_event(topic, [kind, key, payload])
+
+    send("s", address)
+    result, value = _run(spec, address, send)
+    outcome = [result.ok, result.exit_code, result.reason, result.cancelled]
+    send("e", outcome)
+    return [*outcome, address, value]
+
+
+def _run(spec: dict[str, Any], address: str, send) -> tuple[AttemptResult, bytes | None]:
+    key = spec["key"]
+    folder = worker_log_dir() / spec["run_id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    log_path = str(folder / f"{spec['task']}.log")
+    with _lock:
+        reason = _cancelled.pop(key, None)
+    if reason is not None:
+        return AttemptResult(False, None, reason, cancelled=True), None
+    workdir = spec["workdir"]
+    if not os.path.isdir(workdir):
+        message = f"workdir {workdir} does not exist on worker {address}"
+        send("o", f"tuidag: cannot start: {message}\n".encode())
+        return AttemptResult(False, None, message), None
+    env = {**os.environ, **spec["env"]}  # the worker's own environment, never the client's PATH or HOME
+    call = None
+    steps = spec["steps"]
+    if spec.get("func") is not None:
+        call = _CallableFiles(folder, spec, log_path)
+        steps = [("run", call.command())]
+    from ..model.spec import TaskSpec
+
+    headers = _FirstHeader()
+    attempt = Attempt(run_id=spec["run_id"], task=TaskSpec(spec["task"], shell=spec["shell"]),
+                      number=spec["attempt"], env=env, workdir=Path(workdir), log_path=log_path,
+                      timeout=spec["timeout"], kill_grace=spec["kill_grace"], log_headers=headers)
+    tail = _Tail(log_path, send)
+    try:
+        running = ShellAttempt(attempt, steps)
+    except Exception as exc:
+        tail.start(headers.span.end if headers.span else None)
+        tail.stop()
+        return AttemptResult(False, None, f"could not start on worker {address}: {exc}"), None
+    tail.start(headers.span.end if headers.span else None)
+    with _lock:
+        _running[key] = running
+        late = _cancelled.pop(key, None)  # a cancel that came while it was starting
+    if late is not None:
+        running.kill(late)
+    try:
+        result = running.wait()
+    finally:
+        with _lock:
+            _running.pop(key, None)
+        tail.stop()
+    value = None
+    if call is not None:
+        result, value = call.outcome(result)
+    return result, value
+
+
+class _Tail:
+    """Sends what is appended to the worker's log from `start` on, in order, until `stop` has sent the rest."""
+
+    def __init__(self, path: str, send):
+        self._path = path
+        self._send = send
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._fd: int | None = None
+        self._offset = 0
+
+    def start(self, offset: int | None) -> None:
+        self._fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        self._offset = os.fstat(self._fd).st_size if offset is None else offset
+        self._thread = threading.Thread(target=self._follow, name="tuidag-dask-tail", daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        while not self._stop.wait(TAIL_INTERVAL):
+            self._drain()
+
+    def _drain(self) -> None:
+        while chunk := os.pread(self._fd, CHUNK, self._offset):
+            self._offset += len(chunk)
+            self._send("o", chunk)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._fd is not None:
+            self._drain()
+            os.close(self._fd)
+            self._fd = None
+
+
+class _CallableFiles:
+    """A Python callable on a worker: run in a child process (`python -m tuidag.engine.dask_callable`) as a shell
+    task's leader would be, so the tree kill stops it; the callable and its result travel through two files."""
+
+    def __init__(self, folder: Path, spec: dict[str, Any], log_path: str):
+        stem = folder / f"{spec['task']}.{spec['attempt']}"
+        self.input = f"{stem}.call"
+        self.output = f"{stem}.result"
+        import pickle
+
+        payload = {"func": spec["func"], "name": spec["task"], "run_id": spec["run_id"], "attempt": spec["attempt"],
+                   "results": spec["results"], "workdir": spec["workdir"], "log_path": log_path}
+        fd = os.open(self.input, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(payload, f)
+        try:
+            os.unlink(self.output)
+        except FileNotFoundError:
+            pass
+
+    def command(self) -> str:
+        import shlex
+
+        return f"exec {shlex.quote(sys.executable)} -m tuidag.engine.dask_callable " \
+               f"{shlex.quote(self.input)} {shlex.quote(self.output)}"
+
+    def outcome(self, result: AttemptResult) -> tuple[AttemptResult, bytes | None]:
+        """The attempt's result with the callable's own reason (`raised ValueError: ...`) and pickled value."""
+        import pickle
+
+        try:
+            with open(self.output, "rb") as f:
+                kind, payload = pickle.load(f)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return result, None
+        finally:
+            for path in (self.input, self.output):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        if result.cancelled or result.reason == "timeout":
+            return result, None
+        if kind == "ok":
+            return result, payload
+        return AttemptResult(False, result.exit_code, payload), None
+
+
+def cancel_key(key: str, reason: str) -> bool:
+    """Run on a worker by `Client.run`: stop the attempt `key` if it runs here (the SIGTERM -> SIGKILL escalation
+    goes on in the attempt), or make sure it never starts here. Returns whether it was running here. Never blocks:
+    `Client.run` calls it on the worker's event loop."""
+    with _lock:
+        running = _running.get(key)
+        if running is None:
+            if len(_cancelled) > 10_000:  # keys of attempts that never came here: keep the set bounded
+                _cancelled.clear()
+            _cancelled[key] = reason
+            return False
+    running.kill(reason)
+    return True
+
+
+def kill_all(run_id: str) -> int:
+    """Run on every worker by `Client.run` (a second Ctrl+C): SIGKILL every process of the run here at once."""
+    from . import process
+
+    procs = process.collect_tree(None, run_id=run_id)
+    process.signal_all(procs, 9)
+    return len(procs)
+
