@@ -12,7 +12,7 @@ from tuidag.engine.slots import SlotPool
 from tuidag.model.resources import Request, is_cuda_kind
 
 #: A task that holds its slots until the test creates `go` in the work dir (polling, so no fixed sleep decides).
-WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.01; done"
+WAIT_FOR_GO = "for i in $(seq 3000); do [ -e go ] && break; sleep 0.01; done"  # bounded: a failed test leaves nothing
 
 
 def slotted(dag, requests: dict[str, dict[str, int]], capacities: dict[str, int]):

@@ -12,7 +12,7 @@ SLOTTED = """\
 resources: {gpu: 2, db: 1}
 tasks:
   hold:
-    run: while [ ! -e go ]; do sleep 0.01; done
+    run: for i in $(seq 3000); do [ -e go ] && break; sleep 0.01; done
     resources: {gpu: 2}
   waiter:
     run: 'true'
