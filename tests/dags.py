@@ -24,6 +24,17 @@ DIAMOND = {
 }
 
 
+def stubborn_trees(pids: Path) -> str:
+    """YAML tasks `a` and `b` whose process trees resist a polite stop: `a` leaves a child that ignores SIGTERM, `b` a
+    grandchild in a session of its own. Their three pids go to `pids`, one per line, once they run."""
+    return f"""\
+  a:
+    run: sh -c 'trap "" TERM; echo $$ >> {pids}; sleep 60' & echo $$ >> {pids}; wait
+  b:
+    run: setsid sleep 60 & echo $! >> {pids}; wait
+"""
+
+
 def make_dag(tasks: dict[str, Any], *, name: str = "test", max_parallel: int = 4, workdir: Path | None = None,
              on_failure: str = "skip-downstream", kill_grace: float = 1.0, env: dict | None = None) -> DagSpec:
     """tasks: name -> command, or name -> dict(run=..., depends_on=[...], retries=..., ...)."""

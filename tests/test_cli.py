@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dags import alive, read_pids, wait_until
+from dags import alive, read_pids, stubborn_trees, wait_until
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
@@ -191,17 +191,8 @@ def test_logs_follow_until_the_task_ends(tmp_path):
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_cancels_every_tree_and_exits_with_128_plus_signal(tmp_path, sig, code):
     pids = tmp_path / "pids"
-    dag = write(tmp_path / "dag.yaml", f"""\
-kill_grace: 500ms
-tasks:
-  a:
-    run: sh -c 'trap "" TERM; echo $$ >> {pids}; sleep 60' & echo $$ >> {pids}; wait
-  b:
-    run: setsid sleep 60 & echo $! >> {pids}; wait
-  c:
-    depends_on: a
-    run: echo never
-""")
+    dag = write(tmp_path / "dag.yaml", "kill_grace: 500ms\ntasks:\n" + stubborn_trees(pids)
+                + "  c:\n    depends_on: a\n    run: echo never\n")
     proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag)], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3)

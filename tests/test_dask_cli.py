@@ -11,7 +11,7 @@ import sys
 import psutil
 import pytest
 
-from dags import alive, read_pids, wait_until
+from dags import alive, read_pids, stubborn_trees, wait_until
 from test_cli import tuidag, write
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
@@ -42,14 +42,7 @@ tasks:
 def test_a_signal_kills_every_tree_and_closes_the_local_cluster(tmp_path, sig, code):
     """Sent to the whole process group, as Ctrl+C in a terminal is: the cluster's workers get it too."""
     pids = tmp_path / "pids"
-    dag = write(tmp_path / "dag.yaml", f"""\
-kill_grace: 500ms
-tasks:
-  a:
-    run: sh -c 'trap "" TERM; echo $$ >> {pids}; sleep 60' & echo $$ >> {pids}; wait
-  b:
-    run: setsid sleep 60 & echo $! >> {pids}; wait
-""")
+    dag = write(tmp_path / "dag.yaml", "kill_grace: 500ms\ntasks:\n" + stubborn_trees(pids))
     proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--executor", "dask-local:2"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
