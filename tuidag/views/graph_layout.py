@@ -32,9 +32,9 @@ import os
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
-from typing import Mapping, NamedTuple, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 ORDER_SWEEPS = 4     # down+up barycenter sweep pairs, at most
 SETTLED = 0.05       # a sweep pair that removes less than this share of the crossings left is the last one
@@ -256,19 +256,22 @@ def layout_graph(deps: Mapping[str, Sequence[str]], style: LayoutStyle = LayoutS
     return graph.route()
 
 
-def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int], shape: DagShape | None = None) -> LayoutStyle:
+def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int], shape: DagShape | None = None,
+                 lay_out: Callable[[LayoutStyle], GraphLayout] | None = None) -> LayoutStyle:
     """The style a run starts in on a canvas of `view` (columns, rows): the most detailed zoom at which the whole DAG
     fits, in the orientation that fits (left to right first). Thousands of tasks that fit no other way are dots. If
     nothing fits, of the styles that need no sideways scrolling (a deep chain reads top down) the one with the fewest
     screens to scroll through, the more detailed of two about as long; else compact.
 
     A DAG of hundreds of tasks or more is not laid out four ways to choose: sizes are estimated from its layers, a few
-    milliseconds on 5,000 tasks where a layout takes a few hundred."""
+    milliseconds on 5,000 tasks where a layout takes a few hundred. `lay_out(style)`, if given, is how layouts are
+    made (the canvas passes the one that keeps them, so the chosen one is not laid out again)."""
     shape = shape or DagShape(deps)
+    lay_out = lay_out or partial(layout_graph, deps)
     detailed = [LayoutStyle(z, o, view) for z in (Zoom.FULL, Zoom.COMPACT) for o in Orientation]
     if len(deps) < DOTS_MIN_TASKS:  # small enough to lay out each way (a few ms): exact, tracks included
         sizes = {style: (layout.width, layout.height) for style in detailed
-                 for layout in [layout_graph(deps, style)]}
+                 for layout in [lay_out(style)]}
     else:
         sizes = {style: shape.size(style) for style in detailed}
     for style in detailed:

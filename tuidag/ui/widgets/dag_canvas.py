@@ -337,14 +337,10 @@ class DagCanvas(ScrollView, can_focus=True):
             return
         fitted = None
         if self.zoom_choice is None or self.orientation_choice is None:
-            fitted = choose_style(self.deps, view, self._shape)
+            fitted = choose_style(self.deps, view, self._shape, self._laid_out)
         zoom = self.zoom_choice or fitted.zoom
         orientation = self.orientation_choice or fitted.orientation
-        style = LayoutStyle(zoom, orientation, view)
-        key = (zoom, orientation, self._shape.packing(style))
-        graph = self._layouts.get(key)
-        if graph is None:
-            graph = self._layouts[key] = self._layout(style)
+        graph = self._laid_out(LayoutStyle(zoom, orientation, view))
         if graph is self.graph:
             return
         self.graph = graph
@@ -361,6 +357,14 @@ class DagCanvas(ScrollView, can_focus=True):
         self.scroll_to_selected()  # now, not after a frame of the new layout at the old scroll: one repaint, not two
         self.refresh()
         self.call_after_refresh(self.scroll_to_selected)  # in case the scrollbars changed the room
+
+    def _laid_out(self, style: LayoutStyle) -> GraphLayout:
+        """The layout for `style`, made once per zoom, orientation and packing (a resize that packs alike reuses it)."""
+        key = (style.zoom, style.orientation, self._shape.packing(style))
+        graph = self._layouts.get(key)
+        if graph is None:
+            graph = self._layouts[key] = self._layout(style)
+        return graph
 
     def _update_title(self) -> None:
         if self.graph is None:
