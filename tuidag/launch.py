@@ -20,6 +20,7 @@ from .engine.executor import Executor
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler
+from .model.resources import requests
 from .model.spec import DagSpec, FailurePolicy
 from .model.state import TaskState
 from .store.heartbeat import Heartbeat
@@ -59,7 +60,8 @@ class RunSession:
         store = RunStore(state_dir)
         prints = dag.fingerprints
         reused = reusable_tasks(dag, prints, resume_from) if resume_from else []
-        extra = {"fingerprints": prints, "resumed_from": resume_from.run_id if resume_from else None}
+        extra = {"fingerprints": prints, "resumed_from": resume_from.run_id if resume_from else None,
+                 **dag_header(dag, max_parallel)}
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
         for name in reused:
             _link_log(resume_from.log_path(name), run.log_path(name))
@@ -142,6 +144,15 @@ class RunSession:
         if self.interrupted_by:
             return SIGNAL_EXIT[signal.Signals[self.interrupted_by]]
         return EXIT_OK if summary.ok and self.store_error is None else EXIT_FAILED
+
+
+def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
+    """What the journal's header keeps of the DAG's shape, so a viewer in another process, the post-mortem browser
+    and the report can draw the run without its file (which may have changed since, or be a Python script)."""
+    return {"deps": {name: list(task.depends_on) for name, task in dag.tasks.items() if task.depends_on},
+            "capacities": dict(dag.resources),
+            "requests": {name: requests(task) for name, task in dag.tasks.items() if task.resources},
+            "max_parallel": max(1, max_parallel or dag.max_parallel)}
 
 
 def run_end(snapshots: Iterable[TaskSnapshot], started: float) -> float:

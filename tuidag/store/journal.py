@@ -333,12 +333,22 @@ def _is_str_map(value: Any) -> bool:
     return type(value) is dict and all(type(item) is str for item in value.values())
 
 
+def _is_deps(value: Any) -> bool:
+    return type(value) is dict and all(type(key) is str and _is_name_list(item) for key, item in value.items())
+
+
+def _is_count_map(value: Any) -> bool:
+    return type(value) is dict and all(type(key) is str and _is_int(item) and item >= 0 for key, item in value.items())
+
+
 _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "event": _is_str, "seq": _is_int, "t": _is_time, "detail": _optional(_is_str),
     # the header ("created")
     "run_id": _is_str, "dag": _is_str, "source": _optional(_is_str), "host": _is_str, "pid": _is_pid,
     "pid_create_time": _optional(_is_time), "tasks": _is_name_list, "fingerprints": _is_str_map,
-    "resumed_from": _optional(_is_str),
+    "resumed_from": _optional(_is_str), "deps": _is_deps, "capacities": _is_count_map,
+    "requests": lambda value: type(value) is dict and all(_is_count_map(item) for item in value.values()),
+    "max_parallel": lambda value: _is_int(value) and value > 0,
 }
 _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "task": lambda value: type(value) is str and value != "", "to": lambda value: value in _STATES,
@@ -346,8 +356,7 @@ _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "attempt": lambda value: type(value) is int and value >= 0, "exit_code": _optional(_is_int),
     "started_at": _optional(_is_time), "finished_at": _optional(_is_time), "pid": _optional(_is_pid),
     "create_time": _optional(_is_time), "reason": _optional(_is_str), "reused": lambda value: type(value) is bool,
-    "value_repr": _is_str, "slots": _optional(_is_str),
-    "value_repr": _is_str, "worker": _optional(_is_str),
+    "value_repr": _is_str, "slots": _optional(_is_str), "worker": _optional(_is_str),
 }
 _REQUIRED = {"run": ("event",), "task": ("task", "to")}
 
