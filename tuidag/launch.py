@@ -9,6 +9,7 @@ import errno
 import os
 import signal
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -43,6 +44,7 @@ class RunSession:
         self.store_error: str | None = None  # why the run's record is incomplete ("state dir full"), if it is
         self.store_message: str | None = None  # the same, said in full: which folder, what failed, what happens now
         self.on_store_error: Callable[[str], None] | None = None  # how the view tells the user (called once)
+        self.control = None  # the control channel's server (control/server.py), once `serve_control` ran
         journal.on_error = self._journal_failed
         self.heartbeat = Heartbeat(run.journal).start()  # after a crash, tells when this process was last alive
 
@@ -70,6 +72,17 @@ class RunSession:
         # The first observer: the journal records every event before any view sees it.
         scheduler.subscribe(journal.record, batches=True)
         return cls(dag, store, run, journal, scheduler)
+
+    def serve_control(self) -> None:
+        """Open the run's control socket: viewers (`tuidag attach`) and `tuidag cancel`/`pause`/... reach the run
+        through it, from any terminal of this user, for as long as it runs."""
+        from .control.server import ControlServer
+
+        try:
+            self.control = ControlServer(self)
+        except OSError as exc:  # no socket (a full disk, a file system without them): the run goes on without one
+            print(f"tuidag: warning: no control socket for this run ({exc.strerror or exc}): "
+                  "it can't be attached to or controlled from another terminal", file=sys.stderr)
 
     def interrupt(self, signum: int) -> None:
         """A signal asked us to stop: cancel every task (killing every tree) without blocking the caller.
@@ -109,6 +122,8 @@ class RunSession:
                               f"{'full' if full else 'not writable'} ({exc.strerror or exc}): {consequence}")
         if self.on_store_error is not None:
             self.on_store_error(self.store_message)
+        if self.control is not None:
+            self.control.notice(self.store_message)
 
     def finish(self) -> RunSummary:
         """Wait for the pool, record the outcome in summary.json and close the journal. With a journal that stopped
@@ -124,6 +139,7 @@ class RunSession:
             "outcome": f"incomplete: {self.store_error}" if self.store_error else summary.outcome,
             "interrupted_by": self.interrupted_by,
         }
+        record["exit_code"] = self.exit_code(summary)
         if self.journal.error is not None:
             record["journal_error"] = self.journal.error.strerror or str(self.journal.error)
         try:
@@ -131,6 +147,8 @@ class RunSession:
         except OSError as exc:
             self._store_failed(exc, "the run's outcome could not be recorded (summary.json)")
         self.journal.close()
+        if self.control is not None:
+            self.control.close()  # after the summary: a viewer that sees the channel close finds the outcome
         return summary
 
     @property

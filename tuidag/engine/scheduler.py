@@ -208,6 +208,12 @@ class Scheduler:
         with self._lock:
             return {name: t.snap for name, t in self._tasks.items()}
 
+    def snapshot_seq(self) -> tuple[int, dict[str, TaskSnapshot]]:
+        """Every task now, with the number of the last event that went into it: an observer that subscribed
+        earlier skips the events up to that number (they are older than the snapshot, not news)."""
+        with self._lock:
+            return self._seq, {name: t.snap for name, t in self._tasks.items()}
+
     @property
     def paused(self) -> bool:
         return self._paused
