@@ -1,4 +1,5 @@
-"""Commands that act on a live run from any terminal or script: cancel, rerun, pause, resume, stop.
+"""Commands that act on a live run from any terminal or script: cancel, rerun, pause, resume, stop; and the two
+that open the UI on a run in another process or a finished one: attach, show.
 
 Each finds the run (`--run RUN`, or the latest live run of `--file FILE`'s state dir or of `--state-dir`), sends one
 request over its control socket and prints what changed: the lists the UI's confirmations show. Exit codes: 0 done,
@@ -28,6 +29,14 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
     sub.add_parser("pause", parents=[common], help="pause a live run: running tasks go on, nothing new starts")
     sub.add_parser("resume", parents=[common], help="resume a paused live run")
     sub.add_parser("stop", parents=[common], help="stop a live run: cancel every unfinished task, and it ends")
+    attach = sub.add_parser("attach", parents=[state], help="open the UI on a run going on in another process "
+                                                            "(on a finished run: browse it)")
+    show = sub.add_parser("show", parents=[state], help="browse a run in the UI: its graph, states and logs")
+    for viewer in (attach, show):
+        viewer.add_argument("run_id", nargs="?", metavar="RUN",
+                            help="run id (or a unique prefix); default: the latest " +
+                                 ("live run" if viewer is attach else "run"))
+        viewer.add_argument("--file", type=Path, help="a DAG file: its runs, in the state dir next to it")
 
 
 def live_runs(store: RunStore, dag_file: Path | None) -> list[RunDir]:
@@ -52,6 +61,33 @@ def find_live_run(args: argparse.Namespace) -> RunDir:
     if not live:
         raise UsageError(f"no live run {where}")
     return live[-1]
+
+
+def find_run_to_view(args: argparse.Namespace, live: bool) -> RunDir:
+    """`attach`'s run (by default the latest live one) or `show`'s (by default the latest)."""
+    from .store.history import matching, runs_of
+
+    store = open_store(state_dir_of(args, args.file))
+    where = where_runs(store, args.file)
+    if args.run_id:
+        return one_run(matching(runs_of(store, args.file), args.run_id), args.run_id, where)
+    found = live_runs(store, args.file) if live else runs_of(store, args.file)
+    if not found:
+        raise UsageError(f"no {'live run' if live else 'run'} {where}"
+                         + (" (`tuidag show` browses a finished one)" if live else ""))
+    return found[-1]
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    from .ui.viewer import run_viewer  # textual is imported only here
+
+    return run_viewer(find_run_to_view(args, live=True), foreground=False, engine_pid=None)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .ui.viewer import run_viewer
+
+    return run_viewer(find_run_to_view(args, live=False), foreground=False, engine_pid=None)
 
 
 def _request(args: argparse.Namespace, op: str, **fields) -> tuple[RunDir, dict | None, str | None, list[str]]:
@@ -135,4 +171,5 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"cancel": cmd_cancel, "rerun": cmd_rerun, "pause": cmd_pause, "resume": cmd_resume, "stop": cmd_stop}
+COMMANDS = {"cancel": cmd_cancel, "rerun": cmd_rerun, "pause": cmd_pause, "resume": cmd_resume, "stop": cmd_stop,
+            "attach": cmd_attach, "show": cmd_show}
