@@ -175,4 +175,4 @@ def test_an_engine_killed_with_sigkill_is_reaped_by_the_next_command(tmp_path):
     assert gone.returncode == 2 and "no live run" in gone.stderr
     assert f"run {run_id} was interrupted; killed" in gone.stderr  # the command reaped the trees first
     assert not any(alive(*ref) for ref in trees)
-    assert "interrupted" in tuidag("runs", "--file", str(dag), cwd=tmp_path).stdout
+    assert "interrupted" in tuidag("runs", str(dag), cwd=tmp_path).stdout
