@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--raw", action="store_true",
                       help="print the bytes as they are on a terminal too (by default a terminal gets them made "
                            "safe: colours kept, other control sequences neutralised)")
+    report = sub.add_parser("report", parents=[state], help="write a run's report: one HTML file (or JSON)")
+    report.add_argument("run_id", nargs="?", metavar="RUN", help="run id (or a unique prefix); default: the latest run")
+    report.add_argument("-o", "--output", metavar="FILE",
+                        help="where to write it (default: tuidag-report-RUN.html or .json here; - for stdout)")
+    report.add_argument("--format", choices=["html", "json"], default="html")
+    report.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it (and its runs)")
     return parser
 
 
@@ -524,6 +530,33 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .store.history import matching, runs_of
+    from .views.report import render_html, render_json
+    from .views.report_facts import report_facts
+
+    store = open_store(_state_dir(args, args.file))
+    runs = runs_of(store, args.file)
+    if args.run_id:
+        run = _one_run(matching(runs, args.run_id), args.run_id, _where(store, args.file))
+    elif not runs:
+        raise UsageError(_no_runs(store, args))
+    else:
+        run = runs[-1]
+    facts = report_facts(run)
+    text = render_html(facts) if args.format == "html" else render_json(facts)
+    if args.output == "-":
+        sys.stdout.write(text)
+        return EXIT_OK
+    path = Path(args.output or f"tuidag-report-{run.run_id}.{args.format}")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {_printable(path)}: {exc.strerror or exc}") from None
+    print(f"tuidag: report of run {run.run_id} ({_printable(facts['run']['dag'])}) written to {_printable(path)}")
+    return EXIT_OK
+
+
 def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
     from .model.errors import did_you_mean
 
@@ -533,7 +566,8 @@ def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
     raise UsageError(_printable(message + did_you_mean(task, names)))
 
 
-COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs}
+COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs,
+            "report": cmd_report}
 
 
 def entry() -> None:
