@@ -30,10 +30,11 @@ TAIL_LINES = 20
 
 def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
-    rep = replay(run.journal)
+    records = list(read_journal(run.journal))
+    rep = replay(run.journal, records)
     header = rep.header
     timeline = TimelineRecorder()
-    timeline.feed_journal(read_journal(run.journal))
+    timeline.feed_journal(records)
     dag = dag_from_header(header)
     names = list(dag.tasks) or list(rep.tasks)
     summary = read_summary(run) if run.summary.exists() else None
