@@ -214,10 +214,10 @@ def critical_path(dag_deps: Mapping[str, Sequence[str]], spans: Mapping[str, Spa
     spans a live run's.
 
     What a task waited for: the dependency that ended last, when the task started then (within `tolerance`
-    seconds: the scheduler's own delay, which a loaded machine stretches to tenths of a second). A task that started later waited for a thread (`max_parallel`) or for
-    resource slots: then it waited for the task that ended last before it started (its end freed them), so a
-    chain of tasks queued behind one GPU is on the path, though no edge links them. Ties go to the dependency
-    listed first."""
+    seconds: the scheduler's own delay, which a loaded machine stretches to tenths of a second). A task that
+    started later waited for a thread (`max_parallel`) or for resource slots: then it waited for the task that
+    ended last before it started (its end freed them), so a chain of tasks queued behind one GPU is on the path,
+    though no edge links them. Ties go to the dependency listed first."""
     if not spans:
         return []
     by_end = sorted((end, name) for name, (_, end) in spans.items())
