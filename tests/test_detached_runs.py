@@ -29,6 +29,21 @@ def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedPr
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+_ENGINES: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def no_engine_left_behind():
+    """A test that fails before its run ends must not leave a detached engine running for ever."""
+    yield
+    while _ENGINES:
+        pid = _ENGINES.pop()
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
 def start_detached(tmp_path: Path, dag_text: str) -> tuple[Path, str, int]:
     """(the DAG file, the run id, the engine's pid) of a run started with -d."""
     dag = tmp_path / "dag.yaml"
@@ -38,6 +53,7 @@ def start_detached(tmp_path: Path, dag_text: str) -> tuple[Path, str, int]:
     first = proc.stdout.splitlines()[0]
     run_id = first.split()[2]
     pid = int(first.rsplit("engine pid ", 1)[1].rstrip(")"))
+    _ENGINES.append(pid)
     assert f"tuidag attach {run_id}" in proc.stdout
     return dag, run_id, pid
 
