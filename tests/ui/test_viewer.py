@@ -239,3 +239,93 @@ async def test_the_engine_killed_turns_the_viewer_into_the_post_mortem_within_a_
         await pilot.press("c")
         assert not isinstance(app.screen, ConfirmScreen)
         assert any("read-only: the run is over" in n.message for n in app._notifications)
+
+
+# ------------------------------------------------------------------------------------------- the post-mortem view
+POST_MORTEM = """\
+name: finished
+tasks:
+  prepare:
+    run: echo preparing the data; sleep 0.3
+  train:
+    run: echo training; echo loss 0.25; exit 4
+    depends_on: [prepare]
+  report:
+    run: echo never
+    depends_on: [train]
+  side:
+    run: echo a side note
+"""
+
+
+@pytest.fixture
+def finished_run(tmp_path):
+    """A run of a DAG file that ended (train failed, report skipped), no engine left."""
+    from tuidag.model.loader import load_dag
+
+    source = tmp_path / "dag.yaml"
+    source.write_text(POST_MORTEM)
+    session = RunSession.create(load_dag(source), tmp_path / "state")
+    session.scheduler.start()
+    session.scheduler.wait(30)
+    session.finish()
+    return session, source
+
+
+async def test_the_post_mortem_shows_every_state_duration_and_log_read_only(finished_run):
+    session, _ = finished_run
+    recorded = session.scheduler.snapshot()
+    remote = RemoteRun.stored(session.run, session.store)
+    async with viewer(session.run, session.store, remote=remote) as (app, pilot):
+        assert ui_states(app) == {"prepare": "SUCCEEDED", "train": "FAILED", "report": "SKIPPED", "side": "SUCCEEDED"}
+        for name, snap in recorded.items():
+            shown = app.model.snapshots[name]
+            assert (shown.started_at, shown.finished_at, shown.reason, shown.exit_code) == \
+                   (snap.started_at, snap.finished_at, snap.reason, snap.exit_code)
+        assert app.model.finished and app.model.elapsed() == pytest.approx(session.duration, abs=0.05)
+        text = screen_text(app)
+        assert "post-mortem · read-only" in text and "loss 0.25" in text  # the failure selected, its log shown
+        for key in ("c", "C", "p"):
+            await pilot.press(key)
+            assert not isinstance(app.screen, (ConfirmScreen, ChoiceScreen))
+        assert sum("read-only: the run is over" in n.message for n in app._notifications) == 3
+        await pilot.press("slash")
+        await pilot.press(*"loss", "enter")
+        await until(pilot, lambda: app.log_pane.query == "loss", what="search")
+        await pilot.press("a")  # every log, interleaved
+        await until(pilot, lambda: all(line in screen_text(app) for line in ("preparing the data", "a side note")),
+                    what="the combined view")
+        await pilot.press("q")
+        await until(pilot, lambda: not app.is_running, what="q closes at once")
+
+
+async def test_r_in_the_post_mortem_offers_a_run_that_resumes_from_it(finished_run):
+    session, source = finished_run
+    remote = RemoteRun.stored(session.run, session.store)
+    async with viewer(session.run, session.store, remote=remote) as (app, pilot):
+        await pilot.press("r")
+        assert isinstance(app.screen, ConfirmScreen) and session.run.run_id in app.screen.question
+        await pilot.press("y")
+        await until(pilot, lambda: app.return_value == RESUME, what="resume chosen")
+
+
+async def test_r_is_refused_clearly_when_the_dag_file_is_gone(finished_run):
+    session, source = finished_run
+    source.unlink()
+    remote = RemoteRun.stored(session.run, session.store)
+    async with viewer(session.run, session.store, remote=remote) as (app, pilot):
+        await pilot.press("r")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any(f"the DAG file {source} is gone" in n.message for n in app._notifications)
+
+
+async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):
+    session, _ = served
+    async with viewer(session.run, session.store) as (app, pilot):
+        session.scheduler.cancel_all("ended from elsewhere")
+        session.scheduler.wait(10)
+        session.finish()
+        await until(pilot, lambda: app.read_only, what="post-mortem")
+        await until(pilot, lambda: "post-mortem · read-only" in screen_text(app), what="the header to say so")
+        assert not any(n.severity == "error" for n in app._notifications)  # an end, not a crash
+        assert ui_states(app)["free"] == "CANCELLED"

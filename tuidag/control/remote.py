@@ -94,6 +94,11 @@ class RemoteRun:
         remote._snaps = journal_snapshots(run, remote.dag.topological_order)
         remote._finished = True
         summary = run.read_summary() or {}
+        started = summary.get("started_at")
+        if type(started) not in (int, float):
+            started = replay(run.journal).started_at
+        if type(started) in (int, float):
+            remote.started = float(started)
         remote.interrupted_by = summary.get("interrupted_by") if type(summary.get("interrupted_by")) is str else None
         return remote
 

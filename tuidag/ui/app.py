@@ -421,14 +421,14 @@ class TuidagApp(App[None]):
                ("← →", "Scroll sideways (when not wrapping)"),
                ("esc", "Back to the graph (or the list)")]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
-        anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
+        anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip and self._offers(b)]
         return [("In the graph", graph), ("In the list (L shows it)", listed),
                 ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for binding in self.BINDINGS:
-            if binding.tooltip and binding.action != "quit":  # Textual already offers Quit
+            if binding.tooltip and binding.action != "quit" and self._offers(binding):  # Textual offers Quit
                 yield SystemCommand(binding.description, binding.tooltip, getattr(self, f"action_{binding.action}"))
         for binding in DagCanvas.BINDINGS:
             moves = binding.action.startswith("move(")
@@ -775,6 +775,10 @@ class TuidagApp(App[None]):
                 self.call_from_thread(self.notify, str(exc), severity="warning")
             except RuntimeError:  # the app is closing
                 pass
+
+    def _offers(self, binding: Binding) -> bool:
+        """The help and the palette list `d` only where it works: on a run of another process."""
+        return binding.action != "detach" or self.viewing
 
     def action_detach(self) -> None:
         """`d`: close this view and leave the run running in its own process."""
