@@ -197,12 +197,15 @@ class ControlServer:
                     if sock is self._listener:
                         self._accept()
                     elif sock is self._wake_r:
-                        self._woken = False
+                        # Drained first, then cleared: cleared first, a wake-up sent in between was drained with
+                        # the older one while `_woken` stayed set, and no wake-up was ever sent again (every event
+                        # then waited for the select timeout, up to 0.5 s, before reaching a viewer).
                         try:
                             while self._wake_r.recv(4096):
                                 pass
                         except (BlockingIOError, OSError):
                             pass
+                        self._woken = False
                     else:
                         client = self._clients.get(sock.fileno())
                         if client is None:
