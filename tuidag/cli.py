@@ -13,15 +13,13 @@ from .model.durations import format_duration, parse_duration
 from .model.errors import DagErrors
 from .model.loader import load_dag
 from .model.spec import DagSpec
+from . import control_commands
+from .cli_common import UsageError, no_runs, one_run, open_store, printable, state_dir_of, where_runs
 from .store.journal import read_header
-from .store.runs import STATE_DIR_ENV, RunDir, RunStore, StateDirError, default_state_dir
+from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class UsageError(Exception):
-    """A user mistake on the command line: printed as one line, exit code 2."""
 
 
 def _duration_arg(text: str) -> float:
@@ -118,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--raw", action="store_true",
                       help="print the bytes as they are on a terminal too (by default a terminal gets them made "
                            "safe: colours kept, other control sequences neutralised)")
+    control_commands.add_parsers(sub, state)
     return parser
 
 
@@ -130,6 +129,8 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--kill-grace", type=_duration_arg, help="SIGTERM -> SIGKILL grace period (default 5s)")
     run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
     run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
+    run.add_argument("-d", "--detach", action="store_true",
+                     help="run in the background, detached from the terminal: prints the run id and how to attach")
     run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_ID",
                      help="reuse the tasks that succeeded in the latest (or the given) run of this DAG")
     run.add_argument("--executor", metavar="KIND",
@@ -220,7 +221,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     outlive_readers()
-    state_dir = _state_dir(args, args.file)
+    state_dir = state_dir_of(args, args.file)
     RunStore(state_dir).check()  # before its cache is read
     dag = _load(args.file, args.env, state_dir / "cache")
     return run_dag(dag, args)
@@ -238,14 +239,28 @@ def outlive_readers() -> None:
 
 
 def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
-    """Run a loaded DAG with the options of `tuidag run`."""
-    from .launch import RunSession  # the engine is imported only once there is something to run
-
+    """Run a loaded DAG with the options of `tuidag run`. With --detach the engine runs in a process of its own,
+    detached from the terminal (see background.py), and this returns as soon as the run exists."""
     outlive_readers()
     dag = with_resources(dag, args)  # before anything starts or is stored
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
+    if getattr(args, "detach", False):
+        return _run_detached(dag, args, state_dir, earlier)
+    session = _new_session(dag, args, state_dir, earlier)
+    tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
+    if tui:
+        from .ui.app import run_tui  # textual is imported only here
+
+        return run_tui(session, exit_on_finish=args.exit_on_finish)
+    return run_headless(session, quiet=args.quiet)
+
+
+def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None):
+    """The run's store folder, journal, executor and scheduler, ready to start; its notes said on stderr."""
+    from .launch import RunSession  # the engine is imported only once there is something to run
+
     executor = make_executor(dag, args)
     session = RunSession.create(dag, state_dir, max_parallel=args.max_parallel, kill_grace=args.kill_grace,
                                 resume_from=earlier, executor=executor)
@@ -255,12 +270,37 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
         reused = [n for n, s in session.scheduler.snapshot().items() if s.reused]
         print(f"tuidag: resuming {earlier.run_id}: reusing {len(reused)} of {len(dag.tasks)} tasks"
               + (f" ({', '.join(reused)})" if 0 < len(reused) <= 10 else ""), file=sys.stderr)
-    tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
-    if tui:
-        from .ui.app import run_tui  # textual is imported only here
+    return session
 
-        return run_tui(session, exit_on_finish=args.exit_on_finish)
-    return run_headless(session, quiet=args.quiet)
+
+def _run_detached(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None) -> int:
+    """`tuidag run -d`: start the engine in the background, say how to reach the run, exit 0."""
+    from .background import EngineFailed, start_engine
+
+    def engine(ready) -> int:
+        def work(_args: argparse.Namespace) -> int:
+            session = _new_session(dag, args, state_dir, earlier)
+            ready(session.run.run_id, str(session.run.path))
+            return run_headless(session, quiet=True)
+
+        return guarded(work, args)
+
+    try:
+        started = start_engine(engine)
+    except EngineFailed as failed:
+        return failed.code
+    where = "" if state_dir == default_state_dir(None) else f" --state-dir {_quoted(state_dir)}"
+    print(f"tuidag: run {started.run_id} of {dag.name} started in the background (engine pid {started.pid})\n"
+          f"tuidag: watch it:  tuidag attach {started.run_id}{where}\n"
+          f"tuidag: stop it:   tuidag stop --run {started.run_id}{where}\n"
+          f"tuidag: logs in {RunStore(state_dir).runs_dir / started.run_id / 'logs'}", flush=True)
+    return EXIT_OK
+
+
+def _quoted(path: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(path.resolve()))
 
 
 def make_executor(dag: DagSpec, args: argparse.Namespace):
@@ -295,6 +335,7 @@ def run_headless(session, quiet: bool = False) -> int:
     colour = use_colour(sys.stdout)
     reporter = HeadlessReporter(sys.stdout, session.scheduler.log_headers, quiet=quiet, colour=colour)
     session.scheduler.subscribe(reporter)
+    session.serve_control()
     session.on_store_error = lambda message: print(message, file=sys.stderr, flush=True)
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
@@ -319,27 +360,6 @@ def run_headless(session, quiet: bool = False) -> int:
     return session.exit_code(summary)
 
 
-def _state_dir(args: argparse.Namespace, dag_file: Path | None) -> Path:
-    return args.state_dir or default_state_dir(dag_file)
-
-
-def open_store(state_dir: Path) -> RunStore:
-    """The store, after reaping what runs interrupted by a crash left behind (and saying so)."""
-    from .store.reaper import reap_interrupted
-
-    store = RunStore(state_dir)
-    store.check()  # a state dir others can write to is refused, not read or reaped
-    for report in reap_interrupted(store):
-        if report.processes:
-            listed = ", ".join(f"{task}: pid {pid} ({name})" for task, pid, name in report.processes[:10])
-            more = f" and {len(report.processes) - 10} more" if len(report.processes) > 10 else ""
-            print(f"tuidag: run {report.run_id} was interrupted; killed {len(report.processes)} leftover "
-                  f"process(es): {listed}{more}", file=sys.stderr)
-        else:
-            print(f"tuidag: run {report.run_id} was interrupted; no leftover processes", file=sys.stderr)
-    return store
-
-
 def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
     from .store.history import matching
 
@@ -349,55 +369,10 @@ def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
             raise UsageError(f"--resume: no earlier run of {dag.name!r} in {store.state_dir}")
         run = runs[-1]
     else:
-        run = _one_run(matching(store.runs(), which), which, f"in {store.state_dir}", "--resume: ")
+        run = one_run(matching(store.runs(), which), which, f"in {store.state_dir}", "--resume: ")
     if run.owned():
         raise UsageError(f"--resume: run {run.run_id} is still running (pid {read_header(run.journal).get('pid')})")
     return run
-
-
-def _one_run(found: list[RunDir], run_id: str, where: str, prefix: str = "") -> RunDir:
-    """The one run `run_id` names, or a usage error saying there is none or listing the ones it could mean."""
-    if not found:
-        raise UsageError(f"{prefix}no run {run_id!r} {where}")
-    if len(found) > 1:
-        listed = "\n".join(f"  {_printable(run.run_id)}  {_printable(read_header(run.journal).get('dag', '?'))}"
-                           for run in reversed(found[-10:]))
-        more = f"\n  ... and {len(found) - 10} older" if len(found) > 10 else ""
-        raise UsageError(f"{prefix}run id {run_id!r} is ambiguous: {len(found)} runs {where} start with it "
-                         f"(give more of the id):\n{listed}{more}")
-    return found[0]
-
-
-def _printable(text: object) -> str:
-    """A value read from the store, safe to print in a table: control characters (escape sequences, newlines)
-    shown as '?'."""
-    return "".join(c if c.isprintable() else "?" for c in str(text))
-
-
-def _where(store: RunStore, dag_file: Path | None) -> str:
-    return f"of {dag_file} in {store.state_dir}" if dag_file is not None else f"in {store.state_dir}"
-
-
-def _no_runs(store: RunStore, args: argparse.Namespace) -> str:
-    """Why nothing was found, and where runs are kept: a user in the wrong folder learns where to look."""
-    from .store.history import nearby_state_dirs
-
-    message = f"no runs {_where(store, args.file)}"
-    if args.file is not None:
-        others = len(store.runs())
-        if others:
-            message += f" ({others} run{'s' if others > 1 else ''} of other DAG files there: `tuidag runs "
-            message += f"--state-dir {store.state_dir}` lists them)"
-        return message
-    if args.state_dir is not None or os.environ.get(STATE_DIR_ENV):
-        return message
-    message += ("\nruns are kept in .tuidag/ next to each DAG file (or in --state-dir DIR, or $TUIDAG_STATE_DIR): "
-                "pass the DAG file, e.g. `tuidag runs FILE`, `tuidag logs TASK --file FILE`")
-    found = nearby_state_dirs(Path.cwd())
-    if found:
-        listed = ", ".join(_printable(os.path.relpath(path)) for path in found)
-        message += f"\nfolders below this one that hold runs: {listed}"
-    return message
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -405,37 +380,51 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from .store.history import run_info, runs_of
 
-    store = open_store(_state_dir(args, args.file))
+    store = open_store(state_dir_of(args, args.file))
     runs = runs_of(store, args.file)
     if not runs:
-        print(_no_runs(store, args))
+        print(no_runs(store, args))
         return EXIT_OK
     rows = [("RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME")]
     for run in runs:
         info = run_info(run)
         started = datetime.fromtimestamp(info.started_at).strftime("%Y-%m-%d %H:%M:%S") if info.started_at else "-"
         counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
-        rows.append(tuple(map(_printable, (info.run_id, info.dag, started, format_duration(info.duration), counts,
-                                           info.outcome))))
+        rows.append(tuple(map(printable, (info.run_id, info.dag, started, format_duration(info.duration), counts,
+                                           _live_outcome(run, info.outcome)))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     return EXIT_OK
 
 
+def _live_outcome(run: RunDir, outcome: str) -> str:
+    """A live run says who runs it and who watches: `running (pid 123, 2 viewers)`."""
+    if outcome != "running":
+        return outcome
+    from .control.client import live_status
+
+    status = live_status(run)
+    if status is None or type(status.get("pid")) is not int or type(status.get("viewers")) is not int:
+        return outcome
+    viewers = status["viewers"]
+    paused = ", paused" if status.get("paused") is True else ""
+    return f"running (pid {status['pid']}, {viewers} viewer{'' if viewers == 1 else 's'}{paused})"
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     from .store.history import has_task, matching, runs_of
     from .views.logs import LogPrinter, UnsafeLog, copy_log, follow_log
 
-    store = open_store(_state_dir(args, args.file))
+    store = open_store(state_dir_of(args, args.file))
     runs = runs_of(store, args.file)
-    where = _where(store, args.file)
+    where = where_runs(store, args.file)
     if args.run_id:
-        run = _one_run(matching(runs, args.run_id), args.run_id, where)
+        run = one_run(matching(runs, args.run_id), args.run_id, where)
         if not has_task(run, args.task):
             _no_such_task(args.task, [run], f"run {run.run_id} has no task {args.task!r}")
     elif not runs:
-        raise UsageError(_no_runs(store, args))
+        raise UsageError(no_runs(store, args))
     else:  # the latest run that has the task: a shared state dir also holds other DAGs' runs
         with_task = [r for r in runs if has_task(r, args.task)]
         if not with_task:
@@ -461,10 +450,11 @@ def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
     names: dict[str, None] = {}
     for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
         names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
-    raise UsageError(_printable(message + did_you_mean(task, names)))
+    raise UsageError(printable(message + did_you_mean(task, names)))
 
 
-COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs}
+COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs,
+            **control_commands.COMMANDS}
 
 
 def entry() -> None:

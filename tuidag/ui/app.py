@@ -853,6 +853,7 @@ def run_tui(session: RunSession, exit_on_finish: bool = False) -> int:
     a signal stops the run as it does headless."""
     scheduler = session.scheduler
     install_signal_handlers(session)
+    session.serve_control()
     scheduler.start()
     try:
         app = TuidagApp(session, exit_on_finish=exit_on_finish,

@@ -1,0 +1,84 @@
+"""What the `tuidag` subcommands share: finding the state dir and the runs in it, and saying what went wrong.
+
+Below `cli` (the parser and the commands) and `control_commands` (commands that act on a live run), so both use
+one way of finding a run and neither imports the other.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .store.journal import read_header
+from .store.runs import STATE_DIR_ENV, RunDir, RunStore, default_state_dir
+
+
+class UsageError(Exception):
+    """A user mistake on the command line: printed as one line, exit code 2."""
+
+
+def state_dir_of(args: argparse.Namespace, dag_file: Path | None) -> Path:
+    return args.state_dir or default_state_dir(dag_file)
+
+
+def open_store(state_dir: Path) -> RunStore:
+    """The store, after reaping what runs interrupted by a crash left behind (and saying so)."""
+    from .store.reaper import reap_interrupted
+
+    store = RunStore(state_dir)
+    store.check()  # a state dir others can write to is refused, not read or reaped
+    for report in reap_interrupted(store):
+        if report.processes:
+            listed = ", ".join(f"{task}: pid {pid} ({name})" for task, pid, name in report.processes[:10])
+            more = f" and {len(report.processes) - 10} more" if len(report.processes) > 10 else ""
+            print(f"tuidag: run {report.run_id} was interrupted; killed {len(report.processes)} leftover "
+                  f"process(es): {listed}{more}", file=sys.stderr)
+        else:
+            print(f"tuidag: run {report.run_id} was interrupted; no leftover processes", file=sys.stderr)
+    return store
+
+
+def one_run(found: list[RunDir], run_id: str, where: str, prefix: str = "") -> RunDir:
+    """The one run `run_id` names, or a usage error saying there is none or listing the ones it could mean."""
+    if not found:
+        raise UsageError(f"{prefix}no run {run_id!r} {where}")
+    if len(found) > 1:
+        listed = "\n".join(f"  {printable(run.run_id)}  {printable(read_header(run.journal).get('dag', '?'))}"
+                           for run in reversed(found[-10:]))
+        more = f"\n  ... and {len(found) - 10} older" if len(found) > 10 else ""
+        raise UsageError(f"{prefix}run id {run_id!r} is ambiguous: {len(found)} runs {where} start with it "
+                         f"(give more of the id):\n{listed}{more}")
+    return found[0]
+
+
+def printable(text: object) -> str:
+    """A value read from the store, safe to print in a table: control characters (escape sequences, newlines)
+    shown as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in str(text))
+
+
+def where_runs(store: RunStore, dag_file: Path | None) -> str:
+    return f"of {dag_file} in {store.state_dir}" if dag_file is not None else f"in {store.state_dir}"
+
+
+def no_runs(store: RunStore, args: argparse.Namespace) -> str:
+    """Why nothing was found, and where runs are kept: a user in the wrong folder learns where to look."""
+    from .store.history import nearby_state_dirs
+
+    message = f"no runs {where_runs(store, args.file)}"
+    if args.file is not None:
+        others = len(store.runs())
+        if others:
+            message += f" ({others} run{'s' if others > 1 else ''} of other DAG files there: `tuidag runs "
+            message += f"--state-dir {store.state_dir}` lists them)"
+        return message
+    if args.state_dir is not None or os.environ.get(STATE_DIR_ENV):
+        return message
+    message += ("\nruns are kept in .tuidag/ next to each DAG file (or in --state-dir DIR, or $TUIDAG_STATE_DIR): "
+                "pass the DAG file, e.g. `tuidag runs FILE`, `tuidag logs TASK --file FILE`")
+    found = nearby_state_dirs(Path.cwd())
+    if found:
+        listed = ", ".join(printable(os.path.relpath(path)) for path in found)
+        message += f"\nfolders below this one that hold runs: {listed}"
+    return message
