@@ -305,6 +305,8 @@ async def test_r_in_the_post_mortem_offers_a_run_that_resumes_from_it(finished_r
     async with viewer(session.run, session.store, remote=remote) as (app, pilot):
         await pilot.press("r")
         assert isinstance(app.screen, ConfirmScreen) and session.run.run_id in app.screen.question
+        assert app.screen.items == ["prepare  (reused if unchanged)", "side  (reused if unchanged)",
+                                    "train  (runs again)", "report  (runs again)"]
         await pilot.press("y")
         await until(pilot, lambda: app.return_value == RESUME, what="resume chosen")
 

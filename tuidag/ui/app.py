@@ -831,7 +831,11 @@ class TuidagApp(App[None]):
             self.notify(f"can't resume: the DAG file {source or '(unknown)'} is gone", severity="warning")
             return
         question = f"Start a new run of [b]{source}[/b] resuming from [b]{self.session.run.run_id}[/b]?"
-        self.push_screen(ConfirmScreen(question, [], "tasks that succeeded here are reused; the others run again."),
+        snapshots = self.model.snapshots
+        items = [f"{name}  ({'reused if unchanged' if snapshots[name].state is S.SUCCEEDED else 'runs again'})"
+                 for name in self.session.dag.topological_order]
+        self.push_screen(ConfirmScreen(question, items, "Tasks that succeeded here are reused unless their "
+                                                        "definition changed; the others run again."),
                          lambda yes: self.exit(RESUME) if yes else None)
 
 
