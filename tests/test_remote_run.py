@@ -122,3 +122,12 @@ def test_a_viewer_dropped_for_reading_slowly_subscribes_again(live, monkeypatch)
     wait_until(lambda: remote.snapshot()["after"].state is S.SUCCEEDED)
     assert remote.live and remote.lost is None
     assert any(type(e) is TaskEvent and e.task == "after" for e in seen.events)
+
+
+def test_the_remote_run_is_core_it_never_imports_textual():
+    import subprocess
+    import sys
+
+    code = "import sys, tuidag.control.remote; assert 'textual' not in sys.modules, 'textual imported'"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

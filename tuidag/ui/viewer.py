@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -32,17 +33,23 @@ SUMMARY_WAIT = 30.0  # after the run's last task, the engine writes summary.json
 def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on_finish: bool = False) -> int:
     """View `run` until the user leaves; return the exit code of the command (the run's, for the foreground view)."""
     store = RunStore(run.path.parent.parent)
+    signals = _OutsideTheApp(foreground)
     try:
         remote = _open(run, store, foreground, engine_pid)
     except NotLive as exc:
         print(f"tuidag: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    signals.remote = remote
+    if signals.received and not foreground:
+        remote.close()  # an attached viewer asked to close before it opened
+        return EXIT_OK
     if not (exit_on_finish and not remote.live):
         app = TuidagApp(remote, exit_on_finish=exit_on_finish, signals=SIGNALS if remote.live else (),
                         driver_class=HangupSafeDriver)
         try:
             result = app.run()
         finally:
+            signals.install()  # the app's loop put the default handlers back
             if foreground and remote.live and app.return_value != DETACHED:
                 _stop_quietly(remote)  # the app ended some other way (an error): the run must not outlive it
             remote.close()
@@ -54,6 +61,47 @@ def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on
     if not foreground:
         return EXIT_OK
     return _closing_lines(run, remote, engine_pid)
+
+
+class _OutsideTheApp:
+    """Signals while the app is not running (connecting, building it, waiting for the run's summary): a foreground
+    viewer passes each on to the engine, as the app does (a second one makes the engine kill every task at once); an
+    attached viewer only notes it, and closes. Never a traceback."""
+
+    def __init__(self, foreground: bool):
+        self.foreground = foreground
+        self.remote: RemoteRun | None = None
+        self.received: list[int] = []
+        self.install()
+
+    def install(self) -> None:
+        for signum in SIGNALS:
+            signal.signal(signum, self._received)
+
+    def _received(self, signum: int, _frame) -> None:
+        self.received.append(signum)
+        remote = self.remote
+        if self.foreground and remote is not None and remote.live:
+            threading.Thread(target=_quietly, args=(remote.interrupt, signum), daemon=True).start()
+
+    @property
+    def remote(self) -> RemoteRun | None:
+        return self._remote
+
+    @remote.setter
+    def remote(self, remote: RemoteRun | None) -> None:
+        """Signals received before the run was reached are passed on now (the app then opens on a stopping run)."""
+        self._remote = remote
+        if remote is not None and self.foreground and self.received and remote.live:
+            remote.interrupted_by = signal.Signals(self.received[0]).name  # seen by the app before the reply
+            threading.Thread(target=_quietly, args=(remote.interrupt, self.received[0]), daemon=True).start()
+
+
+def _quietly(control, *args) -> None:
+    try:
+        control(*args)
+    except Exception:  # the engine is gone already: nothing left to stop
+        pass
 
 
 def _open(run: RunDir, store: RunStore, foreground: bool, engine_pid: int | None) -> RemoteRun:
@@ -81,10 +129,7 @@ def _alive(pid: int | None) -> bool:
 
 
 def _stop_quietly(remote: RemoteRun) -> None:
-    try:
-        remote.stop()
-    except Exception:  # the engine is gone already: nothing left to stop
-        pass
+    _quietly(remote.stop)
 
 
 def _attach_command(run: RunDir, store: RunStore, remote: RemoteRun) -> str:
