@@ -228,9 +228,21 @@ def test_console_script_is_installed():
 
 def test_core_never_imports_textual():
     code = ("import sys, tuidag.engine, tuidag.store, tuidag.model, tuidag.views.headless, tuidag.launch, "
-            "tuidag.cli; print('textual' in sys.modules)")
+            "tuidag.control.server, tuidag.control.client, tuidag.background, tuidag.cli; "
+            "print('textual' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_arrows_point_down_the_cli_loads_a_python_dag_without_the_python_front_end(tmp_path):
+    """`Dag.main()` runs the CLI, so the CLI must not need `tuidag.api`: loading a .py file goes through
+    model/python_loader, which knows `Dag` only by its base class."""
+    dag = write(tmp_path / "flow.py", "from tuidag import Dag\ndag = Dag('flow')\ndag.shell('a', 'true')\n")
+    code = (f"import sys, tuidag.cli; assert 'tuidag.api' not in sys.modules; "
+            f"from pathlib import Path; spec = tuidag.cli._load(Path({str(dag)!r}), []); "
+            f"print(spec.name, list(spec.tasks))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.stdout.strip() == "flow ['a']", proc.stderr
 
 
 def test_second_sigint_kills_at_once(tmp_path):

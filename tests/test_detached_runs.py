@@ -161,3 +161,18 @@ def test_bad_input_with_detach_is_reported_here_and_starts_nothing(tmp_path):
                          "--dask-address", "tcp://127.0.0.1:9", cwd=tmp_path)
     assert unreachable.returncode == 2 and "Traceback" not in unreachable.stderr
     assert "127.0.0.1:9" in unreachable.stderr
+
+
+def test_an_engine_killed_with_sigkill_is_reaped_by_the_next_command(tmp_path):
+    pids = tmp_path / "pids"
+    dag, run_id, pid = start_detached(tmp_path, "tasks:\n" + stubborn_trees(pids))
+    wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=20)
+    trees = read_pids(pids)
+    run = the_run(tmp_path, run_id)
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not run.owned())
+    gone = tuidag("cancel", "a", "--file", str(dag), cwd=tmp_path)
+    assert gone.returncode == 2 and "no live run" in gone.stderr
+    assert f"run {run_id} was interrupted; killed" in gone.stderr  # the command reaped the trees first
+    assert not any(alive(*ref) for ref in trees)
+    assert "interrupted" in tuidag("runs", str(dag), cwd=tmp_path).stdout

@@ -189,7 +189,7 @@ def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None)
     """The DAG in `path`, with `env` (--env) given to every task; with a `cache_dir`, from there when it holds this
     exact file's model (see model/cache)."""
     if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
-        from .api import load_python
+        from .model.python_loader import load_python
 
         return load_python(path).with_env(dict(env))
     notes: list = []

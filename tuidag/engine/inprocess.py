@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import output_routing, process
+from ..model.errors import describe_exception
 from .cgroup import RunCgroups
 from .executor import Attempt, AttemptResult, RunningAttempt
 from .shell_attempt import ShellAttempt, open_log, write_header
@@ -67,13 +68,6 @@ def call_task(func: Callable[..., Any], ctx: TaskContext) -> Any:
         return func(ctx)
     takes_arg = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
     return func(ctx) if takes_arg else func()
-
-
-def describe_exception(exc: BaseException) -> str:
-    """`raised ValueError: bad row` (first line of the message, kept short): the reason a failed task shows."""
-    message = str(exc).strip().splitlines()
-    text = f"raised {type(exc).__name__}" + (f": {message[0]}" if message else "")
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _exit_result(exc: SystemExit) -> AttemptResult:

@@ -54,3 +54,10 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`raised ValueError: bad row` (first line of the message, kept short): the reason a failed task shows."""
+    message = str(exc).strip().splitlines()
+    text = f"raised {type(exc).__name__}" + (f": {message[0]}" if message else "")
+    return text if len(text) <= 200 else text[:197] + "..."
