@@ -197,3 +197,93 @@ def test_show_browses_a_finished_run_and_r_starts_one_resuming_from_it(tmp_path)
         until(lambda: len(tuidag(tmp_path, "runs").stdout.strip().splitlines()) == 3, what="a second run")
     finally:
         viewer.kill_server()
+
+
+# ------------------------------------------------------------------------------------------- the foreground viewer
+# What `tuidag run` does with a terminal, until the CLI does it itself: the engine started in the background, then
+# this process becomes its foreground viewer. The exit code lands in fg.code.
+FOREGROUND = ("import re, subprocess, sys; from pathlib import Path; from tuidag.store.runs import RunDir; "
+              "from tuidag.ui.viewer import run_viewer; "
+              "out = subprocess.run([sys.executable, '-m', 'tuidag', 'run', '-d', 'dag.yaml', '--state-dir', 'state', "
+              "'--kill-grace', '0.5'], capture_output=True, text=True).stdout; "
+              "run_id, pid = re.search(r'run (\\S+) of long started in the background \\(engine pid (\\d+)\\)', "
+              "out).groups(); "
+              "code = run_viewer(RunDir(run_id, Path('state/runs') / run_id), foreground=True, engine_pid=int(pid)); "
+              "Path('fg.code').write_text(str(code)); sys.exit(code)")
+
+
+class Foreground(Viewer):
+    def __init__(self, workdir: Path):
+        (workdir / "dag.yaml").write_text(DAG)
+        self.socket = f"tuidag-viewer-{os.getpid()}-{time.monotonic_ns()}"
+        self.workdir = workdir
+        command = (f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -c \"{FOREGROUND}\"; "
+                   f"sleep 30")
+        self._tmux("new-session", "-d", "-s", "v", "-x", "160", "-y", "45", command)
+
+    def exit_code(self, timeout: float = 15.0) -> int:
+        code = self.workdir / "fg.code"
+        until(lambda: code.exists() and code.read_text().strip(), timeout, what="the viewer's exit")
+        return int(code.read_text())
+
+    def summary(self) -> dict:
+        import json
+
+        found = list((self.workdir / "state" / "runs").glob("*/summary.json"))
+        return json.loads(found[0].read_text()) if found else {}
+
+
+@pytest.fixture
+def foreground(tmp_path):
+    viewer = Foreground(tmp_path)
+    try:
+        viewer.wait_for("foreground · engine pid")
+        yield viewer, [*pids(tmp_path, "slow"), *pids(tmp_path, "other"), *pids(tmp_path, "keeps")]
+    finally:
+        viewer.kill_server()
+        tuidag(tmp_path, "stop")
+        tuidag(tmp_path, "runs")
+        for task in ("slow", "other", "keeps"):
+            path = tmp_path / f"{task}.pids"
+            for p in path.read_text().split() if path.exists() else ():
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def test_q_in_the_foreground_viewer_stops_the_run_by_default_and_exits_with_its_code(foreground):
+    viewer, procs = foreground
+    viewer.keys("q")
+    viewer.wait_for("Stop the run (s)")
+    viewer.keys("Enter")
+    assert viewer.exit_code() == 1
+    assert gone(procs)
+    screen = viewer.wait_for("tuidag: logs in")
+    assert re.search(r"tuidag: run \S+ of long: .*cancelled", screen)
+    assert viewer.summary()["exit_code"] == 1
+
+
+@pytest.mark.parametrize("how, code", [("ctrl-c", 130), ("hang-up", 129)])
+def test_ctrl_c_or_a_hang_up_of_the_foreground_viewer_interrupts_the_run(foreground, how, code):
+    viewer, procs = foreground
+    if how == "ctrl-c":
+        viewer.keys("C-c")
+        assert viewer.exit_code() == code
+        viewer.wait_for("interrupted by SIGINT; every task was stopped")
+    else:
+        viewer.kill_server()  # the terminal closes
+        until(lambda: viewer.summary().get("exit_code") == code, what="the run's end recorded")
+    until(lambda: gone(procs), timeout=5, what="every task stopped")
+
+
+def test_d_detaches_the_foreground_viewer_and_the_run_goes_on(foreground):
+    viewer, procs = foreground
+    viewer.keys("d")
+    assert viewer.exit_code() == 0
+    screen = viewer.wait_for("to see it again")
+    run_id = re.search(r"tuidag attach (\S+) --state-dir state", screen).group(1)
+    assert alive(procs)
+    assert tuidag(viewer.workdir, "runs").stdout.count("running (pid") == 1
+    assert tuidag(viewer.workdir, "stop", "--run", run_id).returncode == 0
+    until(lambda: gone(procs), timeout=5, what="stopped from another shell")

@@ -133,6 +133,9 @@ async def test_q_in_an_attached_viewer_detaches_by_default_and_the_run_goes_on(s
     async with viewer(session.run, session.store) as (app, pilot):
         await pilot.press("q")
         assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "detach"
+        await pilot.pause()
+        text = screen_text(app)
+        assert "It is not finished" in text and "Detach (d)" in text and "Stop the run (s)" in text
         await pilot.press("enter")
         await until(pilot, lambda: app.return_value == DETACHED, what="detached")
     assert session.scheduler.snapshot()["free"].state.value == "RUNNING"

@@ -1,6 +1,7 @@
 """A question with a few answers, each on a button with its own key (the viewer's quit: detach, stop the run,
 cancel). It looks like the yes/no dialog; the default answer is the highlighted one, so Enter takes it, and Esc
-always means "do nothing" (dismissed with None)."""
+always means "do nothing" (dismissed with None). Unlike the yes/no dialog there is no list to scroll, so nothing is
+docked (with only docked children the dialog's height came out as nothing)."""
 from __future__ import annotations
 
 from textual import on
@@ -19,6 +20,9 @@ class ChoiceScreen(ModalScreen[str | None]):
         align: center middle;
         background: #000000 50%;
     }
+    ChoiceScreen #choice-question, ChoiceScreen #choice-answer {
+        height: auto;
+    }
     """
     BINDINGS = [
         Binding("escape", "answer('')", "Cancel", show=False),
@@ -36,8 +40,8 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(self.question, id="question")
-            with Vertical(id="answer"):
+            yield Static(self.question, id="choice-question")
+            with Vertical(id="choice-answer"):
                 if self.note:
                     yield Static(self.note, id="note")
                 with Horizontal(id="choices"):
