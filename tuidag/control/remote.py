@@ -264,6 +264,7 @@ class RemoteRun:
         """The engine dropped this viewer (it read too slowly): subscribe again and publish what changed."""
         before = dict(self._snaps)
         old = self._sock
+        self._fail_waiting("the engine dropped this viewer's connection before it answered: try again")
         self._subscribe()
         old.close()
         self._publish([TaskEvent(self._seq, snap.changed_at, before[name].state if name in before else None, snap)
