@@ -105,7 +105,8 @@ def detached(tmp_path):
     (tmp_path / "dag.yaml").write_text(DAG)
     started = tuidag(tmp_path, "run", "-d", "dag.yaml", "--kill-grace", "0.5")
     assert started.returncode == 0, started.stderr
-    run_id, pid = re.search(r"run (\S+) of long started in the background \(engine pid (\d+)\)", started.stdout).groups()
+    run_id, pid = re.search(r"run (\S+) of long started in the background \(engine pid (\d+)\)",
+                            started.stdout).groups()
     viewers: list[Viewer] = []
     try:
         yield tmp_path, run_id, int(pid), viewers

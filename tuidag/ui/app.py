@@ -487,7 +487,8 @@ class TuidagApp(App[None]):
         if self.scheduler.paused:
             self.scheduler.resume()
         elif not self.scheduler.pause():
-            self.call_from_thread(self.notify, "the run is finished: nothing left to pause (r re-runs the selected task)")
+            self.call_from_thread(self.notify,
+                                  "the run is finished: nothing left to pause (r re-runs the selected task)")
 
     async def action_search(self) -> None:
         if not self.search_bar.is_attached:
@@ -743,7 +744,6 @@ class TuidagApp(App[None]):
     def _describe(self, names: list[str]) -> list[str]:
         return [f"{n}  ({LOOKS[self.model.snapshots[n].state].word})" for n in names]
 
-
     # ------------------------------------------------------------------ viewing a run of another process
     # The session is then a RemoteRun (control/remote.py): `live` while its engine runs, then the post-mortem view.
     @property
@@ -800,7 +800,8 @@ class TuidagApp(App[None]):
         unfinished = len(self._unfinished())
         question = (f"Close this view of run [b]{self.session.run.run_id}[/b]? It is not finished: "
                     f"{unfinished} task{'' if unfinished == 1 else 's'} to go.")
-        note = "Detach: the run goes on in the background (tuidag attach shows it again). Stop: every task is cancelled."
+        note = ("Detach: the run goes on in the background (tuidag attach shows it again). "
+                "Stop: every task is cancelled.")
         if self.session.foreground:
             self.push_screen(ChoiceScreen(question, [stop, detach, cancel], "stop", note), self._viewer_quit_chosen)
         else:
