@@ -334,3 +334,11 @@ async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):
         await until(pilot, lambda: "post-mortem · read-only" in screen_text(app), what="the header to say so")
         assert not any(n.severity == "error" for n in app._notifications)  # an end, not a crash
         assert ui_states(app)["free"] == "CANCELLED"
+
+
+async def test_a_signal_closes_the_post_mortem_view(finished_run):
+    session, _ = finished_run
+    async with viewer(session.run, session.store, remote=RemoteRun.stored(session.run, session.store)) as (app, pilot):
+        app._on_signal(signal.SIGHUP)  # the terminal closed
+        await until(pilot, lambda: not app.is_running, what="closed")
+    assert app.return_value is None

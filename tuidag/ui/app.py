@@ -656,8 +656,8 @@ class TuidagApp(App[None]):
     def _on_signal(self, signum: int) -> None:
         """SIGINT/SIGTERM/SIGHUP: cancel everything (the session does it on its own thread), then exit. A viewer
         attached to a run it did not start only closes: the run goes on."""
-        if self.viewing and not self.session.foreground:
-            self.exit(DETACHED)
+        if self.viewing and (self.read_only or not self.session.foreground):
+            self.exit(None if self.read_only else DETACHED)
             return
         self._stop(partial(self.session.interrupt, signum))
 

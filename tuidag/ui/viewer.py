@@ -44,8 +44,7 @@ def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on
         remote.close()  # an attached viewer asked to close before it opened
         return EXIT_OK
     if not (exit_on_finish and not remote.live):
-        app = TuidagApp(remote, exit_on_finish=exit_on_finish, signals=SIGNALS if remote.live else (),
-                        driver_class=HangupSafeDriver)
+        app = TuidagApp(remote, exit_on_finish=exit_on_finish, signals=SIGNALS, driver_class=HangupSafeDriver)
         try:
             result = app.run()
         finally:
