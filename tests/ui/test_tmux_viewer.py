@@ -288,3 +288,15 @@ def test_d_detaches_the_foreground_viewer_and_the_run_goes_on(foreground):
     assert tuidag(viewer.workdir, "runs").stdout.count("running (pid") == 1
     assert tuidag(viewer.workdir, "stop", "--run", run_id).returncode == 0
     until(lambda: gone(procs), timeout=5, what="stopped from another shell")
+
+
+def test_the_engine_killed_under_the_foreground_viewer(foreground):
+    viewer, procs = foreground
+    engine = int(re.search(r"foreground · engine pid (\d+)", viewer.screen()).group(1))
+    os.kill(engine, signal.SIGKILL)
+    viewer.wait_for(f"the engine (pid {engine}) died", timeout=3)
+    viewer.keys("q")  # the run is over for this viewer: q closes at once
+    assert viewer.exit_code() == 1
+    viewer.wait_for("before recording the run's outcome")
+    assert tuidag(viewer.workdir, "runs").returncode == 0  # the next command reaps what the run left
+    until(lambda: gone(procs), timeout=10, what="the tasks reaped")
