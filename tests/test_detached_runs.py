@@ -69,7 +69,7 @@ tasks:
     record = summary_of(run)
     assert record["exit_code"] == 0 and record["outcome"] == "succeeded"
     assert (run.logs / "after.log").read_text().endswith("after\n")
-    assert "2 tasks: 2 succeeded" in (run.path / "engine.log").read_text()
+    wait_until(lambda: "2 tasks: 2 succeeded" in (run.path / "engine.log").read_text())  # printed after the summary
     wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
 
 

@@ -6,7 +6,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.durations import format_duration, parse_duration
@@ -17,6 +17,9 @@ from . import control_commands
 from .cli_common import UsageError, no_runs, one_run, open_store, printable, state_dir_of, where_runs
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
+
+if TYPE_CHECKING:
+    from .store.history import RunInfo
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -107,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = sub.add_parser("runs", parents=[state], help="list earlier runs")
     runs.add_argument("file", type=Path, nargs="?", help="a DAG file, to use the state dir next to it")
+    runs.add_argument("--task", metavar="NAME", help="one task's state, duration and attempts in each run")
 
     logs = sub.add_parser("logs", parents=[state], help="print a task's log")
     logs.add_argument("task")
@@ -116,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--raw", action="store_true",
                       help="print the bytes as they are on a terminal too (by default a terminal gets them made "
                            "safe: colours kept, other control sequences neutralised)")
+    report = sub.add_parser("report", parents=[state], help="write a run's report: one HTML file (or JSON)")
+    report.add_argument("run_id", nargs="?", metavar="RUN", help="run id (or a unique prefix); default: the latest run")
+    report.add_argument("-o", "--output", metavar="FILE",
+                        help="where to write it (default: tuidag-report-RUN.html or .json here; - for stdout)")
+    report.add_argument("--format", choices=["html", "json"], default="html")
+    report.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it (and its runs)")
     control_commands.add_parsers(sub, state)
     return parser
 
@@ -330,7 +340,7 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
 def run_headless(session, quiet: bool = False) -> int:
     from .model.collector import freeze_survivors
     from .launch import install_signal_handlers
-    from .views.headless import HeadlessReporter, counts_line, summary_table, use_colour
+    from .views.headless import HeadlessReporter, counts_line, insight_lines, summary_table, use_colour
 
     colour = use_colour(sys.stdout)
     reporter = HeadlessReporter(sys.stdout, session.scheduler.log_headers, quiet=quiet, colour=colour)
@@ -351,6 +361,7 @@ def run_headless(session, quiet: bool = False) -> int:
     out = sys.stdout
     out.write("\n" + summary_table(summary.snapshots, colour))
     out.write(reporter.failure_tails(summary.snapshots))
+    out.write(insight_lines(session.dag, summary.snapshots, session.started, session.scheduler.max_parallel))
     out.write(counts_line(summary.snapshots, session.duration))
     if session.interrupted_by:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
@@ -376,8 +387,6 @@ def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from datetime import datetime
-
     from .store.history import run_info, runs_of
 
     store = open_store(state_dir_of(args, args.file))
@@ -385,17 +394,83 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         print(no_runs(store, args))
         return EXIT_OK
+    if args.task is not None:
+        return _task_runs(store, runs, args)
     rows = [("RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME")]
-    for run in runs:
-        info = run_info(run)
-        started = datetime.fromtimestamp(info.started_at).strftime("%Y-%m-%d %H:%M:%S") if info.started_at else "-"
+    infos = [run_info(run) for run in runs]
+    for run, info in zip(runs, infos):
         counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
-        rows.append(tuple(map(printable, (info.run_id, info.dag, started, format_duration(info.duration), counts,
-                                           _live_outcome(run, info.outcome)))))
+        rows.append(tuple(map(printable, (info.run_id, info.dag, _when(info.started_at),
+                                          format_duration(info.duration), counts, _live_outcome(run, info.outcome)))))
+    _print_table(rows)
+    trends = _trends(infos)
+    if trends:
+        print(f"\nduration trend per DAG, oldest to newest (the last {TREND_RUNS} finished runs):")
+        _print_table(trends)
+    return EXIT_OK
+
+
+TREND_RUNS = 20
+
+
+def _trends(infos: list[RunInfo]) -> list[tuple[str, ...]]:
+    """For each DAG with two finished runs or more: a sparkline of its last runs' durations, the latest and the
+    median. Runs still going on or interrupted are left out: their durations say nothing about the DAG."""
+    from statistics import median
+
+    from .views.sparkline import sparkline
+
+    durations: dict[str, list[float]] = {}
+    for info in infos:
+        if info.duration is not None and info.outcome not in ("running", "interrupted"):
+            durations.setdefault(info.dag, []).append(info.duration)
+    return [(printable(dag), sparkline(values[-TREND_RUNS:]), f"latest {format_duration(values[-1])}",
+             f"median {format_duration(median(values[-TREND_RUNS:]))}", _range(values[-TREND_RUNS:]))
+            for dag, values in durations.items() if len(values) >= 2]
+
+
+def _range(values: list[float]) -> str:
+    """What the sparkline spans: it scales lowest to highest, so a small wobble looks as tall as a big change."""
+    return f"range {format_duration(min(values))}-{format_duration(max(values))}"
+
+
+def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) -> int:
+    """`runs --task NAME`: one task's state, duration and attempts in each run that has it, and its trend."""
+    from .model.state import TaskState
+    from .store.history import task_record
+    from .views.sparkline import sparkline
+
+    rows = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
+    durations = []
+    for run in runs:
+        record = task_record(run, args.task)
+        if record is None:
+            continue
+        duration = record.duration if not record.reused else None
+        if duration is not None and record.state is TaskState.SUCCEEDED:
+            durations.append(duration)
+        rows.append(tuple(map(printable, (run.run_id, _when(record.started_at),
+                                           record.state.value + (" (reused)" if record.reused else ""),
+                                           format_duration(duration), record.attempt))))
+    if len(rows) == 1:
+        _no_such_task(args.task, runs, f"no run {where_runs(store, args.file)} has a task {args.task!r}")
+    _print_table(rows)
+    if len(durations) >= 2:
+        last = durations[-TREND_RUNS:]
+        print(f"\nits last {len(last)} successes, oldest to newest: {sparkline(last)}  {_range(last)}")
+    return EXIT_OK
+
+
+def _when(timestamp: float | None) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else "-"
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-    return EXIT_OK
 
 
 def _live_outcome(run: RunDir, outcome: str) -> str:
@@ -444,6 +519,35 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .model.collector import collector_paused
+    from .store.history import matching, runs_of
+    from .views.report import render_html, render_json
+    from .views.report_facts import report_facts
+
+    store = open_store(state_dir_of(args, args.file))
+    runs = runs_of(store, args.file)
+    if args.run_id:
+        run = one_run(matching(runs, args.run_id), args.run_id, where_runs(store, args.file))
+    elif not runs:
+        raise UsageError(no_runs(store, args))
+    else:
+        run = runs[-1]
+    with collector_paused():  # tens of thousands of records and segments, no cycles: nothing for it to find
+        facts = report_facts(run)
+        text = render_html(facts) if args.format == "html" else render_json(facts)
+    if args.output == "-":
+        sys.stdout.write(text)
+        return EXIT_OK
+    path = Path(args.output or f"tuidag-report-{run.run_id}.{args.format}")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {printable(path)}: {exc.strerror or exc}") from None
+    print(f"tuidag: report of run {run.run_id} ({printable(facts['run']['dag'])}) written to {printable(path)}")
+    return EXIT_OK
+
+
 def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
     from .model.errors import did_you_mean
 
@@ -454,7 +558,7 @@ def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
 
 
 COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs,
-            **control_commands.COMMANDS}
+            "report": cmd_report, **control_commands.COMMANDS}
 
 
 def entry() -> None:
