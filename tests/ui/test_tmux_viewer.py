@@ -62,6 +62,15 @@ def gone(procs: list[psutil.Process]) -> bool:
     return not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
 
 
+def reap(pid: int) -> None:
+    """A killed engine is the test runner's zombie when the runner is a subreaper (a run it ran in-process made it
+    one): reap it."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
 class Viewer:
     """`tuidag attach` (or another command) in a tmux server of its own; its exit code lands in `attach.code`."""
 
@@ -117,6 +126,7 @@ def detached(tmp_path):
             os.kill(int(pid), signal.SIGKILL)
         except ProcessLookupError:
             pass
+        reap(int(pid))
         tuidag(tmp_path, "runs")  # reaps what the run left, as the next command does after a crash
         for task in ("slow", "other", "keeps"):
             path = tmp_path / f"{task}.pids"
@@ -298,5 +308,6 @@ def test_the_engine_killed_under_the_foreground_viewer(foreground):
     viewer.keys("q")  # the run is over for this viewer: q closes at once
     assert viewer.exit_code() == 1
     viewer.wait_for("before recording the run's outcome")
+    reap(engine)
     assert tuidag(viewer.workdir, "runs").returncode == 0  # the next command reaps what the run left
     until(lambda: gone(procs), timeout=10, what="the tasks reaped")

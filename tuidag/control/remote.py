@@ -271,20 +271,7 @@ class RemoteRun:
                        for name, snap in self._snaps.items() if before.get(name) != snap])
 
     def _engine_alive(self) -> bool:
-        pid = self.engine_pid
-        if pid is None:
-            return True
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                return f.read().rpartition(b")")[2].split()[0] != b"Z"  # a zombie is dead
-        except (OSError, IndexError):
-            return True
+        return self.engine_pid is None or process_alive(self.engine_pid)
 
     def _why_gone(self) -> str | None:
         """None when the run ended as runs do (its summary is written); otherwise what happened to the engine."""
@@ -460,6 +447,22 @@ class RemoteRun:
             sock.close()
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(2)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` runs: a zombie does not (a killed engine stays one while a subreaper above it, a test runner
+    running runs itself, has not reaped it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _differs(a: TaskSnapshot, b: TaskSnapshot) -> bool:

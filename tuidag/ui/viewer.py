@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ..control.client import NotLive
-from ..control.remote import RemoteRun, journal_snapshots
+from ..control.remote import RemoteRun, journal_snapshots, process_alive
 from ..exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, SIGNAL_EXIT
 from ..store.runs import RunDir, RunStore, default_state_dir
 from ..views.headless import counts_line
@@ -116,15 +116,7 @@ def _open(run: RunDir, store: RunStore, foreground: bool, engine_pid: int | None
 
 
 def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+    return pid is not None and process_alive(pid)
 
 
 def _stop_quietly(remote: RemoteRun) -> None:
