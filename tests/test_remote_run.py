@@ -131,3 +131,31 @@ def test_the_remote_run_is_core_it_never_imports_textual():
     code = "import sys, tuidag.control.remote; assert 'textual' not in sys.modules, 'textual imported'"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_engine_that_does_not_answer_is_not_live(tmp_path, monkeypatch):
+    """A stopped engine (SIGSTOP) accepts connections (the kernel does) but never answers: NotLive, not a hang."""
+    import os
+    import socket
+
+    from tuidag.control import protocol, remote
+    from tuidag.control.server import bind_path
+    from tuidag.store.runs import RunStore
+
+    session = RunSession.create(make_dag({"a": "true"}, workdir=tmp_path), tmp_path / "state")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    folder = os.open(session.run.path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        listener.bind(bind_path(folder, str(session.run.path), protocol.SOCKET_NAME))
+    finally:
+        os.close(folder)
+    listener.listen(1)
+    monkeypatch.setattr(remote, "SUBSCRIBE_TIMEOUT", 0.2)
+    try:
+        with pytest.raises(NotLive, match="did not answer"):
+            RemoteRun.attach(session.run, RunStore(tmp_path / "state"))
+    finally:
+        listener.close()
+        session.scheduler.start()
+        session.scheduler.wait(10)
+        session.finish()

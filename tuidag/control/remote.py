@@ -35,6 +35,7 @@ from .protocol import MAX_MESSAGE
 
 CHECK_INTERVAL = 0.25   # how often a silent connection checks that the engine is still alive
 REQUEST_TIMEOUT = 30.0  # a cancel waits for the kills to be sent
+SUBSCRIBE_TIMEOUT = 5.0
 ENGINE_GONE = "engine-gone"  # the run event a RemoteRun adds once its engine is gone (detail: why)
 
 S = TaskState
@@ -105,7 +106,7 @@ class RemoteRun:
     def _subscribe(self) -> None:
         """Connect, ask for the engine's pid, subscribe and read the snapshot (blocking: before any thread)."""
         sock = connect(self.run)
-        sock.settimeout(REQUEST_TIMEOUT)
+        sock.settimeout(SUBSCRIBE_TIMEOUT)
         try:
             self._sock, self._buf = sock, bytearray()
             sock.sendall(protocol.encode({"v": protocol.VERSION, "op": "status", "id": 0})
@@ -123,6 +124,10 @@ class RemoteRun:
                 event = decode_event(self._next_message())
                 if type(event) is TaskEvent and event.task in self.dag.tasks:
                     snaps[event.task] = event.snapshot
+        except OSError as exc:  # a timeout included: an engine that stopped answering (SIGSTOP) is not live
+            sock.close()
+            self._sock = None
+            raise NotLive(f"run {self.run.run_id}: the engine did not answer ({exc.strerror or exc})") from None
         except BaseException:
             sock.close()
             self._sock = None
