@@ -7,7 +7,9 @@
 4. first line: a task selected before its log exists starts and writes a line (its wall-clock time): how long until
    the log pane painted it (< 100 ms);
 5. overhead: the 1,000-task layered DAG of `true` under the app vs the headless reporter (same process, -j 8), for
-   the first run of the DAG in a state dir and for a run again (the graph's layout then comes from the cache).
+   the first run of the DAG in a state dir and for a run again (the graph's layout then comes from the cache); and
+   as `tuidag run` shows it, the engine forked off and the app a viewer of it over the control socket (wall: until
+   the viewer saw the end), and a detached run with a viewer attached for all of it (the engine waits for it).
    `--dir /dev/shm` keeps the file system out of it (see core_bench.py);
 6. big: layered DAGs of 2,000 and 5,000 tasks, run as `tuidag run` does (the scheduler started, then the app built;
    -j 8 of `sleep 30`: the graph is live but mostly pending, as a big run looks for most of its life):
@@ -35,6 +37,7 @@ import argparse
 import asyncio
 import contextlib
 import io
+import os
 import statistics
 import sys
 import tempfile
@@ -364,6 +367,65 @@ def headless_run(state: Path) -> tuple[float, float]:
     return time.perf_counter() - started, span[1] - span[0]
 
 
+def engine_fork(state: Path, wait_for_viewer: bool) -> tuple[int, Path]:
+    """Fork the engine as `tuidag run` does (before this process starts threads for the run): the child creates the
+    run, says where it is on a pipe and runs it headless, serving its control socket; with `wait_for_viewer` it starts
+    once a viewer subscribed (a viewer attached to a detached run for the whole of it). Returns (pid, run folder)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            session = RunSession.create(dag_of(layered(1000), "true"), state)
+            if "serve_control" not in run_headless.__code__.co_names:  # before main served it from run_headless
+                session.serve_control()
+            start = session.scheduler.start
+            if wait_for_viewer:
+                def start_when_viewed() -> None:
+                    while session.control is None or not session.control.viewers:
+                        time.sleep(0.001)
+                    start()
+                session.scheduler.start = start_when_viewed
+            os.write(write_end, f"{session.run.path}\n".encode())
+            os.close(write_end)
+            code = run_headless(session, quiet=True)
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as ready:
+        folder = Path(ready.readline().strip())
+    return pid, folder
+
+
+def run_span_of(folder: Path) -> float:
+    from tuidag.store.journal import replay
+
+    rep = replay(folder / "journal.jsonl")
+    return rep.finished_at - rep.started_at
+
+
+async def viewer_run(state: Path, detached: bool) -> tuple[float, float]:
+    """The UI as `tuidag run` shows it: a viewer (this process) of an engine process, connected over the run's control
+    socket; or a viewer attached to a detached run (the engine waits for it, so it views the whole run)."""
+    from tuidag.control.remote import RemoteRun
+    from tuidag.store.runs import RunDir, RunStore
+    from tuidag.ui.viewer import _open
+
+    pid, folder = engine_fork(state, wait_for_viewer=detached)
+    started = time.perf_counter()  # the run exists, as when the other modes start their clocks
+    run = RunDir(folder.name, folder)
+    remote = _open(run, RunStore(state), not detached, pid)
+    app = TuidagApp(remote, exit_on_finish=True)
+    await app.run_async(headless=True, size=SIZE)
+    elapsed = time.perf_counter() - started
+    remote.close()
+    os.waitpid(pid, 0)
+    return elapsed, run_span_of(folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
@@ -398,15 +460,19 @@ def main() -> None:
         if lines:
             print(f"a new task's first line, written -> on screen: median {statistics.median(lines) * 1000:.0f} ms, "
                   f"max {max(lines) * 1000:.0f} ms over {len(lines)} tasks   (target < 100 ms)")
-        first, again, plain = [], [], []
+        first, again, plain, viewed, attached = [], [], [], [], []
         if "overhead" in wanted:
             seen = state("seen", 0)  # the state dir of a DAG run before: its layout is in the cache
             asyncio.run(tui_run(seen))
+            asyncio.run(viewer_run(seen, detached=False))
         for i in range(args.repeats if "overhead" in wanted else 0):  # alternated, so that a change in the machine's load hits all alike
             first.append(asyncio.run(tui_run(state("tui", i))))
             again.append(asyncio.run(tui_run(seen)))
             plain.append(headless_run(state("plain", i)))
-        for runs, which in ((first, "first run"), (again, "run again")) if plain else ():
+            viewed.append(asyncio.run(viewer_run(seen, detached=False)))
+            attached.append(asyncio.run(viewer_run(seen, detached=True)))
+        for runs, which in ((first, "first run"), (again, "run again"), (viewed, "engine + viewer (tuidag run)"),
+                            (attached, "detached, a viewer attached")) if plain else ():
             for k, what in ((0, "wall, start-up included"), (1, "run only (engine start to finish)")):
                 a, b = statistics.median(t[k] for t in runs), statistics.median(p[k] for p in plain)
                 print(f"1,000 layered tasks of `true`, -j 8, {which}, {what}: app {a:.2f} s vs headless {b:.2f} s: "

@@ -32,6 +32,7 @@ from .protocol import MAX_REQUEST, SOCKET_NAME, ProtocolError
 MAX_BACKLOG = 32 << 20      # bytes queued for one viewer before it counts as not reading
 MAX_CLIENTS = 64
 USAGE_INTERVAL = 1.0
+COALESCE = 0.01             # a wake-up waits this long for more events: one send per ~10 ms, not one per batch
 LOG_BURST = 20              # lines the engine's log takes about clients per `LOG_WINDOW` seconds; then one summary
 LOG_WINDOW = 10.0
 _PEERCRED = struct.Struct("3i")
@@ -197,12 +198,16 @@ class ControlServer:
                     if sock is self._listener:
                         self._accept()
                     elif sock is self._wake_r:
-                        self._woken = False
+                        # Drained first, then cleared: cleared first, a wake-up sent in between was drained with
+                        # the older one while `_woken` stayed set, and no wake-up was ever sent again (every event
+                        # then waited for the select timeout, up to 0.5 s, before reaching a viewer).
+                        self._stopped.wait(COALESCE)
                         try:
                             while self._wake_r.recv(4096):
                                 pass
                         except (BlockingIOError, OSError):
                             pass
+                        self._woken = False
                     else:
                         client = self._clients.get(sock.fileno())
                         if client is None:

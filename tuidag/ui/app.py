@@ -27,6 +27,8 @@ from textual.screen import Screen
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
+from ..control.client import NotLive, Refused
+from ..control.remote import ENGINE_GONE, RemoteRun
 from ..model.collector import collector_paused, freeze_survivors
 from ..engine import output_routing
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
@@ -38,8 +40,9 @@ from ..views.graph_layout import GraphLayout, LayoutStyle, dag_deps, layout_dag
 from ..views.headless import TASK_COLOURS, counts_line
 from ..views.log_index import CombinedLog
 from ..views.task_filter import TaskFilter
-from .messages import RunFinished, TaskSelected
+from .messages import EngineGone, RunFinished, TaskSelected
 from .run_model import RunModel, StateFilter, UsageSample
+from .screens.choice import ChoiceScreen
 from .screens.confirm import ConfirmScreen
 from .screens.finder import FinderScreen
 from .screens.help import HelpScreen
@@ -126,9 +129,11 @@ class TuidagApp(App[None]):
                 tooltip="Select the previous running task"),
         Binding("L", "list_view", "List",
                 tooltip="Toggle between the graph and the list: one row per task, sortable by each column"),
+        Binding("d", "detach", "Detach", show=False,
+                tooltip="A run in its own process (tuidag run, tuidag attach): close this view, the run goes on"),
     ]
 
-    def __init__(self, session: RunSession, *, exit_on_finish: bool = False, start: bool = True,
+    def __init__(self, session: RunSession | RemoteRun, *, exit_on_finish: bool = False, start: bool = True,
                  clock: Callable[[], float] = time.time, usage_interval: float | None = 1.0,
                  signals: Iterable[int] = (), driver_class: type[Driver] | None = None):
         super().__init__(driver_class=driver_class)
@@ -165,11 +170,14 @@ class TuidagApp(App[None]):
         with collector_paused():
             self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
+            if self.read_only:  # the post-mortem view: the run's clock stopped at its end
+                self.model.finished_at = session.ended_at
             self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
             self._prefix_colours = {name: TASK_COLOURS[i % len(TASK_COLOURS)]
                                     for i, name in enumerate(dag.topological_order)}
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
         self.header = RunHeader(dag.name, session.run.run_id, self.model, capacities=dag.resources, id="header")
+        self.header.role = self._role()
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
                                 on_select=self._selection_moved, id="graph")
         self.canvas.title_prefix = f"{dag.name} · {self.model.total:,} tasks"
@@ -205,8 +213,11 @@ class TuidagApp(App[None]):
         drained at once instead of at the next tick, so the final state, and with --exit-on-finish the exit, don't
         wait up to a tick for it."""
         self._inbox.append(event)
-        if type(event) is RunEvent and event.kind == "finished":
-            self.post_message(RunFinished())  # thread-safe; once per run
+        if type(event) is RunEvent:
+            if event.kind == "finished":
+                self.post_message(RunFinished())  # thread-safe; once per run
+            elif event.kind == ENGINE_GONE:
+                self.post_message(EngineGone())
 
     # ------------------------------------------------------------------------------------------------- building
     def compose(self) -> ComposeResult:
@@ -410,14 +421,14 @@ class TuidagApp(App[None]):
                ("← →", "Scroll sideways (when not wrapping)"),
                ("esc", "Back to the graph (or the list)")]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
-        anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
+        anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip and self._offers(b)]
         return [("In the graph", graph), ("In the list (L shows it)", listed),
                 ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for binding in self.BINDINGS:
-            if binding.tooltip and binding.action != "quit":  # Textual already offers Quit
+            if binding.tooltip and binding.action != "quit" and self._offers(binding):  # Textual offers Quit
                 yield SystemCommand(binding.description, binding.tooltip, getattr(self, f"action_{binding.action}"))
         for binding in DagCanvas.BINDINGS:
             moves = binding.action.startswith("move(")
@@ -451,9 +462,12 @@ class TuidagApp(App[None]):
 
     def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
         if yes:
-            self.run_worker(control, thread=True, group="control", description="cancel")
+            self.run_worker(partial(self._control, control), thread=True, group="control", description="cancel")
 
     def action_rerun(self) -> None:
+        if self.read_only:
+            self._offer_resume()
+            return
         name = self.selected_task
         if name is None or self.model.stopping or not self.run_started:
             return
@@ -461,18 +475,20 @@ class TuidagApp(App[None]):
         if snap.state not in RERUNNABLE:
             self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
             return
-        try:
-            self.scheduler.rerun(name)
-        except RerunRefused as refused:
-            self.notify(str(refused), severity="warning")
+        self.run_worker(partial(self._control, partial(self.scheduler.rerun, name)), thread=True, group="control",
+                        description="rerun")
 
     def action_pause(self) -> None:
-        if not self._may_control():
-            return
+        if self._may_control():
+            self.run_worker(partial(self._control, self._toggle_pause), thread=True, group="control",
+                            description="pause")
+
+    def _toggle_pause(self) -> None:
         if self.scheduler.paused:
             self.scheduler.resume()
         elif not self.scheduler.pause():
-            self.notify("the run is finished: nothing left to pause (r re-runs the selected task)")
+            self.call_from_thread(self.notify,
+                                  "the run is finished: nothing left to pause (r re-runs the selected task)")
 
     async def action_search(self) -> None:
         if not self.search_bar.is_attached:
@@ -614,6 +630,9 @@ class TuidagApp(App[None]):
         if not self.run_active:
             self.exit()
             return
+        if self.viewing:
+            self._ask_viewer_quit()
+            return
         if self.model.stopping:
             self.notify("stopping: waiting for every process to exit")
             return
@@ -635,7 +654,11 @@ class TuidagApp(App[None]):
             self.exit()
 
     def _on_signal(self, signum: int) -> None:
-        """SIGINT/SIGTERM/SIGHUP: cancel everything (the session does it on its own thread), then exit."""
+        """SIGINT/SIGTERM/SIGHUP: cancel everything (the session does it on its own thread), then exit. A viewer
+        attached to a run it did not start only closes: the run goes on."""
+        if self.viewing and (self.read_only or not self.session.foreground):
+            self.exit(None if self.read_only else DETACHED)
+            return
         self._stop(partial(self.session.interrupt, signum))
 
     def _stop(self, cancel: Callable[[], object]) -> None:
@@ -644,7 +667,7 @@ class TuidagApp(App[None]):
             return
         self.model.stopping = True
         self.header.refresh()
-        self.run_worker(cancel, thread=True, group="control", description="stop")
+        self.run_worker(partial(self._control, cancel), thread=True, group="control", description="stop")
 
     # ------------------------------------------------------------------------------ finding, filtering, jumping
     def action_find(self) -> None:
@@ -704,6 +727,9 @@ class TuidagApp(App[None]):
 
     # -------------------------------------------------------------------------------------------------- helpers
     def _may_control(self) -> bool:
+        if self.read_only:
+            self.notify(READ_ONLY, timeout=3)
+            return False
         if not self.run_started:
             return False
         if self.model.stopping:
@@ -717,6 +743,106 @@ class TuidagApp(App[None]):
 
     def _describe(self, names: list[str]) -> list[str]:
         return [f"{n}  ({LOOKS[self.model.snapshots[n].state].word})" for n in names]
+
+    # ------------------------------------------------------------------ viewing a run of another process
+    # The session is then a RemoteRun (control/remote.py): `live` while its engine runs, then the post-mortem view.
+    @property
+    def viewing(self) -> bool:
+        """The run lives in another process (its engine) and this app only views it."""
+        return getattr(self.session, "live", None) is not None
+
+    @property
+    def read_only(self) -> bool:
+        """The post-mortem view: the run is over (or its engine died); nothing can be controlled."""
+        return getattr(self.session, "live", True) is False
+
+    def _role(self) -> str:
+        """What the header says of this view besides the run: foreground, attached or post-mortem."""
+        if not self.viewing:
+            return ""
+        session = self.session
+        pid = f"engine pid {session.engine_pid}" if session.engine_pid else "engine"
+        if self.read_only:
+            return "post-mortem" + (f" · {session.lost}" if session.lost else "") + " · read-only"
+        return f"{'foreground' if session.foreground else 'attached'} · {pid}"
+
+    def _control(self, control: Callable[[], object]) -> None:
+        """Run a control on a worker thread; a refusal (or an engine that went away) is told, not raised."""
+        try:
+            control()
+        except (RerunRefused, Refused, NotLive) as exc:
+            try:
+                self.call_from_thread(self.notify, str(exc), severity="warning")
+            except RuntimeError:  # the app is closing
+                pass
+
+    def _offers(self, binding: Binding) -> bool:
+        """The help and the palette list `d` only where it works: on a run of another process."""
+        return binding.action != "detach" or self.viewing
+
+    def action_detach(self) -> None:
+        """`d`: close this view and leave the run running in its own process."""
+        if not self.viewing:
+            self.notify("this run lives in this process: it can't go on without it", timeout=3)
+        elif self.read_only:
+            self.exit()
+        else:
+            self.exit(DETACHED)
+
+    def _ask_viewer_quit(self) -> None:
+        """`q` on a live run of another process: the terminal that started it stops it by default; a viewer that
+        attached later detaches by default."""
+        if self.model.stopping:
+            self.notify("stopping: waiting for every process to exit")
+            return
+        stop, detach = ("stop", "Stop the run", "s"), ("detach", "Detach", "d")
+        cancel = ("cancel", "Cancel", "c")
+        unfinished = len(self._unfinished())
+        question = (f"Close this view of run [b]{self.session.run.run_id}[/b]? It is not finished: "
+                    f"{unfinished} task{'' if unfinished == 1 else 's'} to go.")
+        note = ("Detach: the run goes on in the background (tuidag attach shows it again). "
+                "Stop: every task is cancelled.")
+        if self.session.foreground:
+            self.push_screen(ChoiceScreen(question, [stop, detach, cancel], "stop", note), self._viewer_quit_chosen)
+        else:
+            self.push_screen(ChoiceScreen(question, [detach, stop, cancel], "detach", note), self._viewer_quit_chosen)
+
+    def _viewer_quit_chosen(self, answer: str | None) -> None:
+        if answer == "detach":
+            self.exit(DETACHED)
+        elif answer == "stop" and self.run_active:
+            self._stop(self.session.stop)
+
+    @on(EngineGone)
+    def _engine_gone(self) -> None:
+        """The engine ended the run, or died: what the journal recorded is on screen; nothing can be controlled."""
+        self._drain()
+        self.header.role = self._role()
+        self.header.refresh()
+        if self.model.stopping:
+            self.exit()
+        elif self.session.lost:
+            self.notify(f"{self.session.lost}: this is the run as its journal recorded it (read-only; r starts a "
+                        f"new run resuming from it)", title="Engine gone", severity="error", timeout=24 * 3600)
+
+    def _offer_resume(self) -> None:
+        """`r` in the post-mortem view: a new run of the same file that reuses what succeeded here."""
+        source = self.session.dag.source
+        if source is None or not source.is_file():
+            self.notify(f"can't resume: the DAG file {source or '(unknown)'} is gone", severity="warning")
+            return
+        question = f"Start a new run of [b]{source}[/b] resuming from [b]{self.session.run.run_id}[/b]?"
+        snapshots = self.model.snapshots
+        items = [f"{name}  ({'reused if unchanged' if snapshots[name].state is S.SUCCEEDED else 'runs again'})"
+                 for name in self.session.dag.topological_order]
+        self.push_screen(ConfirmScreen(question, items, "Tasks that succeeded here are reused unless their "
+                                                        "definition changed; the others run again."),
+                         lambda yes: self.exit(RESUME) if yes else None)
+
+
+DETACHED = "detach"  # the app's result when the user left the run running
+RESUME = "resume"    # ... when the user asked for a new run resuming from this one
+READ_ONLY = "read-only: the run is over"
 
 
 def _these(names: list[str]) -> str:

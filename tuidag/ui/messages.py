@@ -14,3 +14,7 @@ class TaskSelected(Message):
 
 class RunFinished(Message):
     """Posted from an engine thread when the run's last task ended, so the app shows it without waiting for a tick."""
+
+
+class EngineGone(Message):
+    """Posted from a viewer's reader thread when the engine of the run it views ended or died."""

@@ -34,6 +34,7 @@ class RunHeader(Widget):
         self.run_id = run_id
         self.model = model
         self.capacities = dict(capacities or {})  # resource slots per kind
+        self.role = ""  # a viewer's: foreground, attached or post-mortem (with the engine's pid)
 
     def render(self) -> Text:
         width = self.size.width
@@ -48,9 +49,12 @@ class RunHeader(Widget):
         name = Text(self.dag_name, "bold")
         run = Text(f"  run {self.run_id}", "dim")
         statuses = self._statuses()
+        role = Text(f"  ◆ {self.role}", "bold #00afd7") if self.role else Text()
         forms = [(left, Text.assemble(status, time))
                  for status in statuses  # the fullest status first: it matters more than anything else dropped
-                 for left, time in ((Text.assemble(badge, name, run), f"   elapsed {elapsed} "),
+                 for left, time in ((Text.assemble(badge, name, run, role), f"   elapsed {elapsed} "),
+                                    (Text.assemble(badge, name, role), f"   elapsed {elapsed} "),
+                                    (Text.assemble(badge, name, run), f"   elapsed {elapsed} "),
                                     (Text.assemble(badge, name), f"   elapsed {elapsed} "),
                                     (Text.assemble(" ", name), f"  {elapsed} "))]
         for left, right in forms:

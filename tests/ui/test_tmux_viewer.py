@@ -1,0 +1,313 @@
+"""End to end with the real binary: a detached run (`tuidag run -d`), viewers attached in tmux (each test on a tmux
+server of its own, so killing it hangs up only its viewers), controls from the viewer and from another shell, and
+the engine killed under a viewer. Every task writes its pids (the shell and a child) to a file, so the test can say
+which processes must still run and which must be gone."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+REPO = Path(__file__).resolve().parents[2]
+DAG = """\
+name: long
+max_parallel: 4
+tasks:
+  slow:
+    run: echo $$ >> slow.pids; sleep 60 & echo $! >> slow.pids; echo slow started; wait
+  after:
+    depends_on: slow
+    run: "true"
+  other:
+    run: echo $$ >> other.pids; sleep 60 & echo $! >> other.pids; echo other started; wait
+  keeps:
+    run: echo $$ >> keeps.pids; sleep 60 & echo $! >> keeps.pids; echo keeps going; wait
+"""
+
+
+def tuidag(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tuidag", *args, "--state-dir", "state"], cwd=workdir,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+
+
+def until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout}s")
+        time.sleep(0.05)
+
+
+def pids(workdir: Path, task: str, count: int = 2) -> list[psutil.Process]:
+    path = workdir / f"{task}.pids"
+    until(lambda: path.exists() and len(path.read_text().split()) >= count, what=f"{task}'s pids")
+    return [psutil.Process(int(p)) for p in path.read_text().split()]
+
+
+def alive(procs: list[psutil.Process]) -> bool:
+    return all(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
+
+
+def gone(procs: list[psutil.Process]) -> bool:
+    return not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
+
+
+def reap(pid: int) -> None:
+    """A killed engine is the test runner's zombie when the runner is a subreaper (a run it ran in-process made it
+    one): reap it."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+class Viewer:
+    """`tuidag attach` (or another command) in a tmux server of its own; its exit code lands in `attach.code`."""
+
+    def __init__(self, workdir: Path, *args: str, size: tuple[int, int] = (160, 45), command: str = "attach"):
+        self.socket = f"tuidag-viewer-{os.getpid()}-{time.monotonic_ns()}"
+        self.workdir = workdir
+        (workdir / "attach.code").unlink(missing_ok=True)
+        command = (f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -m tuidag {command} "
+                   f"{' '.join(args)} --state-dir state; echo $? > attach.code; sleep 30")
+        self._tmux("new-session", "-d", "-s", "v", "-x", str(size[0]), "-y", str(size[1]), command)
+
+    def _tmux(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True)
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "v").stdout
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            self._tmux("send-keys", "-t", "v", key)
+
+    def wait_for(self, text: str, timeout: float = 15.0) -> str:
+        until(lambda: text in self.screen(), timeout, what=f"{text!r} on screen")
+        return self.screen()
+
+    def exit_code(self, timeout: float = 15.0) -> int:
+        code = self.workdir / "attach.code"
+        until(lambda: code.exists() and code.read_text().strip(), timeout, what="the viewer's exit")
+        return int(code.read_text())
+
+    def kill_server(self) -> None:
+        path = self._tmux("display-message", "-p", "#{socket_path}").stdout.strip()
+        self._tmux("kill-server")
+        if path:
+            Path(path).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def detached(tmp_path):
+    """A run started with `tuidag run -d`: (workdir, run id, engine pid); everything it left is killed after."""
+    (tmp_path / "dag.yaml").write_text(DAG)
+    started = tuidag(tmp_path, "run", "-d", "dag.yaml", "--kill-grace", "0.5")
+    assert started.returncode == 0, started.stderr
+    run_id, pid = re.search(r"run (\S+) of long started in the background \(engine pid (\d+)\)",
+                            started.stdout).groups()
+    viewers: list[Viewer] = []
+    try:
+        yield tmp_path, run_id, int(pid), viewers
+    finally:
+        for viewer in viewers:
+            viewer.kill_server()
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        reap(int(pid))
+        tuidag(tmp_path, "runs")  # reaps what the run left, as the next command does after a crash
+        for task in ("slow", "other", "keeps"):
+            path = tmp_path / f"{task}.pids"
+            for p in path.read_text().split() if path.exists() else ():
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def test_attach_cancel_from_viewer_and_shell_hang_up_reattach_then_the_engine_dies(detached):
+    workdir, run_id, engine, viewers = detached
+    slow, other, keeps = pids(workdir, "slow"), pids(workdir, "other"), pids(workdir, "keeps")
+    first = Viewer(workdir)
+    viewers.append(first)
+    first.wait_for(f"attached · engine pid {engine}")
+    first.keys(":")  # the finder: select `slow` by name
+    first.wait_for("Enter jumps")
+    first.keys("slow", "Enter")
+    first.wait_for("slow started")
+    first.keys("c")
+    first.wait_for("everything downstream of it")
+    first.keys("y")
+    until(lambda: gone(slow), what="slow's tree killed")
+
+    cancelled = tuidag(workdir, "cancel", "other", "--run", run_id)  # from another shell
+    assert cancelled.returncode == 0, cancelled.stderr
+    until(lambda: gone(other), what="other's tree killed")
+    until(lambda: "3 cancelled" in first.screen(), what="the viewer to count them")  # slow, after and other
+    assert alive(keeps)
+
+    first.kill_server()  # the terminal goes away: SIGHUP to the viewer, never to the run
+    until(lambda: not any(p.info["cmdline"] and "attach" in p.info["cmdline"]
+                          for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and
+                          str(workdir) in " ".join(p.info["cmdline"])), timeout=5, what="the viewer gone")
+    assert alive(keeps) and psutil.pid_exists(engine)
+
+    second = Viewer(workdir, run_id)
+    viewers.append(second)
+    second.wait_for(f"attached · engine pid {engine}")
+    screen = second.wait_for("3 cancelled")  # the state of every task as the engine has it
+    assert "1 running" in screen
+    second.keys("d")  # detach: the viewer prints how to come back
+    assert second.exit_code() == 0
+    screen = second.wait_for(f"tuidag attach {run_id}")
+    assert alive(keeps)
+
+    third = Viewer(workdir, run_id)
+    viewers.append(third)
+    third.wait_for(f"attached · engine pid {engine}")
+    os.kill(engine, signal.SIGKILL)
+    killed = time.monotonic()
+    third.wait_for("died", timeout=3)
+    assert time.monotonic() - killed < 1.5  # < 1 s to notice, then a frame to paint it
+    third.wait_for("post-mortem")
+    third.keys("c")
+    third.wait_for("read-only: the run is over")
+    third.keys("q")
+    assert third.exit_code() == 0
+
+
+def test_show_browses_a_finished_run_and_r_starts_one_resuming_from_it(tmp_path):
+    (tmp_path / "dag.yaml").write_text("name: done\ntasks:\n  good:\n    run: echo all good\n"
+                                       "  bad:\n    run: echo bad news; exit 3\n    depends_on: [good]\n")
+    ended = tuidag(tmp_path, "run", "--no-tui", "dag.yaml")
+    assert ended.returncode == 1
+    run_id = re.search(r"run (\S+) of done", ended.stdout).group(1)
+    viewer = Viewer(tmp_path, run_id, command="show")
+    try:
+        viewer.wait_for("post-mortem · read-only")
+        screen = viewer.wait_for("bad news")  # the failure selected, its log shown
+        assert "1 done" in screen and "1 failed" in screen
+        viewer.keys("p")
+        viewer.wait_for("read-only: the run is over")
+        viewer.keys("r")
+        viewer.wait_for("bad  (runs again)")
+        viewer.keys("y")  # exec: tuidag run dag.yaml --resume RUN_ID, in this terminal
+        viewer.wait_for("reused")
+        until(lambda: len(tuidag(tmp_path, "runs").stdout.strip().splitlines()) == 3, what="a second run")
+    finally:
+        viewer.kill_server()
+
+
+# ------------------------------------------------------------------------------------------- the foreground viewer
+# What `tuidag run` does with a terminal, until the CLI does it itself: the engine started in the background, then
+# this process becomes its foreground viewer. The exit code lands in fg.code.
+FOREGROUND = ("import re, subprocess, sys; from pathlib import Path; from tuidag.store.runs import RunDir; "
+              "from tuidag.ui.viewer import run_viewer; "
+              "out = subprocess.run([sys.executable, '-m', 'tuidag', 'run', '-d', 'dag.yaml', '--state-dir', 'state', "
+              "'--kill-grace', '0.5'], capture_output=True, text=True).stdout; "
+              "run_id, pid = re.search(r'run (\\S+) of long started in the background \\(engine pid (\\d+)\\)', "
+              "out).groups(); "
+              "code = run_viewer(RunDir(run_id, Path('state/runs') / run_id), foreground=True, engine_pid=int(pid)); "
+              "Path('fg.code').write_text(str(code)); sys.exit(code)")
+
+
+class Foreground(Viewer):
+    def __init__(self, workdir: Path):
+        (workdir / "dag.yaml").write_text(DAG)
+        self.socket = f"tuidag-viewer-{os.getpid()}-{time.monotonic_ns()}"
+        self.workdir = workdir
+        command = (f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -c \"{FOREGROUND}\"; "
+                   f"sleep 30")
+        self._tmux("new-session", "-d", "-s", "v", "-x", "160", "-y", "45", command)
+
+    def exit_code(self, timeout: float = 15.0) -> int:
+        code = self.workdir / "fg.code"
+        until(lambda: code.exists() and code.read_text().strip(), timeout, what="the viewer's exit")
+        return int(code.read_text())
+
+    def summary(self) -> dict:
+        import json
+
+        found = list((self.workdir / "state" / "runs").glob("*/summary.json"))
+        return json.loads(found[0].read_text()) if found else {}
+
+
+@pytest.fixture
+def foreground(tmp_path):
+    viewer = Foreground(tmp_path)
+    try:
+        viewer.wait_for("foreground · engine pid")
+        yield viewer, [*pids(tmp_path, "slow"), *pids(tmp_path, "other"), *pids(tmp_path, "keeps")]
+    finally:
+        viewer.kill_server()
+        tuidag(tmp_path, "stop")
+        tuidag(tmp_path, "runs")
+        for task in ("slow", "other", "keeps"):
+            path = tmp_path / f"{task}.pids"
+            for p in path.read_text().split() if path.exists() else ():
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def test_q_in_the_foreground_viewer_stops_the_run_by_default_and_exits_with_its_code(foreground):
+    viewer, procs = foreground
+    viewer.keys("q")
+    viewer.wait_for("Stop the run (s)")
+    viewer.keys("Enter")
+    assert viewer.exit_code() == 1
+    assert gone(procs)
+    screen = viewer.wait_for("tuidag: logs in")
+    assert re.search(r"tuidag: run \S+ of long: .*cancelled", screen)
+    assert viewer.summary()["exit_code"] == 1
+
+
+@pytest.mark.parametrize("how, code", [("ctrl-c", 130), ("hang-up", 129)])
+def test_ctrl_c_or_a_hang_up_of_the_foreground_viewer_interrupts_the_run(foreground, how, code):
+    viewer, procs = foreground
+    if how == "ctrl-c":
+        viewer.keys("C-c")
+        assert viewer.exit_code() == code
+        viewer.wait_for("interrupted by SIGINT; every task was stopped")
+    else:
+        viewer.kill_server()  # the terminal closes
+        until(lambda: viewer.summary().get("exit_code") == code, what="the run's end recorded")
+    until(lambda: gone(procs), timeout=5, what="every task stopped")
+
+
+def test_d_detaches_the_foreground_viewer_and_the_run_goes_on(foreground):
+    viewer, procs = foreground
+    viewer.keys("d")
+    assert viewer.exit_code() == 0
+    screen = viewer.wait_for("to see it again")
+    run_id = re.search(r"tuidag attach (\S+) --state-dir state", screen).group(1)
+    assert alive(procs)
+    assert tuidag(viewer.workdir, "runs").stdout.count("running (pid") == 1
+    assert tuidag(viewer.workdir, "stop", "--run", run_id).returncode == 0
+    until(lambda: gone(procs), timeout=5, what="stopped from another shell")
+
+
+def test_the_engine_killed_under_the_foreground_viewer(foreground):
+    viewer, procs = foreground
+    engine = int(re.search(r"foreground · engine pid (\d+)", viewer.screen()).group(1))
+    os.kill(engine, signal.SIGKILL)
+    viewer.wait_for(f"the engine (pid {engine}) died", timeout=3)
+    viewer.keys("q")  # the run is over for this viewer: q closes at once
+    assert viewer.exit_code() == 1
+    viewer.wait_for("before recording the run's outcome")
+    reap(engine)
+    assert tuidag(viewer.workdir, "runs").returncode == 0  # the next command reaps what the run left
+    until(lambda: gone(procs), timeout=10, what="the tasks reaped")

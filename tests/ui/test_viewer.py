@@ -1,0 +1,344 @@
+"""The terminal UI on a run served over its control socket (a RemoteRun), as `tuidag run`, `attach` and `show` open
+it: a real served session in this process, or a real engine process that a test kills."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from contextlib import asynccontextmanager
+
+import psutil
+import pytest
+
+from dags import make_dag
+from pilot_helpers import screen_text, select, ui_states, until
+from tuidag.control.remote import RemoteRun
+from tuidag.launch import RunSession
+from tuidag.store.runs import RunDir, RunStore
+from tuidag.ui.app import DETACHED, RESUME, TuidagApp
+from tuidag.ui.screens.choice import ChoiceScreen
+from tuidag.ui.screens.confirm import ConfirmScreen
+
+SIZE = (160, 45)
+
+
+def pids_of(path) -> list[psutil.Process]:
+    return [psutil.Process(int(line)) for line in path.read_text().split()] if path.exists() else []
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A run served on its control socket in this process: `tree` is a shell with a child (both pids in
+    tree.pids), `after` waits for it, `free` sleeps, `broken` fails and `blocked` needs it."""
+    pids = tmp_path / "tree.pids"
+    dag = make_dag({"tree": f"sleep 60 & echo $! >> {pids}; echo $$ >> {pids}; echo tree says hello; wait",
+                    "after": {"run": "echo after", "depends_on": ["tree"]},
+                    "free": "echo free runs; sleep 60", "broken": "echo broken output; exit 3",
+                    "blocked": {"run": "true", "depends_on": ["broken"]}},
+                   workdir=tmp_path, kill_grace=0.5)
+    session = RunSession.create(dag, tmp_path / "state")
+    session.serve_control()
+    session.scheduler.start()
+    try:
+        yield session, pids
+    finally:
+        session.scheduler.cancel_all("test over")
+        session.scheduler.wait(30)
+        session.finish()
+
+
+@asynccontextmanager
+async def viewer(run: RunDir, store: RunStore, *, foreground=False, remote=None):
+    remote = remote or RemoteRun.attach(run, store, foreground=foreground)
+    app = TuidagApp(remote)
+    try:
+        async with app.run_test(headless=True, size=SIZE) as pilot:
+            await pilot.pause()
+            yield app, pilot
+    finally:
+        remote.close()
+
+
+async def test_the_graph_fills_from_the_snapshot_and_follows_the_run(served):
+    session, pids = served
+    await_until(lambda: session.scheduler.snapshot()["broken"].state.value == "FAILED")
+    async with viewer(session.run, session.store) as (app, pilot):
+        assert ui_states(app)["broken"] == "FAILED" and ui_states(app)["blocked"] == "SKIPPED"
+        await until(pilot, lambda: ui_states(app)["tree"] == "RUNNING", what="tree running")
+        text = screen_text(app)
+        assert f"attached · engine pid {os.getpid()}" in text
+        assert "broken output" in text  # the first failure is selected and its log shown
+        assert app.model.snapshots["broken"].exit_code == 3
+        await until(pilot, lambda: "tree" in app.model.usage, what="usage of the running trees")
+
+
+async def test_cancel_branch_from_the_viewer_kills_the_real_tree(served):
+    session, pids = served
+    await_until(lambda: len(pids_of(pids)) == 2)
+    procs = pids_of(pids)
+    async with viewer(session.run, session.store) as (app, pilot):
+        await select(app, pilot, "tree")
+        await pilot.press("c")
+        assert isinstance(app.screen, ConfirmScreen) and app.screen.items == ["tree  (running)", "after  (pending)"]
+        await pilot.press("y")
+        await until(pilot, lambda: ui_states(app)["tree"] == ui_states(app)["after"] == "CANCELLED",
+                    what="branch cancelled")
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
+        assert session.scheduler.snapshot()["free"].state.value == "RUNNING"  # nothing else was touched
+
+
+async def test_a_refused_rerun_says_why(served):
+    session, _ = served
+    await_until(lambda: session.scheduler.snapshot()["blocked"].state.value == "SKIPPED")
+    async with viewer(session.run, session.store) as (app, pilot):
+        await select(app, pilot, "blocked")
+        await pilot.press("r")
+        await until(pilot, lambda: any("re-run 'broken' first" in n.message for n in app._notifications),
+                    what="the refusal")
+        await select(app, pilot, "broken")
+        await pilot.press("r")
+        await until(pilot, lambda: app.model.snapshots["broken"].attempt == 2, what="broken re-ran")
+
+
+async def test_pause_and_resume_from_the_viewer(served):
+    session, _ = served
+    async with viewer(session.run, session.store) as (app, pilot):
+        await pilot.press("p")
+        await until(pilot, lambda: app.model.paused and session.scheduler.paused, what="paused")
+        await until(pilot, lambda: "PAUSED" in screen_text(app), what="the header to say so")
+        await pilot.press("p")
+        await until(pilot, lambda: not app.model.paused and not session.scheduler.paused, what="resumed")
+
+
+async def test_two_viewers_at_once_each_with_its_own_selection(served):
+    session, _ = served
+    async with viewer(session.run, session.store) as (one, pilot_one):
+        async with viewer(session.run, session.store) as (two, pilot_two):
+            await select(one, pilot_one, "free")
+            await select(two, pilot_two, "tree")
+            assert one.selected_task == "free" and two.selected_task == "tree"
+            await until(pilot_one, lambda: "free runs" in screen_text(one), what="free's log in the first")
+            await until(pilot_two, lambda: "tree says hello" in screen_text(two), what="tree's log in the second")
+            await pilot_two.press("c", "y")
+            await until(pilot_one, lambda: ui_states(one)["tree"] == "CANCELLED", what="the first sees it")
+            assert one.selected_task == "free"
+            assert session.control.viewers == 2
+
+
+async def test_q_in_an_attached_viewer_detaches_by_default_and_the_run_goes_on(served):
+    session, _ = served
+    async with viewer(session.run, session.store) as (app, pilot):
+        await pilot.press("q")
+        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "detach"
+        await pilot.pause()
+        text = screen_text(app)
+        assert "It is not finished" in text and "Detach (d)" in text and "Stop the run (s)" in text
+        await pilot.press("enter")
+        await until(pilot, lambda: app.return_value == DETACHED, what="detached")
+    assert session.scheduler.snapshot()["free"].state.value == "RUNNING"
+
+
+async def test_ctrl_c_in_an_attached_viewer_never_stops_the_run(served):
+    session, _ = served
+    async with viewer(session.run, session.store) as (app, pilot):
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: app.return_value == DETACHED, what="closed")
+    assert not session.scheduler.finished and session.interrupted_by is None
+
+
+async def test_stop_from_a_foreground_viewer_cancels_every_task_then_exits(served):
+    session, pids = served
+    await_until(lambda: len(pids_of(pids)) == 2)
+    procs = pids_of(pids)
+    async with viewer(session.run, session.store, foreground=True) as (app, pilot):
+        assert "foreground · engine pid" in screen_text(app)
+        await pilot.press("q")
+        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "stop"
+        await pilot.press("s")
+        await until(pilot, lambda: session.scheduler.finished, what="the run stopped")
+        await until(pilot, lambda: not app.is_running, what="the viewer exited")
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
+
+
+async def test_sigterm_to_a_foreground_viewer_interrupts_the_run(served):
+    session, _ = served
+    async with viewer(session.run, session.store, foreground=True) as (app, pilot):
+        app._on_signal(signal.SIGTERM)  # what the app's signal handler calls
+        await until(pilot, lambda: session.scheduler.finished, what="the run stopped")
+    assert session.interrupted_by == "SIGTERM"
+
+
+def await_until(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+# -------------------------------------------------------------------------------------- a real engine process
+ENGINE = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[3])
+    from dags import make_dag
+    from tuidag.launch import RunSession
+    workdir = Path(sys.argv[1])
+    dag = make_dag({"slow": "echo slow starts; sleep 60", "quick": "echo quick done",
+                    "next": {"run": "sleep 60", "depends_on": ["quick"]}}, workdir=workdir)
+    session = RunSession.create(dag, Path(sys.argv[2]))
+    session.serve_control()
+    session.scheduler.start()
+    print(session.run.path, flush=True)
+    session.scheduler.wait()
+    session.finish()
+""")
+
+
+@pytest.fixture
+def engine(tmp_path):
+    """A run served by another process (killed at the end, with every task it left)."""
+    tests = os.path.dirname(os.path.dirname(__file__))
+    proc = subprocess.Popen([sys.executable, "-c", ENGINE, str(tmp_path), str(tmp_path / "state"), tests],
+                            stdout=subprocess.PIPE, text=True)
+    folder = proc.stdout.readline().strip()
+    run = RunDir(os.path.basename(folder), __import__("pathlib").Path(folder))
+    try:
+        yield proc, run, RunStore(tmp_path / "state")
+    finally:
+        children = psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
+        proc.kill()
+        proc.wait()
+        for child in children + [c for c in psutil.process_iter() if _tagged(c, run.run_id)]:
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+
+
+def _tagged(proc: psutil.Process, run_id: str) -> bool:
+    try:
+        return proc.environ().get("TUIDAG_RUN_ID") == run_id
+    except psutil.Error:
+        return False
+
+
+async def test_the_engine_killed_turns_the_viewer_into_the_post_mortem_within_a_second(engine):
+    proc, run, store = engine
+    remote = RemoteRun.attach(run, store)
+    async with viewer(run, store, remote=remote) as (app, pilot):
+        await until(pilot, lambda: ui_states(app)["next"] == "RUNNING", what="next running")
+        assert f"attached · engine pid {proc.pid}" in screen_text(app)
+        proc.kill()
+        killed = time.monotonic()
+        await until(pilot, lambda: app.read_only, timeout=2, what="post-mortem")
+        assert time.monotonic() - killed < 1.0
+        await pilot.pause()
+        text = screen_text(app)
+        assert f"post-mortem · the engine (pid {proc.pid}) died · read-only" in text
+        assert ui_states(app)["quick"] == "SUCCEEDED"
+        await pilot.press("c")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("read-only: the run is over" in n.message for n in app._notifications)
+
+
+# ------------------------------------------------------------------------------------------- the post-mortem view
+POST_MORTEM = """\
+name: finished
+tasks:
+  prepare:
+    run: echo preparing the data; sleep 0.3
+  train:
+    run: echo training; echo loss 0.25; exit 4
+    depends_on: [prepare]
+  report:
+    run: echo never
+    depends_on: [train]
+  side:
+    run: echo a side note
+"""
+
+
+@pytest.fixture
+def finished_run(tmp_path):
+    """A run of a DAG file that ended (train failed, report skipped), no engine left."""
+    from tuidag.model.loader import load_dag
+
+    source = tmp_path / "dag.yaml"
+    source.write_text(POST_MORTEM)
+    session = RunSession.create(load_dag(source), tmp_path / "state")
+    session.scheduler.start()
+    session.scheduler.wait(30)
+    session.finish()
+    return session, source
+
+
+async def test_the_post_mortem_shows_every_state_duration_and_log_read_only(finished_run):
+    session, _ = finished_run
+    recorded = session.scheduler.snapshot()
+    remote = RemoteRun.stored(session.run, session.store)
+    async with viewer(session.run, session.store, remote=remote) as (app, pilot):
+        assert ui_states(app) == {"prepare": "SUCCEEDED", "train": "FAILED", "report": "SKIPPED", "side": "SUCCEEDED"}
+        for name, snap in recorded.items():
+            shown = app.model.snapshots[name]
+            assert (shown.started_at, shown.finished_at, shown.reason, shown.exit_code) == \
+                   (snap.started_at, snap.finished_at, snap.reason, snap.exit_code)
+        assert app.model.finished and app.model.elapsed() == pytest.approx(session.duration, abs=0.05)
+        text = screen_text(app)
+        assert "post-mortem · read-only" in text and "loss 0.25" in text  # the failure selected, its log shown
+        for key in ("c", "C", "p"):
+            await pilot.press(key)
+            assert not isinstance(app.screen, (ConfirmScreen, ChoiceScreen))
+        assert sum("read-only: the run is over" in n.message for n in app._notifications) == 3
+        await pilot.press("slash")
+        await pilot.press(*"loss", "enter")
+        await until(pilot, lambda: app.log_pane.query == "loss", what="search")
+        await pilot.press("a")  # every log, interleaved
+        await until(pilot, lambda: all(line in screen_text(app) for line in ("preparing the data", "a side note")),
+                    what="the combined view")
+        await pilot.press("q")
+        await until(pilot, lambda: not app.is_running, what="q closes at once")
+
+
+async def test_r_in_the_post_mortem_offers_a_run_that_resumes_from_it(finished_run):
+    session, source = finished_run
+    remote = RemoteRun.stored(session.run, session.store)
+    async with viewer(session.run, session.store, remote=remote) as (app, pilot):
+        await pilot.press("r")
+        assert isinstance(app.screen, ConfirmScreen) and session.run.run_id in app.screen.question
+        assert app.screen.items == ["prepare  (reused if unchanged)", "side  (reused if unchanged)",
+                                    "train  (runs again)", "report  (runs again)"]
+        await pilot.press("y")
+        await until(pilot, lambda: app.return_value == RESUME, what="resume chosen")
+
+
+async def test_r_is_refused_clearly_when_the_dag_file_is_gone(finished_run):
+    session, source = finished_run
+    source.unlink()
+    remote = RemoteRun.stored(session.run, session.store)
+    async with viewer(session.run, session.store, remote=remote) as (app, pilot):
+        await pilot.press("r")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any(f"the DAG file {source} is gone" in n.message for n in app._notifications)
+
+
+async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):
+    session, _ = served
+    async with viewer(session.run, session.store) as (app, pilot):
+        session.scheduler.cancel_all("ended from elsewhere")
+        session.scheduler.wait(10)
+        session.finish()
+        await until(pilot, lambda: app.read_only, what="post-mortem")
+        await until(pilot, lambda: "post-mortem · read-only" in screen_text(app), what="the header to say so")
+        assert not any(n.severity == "error" for n in app._notifications)  # an end, not a crash
+        assert ui_states(app)["free"] == "CANCELLED"
+
+
+async def test_a_signal_closes_the_post_mortem_view(finished_run):
+    session, _ = finished_run
+    async with viewer(session.run, session.store, remote=RemoteRun.stored(session.run, session.store)) as (app, pilot):
+        app._on_signal(signal.SIGHUP)  # the terminal closed
+        await until(pilot, lambda: not app.is_running, what="closed")
+    assert app.return_value is None

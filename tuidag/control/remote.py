@@ -1,0 +1,492 @@
+"""A run seen from another process: the surface the terminal UI uses of a RunSession and its Scheduler, over the
+run's control socket (a live run) or from its journal (a run that is over).
+
+`RemoteRun.attach` subscribes to a live run: a reader thread decodes the engine's stream and calls observers from
+that thread, as the scheduler calls its observers from engine threads, and keeps the latest snapshot of every
+task, the CPU/memory usage and the slots in use. Controls (cancel, re-run, pause, interrupt, ...) are requests on
+the same connection; each waits for its own reply, so callers must not be the UI thread.
+
+The engine may go away: the run ended (it closes the channel after writing summary.json), the viewer was dropped
+for reading too slowly (it reconnects), or the engine died (kill -9, OOM). The reader notices within
+`CHECK_INTERVAL` (EOF, or the engine's pid gone while the socket stays silent) and switches to what the journal
+says: observers get the journal's final state of every task that differs from what they saw, then one run event
+`ENGINE_GONE`. From then on the run is read-only (`live` is False) — the post-mortem view, which
+`RemoteRun.stored` opens directly on a run that is over.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import threading
+import time
+from typing import Any, Callable
+
+from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
+from ..engine.scheduler import RerunRefused
+from ..model.state import TaskState
+from ..store.journal import read_header, replay
+from ..store.run_dag import dag_from_header
+from ..store.runs import RunDir, RunStore
+from . import protocol
+from .client import NotLive, Refused, connect, decode_event
+from .protocol import MAX_MESSAGE
+
+CHECK_INTERVAL = 0.25   # how often a silent connection checks that the engine is still alive
+REQUEST_TIMEOUT = 30.0  # a cancel waits for the kills to be sent
+SUBSCRIBE_TIMEOUT = 5.0
+ENGINE_GONE = "engine-gone"  # the run event a RemoteRun adds once its engine is gone (detail: why)
+
+S = TaskState
+Observer = Callable[[Event], None]
+
+
+class RemoteRun:
+    """A run in another process (or over), with the attributes and methods of a RunSession and of its scheduler
+    that the UI uses (`scheduler` is the object itself)."""
+
+    def __init__(self, run: RunDir, store: RunStore, *, foreground: bool = False):
+        header = read_header(run.journal)
+        if not header:
+            raise NotLive(f"run {run.run_id} has no readable journal")
+        self.dag = dag_from_header(header)
+        self.run = run
+        self.store = store
+        self.foreground = foreground  # the viewer of the terminal that started the run
+        self.started: float = float(header.get("t") or time.time())
+        self.interrupted_by: str | None = None
+        self.store_message: str | None = None
+        self.engine_pid: int | None = None
+        self.lost: str | None = None  # why the engine went away without ending the run (it died)
+        self._live = False
+        self._lock = threading.Lock()
+        self._observers: list[Observer] = []
+        self._snaps: dict[str, TaskSnapshot] = {}
+        self._seq = 0
+        self._paused = False
+        self._finished = False
+        self._usage: dict[str, tuple[float, int]] = {}
+        self._slots: dict[str, tuple[int, int]] = {}
+        self._sock: socket.socket | None = None
+        self._buf = bytearray()
+        self._send_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._replies: dict[int, list] = {}  # request id -> [threading.Event, reply or None]
+        self._closed = threading.Event()
+        self._reader: threading.Thread | None = None
+
+    # ---------------------------------------------------------------------------------------------- opening
+    @classmethod
+    def attach(cls, run: RunDir, store: RunStore, *, foreground: bool = False,
+               engine_pid: int | None = None) -> RemoteRun:
+        """Subscribe to the live run; NotLive when no engine answers (the caller may open it `stored` instead)."""
+        remote = cls(run, store, foreground=foreground)
+        remote.engine_pid = engine_pid
+        remote._subscribe()
+        remote._reader = threading.Thread(target=remote._read_forever, name="tuidag-viewer", daemon=True)
+        remote._reader.start()
+        return remote
+
+    @classmethod
+    def stored(cls, run: RunDir, store: RunStore) -> RemoteRun:
+        """The run as its journal recorded it: the post-mortem view (read-only)."""
+        remote = cls(run, store)
+        remote._snaps = journal_snapshots(run, remote.dag.topological_order)
+        remote._finished = True
+        summary = run.read_summary() or {}
+        started = summary.get("started_at")
+        if type(started) not in (int, float):
+            started = replay(run.journal).started_at
+        if type(started) in (int, float):
+            remote.started = float(started)
+        remote.interrupted_by = summary.get("interrupted_by") if type(summary.get("interrupted_by")) is str else None
+        return remote
+
+    def _subscribe(self) -> None:
+        """Connect, ask for the engine's pid, subscribe and read the snapshot (blocking: before any thread)."""
+        sock = connect(self.run)
+        sock.settimeout(SUBSCRIBE_TIMEOUT)
+        try:
+            self._sock, self._buf = sock, bytearray()
+            sock.sendall(protocol.encode({"v": protocol.VERSION, "op": "status", "id": 0})
+                         + protocol.encode({"v": protocol.VERSION, "op": "subscribe", "id": 0}))
+            status = self._next_message()
+            if status.get("ok") and type(status.get("pid")) is int:
+                self.engine_pid = status["pid"]
+            if not self._next_message().get("ok"):
+                raise NotLive(f"run {self.run.run_id} refused the subscription")
+            head = self._next_message()
+            if head.get("type") != "snapshot" or type(head.get("count")) is not int:
+                raise NotLive(f"run {self.run.run_id} answered with something else than a snapshot")
+            snaps = {}
+            for _ in range(head["count"]):
+                event = decode_event(self._next_message())
+                if type(event) is TaskEvent and event.task in self.dag.tasks:
+                    snaps[event.task] = event.snapshot
+        except OSError as exc:  # a timeout included: an engine that stopped answering (SIGSTOP) is not live
+            sock.close()
+            self._sock = None
+            raise NotLive(f"run {self.run.run_id}: the engine did not answer ({exc.strerror or exc})") from None
+        except BaseException:
+            sock.close()
+            self._sock = None
+            raise
+        with self._lock:
+            self._snaps = {name: snaps.get(name, self._snaps.get(name) or TaskSnapshot(name, S.PENDING))
+                           for name in self.dag.topological_order}
+            self._seq = head.get("seq") if type(head.get("seq")) is int else 0
+            self._paused = head.get("paused") is True
+            self._finished = head.get("finished") is True
+            if type(head.get("started")) in (int, float):
+                self.started = float(head["started"])
+            if type(head.get("interrupted_by")) is str:
+                self.interrupted_by = head["interrupted_by"]
+            if type(head.get("notice")) is str:
+                self.store_message = head["notice"]
+            self._live = True
+
+    def _next_message(self) -> dict[str, Any]:
+        """The next JSON object on the socket (used while subscribing, before the reader thread runs)."""
+        while True:
+            end = self._buf.find(b"\n")
+            while end < 0:
+                data = self._sock.recv(1 << 20)
+                if not data:
+                    raise NotLive(f"run {self.run.run_id} closed the connection")
+                self._buf += data
+                if len(self._buf) > MAX_MESSAGE:
+                    raise NotLive("the engine sent a line longer than any it writes")
+                end = self._buf.find(b"\n")
+            line = bytes(self._buf[:end])
+            del self._buf[:end + 1]
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if type(message) is dict:
+                return message
+
+    # ----------------------------------------------------------------------------------------------- reading
+    def _read_forever(self) -> None:
+        """The reader thread: events until the engine is gone, then the journal's word on how the run ended. A
+        viewer the engine dropped (it read too slowly) while the run goes on subscribes again."""
+        while not self._closed.is_set():
+            self._follow()
+            if self._closed.is_set():
+                return
+            if self._engine_alive() and not self._finished and self.run.read_summary() is None:
+                try:
+                    self._resubscribe()
+                    continue
+                except (NotLive, OSError):
+                    pass
+            break
+        self._gone(self._why_gone())
+
+    def _follow(self) -> None:
+        """Read and deliver until EOF, or until the engine's pid is gone while the connection stays silent."""
+        sock = self._sock
+        sock.settimeout(CHECK_INTERVAL)
+        buf = self._buf
+        while not self._closed.is_set():
+            try:
+                data = sock.recv(1 << 20)
+            except socket.timeout:
+                if not self._engine_alive():
+                    return
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            buf += data
+            end = buf.rfind(b"\n")
+            if end < 0:
+                if len(buf) > MAX_MESSAGE:
+                    return
+                continue
+            lines = bytes(buf[:end]).split(b"\n")
+            del buf[:end + 1]
+            self._deliver(lines)
+
+    def _deliver(self, lines: list[bytes]) -> None:
+        events: list[Event] = []
+        loads = json.loads
+        for line in lines:
+            try:
+                message = loads(line)
+            except ValueError:
+                continue
+            if type(message) is not dict:
+                continue
+            kind = message.get("type")
+            if kind == "task" or kind == "run":
+                event = decode_event(message)
+                if event is not None and (type(event) is RunEvent or event.task in self.dag.tasks):
+                    events.append(event)
+            elif kind == "reply":
+                self._answer(message)
+            elif kind == "usage":
+                self._take_usage(message)
+            elif kind == "notice" and type(message.get("text")) is str:
+                self.store_message = message["text"]
+        if events:
+            self._publish(events)
+
+    def _publish(self, events: list[Event]) -> None:
+        """Fold events into the snapshots, then hand them to the observers subscribed at that moment (so an
+        observer that subscribes and then reads `snapshot()` misses nothing)."""
+        with self._lock:
+            snaps = self._snaps
+            for event in events:
+                if type(event) is TaskEvent:
+                    snaps[event.task] = event.snapshot
+                    if not event.snapshot.state.terminal:
+                        self._finished = False
+                else:
+                    if event.kind == "paused" or event.kind == "resumed":
+                        self._paused = event.kind == "paused"
+                    elif event.kind == "finished":
+                        self._finished = True
+                if event.seq > self._seq:
+                    self._seq = event.seq
+            observers = self._observers
+        for observer in observers:
+            for event in events:
+                observer(event)
+
+    def _take_usage(self, message: dict[str, Any]) -> None:
+        usage, slots = message.get("usage"), message.get("slots")
+        if type(usage) is dict:
+            self._usage = {name: (float(v[0]), int(v[1])) for name, v in usage.items()
+                           if type(v) is list and len(v) == 2 and all(type(x) in (int, float) for x in v)}
+        if type(slots) is dict:
+            self._slots = {kind: (int(v[0]), int(v[1])) for kind, v in slots.items()
+                           if type(v) is list and len(v) == 2 and all(type(x) is int for x in v)}
+
+    def _resubscribe(self) -> None:
+        """The engine dropped this viewer (it read too slowly): subscribe again and publish what changed."""
+        before = dict(self._snaps)
+        old = self._sock
+        self._fail_waiting("the engine dropped this viewer's connection before it answered: try again")
+        self._subscribe()
+        old.close()
+        self._publish([TaskEvent(self._seq, snap.changed_at, before[name].state if name in before else None, snap)
+                       for name, snap in self._snaps.items() if before.get(name) != snap])
+
+    def _engine_alive(self) -> bool:
+        return self.engine_pid is None or process_alive(self.engine_pid)
+
+    def _why_gone(self) -> str | None:
+        """None when the run ended as runs do (its summary is written); otherwise what happened to the engine."""
+        deadline = time.monotonic() + 0.5
+        while True:  # the engine writes the summary before closing the channel; allow a moment for the rename
+            if self.run.read_summary() is not None:
+                return None
+            if not self._engine_alive() or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        return f"the engine (pid {self.engine_pid}) died" if self.engine_pid else "the engine died"
+
+    def _gone(self, why: str | None) -> None:
+        """Switch to the journal's record: the final state of each task observers have not seen, then ENGINE_GONE."""
+        with self._lock:
+            self._live = False
+            self.lost = why
+            self._finished = True
+        self._fail_waiting(why or "the run is over")
+        summary = self.run.read_summary() or {}
+        if type(summary.get("interrupted_by")) is str:
+            self.interrupted_by = summary["interrupted_by"]
+        final = journal_snapshots(self.run, self.dag.topological_order)
+        changed = [TaskEvent(self._seq, snap.changed_at, self._snaps[name].state, snap)
+                   for name, snap in final.items() if name in self._snaps and _differs(self._snaps[name], snap)]
+        end = summary.get("finished_at") if type(summary.get("finished_at")) in (int, float) else time.time()
+        self._publish([*changed, RunEvent(self._seq, end, "finished"),
+                       RunEvent(self._seq, time.time(), ENGINE_GONE, why or "")])
+
+    # ------------------------------------------------------------------------------------------ the surface
+    @property
+    def scheduler(self) -> RemoteRun:
+        return self
+
+    @property
+    def live(self) -> bool:
+        """Whether the engine is there to take controls; False for the post-mortem view."""
+        return self._live
+
+    def subscribe(self, observer: Observer, *, batches: bool = False) -> Callable[[], None]:
+        """Call `observer(event)` for every event from now on, from the reader thread (as Scheduler.subscribe)."""
+        if batches:
+            raise ValueError("a RemoteRun delivers events one at a time")
+        with self._lock:
+            self._observers = [*self._observers, observer]
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._observers = [o for o in self._observers if o is not observer]
+
+        return unsubscribe
+
+    @property
+    def ended_at(self) -> float:
+        """When the run ended (the post-mortem view's clock stops there)."""
+        summary = self.run.read_summary() or {}
+        if type(summary.get("finished_at")) in (int, float):
+            return float(summary["finished_at"])
+        return max((s.finished_at for s in self._snaps.values() if s.finished_at is not None), default=self.started)
+
+    def snapshot(self) -> dict[str, TaskSnapshot]:
+        with self._lock:
+            return dict(self._snaps)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def finished(self) -> bool:
+        """Every task ended, or the engine is gone (nothing more will happen)."""
+        return self._finished or not self._live
+
+    def start(self) -> None:
+        """The engine started the run already."""
+
+    def usage(self, name: str) -> tuple[float, int] | None:
+        return self._usage.get(name)
+
+    def slots_in_use(self) -> dict[str, tuple[int, int]]:
+        return dict(self._slots)
+
+    def branch(self, name: str) -> list[str]:
+        """What cancelling `name` would cancel, from the latest snapshots (no round trip: the UI asks on its thread)."""
+        with self._lock:
+            return [n for n in [name, *self.dag.descendants(name)] if not self._snaps[n].state.terminal]
+
+    def cancel(self, name: str, reason: str = "") -> list[str]:
+        return self.request("cancel", tasks=[name])["changed"]
+
+    def cancel_all(self, reason: str = "") -> list[str]:
+        return self.request("cancel_all")["changed"]
+
+    def stop(self) -> list[str]:
+        """Cancel every task and end the run (`tuidag stop`)."""
+        return self.request("stop")["changed"]
+
+    def rerun(self, name: str) -> list[str]:
+        """As Scheduler.rerun: RerunRefused says why not."""
+        try:
+            return self.request("rerun", tasks=[name])["changed"]
+        except Refused as refused:
+            raise RerunRefused(str(refused)) from None
+
+    def pause(self) -> bool:
+        try:
+            self.request("pause")
+        except Refused:
+            return False
+        return True
+
+    def resume(self) -> None:
+        self.request("resume")
+
+    def interrupt(self, signum: int) -> None:
+        """Stop the run as that signal would stop it (the engine records it, and exits with 128 + N)."""
+        import signal
+
+        name = signal.Signals(signum).name
+        self.interrupted_by = self.interrupted_by or name
+        self.request("interrupt", signal=name)
+
+    # ------------------------------------------------------------------------------------------------ requests
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Send `op` and wait for its reply (never call this on the UI thread). Refused when the engine says no,
+        NotLive when it is gone."""
+        if not self._live:
+            raise NotLive("read-only: the run is over")
+        rid = next(self._ids)
+        waiter: list = [threading.Event(), None]
+        with self._lock:
+            self._replies[rid] = waiter
+        try:
+            with self._send_lock:
+                self._sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, **fields}))
+            if not waiter[0].wait(REQUEST_TIMEOUT):
+                raise NotLive(f"the engine did not answer {op} in {REQUEST_TIMEOUT:.0f} s")
+        except OSError as exc:
+            raise NotLive(f"the engine is gone ({exc.strerror or exc})") from None
+        finally:
+            with self._lock:
+                self._replies.pop(rid, None)
+        reply = waiter[1]
+        if type(reply) is str:
+            raise NotLive(reply)
+        if not reply.get("ok"):
+            raise Refused(str(reply.get("error") or "refused"), reply.get("changed"))
+        return reply
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            waiter = self._replies.get(message.get("id"))
+        if waiter is not None:
+            waiter[1] = message
+            waiter[0].set()
+
+    def _fail_waiting(self, why: str) -> None:
+        with self._lock:
+            waiting = list(self._replies.values())
+        for waiter in waiting:
+            waiter[1] = why
+            waiter[0].set()
+
+    def close(self) -> None:
+        """Stop following the run (it goes on)."""
+        self._closed.set()
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(2)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` runs: a zombie does not (a killed engine stays one while a subreaper above it, a test runner
+    running runs itself, has not reaped it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _differs(a: TaskSnapshot, b: TaskSnapshot) -> bool:
+    return (a.state, a.attempt, a.reason, a.exit_code, a.finished_at) != (b.state, b.attempt, b.reason, b.exit_code,
+                                                                          b.finished_at)
+
+
+def journal_snapshots(run: RunDir, names: tuple[str, ...]) -> dict[str, TaskSnapshot]:
+    """Every task as the run's journal last recorded it."""
+    records = replay(run.journal).tasks
+    snaps = {}
+    for name in names:
+        rec = records.get(name)
+        if rec is None:
+            snaps[name] = TaskSnapshot(name, S.PENDING)
+            continue
+        snaps[name] = TaskSnapshot(
+            name, rec.state, attempt=rec.attempt, reason=rec.reason, exit_code=rec.exit_code,
+            started_at=rec.started_at, finished_at=rec.finished_at,
+            changed_at=rec.finished_at or rec.started_at or 0.0, pid=rec.pid, create_time=rec.create_time,
+            reused=rec.reused, slots=rec.slots, worker=rec.worker)
+    return snaps

@@ -1,0 +1,197 @@
+"""The terminal UI on a run that lives in its own process (its engine): what `tuidag run` (the foreground viewer),
+`tuidag attach` and `tuidag show` open.
+
+- Foreground (the terminal that started the run): as the in-process UI was: `q` asks (stop the run / detach /
+  cancel), Ctrl+C and SIGINT/SIGTERM/SIGHUP stop the run, and the viewer exits with the run's exit code once it
+  ended, printing the run's closing lines. `d` detaches: the viewer exits 0 at once and the run goes on.
+- Attached: `q` asks (detach, the default / stop the run / cancel); Ctrl+C and signals only close the viewer.
+- Post-mortem (the run is over, or its engine died while viewed): the run as its journal recorded it, read-only;
+  `r` starts a new run resuming from it (`tuidag run SOURCE --resume RUN_ID`), exec'd once the app has exited.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ..control.client import NotLive
+from ..control.remote import RemoteRun, journal_snapshots, process_alive
+from ..exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, SIGNAL_EXIT
+from ..store.runs import RunDir, RunStore, default_state_dir
+from ..views.headless import counts_line
+from .app import DETACHED, RESUME, TuidagApp
+from .terminal import HangupSafeDriver
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+CONNECT_WAIT = 3.0   # a run just started may not serve its socket yet
+SUMMARY_WAIT = 30.0  # after the run's last task, the engine writes summary.json (a stopping run waits for kills)
+
+
+def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on_finish: bool = False) -> int:
+    """View `run` until the user leaves; return the exit code of the command (the run's, for the foreground view)."""
+    store = RunStore(run.path.parent.parent)
+    signals = _OutsideTheApp(foreground)
+    try:
+        remote = _open(run, store, foreground, engine_pid)
+    except NotLive as exc:
+        print(f"tuidag: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    signals.remote = remote
+    if signals.received and not foreground:
+        remote.close()  # an attached viewer asked to close before it opened
+        return EXIT_OK
+    if not (exit_on_finish and not remote.live):
+        app = TuidagApp(remote, exit_on_finish=exit_on_finish, signals=SIGNALS, driver_class=HangupSafeDriver)
+        try:
+            result = app.run()
+        finally:
+            signals.install()  # the app's loop put the default handlers back
+            if foreground and remote.live and app.return_value != DETACHED:
+                _stop_quietly(remote)  # the app ended some other way (an error): the run must not outlive it
+            remote.close()
+        if result == DETACHED:
+            return _detached(run, store, remote)
+        if result == RESUME:
+            _resume(run, store, remote)  # returns only when it could not start
+            return EXIT_USAGE
+    if not foreground:
+        return EXIT_OK
+    return _closing_lines(run, remote, engine_pid)
+
+
+class _OutsideTheApp:
+    """Signals while the app is not running (connecting, building it, waiting for the run's summary): a foreground
+    viewer passes each on to the engine, as the app does (a second one makes the engine kill every task at once); an
+    attached viewer only notes it, and closes. Never a traceback."""
+
+    def __init__(self, foreground: bool):
+        self.foreground = foreground
+        self.remote: RemoteRun | None = None
+        self.received: list[int] = []
+        self.install()
+
+    def install(self) -> None:
+        for signum in SIGNALS:
+            signal.signal(signum, self._received)
+
+    def _received(self, signum: int, _frame) -> None:
+        self.received.append(signum)
+        remote = self.remote
+        if self.foreground and remote is not None and remote.live:
+            threading.Thread(target=_quietly, args=(remote.interrupt, signum), daemon=True).start()
+
+    @property
+    def remote(self) -> RemoteRun | None:
+        return self._remote
+
+    @remote.setter
+    def remote(self, remote: RemoteRun | None) -> None:
+        """Signals received before the run was reached are passed on now (the app then opens on a stopping run)."""
+        self._remote = remote
+        if remote is not None and self.foreground and self.received and remote.live:
+            remote.interrupted_by = signal.Signals(self.received[0]).name  # seen by the app before the reply
+            threading.Thread(target=_quietly, args=(remote.interrupt, self.received[0]), daemon=True).start()
+
+
+def _quietly(control, *args) -> None:
+    try:
+        control(*args)
+    except Exception:  # the engine is gone already: nothing left to stop
+        pass
+
+
+def _open(run: RunDir, store: RunStore, foreground: bool, engine_pid: int | None) -> RemoteRun:
+    """The live run, or its record when it is over (a foreground run may be over before its viewer connects)."""
+    deadline = time.monotonic() + (CONNECT_WAIT if foreground else 0)
+    while True:
+        try:
+            return RemoteRun.attach(run, store, foreground=foreground, engine_pid=engine_pid)
+        except NotLive:
+            if run.read_summary() is not None or time.monotonic() > deadline or not _alive(engine_pid):
+                return RemoteRun.stored(run, store)
+        time.sleep(0.05)
+
+
+def _alive(pid: int | None) -> bool:
+    return pid is not None and process_alive(pid)
+
+
+def _stop_quietly(remote: RemoteRun) -> None:
+    _quietly(remote.stop)
+
+
+def _attach_command(run: RunDir, store: RunStore, remote: RemoteRun) -> str:
+    command = f"tuidag attach {run.run_id}"
+    if default_state_dir(remote.dag.source).resolve() != store.state_dir.resolve():
+        command += f" --state-dir {_quoted(store.state_dir)}"
+    return command
+
+
+def _quoted(path: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
+
+
+def _detached(run: RunDir, store: RunStore, remote: RemoteRun) -> int:
+    pid = f" (engine pid {remote.engine_pid})" if remote.engine_pid else ""
+    _say(f"tuidag: run {run.run_id} goes on in the background{pid}\n"
+         f"tuidag: to see it again: {_attach_command(run, store, remote)}\n")
+    return EXIT_OK
+
+
+def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
+    """Replace this process with `tuidag run SOURCE --resume RUN_ID` in the same state dir."""
+    source = remote.dag.source
+    if source is None or not source.is_file():
+        print(f"tuidag: error: can't resume {run.run_id}: its DAG file {source or '(unknown)'} is gone",
+              file=sys.stderr)
+        return
+    argv = [sys.executable, "-m", "tuidag", "run", str(source), "--resume", run.run_id,
+            "--state-dir", str(store.state_dir)]
+    sys.stdout.flush()
+    os.execv(sys.executable, argv)
+
+
+def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> int:
+    """What the foreground run printed when it ended, and its exit code (from summary.json)."""
+    deadline = time.monotonic() + SUMMARY_WAIT
+    summary = run.read_summary()
+    while summary is None and time.monotonic() < deadline and _alive(remote.engine_pid or engine_pid):
+        time.sleep(0.05)
+        summary = run.read_summary()
+    if summary is None:
+        summary = run.read_summary()
+    snaps = journal_snapshots(run, remote.dag.topological_order)
+    duration = summary.get("duration") if summary and type(summary.get("duration")) in (int, float) else \
+        max(0.0, remote.ended_at - remote.started)
+    lines = [f"tuidag: run {run.run_id} of {remote.dag.name}: " + counts_line(snaps, duration)]
+    if summary is None:
+        lines.append(f"tuidag: error: {remote.lost or 'the engine ended'} before recording the run's outcome; "
+                     f"`tuidag runs` reaps what its tasks left\n")
+    interrupted = summary.get("interrupted_by") if summary else None
+    if type(interrupted) is str:
+        lines.append(f"tuidag: interrupted by {interrupted}; every task was stopped\n")
+    if remote.store_message:
+        lines.append(remote.store_message + "\n")
+    lines.append(f"tuidag: logs in {run.logs}\n")
+    _say("".join(lines))
+    if summary is None:
+        return EXIT_FAILED
+    code = summary.get("exit_code")
+    if type(code) is int:
+        return code
+    if type(interrupted) is str and interrupted in signal.Signals.__members__:
+        return SIGNAL_EXIT[signal.Signals[interrupted]]
+    return EXIT_FAILED
+
+
+def _say(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError:  # the terminal is gone (SIGHUP): the exit code still tells
+        pass
