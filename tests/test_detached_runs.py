@@ -37,10 +37,11 @@ def no_engine_left_behind():
     """A test that fails before its run ends must not leave a detached engine running for ever."""
     yield
     while _ENGINES:
-        pid = _ENGINES.pop()
         try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
+            engine = psutil.Process(_ENGINES.pop())
+            if "tuidag" in engine.cmdline():  # still the engine, not a process that reused its pid
+                engine.terminate()
+        except psutil.Error:
             pass
 
 
