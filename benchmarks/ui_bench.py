@@ -190,7 +190,7 @@ async def timed_key(app: TuidagApp, frames: Frames, key: str, probe) -> float:
 async def big_run(state: Path, n: int, keys: bool, presses: int = BIG_PRESSES) -> tuple[float, dict[str, list[float]]]:
     """First frame of an n-task layered DAG whose run has started; with `keys`, then the key-press latencies."""
     session = RunSession.create(dag_of(layered(n), BIG_COMMAND), state)
-    session.scheduler.start()  # as `run_tui` does: the first tasks start while the app is built
+    session.scheduler.start()  # the first tasks start while the app is built
     started = time.perf_counter()
     app = TuidagApp(session)
     frames = Frames(app)
@@ -350,7 +350,7 @@ async def tui_run(state: Path) -> tuple[float, float]:
     session = RunSession.create(dag_of(layered(1000), "true"), state)
     span = run_span(session)
     started = time.perf_counter()
-    session.scheduler.start()  # as `run_tui` does: the app is built while the first tasks run
+    session.scheduler.start()  # the app is built while the first tasks run
     app = TuidagApp(session, exit_on_finish=True)
     await app.run_async(headless=True, size=SIZE)  # the app's own loop, as `tuidag run` drives it; it exits at the end
     elapsed = time.perf_counter() - started

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -256,15 +257,10 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
-    if getattr(args, "detach", False):
-        return _run_detached(dag, args, state_dir, earlier)
-    session = _new_session(dag, args, state_dir, earlier)
     tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
-    if tui:
-        from .ui.app import run_tui  # textual is imported only here
-
-        return run_tui(session, exit_on_finish=args.exit_on_finish)
-    return run_headless(session, quiet=args.quiet)
+    if getattr(args, "detach", False) or tui:
+        return _run_in_background(dag, args, state_dir, earlier, view=tui and not args.detach)
+    return run_headless(_new_session(dag, args, state_dir, earlier), quiet=args.quiet)
 
 
 def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None):
@@ -283,8 +279,11 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
     return session
 
 
-def _run_detached(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None) -> int:
-    """`tuidag run -d`: start the engine in the background, say how to reach the run, exit 0."""
+def _run_in_background(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None,
+                       view: bool) -> int:
+    """The engine in a process of its own (background.py), so the run can outlive this terminal. With `view` this
+    process becomes its foreground viewer (the terminal UI; `d` detaches); without (`-d`) it says how to reach the
+    run and exits 0."""
     from .background import EngineFailed, start_engine
 
     def engine(ready) -> int:
@@ -295,15 +294,27 @@ def _run_detached(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earli
 
         return guarded(work, args)
 
+    # A foreground run is stopped by the terminal's signals (Ctrl+C, a hang-up) from the start: one that comes
+    # before the viewer is up is kept here and passed on by the viewer, as soon as it reaches the engine.
+    early: list[int] = []
+    if view:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, lambda num, _frame: early.append(num))
     try:
         started = start_engine(engine)
     except EngineFailed as failed:
         return failed.code
+    runs_dir = RunStore(state_dir).runs_dir
+    if view:
+        from .ui.viewer import run_viewer  # textual is imported only here
+
+        return run_viewer(RunDir(started.run_id, runs_dir / started.run_id), foreground=True,
+                          engine_pid=started.pid, exit_on_finish=args.exit_on_finish, early_signals=early)
     where = "" if state_dir == default_state_dir(None) else f" --state-dir {_quoted(state_dir)}"
     print(f"tuidag: run {started.run_id} of {dag.name} started in the background (engine pid {started.pid})\n"
           f"tuidag: watch it:  tuidag attach {started.run_id}{where}\n"
           f"tuidag: stop it:   tuidag stop --run {started.run_id}{where}\n"
-          f"tuidag: logs in {RunStore(state_dir).runs_dir / started.run_id / 'logs'}", flush=True)
+          f"tuidag: logs in {runs_dir / started.run_id / 'logs'}", flush=True)
     return EXIT_OK
 
 

@@ -174,15 +174,14 @@ async def test_sigterm_handler_cancels_and_exits(new_session, tmp_path):
 
 
 async def test_a_signal_while_the_app_is_built_still_ends_it(new_session, tmp_path):
-    """`run_tui` starts the run before it builds the app, with the headless signal handlers in place until the app
-    installs its own. A hangup in that window stops the run there; the app must then stop too, not stay open on a
-    finished run and a terminal that is gone."""
+    """A run starts before the app is built; a hangup in that window stops the run there (the engine's handler), and
+    the app must then stop too, not stay open on a finished run and a terminal that is gone."""
     session = new_session({"a": long_task("a")})
     session.scheduler.start()
     pids = tmp_path / "a.pids"
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) >= 2)  # the task runs before the signal
     procs = read_pids(pids)
-    session.interrupt(signal.SIGHUP)  # what run_tui's handler does
+    session.interrupt(signal.SIGHUP)  # what the engine's handler does
     async with open_app(session, signals=(signal.SIGHUP,)) as (app, pilot):
         await until(pilot, lambda: app.return_code is not None, what="app exit")
         assert not any(alive(pid, ct) for pid, ct in procs)

@@ -132,8 +132,8 @@ def test_cancel_a_branch_then_quit(tmux):
     tmux.wait_for("2 cancelled")
     assert "⊘ cancelled" in tmux.screen() and "● 1 running" in tmux.screen()
     tmux.keys("q")
-    tmux.wait_for("Quit? The run is not finished")
-    tmux.keys("y")
+    tmux.wait_for("It is not finished")  # the foreground viewer's question
+    tmux.keys("s")  # stop the run
     assert tmux.wait_exit() == 1
     assert leftovers(tmux.workdir, procs) == []
 

@@ -73,8 +73,8 @@ def test_every_screen_is_usable_at_80x24(small):
     assert "2 running" in small.screen() and "cancelled" not in small.screen()
 
     small.keys("q")
-    small.wait_for("Quit? The run is not finished")
-    small.keys("y")
+    small.wait_for("It is not finished")  # the foreground viewer's question
+    small.keys("s")  # stop the run
     assert small.wait_exit() == 1
     assert leftovers(small.workdir, procs) == []
 

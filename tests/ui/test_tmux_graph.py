@@ -28,8 +28,8 @@ tasks:
 def quit_unfinished(tmux: Tmux, procs) -> None:
     """q, confirmed, on a run still going: exit code 1 and no task process left."""
     tmux.keys("q")
-    tmux.wait_for("Quit? The run is not finished")
-    tmux.keys("y")
+    tmux.wait_for("It is not finished")  # the foreground viewer's question
+    tmux.keys("s")  # stop the run
     assert tmux.wait_exit() == 1
     assert leftovers(tmux.workdir, procs) == []
 
@@ -49,7 +49,8 @@ def wait_title(tmux: Tmux, ok, timeout: float = 10.0) -> str:
 def test_a_wide_dag_fills_a_220x60_screen_and_z_o_change_the_view(tmp_path):
     wide = Tmux(tmp_path, WIDE, size=(220, 60))
     try:
-        screen = wide.wait_for("8 running")
+        wide.wait_for("8 running")
+        screen = wide.wait_for("gather")  # the graph laid out (the header may paint a frame before it)
         # every worker on the first screen, between setup and gather: no scrolling, no 64 crossing edges
         assert all(w in screen for w in WORKERS), screen
         assert "setup" in screen and "gather" in screen and screen.count("▶") == 2

@@ -1,4 +1,4 @@
-"""The terminal UI of a run: header, graph canvas, log pane, footer; and `run_tui`, which the CLI calls.
+"""The terminal UI of a run: header, graph canvas, log pane, footer (ui/viewer.py opens it on a run's engine).
 
 Threading model: the engine calls `TuidagApp.engine_event` from its own threads, and that only appends the event to
 a deque. A timer (20 per second) drains the deque on the UI thread, applies the whole batch to the `RunModel` and
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-import sys
 import threading
 import time
 from collections import deque
@@ -33,11 +32,11 @@ from ..model.collector import collector_paused, freeze_survivors
 from ..engine import output_routing
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.scheduler import RerunRefused
-from ..launch import RunSession, install_signal_handlers
+from ..launch import RunSession
 from ..model.state import TaskState
 from ..views.fuzzy import FuzzyFinder
 from ..views.graph_layout import GraphLayout, LayoutStyle, dag_deps, layout_dag
-from ..views.headless import TASK_COLOURS, counts_line
+from ..views.headless import TASK_COLOURS
 from ..views.log_index import CombinedLog
 from ..views.task_filter import TaskFilter
 from .messages import EngineGone, RunFinished, TaskSelected
@@ -47,7 +46,6 @@ from .screens.confirm import ConfirmScreen
 from .screens.finder import FinderScreen
 from .screens.help import HelpScreen
 from .state_style import LOOKS
-from .terminal import HangupSafeDriver
 from .widgets.dag_canvas import DagCanvas
 from .widgets.key_footer import KeyFooter
 from .widgets.log_view import LogView
@@ -234,7 +232,7 @@ class TuidagApp(App[None]):
         for signum in self._signals:
             loop.add_signal_handler(signum, self._on_signal, signum)
         if self.session.interrupted_by:
-            # The signal came while the app was being built and `run_tui`'s handler already stopped the run: show it
+            # The run was stopped by a signal before the app was built (its engine said so): show it
             # stopping and exit when it has (without this the app stayed open, its run over, its terminal gone).
             self.model.stopping = True
         self.canvas.focus()
@@ -847,38 +845,3 @@ READ_ONLY = "read-only: the run is over"
 
 def _these(names: list[str]) -> str:
     return "This task" if len(names) == 1 else f"These {len(names)} tasks"
-
-
-def run_tui(session: RunSession, exit_on_finish: bool = False) -> int:
-    """Run `session` in the terminal UI; return the run's exit code. However the app ends, no task is left running
-    when this returns.
-
-    The run starts before the app is built: building and painting a big graph takes a few tenths of a second, which
-    then overlap the first tasks instead of delaying the whole run. Until the app installs its own signal handlers,
-    a signal stops the run as it does headless."""
-    scheduler = session.scheduler
-    install_signal_handlers(session)
-    session.serve_control()
-    scheduler.start()
-    try:
-        app = TuidagApp(session, exit_on_finish=exit_on_finish,
-                        signals=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP), driver_class=HangupSafeDriver)
-        app.run()
-    finally:
-        if not scheduler.finished:
-            scheduler.cancel_all("cancelled: tuidag UI closed")
-            scheduler.wait()
-        summary = session.finish()
-    lines = [f"tuidag: run {session.run.run_id} of {session.dag.name}: "
-             + counts_line(summary.snapshots, session.duration)]
-    if session.interrupted_by:
-        lines.append(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
-    if session.store_message:
-        lines.append(session.store_message + "\n")
-    lines.append(f"tuidag: logs in {session.run.logs}\n")
-    try:
-        sys.stdout.write("".join(lines))
-        sys.stdout.flush()
-    except OSError:  # the terminal is gone (SIGHUP): the exit code still tells
-        pass
-    return session.exit_code(summary)

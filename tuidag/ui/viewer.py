@@ -30,10 +30,13 @@ CONNECT_WAIT = 3.0   # a run just started may not serve its socket yet
 SUMMARY_WAIT = 30.0  # after the run's last task, the engine writes summary.json (a stopping run waits for kills)
 
 
-def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on_finish: bool = False) -> int:
-    """View `run` until the user leaves; return the exit code of the command (the run's, for the foreground view)."""
+def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on_finish: bool = False,
+               early_signals: list[int] | None = None) -> int:
+    """View `run` until the user leaves; return the exit code of the command (the run's, for the foreground view).
+    `early_signals` came before the viewer was called (while the engine was starting): they are passed on too."""
     store = RunStore(run.path.parent.parent)
     signals = _OutsideTheApp(foreground)
+    signals.received.extend(early_signals or ())
     try:
         remote = _open(run, store, foreground, engine_pid)
     except NotLive as exc:
