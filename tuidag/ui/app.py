@@ -34,10 +34,12 @@ from ..engine.scheduler import RerunRefused
 from ..launch import RunSession, install_signal_handlers
 from ..model.state import TaskState
 from ..views.fuzzy import FuzzyFinder
-from ..views.graph_layout import GraphLayout, LayoutStyle, dag_deps, layout_dag
+from ..views.graph_layout import GraphLayout, LayoutStyle, Zoom, dag_deps, layout_dag
 from ..views.headless import TASK_COLOURS, counts_line
 from ..views.log_index import CombinedLog
 from ..views.task_filter import TaskFilter
+from ..views.timeline_layout import Density
+from ..store.journal import read_journal
 from .messages import RunFinished, TaskSelected
 from .run_model import RunModel, StateFilter, UsageSample
 from .screens.confirm import ConfirmScreen
@@ -52,6 +54,7 @@ from .widgets.run_header import RunHeader
 from .widgets.split_panes import SplitPanes
 from .widgets.task_name_bar import TaskNameBar
 from .widgets.task_table import TaskTable
+from .widgets.timeline import TimelineView
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20
@@ -109,7 +112,7 @@ class TuidagApp(App[None]):
         Binding("minus", "shrink_log", "Log -", show=False, tooltip="Give the log pane fewer rows"),
         Binding("b", "branch_filter", "Branch", show=False,
                 tooltip="Combined view: show only the selected task and everything downstream of it / every task"),
-        Binding("t", "name_filter", "Name filter", show=False,
+        Binding("T", "name_filter", "Name filter", show=False,
                 tooltip="Combined view: show only the tasks whose names contain some text (empty: every task)"),
         Binding("colon", "find", "Find", show=False,
                 tooltip="Find a task by name, fuzzy (Ctrl+F too): Enter jumps to it, Esc returns"),
@@ -126,6 +129,8 @@ class TuidagApp(App[None]):
                 tooltip="Select the previous running task"),
         Binding("L", "list_view", "List",
                 tooltip="Toggle between the graph and the list: one row per task, sortable by each column"),
+        Binding("t", "timeline", "Timeline", show=False,
+                tooltip="Toggle between the graph and the timeline: each task's waits and attempts on one time axis"),
     ]
 
     def __init__(self, session: RunSession, *, exit_on_finish: bool = False, start: bool = True,
@@ -165,6 +170,7 @@ class TuidagApp(App[None]):
         with collector_paused():
             self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
+            self.model.seed_timeline(read_journal(session.run.journal))  # what happened before the app subscribed
             self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
             self._prefix_colours = {name: TASK_COLOURS[i % len(TASK_COLOURS)]
                                     for i, name in enumerate(dag.topological_order)}
@@ -176,6 +182,9 @@ class TuidagApp(App[None]):
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
         self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")
+        # Mounted on the first `t`, like the list; its selection moves the graph's too.
+        self.timeline = TimelineView(dag.name, self.model, lambda: self.reading_order, self._timeline_density,
+                                     on_select=self.canvas.select, id="timeline")
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
@@ -278,6 +287,7 @@ class TuidagApp(App[None]):
                 self._add_to_combined()
             self.canvas.refresh_tasks(changed)
             self.table.refresh_tasks(changed)
+            self.timeline.refresh_tasks(changed)
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
             self._header_dirty = True
@@ -322,6 +332,7 @@ class TuidagApp(App[None]):
         live = [n for n, s in self.model.snapshots.items() if s.state in (S.RUNNING, S.RETRYING, S.CANCELLING)]
         self.canvas.refresh_tasks(live)
         self.table.refresh_tasks(live)
+        self.timeline.tick()
         self.header.refresh()
         if self.session.store_message and not self._store_error_shown:  # set once, from an engine thread
             self._store_error_shown = True
@@ -355,6 +366,7 @@ class TuidagApp(App[None]):
         """Select `name` in every view, bring it into view and show its log."""
         self.canvas.select(name)
         self.table.select(name)
+        self.timeline.select(name)
 
     @on(RunFinished)
     def _on_run_finished(self) -> None:
@@ -411,7 +423,9 @@ class TuidagApp(App[None]):
                ("esc", "Back to the graph (or the list)")]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
         anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
-        return [("In the graph", graph), ("In the list (L shows it)", listed),
+        timeline = keys_of(TimelineView.BINDINGS)
+        timeline.append(("click", "Select a task (dense rows: again for the lower one)"))
+        return [("In the graph", graph), ("In the list (L shows it)", listed), ("In the timeline (t shows it)", timeline),
                 ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -477,7 +491,7 @@ class TuidagApp(App[None]):
     async def action_search(self) -> None:
         if not self.search_bar.is_attached:
             await self.footer.screen.mount(self.search_bar, before=self.footer)  # the run screen, even under a dialog
-        if self.focused in (self.canvas, self.table, self.log_pane):
+        if self.focused in (self.canvas, self.table, self.timeline, self.log_pane):
             self._focus_before_search = self.focused
         self.search_bar.add_class("visible")
         self.search_bar.focus()
@@ -491,7 +505,7 @@ class TuidagApp(App[None]):
         """Esc in the log pane: back to the graph, or to the list when it is shown (unless the log pane is maximised:
         there is no graph to go to)."""
         if not self.panes.maximised:
-            (self.table if self.table.active else self.canvas).focus()
+            (self.table if self.table.active else self.timeline if self.timeline.active else self.canvas).focus()
 
     async def action_list_view(self) -> None:
         """`L`: the list in the graph's place, or the graph back; the selection carries over both ways."""
@@ -501,6 +515,7 @@ class TuidagApp(App[None]):
             self.canvas.focus()
             self.call_after_refresh(self.canvas.scroll_to_selected)  # the list may have moved it out of view
             return
+        self._hide_timeline()
         if not self.table.is_attached:
             self.table.styles.height = self.canvas.styles.height  # the split as the user left it
             await self.canvas.parent.mount(self.table, after=self.canvas)
@@ -577,7 +592,7 @@ class TuidagApp(App[None]):
             self._set_task_filter(self._task_filter.with_branch(branch))
 
     async def action_name_filter(self) -> None:
-        if not self._combined_only("t"):
+        if not self._combined_only("T"):
             return
         if not self.task_name_bar.is_attached:
             await self.footer.screen.mount(self.task_name_bar, before=self.footer)
@@ -661,6 +676,8 @@ class TuidagApp(App[None]):
         self.model.state_filter = self.model.state_filter.next()
         self.canvas.refresh_all()
         self.table.refilter()
+        if self.timeline.active:
+            self.timeline.relist()
         self.header.refresh()
 
     def action_next_failed(self) -> None:
@@ -701,6 +718,36 @@ class TuidagApp(App[None]):
                     self.select_task(name)
                 return
         self.notify(f"no {group.word} task", timeout=2)
+
+    # ------------------------------------------------------------------------------- timeline and critical path
+    async def action_timeline(self) -> None:
+        """`t`: the timeline in the graph's place (the list's too, if it is shown), or the graph back; the selection
+        carries over both ways."""
+        if self.timeline.active:
+            self._hide_timeline()
+            self.canvas.focus()
+            self.call_after_refresh(self.canvas.scroll_to_selected)
+            return
+        if self.table.active:
+            self.table.hide()
+            self.panes.remove_class("-list")
+        if not self.timeline.is_attached:
+            self.timeline.styles.height = self.canvas.styles.height  # the split as the user left it
+            await self.canvas.parent.mount(self.timeline, after=self.canvas)
+        self.panes.add_class("-timeline")
+        self.timeline.show(self.canvas.selected)
+        self.timeline.focus()
+
+    def _hide_timeline(self) -> None:
+        if self.timeline.active:
+            self.timeline.hide()
+            self.panes.remove_class("-timeline")
+
+    def _timeline_density(self) -> Density:
+        """The timeline's rows follow the graph's zoom: full tiles, full rows; one-line tiles, compact rows; dots,
+        dense rows (two tasks a row)."""
+        zoom = self.graph.zoom if self.graph is not None else Zoom.FULL
+        return {Zoom.FULL: Density.FULL, Zoom.COMPACT: Density.COMPACT, Zoom.DOTS: Density.DENSE}[zoom]
 
     # -------------------------------------------------------------------------------------------------- helpers
     def _may_control(self) -> bool:
