@@ -1,0 +1,255 @@
+"""When will the run end, what sets its length, and which tasks are worth making faster.
+
+`simulate` plays the rest of a run forward with expected durations, by the scheduler's own rules (not a sum of
+durations, nor a longest path that ignores `max_parallel` and resource slots):
+- a task is ready once all its dependencies are done; ready tasks are taken first come, first served;
+- a task asking for resource slots waits for them in order, and a waiter that cannot have its slots reserves the
+  kinds it asks for, so no later waiter takes them (engine/slots.py); it holds its slots from then on, even while
+  it waits for one of the `max_parallel` threads (engine/scheduler.py);
+- at most `max_parallel` tasks run at once.
+A running task ends at `max(now, start + expected)`: one running longer than expected ends "any moment now".
+
+`critical_path` walks back from the task that ends last through the dependency each task waited for; `speedups`
+re-simulates with one task at a time made faster. Pure functions of plain mappings, for the live view (forecast
+spans), the headless summary and the report (actual spans): no store, no engine, no textual.
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import AbstractSet, Iterable, Mapping, NamedTuple, Sequence
+
+from .spec import DagSpec
+from .timeline import Segment, SegmentKind
+
+Span = tuple[float, float]
+
+
+class Forecast(NamedTuple):
+    end: float | None              # when the last task ends; None when some remaining task has no expected duration
+    spans: dict[str, Span]         # task -> (start, end): actual for finished tasks, predicted for the others
+    unknown: tuple[str, ...]       # remaining tasks with no expected duration (in the DAG's order)
+    earliest_end: float | None     # the end with unknown durations counted as zero: a lower bound (None: no tasks)
+
+
+class DagShape(NamedTuple):
+    """What the simulation needs of a DAG. Field names are `simulate`'s parameters: `simulate(**shape._asdict(),
+    now=..., ...)`."""
+    dag_deps: Mapping[str, Sequence[str]]
+    order: Sequence[str]
+    max_parallel: int
+    capacities: Mapping[str, int]
+    requests: Mapping[str, Mapping[str, int]]
+
+
+def shape_of(dag: DagSpec, max_parallel: int | None = None) -> DagShape:
+    """The shape of a DagSpec (a live run's, or `store.run_dag.dag_from_header`'s for a stored one)."""
+    return DagShape({name: tuple(task.depends_on) for name, task in dag.tasks.items()},
+                    tuple(dag.topological_order), max(1, max_parallel or dag.max_parallel), dict(dag.resources),
+                    {name: {kind: req.count for kind, req in task.resources.items()}
+                     for name, task in dag.tasks.items() if task.resources})
+
+
+def task_spans(segments: Mapping[str, Sequence[Segment]], now: float) -> dict[str, Span]:
+    """Each task's time from its first attempt's start to its last attempt's end (retries and their delays
+    included; waiting before the first attempt is not), from `TimelineRecorder.segments`. A running attempt ends
+    at `now`. Tasks that never started have no span."""
+    spans = {}
+    for task, segs in segments.items():
+        runs = [s for s in segs if s.kind is SegmentKind.RUNNING]
+        if runs:
+            end = runs[-1].end
+            spans[task] = (runs[0].start, now if end is None else end)
+    return spans
+
+
+def simulate(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now: float,
+             finished: Mapping[str, Span], running: Mapping[str, float], expected: Mapping[str, float],
+             max_parallel: int, capacities: Mapping[str, int] = {}, requests: Mapping[str, Mapping[str, int]] = {},
+             blocked: AbstractSet[str] = frozenset()) -> Forecast:
+    """Play the remaining tasks of `order` (neither finished, running nor blocked, nor downstream of a blocked one)
+    forward from `now`. Tasks ready at `now` queue in the order their dependencies ended (then `order`); a retrying
+    task belongs in neither `finished` nor `running`: it runs again for its whole expected duration.
+    Unknown durations count as zero for the spans (a lower bound) and make `end` None."""
+    index = {name: i for i, name in enumerate(order)}
+    children: dict[str, list[str]] = {name: [] for name in order}
+    for name in order:
+        for dep in dag_deps.get(name, ()):
+            if dep in children:
+                children[dep].append(name)
+    never = _downstream(blocked, children, finished, running)
+    spans: dict[str, Span] = {name: tuple(span) for name, span in finished.items() if name in index}
+    unknown: list[str] = []
+
+    def duration(name: str) -> float:
+        seconds = expected.get(name)
+        if seconds is None:
+            unknown.append(name)
+            return 0.0
+        return max(0.0, float(seconds))
+
+    free = {kind: max(0, int(count)) for kind, count in capacities.items()}
+    # Kinds the DAG has, no more than it has (a tampered header must not make a task wait forever).
+    want = {name: held for name, req in requests.items() if name in index
+            if (held := {kind: min(int(count), free[kind]) for kind, count in (req or {}).items()
+                         if kind in free and count > 0 and free[kind] > 0})}
+    no_slots: dict[str, int] = {}
+
+    events: list[tuple[float, int, str]] = []  # (end, start order, task)
+    seq = 0
+    for name in sorted(running, key=lambda n: index.get(n, len(index))):
+        if name not in index:
+            continue
+        start = running[name]
+        end = max(now, start + duration(name))
+        spans[name] = (start, end)
+        for kind, count in want.get(name, no_slots).items():
+            free[kind] -= count
+        heapq.heappush(events, (end, seq, name))
+        seq += 1
+    busy = len(events)
+
+    missing = {}  # remaining task -> dependencies not done yet
+    first: list[tuple[float, int, str]] = []
+    for name in order:
+        if name in spans or name in never:
+            continue
+        deps = [d for d in dict.fromkeys(dag_deps.get(name, ())) if d in index]
+        waiting = sum(1 for d in deps if d not in finished)
+        if waiting:
+            missing[name] = waiting
+        else:
+            first.append((max((finished[d][1] for d in deps), default=float("-inf")), index[name], name))
+
+    ready: deque[str] = deque()
+    waiters: list[str] = []
+
+    def admit() -> None:
+        """engine/slots.py SlotPool.admit on counts: in order, with reservations for waiters that cannot start."""
+        nonlocal waiters
+        reserved: set[str] = set()
+        keep = []
+        for i, name in enumerate(waiters):
+            if all(kind in reserved or free[kind] == 0 for kind in free):
+                keep.extend(waiters[i:])  # nothing left that anyone further back could take
+                break
+            req = want.get(name, no_slots)
+            if not any(kind in reserved for kind in req) and all(free[k] >= c for k, c in req.items()):
+                for kind, count in req.items():
+                    free[kind] -= count
+                ready.append(name)
+            else:
+                keep.append(name)
+                reserved.update(req)
+        waiters = keep
+
+    def enqueue(name: str) -> None:
+        if want.get(name, no_slots):
+            waiters.append(name)
+            admit()
+        else:
+            ready.append(name)
+
+    def start(t: float) -> None:
+        nonlocal busy, seq
+        while ready and busy < max_parallel:
+            name = ready.popleft()
+            end = t + duration(name)
+            spans[name] = (t, end)
+            heapq.heappush(events, (end, seq, name))
+            seq += 1
+            busy += 1
+
+    for _, _, name in sorted(first):
+        enqueue(name)
+    start(now)
+    while events:
+        t = events[0][0]
+        while events and events[0][0] == t:
+            _, _, name = heapq.heappop(events)
+            busy -= 1
+            held = want.get(name, no_slots)
+            if held:
+                for kind, count in held.items():
+                    free[kind] += count
+                admit()
+            for child in children.get(name, ()):
+                if child in missing:
+                    missing[child] -= 1
+                    if not missing[child]:
+                        del missing[child]
+                        enqueue(child)
+        start(t)
+
+    stuck = [name for name in order if name not in spans and name not in never]  # only with cyclic deps given
+    unknown = sorted(set(unknown) | set(stuck), key=index.__getitem__)
+    last = max((end for _, end in spans.values()), default=None)
+    if last is None and (running or finished):
+        last = now
+    return Forecast(None if unknown else last, spans, tuple(unknown), last)
+
+
+def _downstream(blocked: Iterable[str], children: Mapping[str, Sequence[str]], finished: Mapping[str, Span],
+                running: Mapping[str, float]) -> set[str]:
+    """The blocked tasks and every task below them that has not run: none of them will."""
+    never: set[str] = set()
+    stack = [name for name in blocked if name not in finished and name not in running]
+    while stack:
+        name = stack.pop()
+        if name in never:
+            continue
+        never.add(name)
+        stack.extend(c for c in children.get(name, ()) if c not in finished and c not in running)
+    return never
+
+
+def critical_path(dag_deps: Mapping[str, Sequence[str]], spans: Mapping[str, Span]) -> list[str]:
+    """The chain that set the run's length, first task first: from the task that ends last, back through the
+    dependency each task waited for (the one that ended latest), to a task that waited for none. Ties go to the
+    dependency listed first. Actual spans give a finished run's path, `simulate`'s spans a live run's."""
+    if not spans:
+        return []
+    name = max(spans, key=lambda n: spans[n][1])
+    path = [name]
+    seen = {name}
+    while True:
+        deps = [d for d in dag_deps.get(name, ()) if d in spans and d not in seen]
+        if not deps:
+            break
+        name = max(deps, key=lambda d: spans[d][1])
+        path.append(name)
+        seen.add(name)
+    path.reverse()
+    return path
+
+
+def speedups(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now: float,
+             finished: Mapping[str, Span], running: Mapping[str, float], expected: Mapping[str, float],
+             max_parallel: int, capacities: Mapping[str, int] = {}, requests: Mapping[str, Mapping[str, int]] = {},
+             blocked: AbstractSet[str] = frozenset(), factor: float = 0.5, top: int = 3,
+             candidates: int = 12) -> list[tuple[str, float]]:
+    """The `top` tasks that, made faster, would end the run soonest: (task, seconds saved), most first.
+
+    Each candidate's expected duration is multiplied by `factor` (halved by default: a realistic "made faster",
+    where zero would only measure its slack) and the rest of the run re-simulated, so a task whose saving is
+    swallowed by `max_parallel` or slots saves nothing. Candidates are the not-yet-finished tasks on the forecast's
+    critical path, the `candidates` longest of them (bounded work on a path of thousands). Tasks saving nothing are
+    left out; with unknown durations there is no forecast to improve, so the answer is empty.
+    For a finished run, simulate it from its start: `now` = its start, `finished`/`running` empty, `expected` =
+    the actual durations."""
+    args = dict(now=now, finished=finished, running=running, max_parallel=max_parallel, capacities=capacities,
+                requests=requests, blocked=blocked)
+    base = simulate(dag_deps, order, expected=expected, **args)
+    if base.end is None:
+        return []
+    path = [name for name in critical_path(dag_deps, base.spans) if name not in finished and expected.get(name)]
+    path.sort(key=lambda n: -expected[n])
+    saved = []
+    for name in path[:candidates]:
+        faster = dict(expected)
+        faster[name] = expected[name] * factor
+        end = simulate(dag_deps, order, expected=faster, **args).end
+        if end is not None and base.end - end > 1e-9:
+            saved.append((name, base.end - end))
+    saved.sort(key=lambda item: -item[1])
+    return saved[:top]
