@@ -77,18 +77,18 @@ def tick_step(scale: float) -> float:
 
 
 def tick_label(seconds: float) -> str:
-    """A tick's time since the run started: 0s, 45s, 1m30s, 5m, 1h, 2h30m, 1d (halves of seconds when that fine)."""
+    """A tick's time since the run started, exact and short: 0s, 0.5s, 45s, 1m30s, 5m, 1h, 1h00m10s, 1d02h."""
     if seconds < 60:
         return f"{seconds:g}s"
     whole = int(round(seconds))
-    if whole < 3600:
-        minutes, secs = divmod(whole, 60)
-        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
-    if whole < 86400:
-        hours, rest = divmod(whole, 3600)
-        return f"{hours}h{rest // 60:02d}m" if rest // 60 else f"{hours}h"
     days, rest = divmod(whole, 86400)
-    return f"{days}d{rest // 3600}h" if rest // 3600 else f"{days}d"
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
+    first = next(i for i, (n, _) in enumerate(parts) if n)
+    last = max(i for i, (n, _) in enumerate(parts) if n)
+    return "".join(f"{n}{unit}" if i == first else f"{n:02d}{unit}" for i, (n, unit) in enumerate(parts)
+                   if first <= i <= last)
 
 
 def scale_label(scale: float) -> str:
