@@ -290,7 +290,7 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
 def run_headless(session, quiet: bool = False) -> int:
     from .model.collector import freeze_survivors
     from .launch import install_signal_handlers
-    from .views.headless import HeadlessReporter, counts_line, summary_table, use_colour
+    from .views.headless import HeadlessReporter, counts_line, insight_lines, summary_table, use_colour
 
     colour = use_colour(sys.stdout)
     reporter = HeadlessReporter(sys.stdout, session.scheduler.log_headers, quiet=quiet, colour=colour)
@@ -310,6 +310,7 @@ def run_headless(session, quiet: bool = False) -> int:
     out = sys.stdout
     out.write("\n" + summary_table(summary.snapshots, colour))
     out.write(reporter.failure_tails(summary.snapshots))
+    out.write(insight_lines(session.dag, summary.snapshots, session.started, session.scheduler.max_parallel))
     out.write(counts_line(summary.snapshots, session.duration))
     if session.interrupted_by:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")

@@ -21,9 +21,12 @@ from typing import Iterator, TextIO
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.log_headers import LogHeaders
 from ..model.durations import format_duration
+from ..model.forecast import shape_of
+from ..model.spec import DagSpec
 from ..model.state import TaskState
 from .log_tail import last_lines
 from .logs import UnsafeLog
+from .run_insight import run_insight, summary_lines
 from .terminal_text import LineAssembler, terminal_line, terminal_lines
 
 S = TaskState
@@ -264,6 +267,16 @@ def summary_table(snapshots: dict[str, TaskSnapshot], colour: bool = False) -> s
             line = line.replace(row[1], f"\x1b[{_STATE_COLOURS[state]}m{row[1]}\x1b[0m", 1)
         lines.append(line.rstrip())
     return "\n".join(lines) + "\n"
+
+
+def insight_lines(dag: DagSpec, snapshots: dict[str, TaskSnapshot], started: float, max_parallel: int) -> str:
+    """The critical path of the finished run and the tasks that, made faster, would shorten it most
+    (views/run_insight.py), as the summary's last lines before the verdict."""
+    spans = {name: (snap.started_at, snap.finished_at) for name, snap in snapshots.items()
+             if snap.started_at is not None and snap.finished_at is not None and not snap.reused}
+    reused = {name for name, snap in snapshots.items() if snap.reused}
+    text = summary_lines(run_insight(shape_of(dag, max_parallel), spans, started, reused))
+    return "".join(terminal_line(line) + "\n" for line in text.splitlines())  # task names are the DAG's text
 
 
 def counts_line(snapshots: dict[str, TaskSnapshot], elapsed: float) -> str:
