@@ -39,6 +39,9 @@ from ..views.headless import TASK_COLOURS, counts_line
 from ..views.log_index import CombinedLog
 from ..views.task_filter import TaskFilter
 from ..views.timeline_layout import Density
+from ..views.run_outlook import Outlook, outlook, path_rows
+from ..model.forecast import shape_of
+from ..store.expected import expected_for_dag, seconds
 from ..store.journal import read_journal
 from .messages import RunFinished, TaskSelected
 from .run_model import RunModel, StateFilter, UsageSample
@@ -55,11 +58,13 @@ from .widgets.split_panes import SplitPanes
 from .widgets.task_name_bar import TaskNameBar
 from .widgets.task_table import TaskTable
 from .widgets.timeline import TimelineView
+from .widgets.critical_panel import CriticalPathPanel
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20
 HEADER_INTERVAL = 0.2  # counts and progress repaint at most this often (a big run changes them on every drain)
 TICK_INTERVAL = 1.0
+OUTLOOK_EVERY = 5.0  # seconds between two forecasts of a live run when no task changed
 GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the youngest generation (Python default: 700)
 RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
 #: The footer's keys, most important first: on a narrow terminal it drops them from the end of this list.
@@ -131,6 +136,8 @@ class TuidagApp(App[None]):
                 tooltip="Toggle between the graph and the list: one row per task, sortable by each column"),
         Binding("t", "timeline", "Timeline", show=False,
                 tooltip="Toggle between the graph and the timeline: each task's waits and attempts on one time axis"),
+        Binding("x", "critical_path", "Critical path", show=False,
+                tooltip="Highlight the critical path in the graph and the timeline, listed with durations (again: off)"),
     ]
 
     def __init__(self, session: RunSession, *, exit_on_finish: bool = False, start: bool = True,
@@ -197,6 +204,16 @@ class TuidagApp(App[None]):
         self.task_name_bar = TaskNameBar(placeholder="show the tasks whose names contain: Enter filters (empty: all), "
                                                      "Esc closes", id="task-name")
         self._focus_before_task_name: DagCanvas | LogView = self.canvas
+        # The forecast (ETA, critical path): expected durations are read from the store once the run started; the
+        # outlook is worked out on a thread after task transitions, at most once a tick.
+        self._shape = shape_of(dag, self.scheduler.max_parallel)
+        self._expected: dict[str, float] | None = None
+        self._outlook: Outlook | None = None
+        self._outlook_due = False
+        self._outlook_busy = False
+        self._outlook_at = 0.0
+        self._critical_on = False
+        self.critical_panel = CriticalPathPanel(id="critical")  # mounted on the first `x`
 
     @property
     def graph(self) -> GraphLayout | None:
@@ -253,6 +270,7 @@ class TuidagApp(App[None]):
         gc.set_threshold(GC_YOUNG_THRESHOLD, *self._gc_threshold[1:])
         self.run_started = True
         self.scheduler.start()
+        self._load_expected()
         if self.usage_interval:
             self._sample_usage()
 
@@ -290,6 +308,8 @@ class TuidagApp(App[None]):
             self.timeline.refresh_tasks(changed)
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
+            if not self._outlook_due:
+                self._outlook_due = any(type(e) is TaskEvent and e.old is not e.snapshot.state for e in batch)
             self._header_dirty = True
             if self.model.finished and not was_finished:
                 self._on_finished()
@@ -324,6 +344,8 @@ class TuidagApp(App[None]):
                                colour=self._prefix_colours.get(task))
 
     def _on_finished(self) -> None:
+        self._outlook_due = True
+        self._refresh_outlook()  # the finished run's path, from what happened
         if self.exit_on_finish and not self.model.stopping:
             self.exit()
 
@@ -333,6 +355,7 @@ class TuidagApp(App[None]):
         self.canvas.refresh_tasks(live)
         self.table.refresh_tasks(live)
         self.timeline.tick()
+        self._refresh_outlook()
         self.header.refresh()
         if self.session.store_message and not self._store_error_shown:  # set once, from an engine thread
             self._store_error_shown = True
@@ -742,6 +765,84 @@ class TuidagApp(App[None]):
         if self.timeline.active:
             self.timeline.hide()
             self.panes.remove_class("-timeline")
+
+    async def action_critical_path(self) -> None:
+        """`x`: the critical path highlighted in the graph and the timeline and listed in a side panel, or off."""
+        self._critical_on = not self._critical_on
+        if not self._critical_on:
+            self.critical_panel.remove_class("visible")
+            self.canvas.set_critical(())
+            self.timeline.set_critical(())
+            return
+        if not self.critical_panel.is_attached:
+            await self.footer.screen.mount(self.critical_panel, before=self.footer)
+        self.critical_panel.add_class("visible")
+        self.critical_panel.border_title = "critical path · x hides"
+        self._outlook_due = True
+        if self._outlook is not None:
+            self._show_outlook()
+        else:
+            self.critical_panel.show_path(None, [], None)
+        self._refresh_outlook()
+
+    @work(thread=True, group="expected", exit_on_error=False)
+    def _load_expected(self) -> None:
+        """Expected durations from the store's earlier runs (their journals are read: not on the UI thread)."""
+        try:
+            found = seconds(expected_for_dag(self.session.store, self.session.dag, exclude=self.session.run.run_id))
+        except (OSError, ValueError):
+            found = {}  # an unreadable store: the ETA says there is no history
+        self.call_from_thread(self._expected_loaded, found)
+
+    def _expected_loaded(self, expected: dict[str, float]) -> None:
+        self._expected = expected
+        self.canvas.expected = expected
+        self.header.history = bool(expected)
+        self._outlook_due = True
+        self._refresh_outlook()
+
+    def _refresh_outlook(self) -> None:
+        """Work the outlook out again if a task changed since (or, on a live run, every few seconds: a task
+        running past its expected duration moves the end), once the durations are known or the path is shown."""
+        if self._outlook_busy or (self._expected is None and not self._critical_on):
+            return
+        now = time.monotonic()
+        if not self._outlook_due and (self.model.finished or now - self._outlook_at < OUTLOOK_EVERY):
+            return
+        self._outlook_due, self._outlook_busy, self._outlook_at = False, True, now
+        model = self.model
+        # Copied here, on the UI thread, which is the one changing them.
+        self._work_out_outlook(dict(model.snapshots), {name: list(segs) for name, segs in
+                                                         model.timeline.segments.items()},
+                               model.clock(), model.finished)
+
+    @work(thread=True, group="outlook", exit_on_error=False)
+    def _work_out_outlook(self, snapshots, segments, now: float, finished: bool) -> None:
+        try:
+            result = outlook(self._shape, snapshots, segments, now=now, started=self.model.started,
+                             expected=self._expected or {}, finished=finished)
+        finally:
+            self._outlook_busy = False
+        self.call_from_thread(self._outlook_ready, result)
+
+    def _outlook_ready(self, result: Outlook) -> None:
+        self._outlook = result
+        self.header.forecast = result if self._expected is not None else None
+        self.header.refresh()
+        if self._critical_on:
+            self._show_outlook()
+
+    def _show_outlook(self) -> None:
+        result = self._outlook
+        self.canvas.set_critical(result.path)
+        self.timeline.set_critical(result.path)
+        if result.finished:
+            note = "the chain of tasks that set the run's length"
+        elif not self._expected:
+            note = "no history: tasks never run before count as taking no time"
+        else:
+            note = "~ forecast from earlier runs (median of the last successful attempts)"
+        self.critical_panel.show_path(result, path_rows(result, self.model.snapshots), note)
 
     def _timeline_density(self) -> Density:
         """The timeline's rows follow the graph's zoom: full tiles, full rows; one-line tiles, compact rows; dots,

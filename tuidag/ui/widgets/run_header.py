@@ -5,7 +5,7 @@ end off: on a narrow terminal the run id goes, then the `tuidag` badge and the w
 counts, then the progress bar shrinks. What the run is doing, its elapsed time and the counts stay, and so does a
 state filter (`F`), on the right of the second line: it may lose words but never its tag. Resource slots in use
 (`gpu 1/2`), when the DAG declares capacities, follow the counts: the bar shrinks before they go, the counts' words
-after.
+after. A running run's ETA (the app's forecast) sits before the elapsed time; it goes before the status' words do.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ...engine.job_group import stopped_by_group
 from ...model.durations import format_duration
 from ...model.resources import slot_counts
 from ...model.state import TaskState
+from ...views.run_outlook import Outlook, eta_text
 from ..run_model import RunModel, StateFilter
 from ..state_style import COUNT_ORDER, LOOKS
 
@@ -34,6 +35,8 @@ class RunHeader(Widget):
         self.run_id = run_id
         self.model = model
         self.capacities = dict(capacities or {})  # resource slots per kind
+        self.forecast: Outlook | None = None  # the app's forecast, once it has the expected durations
+        self.history = False  # some task has run before (else the ETA says there is no history)
 
     def render(self) -> Text:
         width = self.size.width
@@ -48,11 +51,16 @@ class RunHeader(Widget):
         name = Text(self.dag_name, "bold")
         run = Text(f"  run {self.run_id}", "dim")
         statuses = self._statuses()
+        times = [(f"   elapsed {elapsed} ", f"  {elapsed} ")]
+        eta = None if self.model.stopping else eta_text(self.forecast, self.model.clock(), self.history)
+        if eta:  # the ETA goes after the run id and the badge, before the status' words
+            times.insert(0, (f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} "))
         forms = [(left, Text.assemble(status, time))
                  for status in statuses  # the fullest status first: it matters more than anything else dropped
-                 for left, time in ((Text.assemble(badge, name, run), f"   elapsed {elapsed} "),
-                                    (Text.assemble(badge, name), f"   elapsed {elapsed} "),
-                                    (Text.assemble(" ", name), f"  {elapsed} "))]
+                 for long, short in times
+                 for left, time in ((Text.assemble(badge, name, run), long),
+                                    (Text.assemble(badge, name), long),
+                                    (Text.assemble(" ", name), short))]
         for left, right in forms:
             if left.cell_len + 1 + right.cell_len <= width:
                 return _spread(left, right, width)

@@ -30,7 +30,7 @@ from ...model.timeline import SegmentKind
 from ...views import timeline_layout as tl
 from ...views.timeline_layout import Density, Paint
 from ..run_model import RunModel, StateFilter
-from ..state_style import LOOKS
+from ..state_style import CRITICAL_COLOUR, LOOKS
 from ..text_cells import fit
 from .dag_canvas import HIDDEN_COLOUR, SELECTED_BG
 
@@ -39,7 +39,6 @@ AXIS_BG = "#1c1c2a"
 AXIS_COLOUR = "#8a8aa8"
 GRID_COLOUR = "#2c2c40"
 NOW_COLOUR = "#3f6f8f"
-CRITICAL_COLOUR = "#ffaf00"
 WAIT_GLYPH, RUN_GLYPH = "░", "█"
 DENSE_WAIT = "#34407a"  # a wait in dense rows (half cells have no shade): a dim blue
 REFILTER_INTERVAL = 0.5  # seconds between two re-listings caused by live changes under a state filter
