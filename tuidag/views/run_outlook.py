@@ -80,14 +80,16 @@ def attempt_start(segments: Sequence[Segment] | None, snap: TaskSnapshot, now: f
 
 
 def eta_text(result: Outlook | None, now: float, any_history: bool) -> str | None:
-    """The header's ETA: `ETA 2m10s`, `ETA ≥ 1m05s` (some tasks have no history), `ETA: no history`; None when
-    there is nothing to say (finished, or not worked out yet)."""
+    """The header's ETA: `ETA 2m10s`, `ETA ≥ 1m05s` (some tasks have no history), `ETA: no history`, `ETA: any
+    moment` (the tasks left run past their expected durations); None when there is nothing to say (finished, or not
+    worked out yet)."""
     if result is None or result.finished:
         return None
     if not any_history:
         return "ETA: no history"
     if result.end is not None:
-        return f"ETA {format_duration(max(0.0, result.end - now))}"
+        left = result.end - now
+        return f"ETA {format_duration(left)}" if left >= 0.05 else "ETA: any moment"  # running past expected
     if result.earliest_end is not None:
         return f"ETA ≥ {format_duration(max(0.0, result.earliest_end - now))}"
     return "ETA: no history"

@@ -309,19 +309,19 @@ class DagCanvas(ScrollView, can_focus=True):
             return None
         ratio, done, long = measured
         if long:
-            return [Segment(_fit(f"{ratio:.1f}× usual: long", cells).ljust(cells),
-                            base + Style(color=LONG_COLOUR, bold=True))]
+            words = next((w for w in (f"long: {ratio:.1f}× usual", f"long {ratio:.1f}×") if len(w) <= cells), "long")
+            return [Segment(_fit(words, cells).ljust(cells), base + Style(color=LONG_COLOUR, bold=True))]
         filled = round(done * cells)
         return [Segment("━" * filled, base + Style(color=LOOKS[S.RUNNING].colour)),
                 Segment("─" * (cells - filled), base + Style(color=PROGRESS_TODO))]
 
     def _progress_word(self, snap: TaskSnapshot) -> str:
-        """A one-line tile's progress: `40% `, or `2.3×! ` past twice the median."""
+        """A one-line tile's progress: `40% `, or `long 2.3× ` past twice the median."""
         measured = self._progress_of(snap)
         if measured is None:
             return ""
         ratio, done, long = measured
-        return f"{ratio:.1f}×! " if long else f"{done * 100:.0f}% "
+        return f"long {ratio:.1f}× " if long else f"{done * 100:.0f}% "
 
     def set_critical(self, tasks: Iterable[str]) -> None:
         """Highlight these tasks (the critical path), or none; repaint the tiles that changed."""
