@@ -778,12 +778,12 @@ class TuidagApp(App[None]):
             await self.footer.screen.mount(self.critical_panel, before=self.footer)
         self.critical_panel.add_class("visible")
         self.critical_panel.border_title = "critical path · x hides"
-        self._outlook_due = True
-        if self._outlook is not None:
+        if self._outlook is not None:  # up to date: worked out again after every task transition
             self._show_outlook()
         else:
             self.critical_panel.show_path(None, [], None)
-        self._refresh_outlook()
+            self._outlook_due = True
+            self._refresh_outlook()
 
     @work(thread=True, group="expected", exit_on_error=False)
     def _load_expected(self) -> None:
@@ -816,7 +816,8 @@ class TuidagApp(App[None]):
                                                          model.timeline.segments.items()},
                                model.clock(), model.finished)
 
-    @work(thread=True, group="outlook", exit_on_error=False)
+    # A description, or Textual writes one from the arguments' reprs: thousands of snapshots, on every call.
+    @work(thread=True, group="outlook", exit_on_error=False, description="forecast")
     def _work_out_outlook(self, snapshots, segments, now: float, finished: bool) -> None:
         try:
             result = outlook(self._shape, snapshots, segments, now=now, started=self.model.started,

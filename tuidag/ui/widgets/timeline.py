@@ -85,6 +85,7 @@ class TimelineView(ScrollView, can_focus=True):
         self._view: tuple[float, float, int] | None = None  # (offset, scale, cells) drawn
         self._row_cache: dict[int, Strip] = {}
         self._axis: Strip | None = None
+        self._grid_marks: tuple[tuple, dict[int, str]] | None = None  # ((view, now cell), cell -> mark)
         self._styles: tuple[Style, Style] | None = None
         self._longest = 0
         self._active = False
@@ -187,9 +188,11 @@ class TimelineView(ScrollView, can_focus=True):
             self.repaint()
 
     def set_critical(self, tasks: Iterable[str]) -> None:
-        self.critical = frozenset(tasks)
-        if self.active:
-            self.repaint()
+        tasks = frozenset(tasks)
+        if tasks != self.critical:
+            self.critical = tasks
+            if self.active:
+                self.repaint()
 
     # ----------------------------------------------------------------------------------------------- the view
     @property
@@ -305,14 +308,19 @@ class TimelineView(ScrollView, can_focus=True):
         return tl.row_paints(segments, snap.state, model.started + offset, scale, cells, model.clock())
 
     def _grid(self, view: tuple[float, float, int]) -> dict[int, str]:
-        """The cells that mark ticks (a faint dotted line) and `now` (on a live run) in empty parts of rows."""
+        """The cells that mark ticks (a faint dotted line) and `now` (on a live run) in empty parts of rows, worked
+        out once per view and `now` cell."""
         offset, scale, cells = view
-        marks = {x: "┊" for x, _ in tl.ticks(offset, scale, cells)}
+        now = None
         if not self.model.finished:
             now = round((self.model.clock() - self.model.started - offset) / scale)
-            if 0 <= now < cells:
+        key = (view, now)
+        if self._grid_marks is None or self._grid_marks[0] != key:
+            marks = {x: "┊" for x, _ in tl.ticks(offset, scale, cells)}
+            if now is not None and 0 <= now < cells:
                 marks[now] = "│"
-        return marks
+            self._grid_marks = (key, marks)
+        return self._grid_marks[1]
 
     def _draw_row(self, row: int, width: int, view: tuple[float, float, int]) -> Strip:
         name = self.rows[row]
@@ -378,9 +386,9 @@ class TimelineView(ScrollView, can_focus=True):
         if selected:
             gutter = "▀" if self.selected == top_name else "▄"
         segments = [Segment(gutter, style + Style(color="#ffffff", bold=True))]
-        top = self._paints(top_name, view)
-        bottom = self._paints(bottom_name, view) if bottom_name else [None] * view[2]
-        colours = [(self._dense_colour(top_name, t), self._dense_colour(bottom_name, b)) for t, b in zip(top, bottom)]
+        upper_colours = self._dense_colours(top_name, view)
+        lower_colours = self._dense_colours(bottom_name, view) if bottom_name else [None] * view[2]
+        colours = list(zip(upper_colours, lower_colours))
         grid = self._grid(view)
         for start, end, (upper, lower) in tl.runs(colours):
             if upper is None and lower is None:
@@ -394,14 +402,20 @@ class TimelineView(ScrollView, can_focus=True):
                 segments.append(Segment("▀" * (end - start), Style(color=upper, bgcolor=lower)))
         return Strip(segments).crop_extend(0, width, style)
 
-    def _dense_colour(self, name: str | None, paint: Paint | None) -> str | None:
-        if paint is None or name is None:
-            return None
-        if not self.model.shown(name):
-            return HIDDEN_COLOUR
-        if name in self.critical and paint.kind is SegmentKind.RUNNING:
-            return CRITICAL_COLOUR
-        return DENSE_WAIT if paint.kind is SegmentKind.WAITING else LOOKS[paint.state].colour
+    def _dense_colours(self, name: str, view: tuple[float, float, int]) -> list[str | None]:
+        """Each cell's colour in a dense row: a wait dim blue, an attempt its state's colour (the critical path's
+        amber), a hidden task faint. Worked out once per distinct paint (a row has a few), then looked up."""
+        paints = self._paints(name, view)
+        shown, critical = self.model.shown(name), name in self.critical
+        colour: dict[Paint | None, str | None] = {None: None}
+        for paint in set(paints) - {None}:
+            if not shown:
+                colour[paint] = HIDDEN_COLOUR
+            elif paint.kind is SegmentKind.WAITING:
+                colour[paint] = DENSE_WAIT
+            else:
+                colour[paint] = CRITICAL_COLOUR if critical else LOOKS[paint.state].colour
+        return [colour[p] for p in paints]
 
     # ------------------------------------------------------------------------------------------------ selection
     @property
