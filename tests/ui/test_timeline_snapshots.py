@@ -1,5 +1,5 @@
 """The timeline as snapshots: full rows of a told run (waits, a retry, a failure, a task running), the same at
-80x24, zoomed in and scrolled, and 500 tasks in dense rows. Clocks are frozen and the time zone is UTC (the title
+80x24, zoomed in and scrolled, with the critical path (`x`), and 500 tasks in dense rows. Clocks are frozen and the time zone is UTC (the title
 says when the run started).
 
 Update after an intended change with `pytest tests/ui/test_timeline_snapshots.py --snapshot-update`, then look.
@@ -50,6 +50,18 @@ def test_full_rows_of_a_told_run(snap_compare, tmp_path, monkeypatch, size):
 def test_zoomed_in_and_scrolled(snap_compare, tmp_path, monkeypatch):
     app = story_app(tmp_path, monkeypatch)
     assert snap_compare(app, terminal_size=(160, 45), run_before=shown_with(app, "z", "z", "h", select="tokenize"))
+
+
+def test_the_critical_path_highlighted_and_listed(snap_compare, tmp_path, monkeypatch):
+    app = story_app(tmp_path, monkeypatch)
+    shown = shown_with(app, "x", select="tokenize")
+
+    async def run_before(pilot) -> None:
+        await shown(pilot)
+        await until(pilot, lambda: app.timeline.critical, what="the path worked out")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(160, 45), run_before=run_before)
 
 
 def dense_story(names: list[str]) -> dict:

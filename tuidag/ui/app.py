@@ -777,7 +777,7 @@ class TuidagApp(App[None]):
         if not self.critical_panel.is_attached:
             await self.footer.screen.mount(self.critical_panel, before=self.footer)
         self.critical_panel.add_class("visible")
-        self.critical_panel.border_title = "critical path · x hides"
+        self.critical_panel.border_title = "critical path (x)"
         if self._outlook is not None:  # up to date: worked out again after every task transition
             self._show_outlook()
         else:
