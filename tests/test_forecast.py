@@ -107,6 +107,22 @@ def test_critical_path_of_actual_spans_follows_the_dependency_each_task_waited_f
     assert critical_path(deps, {}) == []
 
 
+def test_a_task_held_for_a_slot_follows_the_task_that_freed_it():
+    # Both trainings need the one GPU: large waited for small, so small is on the path though no edge links them.
+    deps = {"small": ["feat"], "large": ["feat"], "eval": ["large"], "lint": []}
+    f = sim(deps, ["feat", "small", "large", "eval", "lint"], {"feat": 1, "small": 2, "large": 3, "eval": 1, "lint": 5},
+            capacities={"gpu": 1}, requests={"small": {"gpu": 1}, "large": {"gpu": 1}})
+    assert f.spans["large"] == (3, 6) and f.end == 7
+    assert critical_path(deps, f.spans) == ["feat", "small", "large", "eval"]
+
+
+def test_a_late_start_with_nothing_ending_before_it_follows_its_dependency():
+    # b started 5 s after a ended and nothing ended in between (a pause): a is still what it waited for.
+    assert critical_path({"b": ["a"]}, {"a": (0, 1), "b": (6, 7), "c": (0, 0.5)}) == ["a", "b"]
+    # Within the tolerance, a start right after a dependency's end is the dependency's doing.
+    assert critical_path({"b": ["a"]}, {"a": (0, 1), "x": (0, 1.01), "b": (1.02, 2)}) == ["a", "b"]
+
+
 def test_speedups_rank_the_tasks_whose_halving_shortens_the_run_most():
     expected = {"a": 1, "b": 5, "c": 4, "d": 1}
     # Halving b (5 -> 2.5) leaves c (4) on the path: 7 -> 6; a or d save 0.5; c is not on the path.
@@ -114,10 +130,10 @@ def test_speedups_rank_the_tasks_whose_halving_shortens_the_run_most():
         ("b", 1.0), ("a", 0.5), ("d", 0.5)]
 
 
-def test_speedups_count_the_slot_a_faster_task_still_waits_for():
+def test_speedups_count_the_thread_a_task_waited_for():
     # max_parallel 1: the run is the sum; halving any task saves half of it, the longest first.
     got = speedups({}, "xyz", now=0, finished={}, running={}, expected={"x": 2, "y": 6, "z": 4}, max_parallel=1)
-    assert got == [("z", 2.0)]  # the critical path of independent tasks is the last one to end
+    assert got == [("y", 3.0), ("z", 2.0), ("x", 1.0)]
     assert speedups({}, "xy", now=0, finished={}, running={}, expected={"x": 2}, max_parallel=1) == []
 
 

@@ -6,7 +6,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.durations import format_duration, parse_duration
@@ -15,6 +15,9 @@ from .model.loader import load_dag
 from .model.spec import DagSpec
 from .store.journal import read_header
 from .store.runs import STATE_DIR_ENV, RunDir, RunStore, StateDirError, default_state_dir
+
+if TYPE_CHECKING:
+    from .store.history import RunInfo
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -109,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = sub.add_parser("runs", parents=[state], help="list earlier runs")
     runs.add_argument("file", type=Path, nargs="?", help="a DAG file, to use the state dir next to it")
+    runs.add_argument("--task", metavar="NAME", help="one task's state, duration and attempts in each run")
 
     logs = sub.add_parser("logs", parents=[state], help="print a task's log")
     logs.add_argument("task")
@@ -118,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--raw", action="store_true",
                       help="print the bytes as they are on a terminal too (by default a terminal gets them made "
                            "safe: colours kept, other control sequences neutralised)")
+    report = sub.add_parser("report", parents=[state], help="write a run's report: one HTML file (or JSON)")
+    report.add_argument("run_id", nargs="?", metavar="RUN", help="run id (or a unique prefix); default: the latest run")
+    report.add_argument("-o", "--output", metavar="FILE",
+                        help="where to write it (default: tuidag-report-RUN.html or .json here; - for stdout)")
+    report.add_argument("--format", choices=["html", "json"], default="html")
+    report.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it (and its runs)")
     return parser
 
 
@@ -402,8 +412,6 @@ def _no_runs(store: RunStore, args: argparse.Namespace) -> str:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from datetime import datetime
-
     from .store.history import run_info, runs_of
 
     store = open_store(_state_dir(args, args.file))
@@ -411,17 +419,83 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         print(_no_runs(store, args))
         return EXIT_OK
+    if args.task is not None:
+        return _task_runs(store, runs, args)
     rows = [("RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME")]
-    for run in runs:
-        info = run_info(run)
-        started = datetime.fromtimestamp(info.started_at).strftime("%Y-%m-%d %H:%M:%S") if info.started_at else "-"
+    infos = [run_info(run) for run in runs]
+    for info in infos:
         counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
-        rows.append(tuple(map(_printable, (info.run_id, info.dag, started, format_duration(info.duration), counts,
-                                           info.outcome))))
+        rows.append(tuple(map(_printable, (info.run_id, info.dag, _when(info.started_at),
+                                           format_duration(info.duration), counts, info.outcome))))
+    _print_table(rows)
+    trends = _trends(infos)
+    if trends:
+        print(f"\nduration trend per DAG, oldest to newest (the last {TREND_RUNS} finished runs):")
+        _print_table(trends)
+    return EXIT_OK
+
+
+TREND_RUNS = 20
+
+
+def _trends(infos: list[RunInfo]) -> list[tuple[str, ...]]:
+    """For each DAG with two finished runs or more: a sparkline of its last runs' durations, the latest and the
+    median. Runs still going on or interrupted are left out: their durations say nothing about the DAG."""
+    from statistics import median
+
+    from .views.sparkline import sparkline
+
+    durations: dict[str, list[float]] = {}
+    for info in infos:
+        if info.duration is not None and info.outcome not in ("running", "interrupted"):
+            durations.setdefault(info.dag, []).append(info.duration)
+    return [(_printable(dag), sparkline(values[-TREND_RUNS:]), f"latest {format_duration(values[-1])}",
+             f"median {format_duration(median(values[-TREND_RUNS:]))}", _range(values[-TREND_RUNS:]))
+            for dag, values in durations.items() if len(values) >= 2]
+
+
+def _range(values: list[float]) -> str:
+    """What the sparkline spans: it scales lowest to highest, so a small wobble looks as tall as a big change."""
+    return f"range {format_duration(min(values))}-{format_duration(max(values))}"
+
+
+def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) -> int:
+    """`runs --task NAME`: one task's state, duration and attempts in each run that has it, and its trend."""
+    from .model.state import TaskState
+    from .store.history import task_record
+    from .views.sparkline import sparkline
+
+    rows = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
+    durations = []
+    for run in runs:
+        record = task_record(run, args.task)
+        if record is None:
+            continue
+        duration = record.duration if not record.reused else None
+        if duration is not None and record.state is TaskState.SUCCEEDED:
+            durations.append(duration)
+        rows.append(tuple(map(_printable, (run.run_id, _when(record.started_at),
+                                           record.state.value + (" (reused)" if record.reused else ""),
+                                           format_duration(duration), record.attempt))))
+    if len(rows) == 1:
+        _no_such_task(args.task, runs, f"no run {_where(store, args.file)} has a task {args.task!r}")
+    _print_table(rows)
+    if len(durations) >= 2:
+        last = durations[-TREND_RUNS:]
+        print(f"\nits last {len(last)} successes, oldest to newest: {sparkline(last)}  {_range(last)}")
+    return EXIT_OK
+
+
+def _when(timestamp: float | None) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else "-"
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-    return EXIT_OK
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
@@ -456,6 +530,33 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .store.history import matching, runs_of
+    from .views.report import render_html, render_json
+    from .views.report_facts import report_facts
+
+    store = open_store(_state_dir(args, args.file))
+    runs = runs_of(store, args.file)
+    if args.run_id:
+        run = _one_run(matching(runs, args.run_id), args.run_id, _where(store, args.file))
+    elif not runs:
+        raise UsageError(_no_runs(store, args))
+    else:
+        run = runs[-1]
+    facts = report_facts(run)
+    text = render_html(facts) if args.format == "html" else render_json(facts)
+    if args.output == "-":
+        sys.stdout.write(text)
+        return EXIT_OK
+    path = Path(args.output or f"tuidag-report-{run.run_id}.{args.format}")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {_printable(path)}: {exc.strerror or exc}") from None
+    print(f"tuidag: report of run {run.run_id} ({_printable(facts['run']['dag'])}) written to {_printable(path)}")
+    return EXIT_OK
+
+
 def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
     from .model.errors import did_you_mean
 
@@ -465,7 +566,8 @@ def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
     raise UsageError(_printable(message + did_you_mean(task, names)))
 
 
-COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs}
+COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs,
+            "report": cmd_report}
 
 
 def entry() -> None:

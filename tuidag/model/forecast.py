@@ -16,6 +16,7 @@ spans), the headless summary and the report (actual spans): no store, no engine,
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from collections import deque
 from typing import AbstractSet, Iterable, Mapping, NamedTuple, Sequence
 
@@ -203,22 +204,43 @@ def _downstream(blocked: Iterable[str], children: Mapping[str, Sequence[str]], f
     return never
 
 
-def critical_path(dag_deps: Mapping[str, Sequence[str]], spans: Mapping[str, Span]) -> list[str]:
-    """The chain that set the run's length, first task first: from the task that ends last, back through the
-    dependency each task waited for (the one that ended latest), to a task that waited for none. Ties go to the
-    dependency listed first. Actual spans give a finished run's path, `simulate`'s spans a live run's."""
+def critical_path(dag_deps: Mapping[str, Sequence[str]], spans: Mapping[str, Span],
+                  tolerance: float = 0.25) -> list[str]:
+    """The chain that set the run's length, first task first: from the task that ends last, back through what each
+    task waited for, to a task that started with the run. Actual spans give a finished run's path, `simulate`'s
+    spans a live run's.
+
+    What a task waited for: the dependency that ended last, when the task started then (within `tolerance`
+    seconds: the scheduler's own delay, which a loaded machine stretches to tenths of a second). A task that started later waited for a thread (`max_parallel`) or for
+    resource slots: then it waited for the task that ended last before it started (its end freed them), so a
+    chain of tasks queued behind one GPU is on the path, though no edge links them. Ties go to the dependency
+    listed first."""
     if not spans:
         return []
+    by_end = sorted((end, name) for name, (_, end) in spans.items())
+    ends = [end for end, _ in by_end]
+    first = min(start for start, _ in spans.values())
     name = max(spans, key=lambda n: spans[n][1])
     path = [name]
     seen = {name}
     while True:
+        start = spans[name][0]
         deps = [d for d in dag_deps.get(name, ()) if d in spans and d not in seen]
-        if not deps:
+        ready = max((spans[d][1] for d in deps), default=first)
+        after = None
+        if start - ready > tolerance:  # held after it was ready: by whatever ended last before it started
+            i = bisect_right(ends, start)
+            while i > 0 and by_end[i - 1][1] in seen:
+                i -= 1
+            if i > 0 and by_end[i - 1][0] >= ready:
+                after = by_end[i - 1][1]
+        if after is None and deps:
+            after = max(deps, key=lambda d: spans[d][1])
+        if after is None:
             break
-        name = max(deps, key=lambda d: spans[d][1])
-        path.append(name)
-        seen.add(name)
+        path.append(after)
+        seen.add(after)
+        name = after
     path.reverse()
     return path
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..model.state import TERMINAL, TaskState
-from .journal import Replay, open_stored, read_header, replay, warn_bad_record, warn_unreadable
+from .journal import (Replay, TaskRecord, open_stored, read_header, record_problem, replay, warn_bad_record,
+                      warn_unreadable)
 from .runs import RunDir, RunStore
 
 
@@ -114,6 +115,38 @@ def matching(runs: list[RunDir], run_id: str) -> list[RunDir]:
     """The run named `run_id` exactly, else every run whose id starts with it (several: the prefix is ambiguous)."""
     exact = [run for run in runs if run.run_id == run_id]
     return exact or [run for run in runs if run.run_id.startswith(run_id)]
+
+
+def task_record(run: RunDir, task: str) -> TaskRecord | None:
+    """How `task` ended in `run` (its last state, attempts, first start and last end), or None when the run has no
+    such task. Only the journal lines that name the task are parsed, so listing one task over many big runs reads
+    each journal at the speed of a byte search."""
+    try:
+        with open_stored(run.journal) as f:
+            data = f.read()
+    except OSError:
+        return None
+    marker = b'"task":' + json.dumps(task).encode()  # as the journal writer spells it (ASCII, no spaces)
+    record: TaskRecord | None = None
+    at = data.find(marker)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        try:
+            rec = json.loads(data[start:end])
+        except ValueError:
+            rec = None
+        if rec is not None and not record_problem(rec) and rec.get("type") == "task" and rec["task"] == task:
+            record = record or TaskRecord(task)
+            record.state = TaskState(rec["to"])
+            record.attempt = rec.get("attempt", 0)
+            record.started_at, record.finished_at = rec.get("started_at"), rec.get("finished_at")
+            record.reused = rec.get("reused", False)
+        at = data.find(marker, end)
+    if record is None and task in read_header(run.journal).get("tasks", ()):
+        record = TaskRecord(task)  # listed, never moved: the run ended (or died) before it
+    return record
 
 
 def has_task(run: RunDir, task: str) -> bool:

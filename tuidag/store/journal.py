@@ -11,7 +11,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
@@ -420,10 +420,11 @@ class Replay:
         self.last_time: float | None = None
 
 
-def replay(path: Path) -> Replay:
-    """Fold the journal into the final state of every task."""
+def replay(path: Path, records: Iterable[dict[str, Any]] | None = None) -> Replay:
+    """Fold the journal into the final state of every task. `records`: the journal's, read already (`read_journal`),
+    for a reader that folds them another way too (the report's timeline) and should not parse the file twice."""
     result = Replay()
-    for rec in read_journal(path):
+    for rec in read_journal(path) if records is None else records:
         if rec.get("type") == "run":
             event = rec.get("event")
             if event == "created":
