@@ -85,6 +85,12 @@ def test_blocked_tasks_and_their_downstream_never_run():
     assert set(f.spans) == {"a", "d", "e"} and f.end == 7
 
 
+def test_a_failed_task_keeps_its_span_and_nothing_below_it_runs():
+    deps = {"b": ["a"], "c": ["b"]}
+    f = sim(deps, "abcd", {"b": 9, "c": 9, "d": 2}, now=3, finished={"a": (0, 3)}, blocked={"a"})
+    assert f.spans == {"a": (0, 3), "d": (3, 5)} and f.end == 5
+
+
 def test_an_unknown_duration_gives_no_end_but_a_lower_bound():
     f = sim(DIAMOND, "abcd", {"a": 1, "b": 5, "d": 1})
     assert f.end is None and f.unknown == ("c",) and f.earliest_end == 7

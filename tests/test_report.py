@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
+from dags import wait_until
 from stored_runs import Plan, write_run
 from tuidag.cli import main
 from tuidag.store.runs import RunStore
@@ -109,3 +112,24 @@ def test_report_mistakes_are_one_line_and_exit_2(tmp_path, capsys, args, message
 def test_report_of_an_empty_state_dir_says_where_it_looked(tmp_path, capsys):
     assert main(["report", "--state-dir", str(tmp_path)]) == 2
     assert f"no runs in {tmp_path}" in capsys.readouterr().err
+
+
+def test_a_report_of_a_run_still_going_draws_its_running_attempt_to_now(tmp_path):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text("tasks:\n  gate:\n    run: 'for i in $(seq 600); do [ -e go ] && exit 0; sleep 0.05; done'\n"
+                   "  after:\n    run: 'true'\n    depends_on: [gate]\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", str(dag)], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        store = RunStore(tmp_path / ".tuidag")
+        wait_until(lambda: store.runs() and b'"to":"RUNNING"' in store.runs()[0].journal.read_bytes())
+        facts = report_facts(store.runs()[0])
+        assert facts["run"]["outcome"] == "running"
+        (attempt,) = [s for s in facts["segments"] if s["kind"] == "running"]
+        assert attempt["task"] == "gate" and attempt["end"] is None
+        assert [t["state"] for t in facts["tasks"]] == ["RUNNING", "PENDING"]
+        page = render_html(facts)
+        assert len(re.findall(r'<rect class="attempt s-RUNNING', page)) == 1
+    finally:
+        (tmp_path / "go").touch()
+        assert proc.wait(30) == 0

@@ -68,9 +68,10 @@ def simulate(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now
              finished: Mapping[str, Span], running: Mapping[str, float], expected: Mapping[str, float],
              max_parallel: int, capacities: Mapping[str, int] = {}, requests: Mapping[str, Mapping[str, int]] = {},
              blocked: AbstractSet[str] = frozenset()) -> Forecast:
-    """Play the remaining tasks of `order` (neither finished, running nor blocked, nor downstream of a blocked one)
-    forward from `now`. Tasks ready at `now` queue in the order their dependencies ended (then `order`); a retrying
-    task belongs in neither `finished` nor `running`: it runs again for its whole expected duration.
+    """Play the remaining tasks of `order` (neither finished, running nor blocked, nor downstream of a blocked one:
+    a failed task is both finished and blocked) forward from `now`. Tasks ready at `now` queue in the order their
+    dependencies ended (then `order`); a retrying task belongs in neither `finished` nor `running`: it runs again
+    for its whole expected duration.
     Unknown durations count as zero for the spans (a lower bound) and make `end` None."""
     index = {name: i for i, name in enumerate(order)}
     children: dict[str, list[str]] = {name: [] for name in order}
@@ -192,15 +193,17 @@ def simulate(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now
 
 def _downstream(blocked: Iterable[str], children: Mapping[str, Sequence[str]], finished: Mapping[str, Span],
                 running: Mapping[str, float]) -> set[str]:
-    """The blocked tasks and every task below them that has not run: none of them will."""
+    """Every task below a blocked one that has not run, and the blocked ones that have not: none of them will. A
+    blocked task may be finished (one that failed): it keeps its span, and what depends on it never runs."""
     never: set[str] = set()
-    stack = [name for name in blocked if name not in finished and name not in running]
+    stack = list(blocked)
     while stack:
         name = stack.pop()
         if name in never:
             continue
-        never.add(name)
-        stack.extend(c for c in children.get(name, ()) if c not in finished and c not in running)
+        if name not in finished and name not in running:
+            never.add(name)
+        stack.extend(c for c in children.get(name, ()) if c not in finished and c not in running and c not in never)
     return never
 
 

@@ -1,0 +1,36 @@
+"""A live run's forecast from engine snapshots, the progress of a running attempt, and the ETA's words."""
+from __future__ import annotations
+
+from tuidag.engine.events import TaskSnapshot
+from tuidag.model.forecast import DagShape, Forecast
+from tuidag.model.state import TaskState as S
+from tuidag.views.eta import Progress, eta_text, live_forecast, progress
+
+SHAPE = DagShape({"b": ["a"], "c": ["b"], "e": ["d"], "g": ["f"]}, "abcdefg", 4, {}, {})
+EXPECTED = {name: 10.0 for name in "abcdefg"}
+
+
+def snap(name, state, attempt=0, started=None, finished=None, changed=0.0):
+    return TaskSnapshot(name, state, attempt=attempt, started_at=started, finished_at=finished, changed_at=changed)
+
+
+def test_each_state_becomes_the_right_input():
+    snaps = {"a": snap("a", S.SUCCEEDED, 1, 0, 10), "b": snap("b", S.RUNNING, 1, 10), "c": snap("c", S.PENDING),
+             "d": snap("d", S.FAILED, 1, 0, 4), "e": snap("e", S.PENDING),  # e never runs: d failed
+             "f": snap("f", S.RUNNING, 2, 0, changed=12),  # a retry: its attempt started at 12, not 0
+             "g": snap("g", S.PENDING)}
+    f = live_forecast(SHAPE, snaps, EXPECTED, now=15)
+    assert f.spans["b"] == (10, 20) and f.spans["c"] == (20, 30) and f.spans["d"] == (0, 4)
+    assert "e" not in f.spans and f.spans["f"] == (12, 22) and f.spans["g"] == (22, 32) and f.end == 32
+
+
+def test_progress_bars_and_overruns():
+    assert progress(5, 10) == Progress(0.5, False)
+    assert progress(25, 10) == Progress(1.0, True) and progress(20, 10).overrun is False
+    assert progress(5, None) is None
+
+
+def test_eta_words():
+    assert eta_text(Forecast(None, {}, ("x", "y"), 0.0), now=0) == "ETA unknown: no history for 2 tasks"
+    assert eta_text(Forecast(5.0, {}, (), 5.0), now=9) == "ETA any moment"
+    assert eta_text(Forecast(200.0, {}, (), 200.0), now=0).endswith("(in 3m20s)")
