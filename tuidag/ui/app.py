@@ -820,8 +820,8 @@ class TuidagApp(App[None]):
     @work(thread=True, group="outlook", exit_on_error=False, description="forecast")
     def _work_out_outlook(self, snapshots, segments, now: float, finished: bool) -> None:
         try:
-            result = outlook(self._shape, snapshots, segments, now=now, started=self.model.started,
-                             expected=self._expected or {}, finished=finished)
+            result = outlook(self._shape, snapshots, segments, now=now, expected=self._expected or {},
+                             finished=finished)
         finally:
             self._outlook_busy = False
         self.call_from_thread(self._outlook_ready, result)

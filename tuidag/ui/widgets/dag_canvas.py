@@ -28,7 +28,7 @@ from ...model.durations import format_duration
 from ...model.state import TaskState
 from ...views.graph_layout import DagShape, GraphLayout, LayoutStyle, Orientation, Zoom, choose_style
 from ...views.minimap import MinimapGrid
-from ...views.run_outlook import attempt_start, progress
+from ...views.eta import attempt_start, progress
 from ..messages import TaskSelected
 from ..run_model import RunModel
 from ..state_style import CRITICAL_COLOUR, LONG_COLOUR, LOOKS
@@ -297,7 +297,7 @@ class DagCanvas(ScrollView, can_focus=True):
             return None
         expected = self.expected.get(snap.name)
         now = self.model.clock()
-        elapsed = now - attempt_start(self.model.timeline.segments.get(snap.name), snap, now)
+        elapsed = now - attempt_start(snap, now)
         done = progress(elapsed, expected)
         return None if done is None else (elapsed / expected, *done)
 

@@ -16,7 +16,7 @@ from ...engine.job_group import stopped_by_group
 from ...model.durations import format_duration
 from ...model.resources import slot_counts
 from ...model.state import TaskState
-from ...views.run_outlook import Outlook, eta_text
+from ...views.run_outlook import Outlook, eta_forms
 from ..run_model import RunModel, StateFilter
 from ..state_style import COUNT_ORDER, LOOKS
 
@@ -52,9 +52,9 @@ class RunHeader(Widget):
         run = Text(f"  run {self.run_id}", "dim")
         statuses = self._statuses()
         times = [(f"   elapsed {elapsed} ", f"  {elapsed} ")]
-        eta = None if self.model.stopping else eta_text(self.forecast, self.model.clock(), self.history)
-        if eta:  # the ETA goes after the run id and the badge, before the status' words
-            times.insert(0, (f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} "))
+        etas = [] if self.model.stopping else eta_forms(self.forecast, self.model.clock(), self.history)
+        # The ETA goes after the run id and the badge (its fuller form first), before the status' words.
+        times[:0] = [(f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} ") for eta in etas]
         forms = [(left, Text.assemble(status, time))
                  for status in statuses  # the fullest status first: it matters more than anything else dropped
                  for long, short in times
