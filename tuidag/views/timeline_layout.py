@@ -39,7 +39,7 @@ class Density(Enum):
         return 2 if self is Density.DENSE else 1
 
     def name_width(self, longest: int, width: int) -> int:
-        """Cells of the name column (none in dense rows: the selected task's name is in the title)."""
+        """Cells of the name column (none in dense rows: the log pane's title names the selected task)."""
         if self is Density.DENSE:
             return 0
         cap = 28 if self is Density.FULL else 14

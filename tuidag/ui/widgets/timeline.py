@@ -280,7 +280,8 @@ class TimelineView(ScrollView, can_focus=True):
         per_row = self.density.per_row
         if row * per_row >= len(self.rows):
             if row == 0:
-                return Strip([Segment(fit(f" no {self.model.state_filter.word} tasks", width),
+                word = "" if self.model.state_filter is StateFilter.ALL else f" {self.model.state_filter.word}"
+                return Strip([Segment(fit(f" no{word} tasks", width),
                                       base + Style(dim=True))]).crop_extend(0, width, base)
             return Strip.blank(width, base)
         strip = self._row_cache.get(row)
