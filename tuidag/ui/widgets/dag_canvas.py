@@ -175,6 +175,8 @@ class DagCanvas(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        if self._style_cache is not None and self.rich_style == self._style_cache[0]:
+            return  # shown again after the list or the timeline, focused...: it looks the same, drawn lines hold
         self._style_cache = None
         self._dots.clear()
         self.refresh_all()  # tiles are drawn on the widget's background
