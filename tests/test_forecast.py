@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tuidag.model.forecast import critical_path, shape_of, simulate, speedups, task_spans
 from tuidag.model.state import TaskState as S
 from tuidag.model.timeline import TimelineRecorder
@@ -177,3 +179,16 @@ def test_simulating_a_dag_of_thousands_is_quick():
             requests={name: {"gpu": 1} for name in order[::3]})
     assert f.end is not None and len(f.spans) == n
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_speedups_below_the_threshold_are_neither_named_nor_simulated(monkeypatch):
+    import tuidag.model.forecast as forecast
+
+    calls = []
+    real = forecast.simulate
+    monkeypatch.setattr(forecast, "simulate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    deps = {"b": ["a"], "c": ["b"]}
+    got = speedups(deps, "abc", now=0, finished={}, running={}, expected={"a": 0.01, "b": 4, "c": 0.02},
+                   max_parallel=1, min_saved=0.5)
+    assert [name for name, _ in got] == ["b"] and got[0][1] == pytest.approx(2.0)
+    assert len(calls) == 2  # the forecast, then b only

@@ -71,7 +71,8 @@ def test_control_characters_and_lone_surrogates_in_names_cannot_break_the_file(t
 
 
 def test_a_failed_tasks_log_is_shown_without_its_escapes_and_control_characters(tmp_path):
-    write_run(tmp_path, "20260101", {"a": Plan(0, [(0, 1)], "FAILED")}, logs={"a": "\x00\x1b]0;title\x07x\x1b[1mbold\n"})
+    log = "\x00\x1b]0;title\x07x\x1b[1mbold\n"
+    write_run(tmp_path, "20260101", {"a": Plan(0, [(0, 1)], "FAILED")}, logs={"a": log})
     page = render_html(report_facts(RunStore(tmp_path).runs()[0], now=5))
     assert "<pre>\ufffdxbold</pre>" in page
 

@@ -41,7 +41,7 @@ def test_when_no_single_halving_helps_the_summary_says_so():
     shape = DagShape({}, "xy", 2, {}, {})
     insight = run_insight(shape, {"x": (0, 4), "y": (0, 4)}, started=0)
     assert insight.faster == []
-    assert summary_lines(insight).endswith("no single task made twice as fast would shorten the run\n")
+    assert summary_lines(insight).endswith("no single task made twice as fast would shorten the run noticeably\n")
 
 
 def test_the_headless_summary_ends_with_the_path_then_the_verdict(tmp_path):

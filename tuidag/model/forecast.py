@@ -214,10 +214,10 @@ def critical_path(dag_deps: Mapping[str, Sequence[str]], spans: Mapping[str, Spa
     spans a live run's.
 
     What a task waited for: the dependency that ended last, when the task started then (within `tolerance`
-    seconds: the scheduler's own delay, which a loaded machine stretches to tenths of a second). A task that started later waited for a thread (`max_parallel`) or for
-    resource slots: then it waited for the task that ended last before it started (its end freed them), so a
-    chain of tasks queued behind one GPU is on the path, though no edge links them. Ties go to the dependency
-    listed first."""
+    seconds: the scheduler's own delay, which a loaded machine stretches to tenths of a second). A task that
+    started later waited for a thread (`max_parallel`) or for resource slots: then it waited for the task that
+    ended last before it started (its end freed them), so a chain of tasks queued behind one GPU is on the path,
+    though no edge links them. Ties go to the dependency listed first."""
     if not spans:
         return []
     by_end = sorted((end, name) for name, (_, end) in spans.items())
@@ -252,14 +252,15 @@ def speedups(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now
              finished: Mapping[str, Span], running: Mapping[str, float], expected: Mapping[str, float],
              max_parallel: int, capacities: Mapping[str, int] = {}, requests: Mapping[str, Mapping[str, int]] = {},
              blocked: AbstractSet[str] = frozenset(), factor: float = 0.5, top: int = 3,
-             candidates: int = 12) -> list[tuple[str, float]]:
+             candidates: int = 12, min_saved: float = 1e-9) -> list[tuple[str, float]]:
     """The `top` tasks that, made faster, would end the run soonest: (task, seconds saved), most first.
 
     Each candidate's expected duration is multiplied by `factor` (halved by default: a realistic "made faster",
     where zero would only measure its slack) and the rest of the run re-simulated, so a task whose saving is
     swallowed by `max_parallel` or slots saves nothing. Candidates are the not-yet-finished tasks on the forecast's
-    critical path, the `candidates` longest of them (bounded work on a path of thousands). Tasks saving nothing are
-    left out; with unknown durations there is no forecast to improve, so the answer is empty.
+    critical path, the `candidates` longest of them (bounded work on a path of thousands). Savings under
+    `min_saved` seconds are left out, and so, without simulating, are tasks whose cut is smaller than that (a task
+    cannot save more than it loses); with unknown durations there is no forecast to improve, so the answer is empty.
     For a finished run, simulate it from its start: `now` = its start, `finished`/`running` empty, `expected` =
     the actual durations."""
     args = dict(now=now, finished=finished, running=running, max_parallel=max_parallel, capacities=capacities,
@@ -267,14 +268,15 @@ def speedups(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now
     base = simulate(dag_deps, order, expected=expected, **args)
     if base.end is None:
         return []
-    path = [name for name in critical_path(dag_deps, base.spans) if name not in finished and expected.get(name)]
+    path = [name for name in critical_path(dag_deps, base.spans)
+            if name not in finished and (expected.get(name) or 0) * (1 - factor) >= min_saved]
     path.sort(key=lambda n: -expected[n])
     saved = []
     for name in path[:candidates]:
         faster = dict(expected)
         faster[name] = expected[name] * factor
         end = simulate(dag_deps, order, expected=faster, **args).end
-        if end is not None and base.end - end > 1e-9:
+        if end is not None and base.end - end >= min_saved:
             saved.append((name, base.end - end))
     saved.sort(key=lambda item: -item[1])
     return saved[:top]

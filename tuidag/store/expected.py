@@ -104,16 +104,24 @@ def _matches(facts: _RunFacts, dag: str, source: str) -> bool:
 
 
 def _same_dag(run: RunDir, dag: str, source: str) -> bool:
-    """A quick no for another DAG's finished run, from its summary (a run without one is read to find out)."""
+    """A quick no for another DAG's finished run, from its summary (a run without one is read to find out). A
+    summary is written once, at the end of its run, so what it says is kept for the life of the process."""
     cached = _facts.get(str(run.journal))
     if cached is not None:
         return _matches(cached, dag, source)
-    summary = read_summary(run) if run.summary.exists() else None
-    if summary is None:
-        return True
-    if source and isinstance(summary.get("source"), str) and summary["source"]:
-        return summary["source"] == source
-    return summary.get("dag") == dag
+    known = _summaries.get(str(run.summary))
+    if known is None:
+        summary = read_summary(run) if run.summary.exists() else None
+        if summary is None:
+            return True
+        found = summary.get("source")
+        known = _summaries[str(run.summary)] = (str(summary.get("dag")), found if isinstance(found, str) else "")
+    if source and known[1]:
+        return known[1] == source
+    return known[0] == dag
+
+
+_summaries: dict[str, tuple[str, str]] = {}  # summary.json path -> (DAG name, source) it names
 
 
 _RUNNING = b'"to":"RUNNING"'

@@ -95,7 +95,7 @@ def _insight(facts: dict[str, Any]) -> str:
                         f"sooner</li>" for s in facts["speedups"])
         text += f"<p>Made twice as fast, these tasks would shorten the run most:</p><ol>{items}</ol>"
     else:
-        text += "<p>No single task made twice as fast would shorten the run.</p>"
+        text += "<p>No single task made twice as fast would shorten the run noticeably.</p>"
     return text
 
 

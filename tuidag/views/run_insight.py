@@ -17,6 +17,12 @@ SHOWN_AT_ENDS = 4
 """Tasks of a long critical path shown at its start and at its end in the one-line form; the middle is counted."""
 
 
+MIN_SAVED = 0.05
+MIN_SHARE = 0.005
+"""Savings worth naming: at least MIN_SAVED seconds and MIN_SHARE of the run (tenths of a percent are noise, and
+skipping the tasks that cannot save that much keeps a run of thousands of quick tasks from paying for the question)."""
+
+
 class Insight(NamedTuple):
     path: list[str]                    # the critical path, first task first
     spans: Mapping[str, Span]          # the actual spans it was computed from
@@ -31,8 +37,10 @@ def run_insight(shape: DagShape, spans: Mapping[str, Span], started: float,
     ran = {name: span for name, span in spans.items() if name not in reused}
     done = {name: (started, started) for name in reused}
     never = {name for name in shape.order if name not in ran and name not in done}
+    length = max((end for _, end in ran.values()), default=started) - started
     faster = speedups(**shape._asdict(), now=started, finished=done, running={},
-                      expected={name: end - start for name, (start, end) in ran.items()}, blocked=never)
+                      expected={name: end - start for name, (start, end) in ran.items()}, blocked=never,
+                      min_saved=max(MIN_SAVED, MIN_SHARE * length))
     return Insight(critical_path(shape.dag_deps, ran), ran, faster)
 
 
@@ -62,5 +70,5 @@ def summary_lines(insight: Insight) -> str:
         text += "halved, these would shorten the run most: " + ", ".join(
             f"{name} (-{format_duration(saved)})" for name, saved in insight.faster) + "\n"
     else:
-        text += "no single task made twice as fast would shorten the run\n"
+        text += "no single task made twice as fast would shorten the run noticeably\n"
     return text
