@@ -106,3 +106,11 @@ def test_density_per_row_and_name_column():
     assert tl.Density.DENSE.name_width(30, 100) == 0
     assert tl.Density.FULL.name_width(40, 160) == 28 and tl.Density.COMPACT.name_width(40, 160) == 14
     assert tl.Density.FULL.name_width(3, 160) == 4
+
+
+def test_the_forecast_covers_what_is_still_to_come_from_now():
+    assert tl.forecast_cells((10.0, 30.0), left=0.0, scale=1.0, cells=40, now=20.0) == (20, 30)  # running: the rest
+    assert tl.forecast_cells((25.0, 27.5), left=0.0, scale=1.0, cells=40, now=20.0) == (25, 28)  # not started: all
+    assert tl.forecast_cells((5.0, 15.0), left=0.0, scale=1.0, cells=40, now=20.0) is None       # in the past
+    assert tl.forecast_cells((25.0, 25.0), left=0.0, scale=1.0, cells=40, now=20.0) is None      # no history
+    assert tl.forecast_cells((50.0, 60.0), left=0.0, scale=1.0, cells=40, now=20.0) is None      # out of view

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pilot_helpers import open_app, screen_text, until
 from test_timeline import row_of, show_timeline, story_app, told
+from timeline_story import ML_STORY
 from tuidag.model.state import TaskState
 from tuidag.ui.state_style import CRITICAL_COLOUR
 
@@ -84,3 +85,38 @@ async def test_a_running_tile_shows_its_progress_against_the_expected_duration(t
         middle = "".join(seg.text for seg in app.canvas._render_box("train-large")[1])
         assert "long 2.5×" in middle  # within the tile's width
         assert "█" not in "".join(seg.text for seg in app.canvas._render_box("train-baseline")[1])
+
+
+ML_EXPECTED = {"download": 20.0, "prepare-data": 25.0, "tokenize": 15.0, "features": 35.0, "train-small": 20.0,
+               "train-large": 80.0, "train-baseline": 40.0, "evaluate": 30.0, "report": 10.0, "export": 10.0,
+               "publish": 5.0, "notify": 1.0}
+
+
+async def test_with_history_the_timeline_draws_what_is_still_to_come_and_the_header_an_eta(tmp_path, monkeypatch):
+    app = story_app(tmp_path, monkeypatch)  # train-small failed, so evaluate and below will not run
+    async with app.run_test(size=(160, 45)) as pilot:
+        await told(app, pilot)
+        app._expected_loaded(ML_EXPECTED)  # as if read from earlier runs
+        await until(pilot, lambda: app.timeline.forecast, what="the forecast worked out")
+        # train-large started at 100 s and takes 80: 30 s left at 150 s
+        assert "ETA 00:03:00 (in 30.0s)" in screen_text(app).splitlines()[0]
+        await show_timeline(app, pilot)
+        row = row_of(app, "train-large")
+        assert row.rindex("█") + 1 == row.index("┄")  # from now on, the forecast
+        assert row[row.rindex("┄") + 1:].startswith(" 50.0s")  # and the duration so far after it
+        assert "┄" not in row_of(app, "evaluate")  # below a failure: it will not run
+        assert "┄" not in row_of(app, "train-baseline")  # done
+
+
+async def test_a_pending_task_with_history_has_its_forecast_drawn(tmp_path, monkeypatch):
+    story = {name: changes for name, changes in ML_STORY.items() if name != "train-small"}
+    app = story_app(tmp_path, monkeypatch, story=story)  # train-small not started: nothing failed
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.model.snapshots["train-baseline"].state is S.SUCCEEDED, what="told")
+        app._expected_loaded(ML_EXPECTED)
+        await until(pilot, lambda: app.timeline.forecast, what="the forecast worked out")
+        await show_timeline(app, pilot)
+        assert "┄" in row_of(app, "evaluate") and "█" not in row_of(app, "evaluate")
+        end = app.timeline.forecast["notify"][1] - app.model.started
+        _, scale, cells = app.timeline.view()
+        assert end <= scale * cells  # the fitted view reaches the forecast's end

@@ -24,14 +24,14 @@ from tuidag.views.graph_layout import Orientation, Zoom
 S = TaskState
 
 
-def story_app(tmp_path, monkeypatch, now: list[float] | None = None):
+def story_app(tmp_path, monkeypatch, now: list[float] | None = None, story: dict | None = None):
     """The ML DAG told up to NOW (or the time in `now[0]`, which the test may move on), its graph in full tiles
-    (full timeline rows)."""
+    (full timeline rows); `story` instead of ML_STORY."""
     now = now if now is not None else [NOW]
     app = frozen_app(ML, tmp_path, monkeypatch, now=NOW, name="ml")
     app.canvas.zoom_choice, app.canvas.orientation_choice = Zoom.FULL, Orientation.LR
     app.model.clock = lambda: T0 + now[0]
-    app.events_told = tell(app, ML_STORY)
+    app.events_told = tell(app, ML_STORY if story is None else story)
     return app
 
 

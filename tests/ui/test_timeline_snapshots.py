@@ -1,5 +1,6 @@
 """The timeline as snapshots: full rows of a told run (waits, a retry, a failure, a task running), the same at
-80x24, zoomed in and scrolled, with the critical path (`x`), and 500 tasks in dense rows. Clocks are frozen and the time zone is UTC (the title
+80x24, zoomed in and scrolled, with the critical path (`x`), with a forecast from history (the ETA in the header,
+what is still to come drawn faint), and 500 tasks in dense rows. Clocks are frozen and the time zone is UTC (the title
 says when the run started).
 
 Update after an intended change with `pytest tests/ui/test_timeline_snapshots.py --snapshot-update`, then look.
@@ -14,7 +15,7 @@ from frozen_runs import frozen_app
 from pilot_helpers import until
 from test_graph_snapshots import random_dag
 from test_timeline import story_app, told
-from timeline_story import tell
+from timeline_story import ML_STORY, tell
 from tuidag.model.state import TaskState
 from tuidag.views.graph_layout import Orientation, Zoom
 
@@ -59,6 +60,23 @@ def test_the_critical_path_highlighted_and_listed(snap_compare, tmp_path, monkey
     async def run_before(pilot) -> None:
         await shown(pilot)
         await until(pilot, lambda: app.timeline.critical, what="the path worked out")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(160, 45), run_before=run_before)
+
+
+def test_the_forecast_of_a_run_with_history(snap_compare, tmp_path, monkeypatch):
+    from test_critical_path_and_eta import ML_EXPECTED
+
+    story = {name: changes for name, changes in ML_STORY.items() if name != "train-small"}
+    app = story_app(tmp_path, monkeypatch, story=story)
+
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: app.model.snapshots["train-baseline"].state is S.SUCCEEDED, what="told")
+        app._expected_loaded(ML_EXPECTED)
+        await until(pilot, lambda: app.timeline.forecast, what="the forecast worked out")
+        await pilot.press("t")
+        await until(pilot, lambda: app.timeline.region.height > 0, what="the timeline on screen")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(160, 45), run_before=run_before)

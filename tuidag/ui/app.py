@@ -830,6 +830,9 @@ class TuidagApp(App[None]):
         self._outlook = result
         self.header.forecast = result if self._expected is not None else None
         self.header.refresh()
+        if self._expected:  # with history: the timeline shows what is still to come
+            forecast = result.forecast
+            self.timeline.set_forecast(forecast.spans if forecast else {}, forecast.end if forecast else None)
         if self._critical_on:
             self._show_outlook()
 

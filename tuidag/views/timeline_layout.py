@@ -53,6 +53,10 @@ class Paint(NamedTuple):
     state: TaskState
 
 
+#: A cell of a dense row the forecast covers (what is still to come), told apart from waits and attempts.
+FORECAST = Paint(SegmentKind.WAITING, TaskState.PENDING)
+
+
 def fit_scale(span: float, cells: int) -> float:
     """The finest scale on the ladder at which `span` seconds take at most `FIT_ROOM` of `cells`."""
     room = max(1, cells) * FIT_ROOM
@@ -156,6 +160,18 @@ def row_paints(segments: Iterable[Segment], state: TaskState, left: float, scale
             if running or out[x] is None or out[x].kind is SegmentKind.WAITING:
                 out[x] = paint
     return out
+
+
+def forecast_cells(span: tuple[float, float], left: float, scale: float, cells: int,
+                   now: float) -> tuple[int, int] | None:
+    """The cells (start, end) a task's forecast covers from `now` on (what is still to come of a running task, all
+    of a task not started), or None when none of it is in view or it takes no time (no history)."""
+    start, end = max(span[0], now), span[1]
+    if end - start <= 0:
+        return None
+    x0 = max(0, math.floor((start - left) / scale))
+    x1 = min(cells, max(x0 + 1, math.ceil((end - left) / scale)))
+    return (x0, x1) if x0 < x1 else None
 
 
 def runs(paints: Sequence[object]) -> list[tuple[int, int, object]]:

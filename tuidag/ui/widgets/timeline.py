@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -41,6 +41,7 @@ GRID_COLOUR = "#2c2c40"
 NOW_COLOUR = "#3f6f8f"
 WAIT_GLYPH, RUN_GLYPH = "░", "█"
 DENSE_WAIT = "#34407a"  # a wait in dense rows (half cells have no shade): a dim blue
+FORECAST_GLYPH, FORECAST_COLOUR = "┄", "#6c6c8a"  # what the forecast says is still to come
 REFILTER_INTERVAL = 0.5  # seconds between two re-listings caused by live changes under a state filter
 MAX_CACHED_ROWS = 512
 UNFOCUSED_HINT = "esc/tab: back to the timeline"
@@ -79,6 +80,8 @@ class TimelineView(ScrollView, can_focus=True):
         self._index: dict[str, int] = {}
         self.selected: str | None = None
         self.critical: frozenset[str] = frozenset()  # tasks of the critical path, highlighted (`x`)
+        self.forecast: Mapping[str, tuple[float, float]] = {}  # a live run's forecast spans, drawn after now
+        self.forecast_end: float | None = None
         self.time_scale: float | None = None  # seconds a cell once the user zoomed or panned; None: fit the whole run
         self.time_offset = 0.0                # seconds after the run's start at the bar area's first cell (when not fitted)
         self._follow = True              # panned or zoomed with `now` in view: keep it in view as the run goes on
@@ -187,6 +190,12 @@ class TimelineView(ScrollView, can_focus=True):
         if self.active and not self.model.finished:
             self.repaint()
 
+    def set_forecast(self, spans: Mapping[str, tuple[float, float]], end: float | None) -> None:
+        """The live forecast's spans (empty once the run is finished): what is still to come is drawn faint."""
+        self.forecast, self.forecast_end = spans, end
+        if self.active:
+            self.repaint()
+
     def set_critical(self, tasks: Iterable[str]) -> None:
         tasks = frozenset(tasks)
         if tasks != self.critical:
@@ -210,6 +219,8 @@ class TimelineView(ScrollView, can_focus=True):
         end = tl.time_span(model.timeline.segments, model.snapshots, model.started, now)
         if model.finished_at is not None:
             end = max(end, model.finished_at)
+        elif self.forecast_end is not None:
+            end = max(end, self.forecast_end)  # the forecast's end in view too
         span = end - model.started
         if self.time_scale is None:
             return 0.0, tl.fit_scale(span, cells), cells
@@ -301,6 +312,13 @@ class TimelineView(ScrollView, can_focus=True):
                      if len(text) <= lead), " " * lead)
         return Strip([Segment(head + tl.axis_text(offset, scale, cells), style)]).crop_extend(0, width, style)
 
+    def _forecast_cells(self, name: str, view: tuple[float, float, int]) -> tuple[int, int] | None:
+        span = self.forecast.get(name)
+        if span is None:
+            return None
+        offset, scale, cells = view
+        return tl.forecast_cells(span, self.model.started + offset, scale, cells, self.model.clock())
+
     def _paints(self, name: str, view: tuple[float, float, int]) -> list[Paint | None]:
         offset, scale, cells = view
         model = self.model
@@ -340,16 +358,20 @@ class TimelineView(ScrollView, can_focus=True):
         paints = self._paints(name, view)
         cells = view[2]
         grid = self._grid(view)
+        ahead = self._forecast_cells(name, view)
         text, keys = [], []
         for x, paint in enumerate(paints):
-            if paint is None:
+            if paint is None and ahead is not None and ahead[0] <= x < ahead[1]:
+                text.append(FORECAST_GLYPH)
+                keys.append(FORECAST_COLOUR)
+            elif paint is None:
                 mark = grid.get(x, " ")
                 text.append(mark)
                 keys.append("now" if mark == "│" else "grid")
             else:
                 text.append(WAIT_GLYPH if paint.kind is SegmentKind.WAITING else RUN_GLYPH)
                 keys.append(LOOKS[paint.state].colour if shown else HIDDEN_COLOUR)
-        label = self._duration_label(snap, paints, cells) if self.density is Density.FULL else None
+        label = self._duration_label(snap, paints, cells, ahead) if self.density is Density.FULL else None
         if label is not None:
             at, words = label
             text[at:at + len(words)] = words
@@ -363,14 +385,16 @@ class TimelineView(ScrollView, can_focus=True):
             segments.append(Segment("".join(text[start:end]), cell_style))
         return Strip(segments).crop_extend(0, width, style)
 
-    def _duration_label(self, snap, paints: list[Paint | None], cells: int) -> tuple[int, str] | None:
-        """Where the duration goes in a full row: after the last attempt's bar, when the room is empty."""
+    def _duration_label(self, snap, paints: list[Paint | None], cells: int,
+                        ahead: tuple[int, int] | None) -> tuple[int, str] | None:
+        """Where the duration goes in a full row: after the last attempt's bar (and what the forecast says is still
+        to come of it), when the room is empty."""
         last = next((x for x in range(cells - 1, -1, -1) if paints[x] is not None), None)
         seconds = snap.duration(self.model.clock())
         if last is None or seconds is None:
             return None
         words = " " + format_duration(seconds)
-        at = last + 1
+        at = max(last + 1, ahead[1] if ahead is not None else 0)
         if at + len(words) > cells:
             return None
         return at, words
@@ -409,7 +433,11 @@ class TimelineView(ScrollView, can_focus=True):
         paints = self._paints(name, view)
         shown, critical = self.model.shown(name), name in self.critical
         colour: dict[Paint | None, str | None] = {None: None}
-        for paint in set(paints) - {None}:
+        ahead = self._forecast_cells(name, view)
+        if ahead is not None:
+            paints = [tl.FORECAST if p is None and ahead[0] <= x < ahead[1] else p for x, p in enumerate(paints)]
+            colour[tl.FORECAST] = FORECAST_COLOUR
+        for paint in set(paints) - colour.keys():
             if not shown:
                 colour[paint] = HIDDEN_COLOUR
             elif paint.kind is SegmentKind.WAITING:
