@@ -803,9 +803,9 @@ class TuidagApp(App[None]):
 
     def _refresh_outlook(self) -> None:
         """Work the outlook out again if a task changed since (or, on a live run, every few seconds: a task
-        running past its expected duration moves the end), once the durations are known or the path is shown."""
-        if self._outlook_busy or (self._expected is None and not self._critical_on):
-            return
+        running past its expected duration moves the end), when some task has history or the path is shown."""
+        if self._outlook_busy or not (self._expected or self._critical_on):
+            return  # without history there is no ETA to work out (the header says so), only a path to show
         now = time.monotonic()
         if not self._outlook_due and (self.model.finished or now - self._outlook_at < OUTLOOK_EVERY):
             return

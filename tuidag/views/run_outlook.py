@@ -49,13 +49,16 @@ def outlook(shape: DagShape, snapshots: Mapping[str, TaskSnapshot], segments: Ma
     return Outlook(critical_path(shape.dag_deps, forecast.spans), forecast.spans, forecast)
 
 
-def eta_forms(result: Outlook | None, now: float, any_history: bool) -> list[str]:
-    """The header's ETA, fullest first (`ETA 14:32:05 (in 3m20s)`, then `ETA 3m20s`); `ETA: no history` when no
-    task has run before; none when there is nothing to say (finished, or not worked out yet)."""
+def eta_forms(result: Outlook | None, now: float, history: bool | None) -> list[str]:
+    """The header's ETA of a live run, fullest first (`ETA 14:32:05 (in 3m20s)`, then `ETA 3m20s`); `ETA: no
+    history` when no task has run before (`history` False: nothing to simulate); none while the durations are not
+    read yet (`history` None) or the forecast not worked out, or when the run is finished."""
+    if history is None:
+        return []
+    if not history:
+        return ["ETA: no history"]
     if result is None or result.forecast is None:
         return []
-    if not any_history:
-        return ["ETA: no history"]
     forecast = result.forecast
     full = eta_text(forecast, now)
     if forecast.end is None:

@@ -36,7 +36,7 @@ class RunHeader(Widget):
         self.model = model
         self.capacities = dict(capacities or {})  # resource slots per kind
         self.forecast: Outlook | None = None  # the app's forecast, once it has the expected durations
-        self.history = False  # some task has run before (else the ETA says there is no history)
+        self.history: bool | None = None  # some task has run before (None: the store not read yet)
 
     def render(self) -> Text:
         width = self.size.width
@@ -52,7 +52,8 @@ class RunHeader(Widget):
         run = Text(f"  run {self.run_id}", "dim")
         statuses = self._statuses()
         times = [(f"   elapsed {elapsed} ", f"  {elapsed} ")]
-        etas = [] if self.model.stopping else eta_forms(self.forecast, self.model.clock(), self.history)
+        etas = [] if self.model.stopping or self.model.finished else \
+            eta_forms(self.forecast, self.model.clock(), self.history)
         # The ETA goes after the run id and the badge (its fuller form first), before the status' words.
         times[:0] = [(f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} ") for eta in etas]
         forms = [(left, Text.assemble(status, time))
