@@ -778,12 +778,12 @@ class TuidagApp(App[None]):
             await self.footer.screen.mount(self.critical_panel, before=self.footer)
         self.critical_panel.add_class("visible")
         self.critical_panel.border_title = "critical path (x)"
-        if self._outlook is not None:  # up to date: worked out again after every task transition
+        if self._outlook is not None:  # the last one at once; a newer one follows if a task changed since
             self._show_outlook()
         else:
             self.critical_panel.show_path(None, [], None)
             self._outlook_due = True
-            self._refresh_outlook()
+        self._refresh_outlook()
 
     @work(thread=True, group="expected", exit_on_error=False)
     def _load_expected(self) -> None:
