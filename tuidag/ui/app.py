@@ -270,7 +270,9 @@ class TuidagApp(App[None]):
         gc.set_threshold(GC_YOUNG_THRESHOLD, *self._gc_threshold[1:])
         self.run_started = True
         self.scheduler.start()
-        self._load_expected()
+        # After the first frame: reading earlier runs' journals takes tenths of a second of a thread's time (the
+        # interpreter's, shared with the screen) when the state dir holds runs of thousands of tasks.
+        self.call_after_refresh(self._load_expected)
         if self.usage_interval:
             self._sample_usage()
 
@@ -798,6 +800,7 @@ class TuidagApp(App[None]):
         self._expected = expected
         self.canvas.expected = expected
         self.header.history = bool(expected)
+        self.header.refresh()
         self._outlook_due = True
         self._refresh_outlook()
 
