@@ -4,7 +4,8 @@ The run is written straight into a temporary state dir (tests/stored_runs.py), w
 of N/10 tasks, each task past the first depending on 2 of the layer above, durations of 1-60 s scheduled by the
 forecast simulation with max_parallel 16; every 50th task fails once and is retried, and 5 tasks fail for good (their
 logs are read for the report). Timed: `tuidag report RUN -o FILE` as a user runs it (a new Python process, imports
-included), and, in this process, the facts and the HTML on their own.
+included; wall and CPU time, the latter steadier on a shared machine), and, in this process, the facts and the HTML
+on their own.
 
     python benchmarks/report_bench.py                # N=5000, 5 repeats
     python benchmarks/report_bench.py --tasks 2000 --repeats 9
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from stored_runs import Plan, write_run  # noqa: E402
+from tuidag.model.collector import collector_paused  # noqa: E402
 from tuidag.model.forecast import simulate  # noqa: E402
 from tuidag.views.report import render_html  # noqa: E402
 from tuidag.views.report_facts import report_facts  # noqa: E402
@@ -58,7 +61,8 @@ def median_of(repeats: int, action) -> float:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        action()
+        with collector_paused():  # as `tuidag report` does
+            action()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -75,7 +79,15 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, "-m", "tuidag", "report", run_id, "--state-dir", str(state), "-o", str(out)]
         subprocess.run(command, env=env, check=True, capture_output=True)  # bytecode compiled, files in the cache
-        cli = median_of(args.repeats, lambda: subprocess.run(command, env=env, check=True, capture_output=True))
+        cpu_times = []
+
+        def report_command() -> None:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(command, env=env, check=True, capture_output=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_times.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+
+        cli = median_of(args.repeats, report_command)
         run = next(r for r in __import__("tuidag.store.runs", fromlist=["RunStore"]).RunStore(state).runs())
         facts_time = median_of(args.repeats, lambda: report_facts(run))
         facts = report_facts(run)
@@ -83,7 +95,8 @@ def main() -> None:
         journal = run.journal.stat().st_size
         print(f"{args.tasks:,} tasks, journal {journal / 1e6:.1f} MB, report {out.stat().st_size / 1e6:.1f} MB "
               f"({sum(s['kind'] == 'running' for s in facts['segments']):,} attempt bars)")
-        print(f"tuidag report (new process): median {cli:.2f} s over {args.repeats}  (target < 2 s)")
+        print(f"tuidag report (new process): median {cli:.2f} s over {args.repeats}, CPU {statistics.median(cpu_times):.2f} s"
+              f"  (target < 2 s)")
         print(f"  facts (journal, timeline, critical path, speedups): {facts_time:.2f} s; HTML: {html_time:.2f} s")
 
 
