@@ -244,7 +244,8 @@ async def big_run(state: Path, n: int, keys: bool, presses: int = BIG_PRESSES) -
 
 TIMELINE_TASKS = 2000
 #: (label, key) of the timeline measurements, in the order they are made
-TIMELINE_KEYS = (("j in the graph (same load)", "graph-j"), ("t: timeline's first frame", "t"), ("t: back to the graph", "t-back"), ("j: selection down", "j"),
+TIMELINE_KEYS = (("j in the graph (same load)", "graph-j"), ("t: timeline's first frame", "t"),
+                 ("t: back to the graph", "t-back"), ("j: selection down", "j"),
                  ("Z / z: time scale", "zZ"), ("F: state filter", "F"), ("x: critical path", "x"))
 
 
@@ -305,8 +306,8 @@ def report_timeline(keys: dict[str, list[float]], repeats: int) -> None:
         median, worst = statistics.median(times), max(times)
         target = FIRST_FRAME_TARGET[TIMELINE_TASKS] if key == "t" else KEY_TARGET
         mark = "PASS" if worst < target else "FAIL"
-        print(f"{TIMELINE_TASKS:>6,}  {label:<32} {median * 1000:8.1f} {worst * 1000:8.1f}   < {target * 1000:.0f} ms   "
-              f"{mark}   n={len(times)}")
+        print(f"{TIMELINE_TASKS:>6,}  {label:<32} {median * 1000:8.1f} {worst * 1000:8.1f}   "
+              f"< {target * 1000:.0f} ms   {mark}   n={len(times)}")
 
 
 def report_big(n: int, fresh: list[float], again: list[float], keys: dict[str, list[float]]) -> None:

@@ -9,12 +9,10 @@ from __future__ import annotations
 import math
 import time
 
-from dags import make_dag
 from frozen_runs import T0, frozen_app
 from pilot_helpers import open_app, pin_style, screen_text, until
 from test_graph_snapshots import ML
 from timeline_story import ML_STORY, NOW, tell
-from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
 from tuidag.model.timeline import SegmentKind
 from tuidag.ui.widgets.dag_canvas import SELECTED_BG
@@ -166,7 +164,8 @@ async def test_rows_follow_the_graphs_zoom_dots_make_dense_rows_of_two_tasks(tmp
         assert app.timeline.density is tl.Density.DENSE
         assert app.timeline.virtual_size.height == 1 + math.ceil(12 / 2)
         lines = timeline_lines(app)
-        assert any("▀" in line or "▄" in line for line in lines[1:]) and not any("█" in line for line in lines[1:])
+        rows = lines[1:]
+        assert any("▀" in line or "▄" in line for line in rows) and not any("█" in line for line in rows)
         first, second = app.reading_order[:2]
         app.select_task(first)
         await pilot.press("j")

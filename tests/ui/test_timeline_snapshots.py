@@ -95,7 +95,8 @@ def dense_story(names: list[str]) -> dict:
             story[name] = [(start, S.QUEUED, 0), (run, S.RUNNING, 1), (end, S.RETRYING, 1), (end + 1, S.RUNNING, 2),
                            (end + 3, S.SUCCEEDED, 2)]
         else:
-            story[name] = [(start, S.QUEUED, 0), (run, S.RUNNING, 1), (end, S.FAILED if i % 37 == 5 else S.SUCCEEDED, 1)]
+            outcome = S.FAILED if i % 37 == 5 else S.SUCCEEDED
+            story[name] = [(start, S.QUEUED, 0), (run, S.RUNNING, 1), (end, outcome, 1)]
     return story
 
 

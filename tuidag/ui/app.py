@@ -137,7 +137,8 @@ class TuidagApp(App[None]):
         Binding("t", "timeline", "Timeline", show=False,
                 tooltip="Toggle between the graph and the timeline: each task's waits and attempts on one time axis"),
         Binding("x", "critical_path", "Critical path", show=False,
-                tooltip="Highlight the critical path in the graph and the timeline, listed with durations (again: off)"),
+                tooltip="Highlight the critical path in the graph and the timeline, listed with durations (again: "
+                        "off)"),
     ]
 
     def __init__(self, session: RunSession, *, exit_on_finish: bool = False, start: bool = True,
@@ -450,8 +451,9 @@ class TuidagApp(App[None]):
         anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip]
         timeline = keys_of(TimelineView.BINDINGS)
         timeline.append(("click", "Select a task (dense rows: again for the lower one)"))
-        return [("In the graph", graph), ("In the list (L shows it)", listed), ("In the timeline (t shows it)", timeline),
-                ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
+        return [("In the graph", graph), ("In the list (L shows it)", listed),
+                ("In the timeline (t shows it)", timeline), ("In the log pane (tab to focus it)", log),
+                ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -82,8 +82,8 @@ class TimelineView(ScrollView, can_focus=True):
         self.critical: frozenset[str] = frozenset()  # tasks of the critical path, highlighted (`x`)
         self.forecast: Mapping[str, tuple[float, float]] = {}  # a live run's forecast spans, drawn after now
         self.forecast_end: float | None = None
-        self.time_scale: float | None = None  # seconds a cell once the user zoomed or panned; None: fit the whole run
-        self.time_offset = 0.0                # seconds after the run's start at the bar area's first cell (when not fitted)
+        self.time_scale: float | None = None  # seconds a cell once the user zoomed or panned; None: fit the run
+        self.time_offset = 0.0  # seconds after the run's start at the bar area's first cell (when not fitted)
         self._follow = True              # panned or zoomed with `now` in view: keep it in view as the run goes on
         self._view: tuple[float, float, int] | None = None  # (offset, scale, cells) drawn
         self._row_cache: dict[int, Strip] = {}
@@ -226,7 +226,8 @@ class TimelineView(ScrollView, can_focus=True):
             return 0.0, tl.fit_scale(span, cells), cells
         offset = self.time_offset
         if self._follow and not model.finished and span > offset + cells * self.time_scale:
-            offset = self.time_offset = max(0.0, span - cells * self.time_scale * 0.75)  # `now` back to three quarters in
+            # `now` back to three quarters of the way across
+            offset = self.time_offset = max(0.0, span - cells * self.time_scale * 0.75)
         return offset, self.time_scale, cells
 
     def view(self) -> tuple[float, float, int]:
@@ -353,7 +354,8 @@ class TimelineView(ScrollView, can_focus=True):
         name_w = self.density.name_width(self._longest, width)
         name_style = style + Style(bold=selected or critical,
                                    color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR)
-        segments = [Segment(look.glyph if shown else "·", style + Style(color=look.colour if shown else HIDDEN_COLOUR)),
+        glyph_style = style + Style(color=look.colour if shown else HIDDEN_COLOUR)
+        segments = [Segment(look.glyph if shown else "·", glyph_style),
                     Segment(" " + fit(name, name_w).ljust(name_w) + " ", name_style)]
         paints = self._paints(name, view)
         cells = view[2]
