@@ -24,12 +24,18 @@
    after at least (k - 1) x 16.7 ms. Headless, Textual composes each frame but skips encoding it for the terminal:
    the benchmark encodes it (as a terminal needs it, written nowhere), so a frame costs what it costs a user; only
    writing it to a terminal is left out.
+7. timeline: on the running 2,000-task DAG of 6., `t` to the last frame of the timeline in the graph's place (its
+   first frame; again on each later `t`, and `t` back to the graph), then keys in the timeline, each timed as in 6.:
+   `j` (selection), `Z` / `z` alternately (time scale), `F` (the state filter lists the rows again) and `x` (the
+   critical path worked out on a thread, then highlighted). Targets: first frame < 1 s, keys < 100 ms. `j` in the
+   graph is measured first in the same run, for comparison on a machine whose load varies.
 
     python benchmarks/ui_bench.py              # 3 repeats, medians
     python benchmarks/ui_bench.py --repeats 5
     python benchmarks/ui_bench.py --only overhead --repeats 7
     python benchmarks/ui_bench.py --only first-line
     python benchmarks/ui_bench.py --only big --repeats 3
+    python benchmarks/ui_bench.py --only timeline --repeats 3
 """
 from __future__ import annotations
 
@@ -239,6 +245,74 @@ async def big_run(state: Path, n: int, keys: bool, presses: int = BIG_PRESSES) -
     return first, latencies
 
 
+TIMELINE_TASKS = 2000
+#: (label, key) of the timeline measurements, in the order they are made
+TIMELINE_KEYS = (("j in the graph (same load)", "graph-j"), ("t: timeline's first frame", "t"),
+                 ("t: back to the graph", "t-back"), ("j: selection down", "j"),
+                 ("Z / z: time scale", "zZ"), ("F: state filter", "F"), ("x: critical path", "x"))
+
+
+async def timeline_run(state: Path, n: int = TIMELINE_TASKS, presses: int = BIG_PRESSES) -> dict[str, list[float]]:
+    """Key-press latencies of the timeline on an n-task layered DAG whose run has started (see 7. above)."""
+    session = RunSession.create(dag_of(layered(n), BIG_COMMAND), state)
+    session.scheduler.start()
+    app = TuidagApp(session)
+    frames = Frames(app)
+    latencies: dict[str, list[float]] = {label: [] for label, _ in TIMELINE_KEYS}
+    labels = {key: label for label, key in TIMELINE_KEYS}
+
+    async def pace() -> None:
+        await asyncio.sleep(0.05)
+
+    try:
+        async with app.run_test(headless=True, size=SIZE):
+            await wait_until(lambda: frames.first_graph is not None, timeout=60)
+            await settled(app)
+            timeline, canvas = app.timeline, app.canvas
+            for _ in range(presses):
+                if canvas._neighbour(canvas.selected, "down") is None:
+                    app.select_task(canvas.graph.columns[0][0])
+                    await settled(app)
+                latencies[labels["graph-j"]].append(await timed_key(app, frames, "j", lambda: canvas.selected))
+                await pace()
+            for _ in range(5):
+                latencies[labels["t"]].append(await timed_key(app, frames, "t", lambda: timeline.active))
+                await pace()
+                latencies[labels["t-back"]].append(await timed_key(app, frames, "t", lambda: timeline.active))
+                await pace()
+            await timed_key(app, frames, "t", lambda: timeline.active)
+            for _ in range(presses):
+                if timeline.selected == timeline.rows[-1]:
+                    app.select_task(timeline.rows[0])
+                    await settled(app)
+                latencies[labels["j"]].append(await timed_key(app, frames, "j", lambda: timeline.selected))
+                await pace()
+            for i in range(presses):
+                latencies[labels["zZ"]].append(await timed_key(app, frames, "Zz"[i % 2], lambda: timeline.time_scale))
+                await pace()
+            for _ in range(presses):
+                latencies[labels["F"]].append(await timed_key(app, frames, "F", lambda: timeline.rows))
+                await pace()
+            for _ in range(presses):
+                latencies[labels["x"]].append(await timed_key(app, frames, "x", lambda: timeline.critical))
+                await pace()
+    finally:
+        stop(session)
+    return latencies
+
+
+def report_timeline(keys: dict[str, list[float]], repeats: int) -> None:
+    print(f"timeline: real app at {SIZE[0]}x{SIZE[1]}, {TIMELINE_TASKS:,}-task layered DAG, -j 8 of `{BIG_COMMAND}` "
+          f"running; {repeats} repeats; ms")
+    for label, key in TIMELINE_KEYS:
+        times = keys[label]
+        median, worst = statistics.median(times), max(times)
+        target = FIRST_FRAME_TARGET[TIMELINE_TASKS] if key == "t" else KEY_TARGET
+        mark = "PASS" if worst < target else "FAIL"
+        print(f"{TIMELINE_TASKS:>6,}  {label:<32} {median * 1000:8.1f} {worst * 1000:8.1f}   "
+              f"< {target * 1000:.0f} ms   {mark}   n={len(times)}")
+
+
 def report_big(n: int, fresh: list[float], again: list[float], keys: dict[str, list[float]]) -> None:
     target = FIRST_FRAME_TARGET.get(n)
 
@@ -429,11 +503,12 @@ async def viewer_run(state: Path, detached: bool) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", nargs="+", choices=["first-frame", "flood", "first-line", "overhead", "big"],
+    parser.add_argument("--only", nargs="+", choices=["first-frame", "flood", "first-line", "overhead", "big",
+                                                      "timeline"],
                         help="measure these parts only")
     parser.add_argument("--dir", help="where state dirs and logs are written (default: the temp dir)")
     args = parser.parse_args()
-    wanted = set(args.only or ["first-frame", "flood", "first-line", "overhead", "big"])
+    wanted = set(args.only or ["first-frame", "flood", "first-line", "overhead", "big", "timeline"])
     with tempfile.TemporaryDirectory(prefix="tuidag-ui-bench-", dir=args.dir) as tmp:
         def state(tag: str, i: int) -> Path:
             path = Path(tmp) / f"{tag}-{i}"
@@ -493,6 +568,12 @@ def main() -> None:
             print(f"{'tasks':>6}  {'measurement':<32} {'median':>8} {'max':>8}   {'target':<10} verdict")
             for n in BIG_SIZES:
                 report_big(n, *results[n])
+        if "timeline" in wanted:
+            pooled: dict[str, list[float]] = {label: [] for label, _ in TIMELINE_KEYS}
+            for i in range(args.repeats):
+                for label, times in asyncio.run(timeline_run(state("timeline", i))).items():
+                    pooled[label].extend(times)
+            report_timeline(pooled, args.repeats)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ come from DejaVu Sans, centred in their cell. Look at the PNGs before committing
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import random
 import sys
@@ -34,6 +35,7 @@ from rich.style import Style  # noqa: E402
 from textual import events  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
+from tuidag.cli import run_headless  # noqa: E402
 from tuidag.launch import RunSession  # noqa: E402
 from tuidag.model.loader import load_dag  # noqa: E402
 from tuidag.model.state import TaskState  # noqa: E402
@@ -144,6 +146,17 @@ async def deep_running(app: TuidagApp, pilot: Pilot) -> None:
     app.usage_interval = None
     app.canvas.select("train-model")
     await until(pilot, lambda: app.log_pane.line_count >= 4)
+
+
+async def timeline_running(app: TuidagApp, pilot: Pilot) -> None:
+    """The deep pipeline run again, in the timeline (`t`) while the model trains, the critical path listed (`x`):
+    attempts on one axis, the running bar growing, what the forecast says is still to come after it, the ETA."""
+    await until(pilot, lambda: app.model.snapshots["train-model"].state is S.RUNNING
+                and app.model.snapshots["train-baseline"].state is S.SUCCEEDED and app.timeline.forecast)
+    app.usage_interval = None
+    app.select_task("train-model")
+    await pilot.press("t", "x")
+    await until(pilot, lambda: app.timeline.critical and app.log_pane.line_count >= 3)
 
 
 async def finder_open(app: TuidagApp, pilot: Pilot) -> None:
@@ -259,6 +272,17 @@ def made_up(file_name: str, text: Callable[[], str]) -> Demo:
     return write
 
 
+def with_history(demo: Demo) -> Demo:
+    """The DAG run once to its end first (headless, in the same state dir), so the scene's run has history: an ETA,
+    progress bars, a forecast."""
+    def write(tmp: Path) -> Path:
+        path = demo(tmp)
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_headless(RunSession.create(load_dag(path), tmp, kill_grace=0.5), quiet=True)
+        return path
+    return write
+
+
 SHOTS: list[tuple[str, Demo, Scene]] = [
     ("pipeline", demo("pipeline.yaml"), pipeline_running),
     ("combined", demo("pipeline.yaml"), pipeline_combined),
@@ -267,6 +291,7 @@ SHOTS: list[tuple[str, Demo, Scene]] = [
     ("wide", demo("wide.yaml"), wide_running),
     ("list", demo("wide.yaml"), list_running),
     ("deep", made_up("train-pipeline.yaml", lambda: DEEP_PIPELINE), deep_running),
+    ("timeline", with_history(made_up("train-pipeline.yaml", lambda: DEEP_PIPELINE)), timeline_running),
     ("finder", made_up("crawl.yaml", big_dag), finder_open),
     ("dots", made_up("crawl.yaml", big_dag), dots_running),
     ("help", demo("pipeline.yaml"), help_screen),

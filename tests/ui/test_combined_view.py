@@ -89,12 +89,12 @@ async def test_the_combined_view_shows_one_branch_or_the_tasks_matching_a_name(n
         await pilot.press("b")
         assert shown(app) == [line for line in everything if task_of(line) in ("test-unit", "report")]
         assert "branch of test-unit" in str(app.log_pane.border_title)
-        await pilot.press("t", *"E2E", "enter")  # with the branch: none of it is called that
+        await pilot.press("T", *"E2E", "enter")  # with the branch: none of it is called that
         assert shown(app) == [] and "branch of test-unit, matching “E2E”" in str(app.log_pane.border_title)
         await pilot.press("b")
         assert shown(app) == [line for line in everything if task_of(line) == "test-e2e"]
         assert "tasks matching “E2E”" in str(app.log_pane.border_title)
-        await pilot.press("t")
+        await pilot.press("T")
         assert app.task_name_bar.value == "E2E" and app.focused is app.task_name_bar
         await pilot.press("escape")  # gives up: the filter stays
         assert app.focused is app.canvas and app.combined.shown_tasks == {"test-e2e"}
@@ -102,6 +102,6 @@ async def test_the_combined_view_shows_one_branch_or_the_tasks_matching_a_name(n
         assert "tasks matching “E2E”" in str(app.log_pane.border_title)
         await pilot.press("slash", *"ok", "enter")  # search and its count see the shown lines only
         assert app.log_pane.match_count == (1, 1, True)
-        await pilot.press("t", "ctrl+u", "enter")  # empty: every task again
+        await pilot.press("T", "ctrl+u", "enter")  # empty: every task again
         assert shown(app) == everything and "all tasks" in str(app.log_pane.border_title)
         await until(pilot, lambda: app.log_pane.match_count[1:] == (2, True), what="the count over every task")

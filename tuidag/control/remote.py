@@ -312,6 +312,11 @@ class RemoteRun:
         return self
 
     @property
+    def max_parallel(self) -> int:
+        """Tasks the run lets run at once, as its journal's header recorded it."""
+        return self.dag.max_parallel
+
+    @property
     def live(self) -> bool:
         """Whether the engine is there to take controls; False for the post-mortem view."""
         return self._live

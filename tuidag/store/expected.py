@@ -18,7 +18,6 @@ import os
 from statistics import median
 from typing import Any, Mapping, NamedTuple
 
-from ..model.spec import DagSpec
 from .history import read_summary
 from .journal import open_stored, read_header, record_problem
 from .runs import RunDir, RunStore
@@ -42,11 +41,6 @@ class _RunFacts(NamedTuple):
 
 
 _facts: dict[str, _RunFacts] = {}  # journal path -> what it says (see the module's docstring)
-
-
-def expected_for_dag(store: RunStore, dag: DagSpec, exclude: str | None = None) -> dict[str, Expected]:
-    """Expected durations for a DAG about to run or running (`exclude`: its own run's id)."""
-    return expected_durations(store, dag.name, str(dag.source or ""), dag.fingerprints, exclude=exclude)
 
 
 def expected_for_run(store: RunStore, header: Mapping[str, Any], exclude: str | None = None) -> dict[str, Expected]:

@@ -35,10 +35,15 @@ from ..engine.scheduler import RerunRefused
 from ..launch import RunSession
 from ..model.state import TaskState
 from ..views.fuzzy import FuzzyFinder
-from ..views.graph_layout import GraphLayout, LayoutStyle, dag_deps, layout_dag
+from ..views.graph_layout import GraphLayout, LayoutStyle, Zoom, dag_deps, layout_dag
 from ..views.headless import TASK_COLOURS
 from ..views.log_index import CombinedLog
 from ..views.task_filter import TaskFilter
+from ..views.timeline_layout import Density
+from ..views.run_outlook import Outlook, outlook, path_rows
+from ..model.forecast import shape_of
+from ..store.expected import expected_for_run, seconds
+from ..store.journal import read_header, read_journal
 from .messages import EngineGone, RunFinished, TaskSelected
 from .run_model import RunModel, StateFilter, UsageSample
 from .screens.choice import ChoiceScreen
@@ -53,11 +58,14 @@ from .widgets.run_header import RunHeader
 from .widgets.split_panes import SplitPanes
 from .widgets.task_name_bar import TaskNameBar
 from .widgets.task_table import TaskTable
+from .widgets.timeline import TimelineView
+from .widgets.critical_panel import CriticalPathPanel
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20
 HEADER_INTERVAL = 0.2  # counts and progress repaint at most this often (a big run changes them on every drain)
 TICK_INTERVAL = 1.0
+OUTLOOK_EVERY = 5.0  # seconds between two forecasts of a live run when no task changed
 GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the youngest generation (Python default: 700)
 RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
 #: The footer's keys, most important first: on a narrow terminal it drops them from the end of this list.
@@ -110,7 +118,7 @@ class TuidagApp(App[None]):
         Binding("minus", "shrink_log", "Log -", show=False, tooltip="Give the log pane fewer rows"),
         Binding("b", "branch_filter", "Branch", show=False,
                 tooltip="Combined view: show only the selected task and everything downstream of it / every task"),
-        Binding("t", "name_filter", "Name filter", show=False,
+        Binding("T", "name_filter", "Name filter", show=False,
                 tooltip="Combined view: show only the tasks whose names contain some text (empty: every task)"),
         Binding("colon", "find", "Find", show=False,
                 tooltip="Find a task by name, fuzzy (Ctrl+F too): Enter jumps to it, Esc returns"),
@@ -129,6 +137,11 @@ class TuidagApp(App[None]):
                 tooltip="Toggle between the graph and the list: one row per task, sortable by each column"),
         Binding("d", "detach", "Detach", show=False,
                 tooltip="A run in its own process (tuidag run, tuidag attach): close this view, the run goes on"),
+        Binding("t", "timeline", "Timeline", show=False,
+                tooltip="Toggle between the graph and the timeline: each task's waits and attempts on one time axis"),
+        Binding("x", "critical_path", "Critical path", show=False,
+                tooltip="Highlight the critical path in the graph and the timeline, listed with durations (again: "
+                        "off)"),
     ]
 
     def __init__(self, session: RunSession | RemoteRun, *, exit_on_finish: bool = False, start: bool = True,
@@ -170,6 +183,7 @@ class TuidagApp(App[None]):
             self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
             if self.read_only:  # the post-mortem view: the run's clock stopped at its end
                 self.model.finished_at = session.ended_at
+            self.model.seed_timeline(read_journal(session.run.journal))  # what happened before the app subscribed
             self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
             self._prefix_colours = {name: TASK_COLOURS[i % len(TASK_COLOURS)]
                                     for i, name in enumerate(dag.topological_order)}
@@ -182,6 +196,9 @@ class TuidagApp(App[None]):
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
         self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")
+        # Mounted on the first `t`, like the list; its selection moves the graph's too.
+        self.timeline = TimelineView(dag.name, self.model, lambda: self.reading_order, self._timeline_density,
+                                     on_select=self.canvas.select, id="timeline")
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
@@ -194,6 +211,16 @@ class TuidagApp(App[None]):
         self.task_name_bar = TaskNameBar(placeholder="show the tasks whose names contain: Enter filters (empty: all), "
                                                      "Esc closes", id="task-name")
         self._focus_before_task_name: DagCanvas | LogView = self.canvas
+        # The forecast (ETA, critical path): expected durations are read from the store once the run started; the
+        # outlook is worked out on a thread after task transitions, at most once a tick.
+        self._shape = shape_of(dag, self.scheduler.max_parallel)
+        self._expected: dict[str, float] | None = None
+        self._outlook: Outlook | None = None
+        self._outlook_due = False
+        self._outlook_busy = False
+        self._outlook_at = 0.0
+        self._critical_on = False
+        self.critical_panel = CriticalPathPanel(id="critical")  # mounted on the first `x`
 
     @property
     def graph(self) -> GraphLayout | None:
@@ -253,6 +280,9 @@ class TuidagApp(App[None]):
         gc.set_threshold(GC_YOUNG_THRESHOLD, *self._gc_threshold[1:])
         self.run_started = True
         self.scheduler.start()
+        # After the first frame: reading earlier runs' journals takes tenths of a second of a thread's time (the
+        # interpreter's, shared with the screen) when the state dir holds runs of thousands of tasks.
+        self.call_after_refresh(self._load_expected)
         if self.usage_interval:
             self._sample_usage()
 
@@ -287,8 +317,11 @@ class TuidagApp(App[None]):
                 self._add_to_combined()
             self.canvas.refresh_tasks(changed)
             self.table.refresh_tasks(changed)
+            self.timeline.refresh_tasks(changed)
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
+            if not self._outlook_due:
+                self._outlook_due = any(type(e) is TaskEvent and e.old is not e.snapshot.state for e in batch)
             self._header_dirty = True
             if self.model.finished and not was_finished:
                 self._on_finished()
@@ -323,6 +356,8 @@ class TuidagApp(App[None]):
                                colour=self._prefix_colours.get(task))
 
     def _on_finished(self) -> None:
+        self._outlook_due = True
+        self._refresh_outlook()  # the finished run's path, from what happened
         if self.exit_on_finish and not self.model.stopping:
             self.exit()
 
@@ -331,6 +366,8 @@ class TuidagApp(App[None]):
         live = [n for n, s in self.model.snapshots.items() if s.state in (S.RUNNING, S.RETRYING, S.CANCELLING)]
         self.canvas.refresh_tasks(live)
         self.table.refresh_tasks(live)
+        self.timeline.tick()
+        self._refresh_outlook()
         self.header.refresh()
         if self.session.store_message and not self._store_error_shown:  # set once, from an engine thread
             self._store_error_shown = True
@@ -364,6 +401,7 @@ class TuidagApp(App[None]):
         """Select `name` in every view, bring it into view and show its log."""
         self.canvas.select(name)
         self.table.select(name)
+        self.timeline.select(name)
 
     @on(RunFinished)
     def _on_run_finished(self) -> None:
@@ -420,8 +458,11 @@ class TuidagApp(App[None]):
                ("esc", "Back to the graph (or the list)")]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
         anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip and self._offers(b)]
+        timeline = keys_of(TimelineView.BINDINGS)
+        timeline.append(("click", "Select a task (dense rows: again for the lower one)"))
         return [("In the graph", graph), ("In the list (L shows it)", listed),
-                ("In the log pane (tab to focus it)", log), ("Anywhere", anywhere)]
+                ("In the timeline (t shows it)", timeline), ("In the log pane (tab to focus it)", log),
+                ("Anywhere", anywhere)]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -491,7 +532,7 @@ class TuidagApp(App[None]):
     async def action_search(self) -> None:
         if not self.search_bar.is_attached:
             await self.footer.screen.mount(self.search_bar, before=self.footer)  # the run screen, even under a dialog
-        if self.focused in (self.canvas, self.table, self.log_pane):
+        if self.focused in (self.canvas, self.table, self.timeline, self.log_pane):
             self._focus_before_search = self.focused
         self.search_bar.add_class("visible")
         self.search_bar.focus()
@@ -505,7 +546,7 @@ class TuidagApp(App[None]):
         """Esc in the log pane: back to the graph, or to the list when it is shown (unless the log pane is maximised:
         there is no graph to go to)."""
         if not self.panes.maximised:
-            (self.table if self.table.active else self.canvas).focus()
+            (self.table if self.table.active else self.timeline if self.timeline.active else self.canvas).focus()
 
     async def action_list_view(self) -> None:
         """`L`: the list in the graph's place, or the graph back; the selection carries over both ways."""
@@ -515,6 +556,7 @@ class TuidagApp(App[None]):
             self.canvas.focus()
             self.call_after_refresh(self.canvas.scroll_to_selected)  # the list may have moved it out of view
             return
+        self._hide_timeline()
         if not self.table.is_attached:
             self.table.styles.height = self.canvas.styles.height  # the split as the user left it
             await self.canvas.parent.mount(self.table, after=self.canvas)
@@ -591,7 +633,7 @@ class TuidagApp(App[None]):
             self._set_task_filter(self._task_filter.with_branch(branch))
 
     async def action_name_filter(self) -> None:
-        if not self._combined_only("t"):
+        if not self._combined_only("T"):
             return
         if not self.task_name_bar.is_attached:
             await self.footer.screen.mount(self.task_name_bar, before=self.footer)
@@ -682,6 +724,8 @@ class TuidagApp(App[None]):
         self.model.state_filter = self.model.state_filter.next()
         self.canvas.refresh_all()
         self.table.refilter()
+        if self.timeline.active:
+            self.timeline.relist()
         self.header.refresh()
 
     def action_next_failed(self) -> None:
@@ -722,6 +766,120 @@ class TuidagApp(App[None]):
                     self.select_task(name)
                 return
         self.notify(f"no {group.word} task", timeout=2)
+
+    # ------------------------------------------------------------------------------- timeline and critical path
+    async def action_timeline(self) -> None:
+        """`t`: the timeline in the graph's place (the list's too, if it is shown), or the graph back; the selection
+        carries over both ways."""
+        if self.timeline.active:
+            self._hide_timeline()
+            self.canvas.focus()
+            self.call_after_refresh(self.canvas.scroll_to_selected)
+            return
+        if self.table.active:
+            self.table.hide()
+            self.panes.remove_class("-list")
+        if not self.timeline.is_attached:
+            self.timeline.styles.height = self.canvas.styles.height  # the split as the user left it
+            await self.canvas.parent.mount(self.timeline, after=self.canvas)
+        self.panes.add_class("-timeline")
+        self.timeline.show(self.canvas.selected)
+        self.timeline.focus()
+
+    def _hide_timeline(self) -> None:
+        if self.timeline.active:
+            self.timeline.hide()
+            self.panes.remove_class("-timeline")
+
+    async def action_critical_path(self) -> None:
+        """`x`: the critical path highlighted in the graph and the timeline and listed in a side panel, or off."""
+        self._critical_on = not self._critical_on
+        if not self._critical_on:
+            self.critical_panel.remove_class("visible")
+            self.canvas.set_critical(())
+            self.timeline.set_critical(())
+            return
+        if not self.critical_panel.is_attached:
+            await self.footer.screen.mount(self.critical_panel, before=self.footer)
+        self.critical_panel.add_class("visible")
+        self.critical_panel.border_title = "critical path (x)"
+        if self._outlook is not None:  # the last one at once; a newer one follows if a task changed since
+            self._show_outlook()
+        else:
+            self.critical_panel.show_path(None, [], None)
+            self._outlook_due = True
+        self._refresh_outlook()
+
+    @work(thread=True, group="expected", exit_on_error=False)
+    def _load_expected(self) -> None:
+        """Expected durations from the store's earlier runs (their journals are read: not on the UI thread)."""
+        try:
+            header = read_header(self.session.run.journal)  # the run's fingerprints, in this process or another
+            found = seconds(expected_for_run(self.session.store, header, exclude=self.session.run.run_id))
+        except (OSError, ValueError):
+            found = {}  # an unreadable store: the ETA says there is no history
+        self.call_from_thread(self._expected_loaded, found)
+
+    def _expected_loaded(self, expected: dict[str, float]) -> None:
+        self._expected = expected
+        self.canvas.expected = expected
+        self.header.history = bool(expected)
+        self.header.refresh()
+        self._outlook_due = True
+        self._refresh_outlook()
+
+    def _refresh_outlook(self) -> None:
+        """Work the outlook out again if a task changed since (or, on a live run, every few seconds: a task
+        running past its expected duration moves the end), when some task has history or the path is shown."""
+        if self._outlook_busy or not (self._expected or self._critical_on):
+            return  # without history there is no ETA to work out (the header says so), only a path to show
+        now = time.monotonic()
+        if not self._outlook_due and (self.model.finished or now - self._outlook_at < OUTLOOK_EVERY):
+            return
+        self._outlook_due, self._outlook_busy, self._outlook_at = False, True, now
+        model = self.model
+        # Copied here, on the UI thread, which is the one changing them.
+        self._work_out_outlook(dict(model.snapshots), {name: list(segs) for name, segs in
+                                                         model.timeline.segments.items()},
+                               model.clock(), model.finished)
+
+    # A description, or Textual writes one from the arguments' reprs: thousands of snapshots, on every call.
+    @work(thread=True, group="outlook", exit_on_error=False, description="forecast")
+    def _work_out_outlook(self, snapshots, segments, now: float, finished: bool) -> None:
+        try:
+            result = outlook(self._shape, snapshots, segments, now=now, expected=self._expected or {},
+                             finished=finished)
+        finally:
+            self._outlook_busy = False
+        self.call_from_thread(self._outlook_ready, result)
+
+    def _outlook_ready(self, result: Outlook) -> None:
+        self._outlook = result
+        self.header.forecast = result if self._expected is not None else None
+        self.header.refresh()
+        if self._expected:  # with history: the timeline shows what is still to come
+            forecast = result.forecast
+            self.timeline.set_forecast(forecast.spans if forecast else {}, forecast.end if forecast else None)
+        if self._critical_on:
+            self._show_outlook()
+
+    def _show_outlook(self) -> None:
+        result = self._outlook
+        self.canvas.set_critical(result.path)
+        self.timeline.set_critical(result.path)
+        if result.finished:
+            note = "the chain of tasks that set the run's length"
+        elif not self._expected:
+            note = "no history: tasks never run before count as taking no time"
+        else:
+            note = "~ forecast from earlier runs (median of the last successful attempts)"
+        self.critical_panel.show_path(result, path_rows(result, self.model.snapshots), note)
+
+    def _timeline_density(self) -> Density:
+        """The timeline's rows follow the graph's zoom: full tiles, full rows; one-line tiles, compact rows; dots,
+        dense rows (two tasks a row)."""
+        zoom = self.graph.zoom if self.graph is not None else Zoom.FULL
+        return {Zoom.FULL: Density.FULL, Zoom.COMPACT: Density.COMPACT, Zoom.DOTS: Density.DENSE}[zoom]
 
     # -------------------------------------------------------------------------------------------------- helpers
     def _may_control(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
 from ..model.state import TERMINAL, TaskState
+from ..model.timeline import TimelineRecorder
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,16 @@ class RunModel:
         self.finished_at: float | None = None  # set by the engine's "finished" event, cleared by a re-run
         self.stopping = False                  # the user asked to quit: everything is being cancelled
         self.state_filter = StateFilter.ALL
+        self.timeline = TimelineRecorder()  # every task's waits and attempts, for the timeline view
+        self._seeded_seq = 0  # events up to this one were read from the journal: their live copies are skipped
+
+    def seed_timeline(self, records: Iterable[dict]) -> None:
+        """What the journal recorded before the app subscribed (the run starts first). The journal is the engine's
+        first observer and events are delivered in order, so it holds a prefix of them: the events the app then
+        receives again (those up to the last one read) are not recorded twice."""
+        records = [rec for rec in records if rec.get("type") == "task"]
+        self.timeline.feed_journal(records)
+        self._seeded_seq = max((rec.get("seq", 0) for rec in records), default=0)
 
     def shown(self, name: str) -> bool:
         """Whether the state filter shows this task (the graph dims the others, the list leaves them out)."""
@@ -91,6 +102,8 @@ class RunModel:
                 if old is not new:
                     counts[old] -= 1
                     counts[new] += 1
+                if event.old is not new and event.seq > self._seeded_seq:
+                    self.timeline.record(name, event.old, new, event.time, snap.attempt)
                 snapshots[name] = snap
                 if new is not running and name in self.usage:
                     del self.usage[name]

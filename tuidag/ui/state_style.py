@@ -37,6 +37,11 @@ LOOKS: dict[TaskState, StateLook] = {
     S.SKIPPED: StateLook("↷", "#af875f", "skipped"),
 }
 
+#: The critical path (`x`): names of its tasks in the graph, the timeline and the side panel.
+CRITICAL_COLOUR = "#ffaf00"
+#: A running task past twice its usual duration says so in this.
+LONG_COLOUR = "#ff8700"
+
 #: Order of the per-state counts in the header: what needs attention first.
 COUNT_ORDER = (S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.PENDING, S.SUCCEEDED, S.FAILED, S.CANCELLED,
                S.SKIPPED)

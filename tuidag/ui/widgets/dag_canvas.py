@@ -28,9 +28,10 @@ from ...model.durations import format_duration
 from ...model.state import TaskState
 from ...views.graph_layout import DagShape, GraphLayout, LayoutStyle, Orientation, Zoom, choose_style
 from ...views.minimap import MinimapGrid
+from ...views.eta import attempt_start, progress
 from ..messages import TaskSelected
 from ..run_model import RunModel
-from ..state_style import LOOKS
+from ..state_style import CRITICAL_COLOUR, LONG_COLOUR, LOOKS
 from ..text_cells import fit as _fit, format_bytes as _bytes
 
 S = TaskState
@@ -41,6 +42,8 @@ _HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣
 MINIMAP_BG = "#26263a"
 MINIMAP_VIEW_BG = "#4a4a70"
 HIDDEN_COLOUR = "#4a4a5a"  # tasks the state filter hides keep their place, drawn in this
+PROGRESS_TODO = "#3a3a55"  # the part of a running task's expected duration still to go
+CRITICAL_DOT_BG = "#5f4400"
 #: What a minimap cell shows when several tasks share it: the first of these states present.
 _MINIMAP_ORDER = (S.FAILED, S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.CANCELLED, S.SKIPPED, S.PENDING,
                   S.SUCCEEDED)
@@ -98,6 +101,8 @@ class DagCanvas(ScrollView, can_focus=True):
         self._style_cache: tuple[Style, Style] | None = None
         self._dots: dict[tuple, Segment] = {}  # (state, selected, shown) -> a dot's segment
         self._minimap: MinimapGrid | None = None  # made when first shown, for the layout and size it was shown at
+        self.critical: frozenset[str] = frozenset()  # the critical path's tasks, highlighted (the app's `x`)
+        self.expected: Mapping[str, float] = {}  # task -> expected seconds: running tiles show their progress
 
     def on_mount(self) -> None:
         self.border_subtitle = UNFOCUSED_HINT
@@ -170,6 +175,8 @@ class DagCanvas(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        if self._style_cache is not None and self.rich_style == self._style_cache[0]:
+            return  # shown again after the list or the timeline, focused...: it looks the same, drawn lines hold
         self._style_cache = None
         self._dots.clear()
         self.refresh_all()  # tiles are drawn on the widget's background
@@ -199,7 +206,7 @@ class DagCanvas(ScrollView, can_focus=True):
         """One cell: the state's glyph in its colour; the selected one reversed, a hidden one a faint dot. Segments
         are shared by every dot that looks the same (a few dozen looks for thousands of dots)."""
         state = self.model.snapshots[name].state
-        key = (state, name == self.selected, self.model.shown(name))
+        key = (state, name == self.selected, self.model.shown(name), name in self.critical)
         segment = self._dots.get(key)
         if segment is None:
             look, base = LOOKS[state], self._styles()[0]
@@ -208,7 +215,8 @@ class DagCanvas(ScrollView, can_focus=True):
             elif key[1]:
                 segment = Segment(look.glyph, Style(color="#000000", bgcolor=look.colour, bold=True))
             else:
-                segment = Segment(look.glyph, base + Style(color=look.colour))
+                segment = Segment(look.glyph, base + Style(color=look.colour,
+                                                           bgcolor=CRITICAL_DOT_BG if key[3] else None))
             self._dots[key] = segment
         return segment
 
@@ -221,10 +229,13 @@ class DagCanvas(ScrollView, can_focus=True):
         base = self._styles()[0] + (Style(bgcolor=SELECTED_BG) if selected else Style())
         shown = self.model.shown(name)
         colour = look.colour if shown else HIDDEN_COLOUR
-        right = ((f"#{snap.attempt} " if snap.attempt > 1 else "") + _duration(snap, self.model.clock()))
+        right = ((f"#{snap.attempt} " if snap.attempt > 1 else "") + self._progress_word(snap)
+                 + _duration(snap, self.model.clock()))
         right = right[:max(0, width - 4)]
         title = _fit(name, width - 3 - (len(right) + 1 if right else 0))
-        text_style = base + Style(bold=selected, color=None if shown else HIDDEN_COLOUR)
+        critical = name in self.critical and shown
+        text_style = base + Style(bold=selected or critical,
+                                  color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR)
         gap = width - 2 - len(title) - len(right) - (1 if right else 0)
         segments = [Segment(look.glyph if shown else "·", base + Style(color=colour, bold=selected)),
                     Segment(" " + title, text_style), Segment(" " * max(0, gap), base)]
@@ -252,15 +263,21 @@ class DagCanvas(ScrollView, can_focus=True):
         down = exits and self.graph.orientation is Orientation.TD
 
         title = _fit(name, inner - 4)
-        top = [Segment(box["tl"] + box["h"] + " ", border), Segment(title, base + Style(bold=True)),
+        title_style = base + Style(bold=True, color=CRITICAL_COLOUR if name in self.critical and shown else None)
+        top = [Segment(box["tl"] + box["h"] + " ", border), Segment(title, title_style),
                Segment(" " + box["h"] * (inner - 3 - len(title)) + box["tr"], border)]
 
         room = inner - 4  # " ● " before the text, " " after it
         right = ((f"#{snap.attempt} " if snap.attempt > 1 else "") + _duration(snap, self.model.clock()))[:room]
-        word = _fit(look.word, room - len(right) - 1 if right else room)
-        text = " " + word + " " * (room - len(word) - len(right)) + right + " "
+        word_room = room - len(right) - 1 if right else room
+        bar = self._progress_bar(snap, word_room, base) if shown else None
+        if bar is None:
+            word = _fit(look.word, word_room)
+            text = [Segment(" " + word + " " * (room - len(word) - len(right)) + right + " ", base)]
+        else:
+            text = [Segment(" ", base), *bar, Segment(" " * (room - word_room - len(right)) + right + " ", base)]
         out = box["out"] if exits and not down else box["v"]
-        middle = [Segment(box["v"], border), Segment(" ", base), Segment(look.glyph, border), Segment(text, base),
+        middle = [Segment(box["v"], border), Segment(" ", base), Segment(look.glyph, border), *text,
                   Segment(out, border)]
 
         detail = self._detail(snap, inner - 4)
@@ -275,6 +292,47 @@ class DagCanvas(ScrollView, can_focus=True):
             bottom_strip = Strip.join([bottom_strip.crop(0, mid), Strip([Segment(box["down"], border)], 1),
                                        bottom_strip.crop(mid + 1, width)])
         return [Strip(top, width), Strip(middle, width), bottom_strip]
+
+    def _progress_of(self, snap: TaskSnapshot) -> tuple[float, float, bool] | None:
+        """(elapsed / expected, fraction done capped at 1, unusually long) of a running task with history."""
+        if snap.state is not S.RUNNING:
+            return None
+        expected = self.expected.get(snap.name)
+        now = self.model.clock()
+        elapsed = now - attempt_start(snap, now)
+        done = progress(elapsed, expected)
+        return None if done is None else (elapsed / expected, *done)
+
+    def _progress_bar(self, snap: TaskSnapshot, cells: int, base: Style) -> list[Segment] | None:
+        """A running task's progress against its expected duration, `cells` wide: a bar, or, past twice its median,
+        how many times that it has run so far."""
+        measured = self._progress_of(snap)
+        if measured is None or cells < 4:
+            return None
+        ratio, done, long = measured
+        if long:
+            words = next((w for w in (f"long: {ratio:.1f}× usual", f"long {ratio:.1f}×") if len(w) <= cells), "long")
+            return [Segment(_fit(words, cells).ljust(cells), base + Style(color=LONG_COLOUR, bold=True))]
+        filled = round(done * cells)
+        return [Segment("━" * filled, base + Style(color=LOOKS[S.RUNNING].colour)),
+                Segment("─" * (cells - filled), base + Style(color=PROGRESS_TODO))]
+
+    def _progress_word(self, snap: TaskSnapshot) -> str:
+        """A one-line tile's progress: `40% `, or `long 2.3× ` past twice the median."""
+        measured = self._progress_of(snap)
+        if measured is None:
+            return ""
+        ratio, done, long = measured
+        return f"long {ratio:.1f}× " if long else f"{done * 100:.0f}% "
+
+    def set_critical(self, tasks: Iterable[str]) -> None:
+        """Highlight these tasks (the critical path), or none; repaint the tiles that changed."""
+        tasks = frozenset(tasks)
+        changed = tasks ^ self.critical
+        self.critical = tasks
+        if changed:
+            self._dots.clear()
+            self.refresh_tasks(changed)
 
     def _detail(self, snap: TaskSnapshot, width: int) -> str:
         """What the bottom border says, within `width` cells."""

@@ -5,7 +5,7 @@ end off: on a narrow terminal the run id goes, then the `tuidag` badge and the w
 counts, then the progress bar shrinks. What the run is doing, its elapsed time and the counts stay, and so does a
 state filter (`F`), on the right of the second line: it may lose words but never its tag. Resource slots in use
 (`gpu 1/2`), when the DAG declares capacities, follow the counts: the bar shrinks before they go, the counts' words
-after.
+after. A running run's ETA (the app's forecast) sits before the elapsed time; it goes before the status' words do.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ...engine.job_group import stopped_by_group
 from ...model.durations import format_duration
 from ...model.resources import slot_counts
 from ...model.state import TaskState
+from ...views.run_outlook import Outlook, eta_forms
 from ..run_model import RunModel, StateFilter
 from ..state_style import COUNT_ORDER, LOOKS
 
@@ -35,6 +36,8 @@ class RunHeader(Widget):
         self.model = model
         self.capacities = dict(capacities or {})  # resource slots per kind
         self.role = ""  # a viewer's: foreground, attached or post-mortem (with the engine's pid)
+        self.forecast: Outlook | None = None  # the app's forecast, once it has the expected durations
+        self.history: bool | None = None  # some task has run before (None: the store not read yet)
 
     def render(self) -> Text:
         width = self.size.width
@@ -50,13 +53,19 @@ class RunHeader(Widget):
         run = Text(f"  run {self.run_id}", "dim")
         statuses = self._statuses()
         role = Text(f"  ◆ {self.role}", "bold #00afd7") if self.role else Text()
+        times = [(f"   elapsed {elapsed} ", f"  {elapsed} ")]
+        etas = [] if self.model.stopping or self.model.finished else \
+            eta_forms(self.forecast, self.model.clock(), self.history)
+        # The ETA goes after the run id and the badge (its fuller form first), before the status' words.
+        times[:0] = [(f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} ") for eta in etas]
         forms = [(left, Text.assemble(status, time))
                  for status in statuses  # the fullest status first: it matters more than anything else dropped
-                 for left, time in ((Text.assemble(badge, name, run, role), f"   elapsed {elapsed} "),
-                                    (Text.assemble(badge, name, role), f"   elapsed {elapsed} "),
-                                    (Text.assemble(badge, name, run), f"   elapsed {elapsed} "),
-                                    (Text.assemble(badge, name), f"   elapsed {elapsed} "),
-                                    (Text.assemble(" ", name), f"  {elapsed} "))]
+                 for long, short in times
+                 for left, time in ((Text.assemble(badge, name, run, role), long),
+                                    (Text.assemble(badge, name, role), long),
+                                    (Text.assemble(badge, name, run), long),
+                                    (Text.assemble(badge, name), long),
+                                    (Text.assemble(" ", name), short))]
         for left, right in forms:
             if left.cell_len + 1 + right.cell_len <= width:
                 return _spread(left, right, width)

@@ -1,0 +1,514 @@
+"""The timeline (`t`): one row per task on a shared wall-clock axis, in the graph's place.
+
+A Line-API `ScrollView` like the graph and the list: a row's line is drawn when it comes into view and kept until
+its task changes, the view moves in time, or a second passes on a live run (running bars grow and the `now` mark
+moves; only the rows in view are drawn again). The geometry (rows, ticks, which cells a wait or an attempt covers)
+is `views.timeline_layout`'s; this widget paints it and moves the selection.
+
+Attempts are solid bars coloured by how they ended (a running one by the task's state), waits (queued for a slot,
+held by a pause or a retry's delay) a dim shade before them. The sticky first line is the axis: time since the run
+started. Until the user zooms or pans, the scale fits the whole run and grows with it.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Iterable, Mapping, Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.timer import Timer
+
+from ...model.durations import format_duration
+from ...model.state import TaskState
+from ...model.timeline import SegmentKind
+from ...views import timeline_layout as tl
+from ...views.timeline_layout import Density, Paint
+from ..run_model import RunModel, StateFilter
+from ..state_style import CRITICAL_COLOUR, LOOKS
+from ..text_cells import fit
+from .dag_canvas import HIDDEN_COLOUR, SELECTED_BG
+
+S = TaskState
+AXIS_BG = "#1c1c2a"
+AXIS_COLOUR = "#8a8aa8"
+GRID_COLOUR = "#2c2c40"
+NOW_COLOUR = "#3f6f8f"
+WAIT_GLYPH, RUN_GLYPH = "░", "█"
+DENSE_WAIT = "#34407a"  # a wait in dense rows (half cells have no shade): a dim blue
+FORECAST_GLYPH, FORECAST_COLOUR = "┄", "#6c6c8a"  # what the forecast says is still to come
+REFILTER_INTERVAL = 0.5  # seconds between two re-listings caused by live changes under a state filter
+MAX_CACHED_ROWS = 512
+UNFOCUSED_HINT = "esc/tab: back to the timeline"
+FOCUSED_HINT = "↑↓ jk select · ←→ hl earlier/later · z/Z zoom in/out · 0 fit · t graph"
+
+
+class TimelineView(ScrollView, can_focus=True):
+    BINDINGS = [
+        Binding("up,k", "move(-1)", "Up", show=False, tooltip="Select the task above"),
+        Binding("down,j", "move(1)", "Down", show=False, tooltip="Select the task below"),
+        Binding("pageup", "page(-1)", "Page up", show=False, tooltip="Select a page up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, tooltip="Select a page down"),
+        Binding("home", "ends(-1)", "First", show=False, tooltip="Select the first task"),
+        Binding("end", "ends(1)", "Last", show=False, tooltip="Select the last task"),
+        Binding("left,h", "pan(-1)", "Earlier", show=False, tooltip="Scroll back in time (a quarter of the width)"),
+        Binding("right,l", "pan(1)", "Later", show=False, tooltip="Scroll on in time"),
+        Binding("z", "zoom(-1)", "Zoom in", show=False, tooltip="Zoom in on time: fewer seconds a cell"),
+        Binding("Z", "zoom(1)", "Zoom out", show=False, tooltip="Zoom out: more seconds a cell"),
+        Binding("0", "fit", "Fit", show=False, tooltip="The whole run in the width again (and growing with it)"),
+    ]
+
+    def __init__(self, dag_name: str, model: RunModel, order: Callable[[], Sequence[str]],
+                 density: Callable[[], Density], *, on_select: Callable[[str], None] | None = None,
+                 id: str | None = None):
+        """`order()` gives every task in the graph's reading order and `density()` the rows' density (after the
+        graph's zoom), both read when the timeline is shown. `on_select(name)` is called as soon as the user moves
+        the selection, so what follows it (the graph's selection, the log pane) repaints in the same frame."""
+        super().__init__(id=id)
+        self.dag_name = dag_name
+        self.model = model
+        self._order = order
+        self._density = density
+        self.on_select = on_select
+        self.density = Density.FULL
+        self.rows: list[str] = []
+        self._index: dict[str, int] = {}
+        self.selected: str | None = None
+        self.critical: frozenset[str] = frozenset()  # tasks of the critical path, highlighted (`x`)
+        self.forecast: Mapping[str, tuple[float, float]] = {}  # a live run's forecast spans, drawn after now
+        self.forecast_end: float | None = None
+        self.time_scale: float | None = None  # seconds a cell once the user zoomed or panned; None: fit the run
+        self.time_offset = 0.0  # seconds after the run's start at the bar area's first cell (when not fitted)
+        self._follow = True              # panned or zoomed with `now` in view: keep it in view as the run goes on
+        self._view: tuple[float, float, int] | None = None  # (offset, scale, cells) drawn
+        self._row_cache: dict[int, Strip] = {}
+        self._axis: Strip | None = None
+        self._grid_marks: tuple[tuple, dict[int, str]] | None = None  # ((view, now cell), cell -> mark)
+        self._styles: tuple[Style, Style] | None = None
+        self._longest = 0
+        self._active = False
+        self._refilter: Timer | None = None
+        self._listed_at = 0.0
+
+    @property
+    def active(self) -> bool:
+        """In the graph's place (the app's `t`); while not, it is rebuilt when shown, not kept up to date."""
+        return self.is_mounted and self._active
+
+    def on_mount(self) -> None:
+        self.border_subtitle = UNFOCUSED_HINT
+
+    def on_focus(self) -> None:
+        self.border_subtitle = FOCUSED_HINT
+
+    def on_blur(self) -> None:
+        self.border_subtitle = UNFOCUSED_HINT
+
+    # ------------------------------------------------------------------------------------------------ the rows
+    def show(self, selected: str | None) -> None:
+        """Take the graph's place with `selected` selected, in the graph's order, density and state filter."""
+        self.selected = selected
+        self.density = self._density()
+        self._active = True
+        self.relist()
+        self.call_after_refresh(self.scroll_to_selected)  # once laid out: a hidden widget has no size
+
+    def hide(self) -> None:
+        self._active = False
+
+    def relist(self) -> None:
+        """List the tasks again (the state filter or the order changed); the selection stays listed."""
+        if self._refilter is not None:
+            self._refilter.stop()
+            self._refilter = None
+        self._listed_at = time.monotonic()
+        model = self.model
+        order = self._order()
+        self._longest = max((len(name) for name in order), default=0)
+        shown = None
+        if model.state_filter is not StateFilter.ALL:
+            shown = {name: model.shown(name) for name in order}
+        self.rows = tl.rows_of(order, shown, self.selected)
+        self._index = {name: i for i, name in enumerate(self.rows)}
+        if self.selected not in self._index and self.rows:
+            self.selected = self.rows[0]
+        count = len(self.rows) if shown is None else sum(shown.values())
+        self._title(count, len(order))
+        self.virtual_size = Size(0, 1 + math.ceil(len(self.rows) / self.density.per_row))
+        self.repaint()
+        self.scroll_to_selected()
+
+    def _title(self, shown: int, total: int) -> None:
+        tasks = f"{total:,} tasks" if shown == total else \
+            f"{shown} of {total} tasks (filter: {self.model.state_filter.word})"
+        start = time.strftime("%H:%M:%S", time.localtime(self.model.started))
+        self.border_title = f"{self.dag_name} · {tasks} · timeline from {start}, {self.density.value} rows"
+
+    def repaint(self) -> None:
+        """Draw every row again (the view moved in time, the styles or the highlighted path changed)."""
+        self._view = None
+        self._row_cache.clear()
+        self._axis = None
+        self.refresh()
+
+    def refresh_tasks(self, names: Iterable[str]) -> None:
+        """These tasks changed: repaint their rows (everything if the fitted scale changed); under a state filter,
+        list the tasks again soon."""
+        if not self.active:
+            return
+        names = list(names)
+        if not names:
+            return
+        if self._view is not None and self._compute_view() != self._view:
+            self.repaint()
+        else:
+            per_row, index, cache = self.density.per_row, self._index, self._row_cache
+            top = round(self.scroll_y)
+            width = self.scrollable_content_region.width
+            for name in names:
+                i = index.get(name)
+                if i is None:
+                    continue
+                row = i // per_row
+                cache.pop(row, None)
+                if top <= row < top + self.page:
+                    self.refresh(Region(0, 1 + row - top, width, 1))
+        if self.model.state_filter is not StateFilter.ALL and self._refilter is None:
+            wait = self._listed_at + REFILTER_INTERVAL - time.monotonic()
+            if wait <= 0:
+                self.relist()
+            else:
+                self._refilter = self.set_timer(wait, self.relist)
+
+    def tick(self) -> None:
+        """A second passed: running bars grow and `now` moves (a finished run stays as it is)."""
+        if self.active and not self.model.finished:
+            self.repaint()
+
+    def set_forecast(self, spans: Mapping[str, tuple[float, float]], end: float | None) -> None:
+        """The live forecast's spans (empty once the run is finished): what is still to come is drawn faint."""
+        self.forecast, self.forecast_end = spans, end
+        if self.active:
+            self.repaint()
+
+    def set_critical(self, tasks: Iterable[str]) -> None:
+        tasks = frozenset(tasks)
+        if tasks != self.critical:
+            self.critical = tasks
+            if self.active:
+                self.repaint()
+
+    # ----------------------------------------------------------------------------------------------- the view
+    @property
+    def cells(self) -> int:
+        """Cells of the bar area: the width after the name column."""
+        width = self.scrollable_content_region.width
+        name = self.density.name_width(self._longest, width)
+        return max(1, width - (name + 3 if name else 1))
+
+    def _compute_view(self) -> tuple[float, float, int]:
+        """(offset, scale, cells) for now: the fitted scale from the run's start, or the user's."""
+        model = self.model
+        now = model.clock()
+        cells = self.cells
+        end = tl.time_span(model.timeline.segments, model.snapshots, model.started, now)
+        if model.finished_at is not None:
+            end = max(end, model.finished_at)
+        elif self.forecast_end is not None:
+            end = max(end, self.forecast_end)  # the forecast's end in view too
+        span = end - model.started
+        if self.time_scale is None:
+            return 0.0, tl.fit_scale(span, cells), cells
+        offset = self.time_offset
+        if self._follow and not model.finished and span > offset + cells * self.time_scale:
+            # `now` back to three quarters of the way across
+            offset = self.time_offset = max(0.0, span - cells * self.time_scale * 0.75)
+        return offset, self.time_scale, cells
+
+    def view(self) -> tuple[float, float, int]:
+        if self._view is None:
+            self._view = self._compute_view()
+        return self._view
+
+    def _now_in_view(self, offset: float, scale: float, cells: int) -> bool:
+        now = self.model.clock() - self.model.started
+        return offset <= now <= offset + cells * scale
+
+    def action_zoom(self, step: int) -> None:
+        """z finer, Z coarser, about the middle of the view."""
+        offset, scale, cells = self.view()
+        middle = offset + cells * scale / 2
+        new = tl.scale_step(scale, step)
+        self._set_view(middle - cells * new / 2, new)
+
+    def action_pan(self, direction: int) -> None:
+        offset, scale, cells = self.view()
+        self._set_view(offset + direction * max(1, cells // 4) * scale, scale)
+
+    def _set_view(self, offset: float, scale: float) -> None:
+        _, _, cells = self.view()
+        model = self.model
+        now = model.clock()
+        end = tl.time_span(model.timeline.segments, model.snapshots, model.started, now) - model.started
+        self.time_scale = scale
+        self.time_offset = max(0.0, min(offset, max(0.0, end - cells * scale / 2)))
+        self._follow = self._now_in_view(self.time_offset, scale, cells)
+        self.repaint()
+
+    def action_fit(self) -> None:
+        self.time_scale = None
+        self.time_offset = 0.0
+        self._follow = True
+        self.repaint()
+
+    # --------------------------------------------------------------------------------------------- painting
+    def _base_styles(self) -> tuple[Style, Style]:
+        """The widget's style and the selected row's, looked up once per style change."""
+        if self._styles is None:
+            base = self.rich_style
+            self._styles = (base, base + Style(bgcolor=SELECTED_BG))
+        return self._styles
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._row_cache.clear()
+        self._axis = None
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        view = self.view()
+        if y == 0:
+            if self._axis is None:
+                self._axis = self._draw_axis(width, view)
+            return self._axis
+        row = round(self.scroll_y) + y - 1
+        base = self._base_styles()[0]
+        per_row = self.density.per_row
+        if row * per_row >= len(self.rows):
+            if row == 0:
+                word = "" if self.model.state_filter is StateFilter.ALL else f" {self.model.state_filter.word}"
+                return Strip([Segment(fit(f" no{word} tasks", width),
+                                      base + Style(dim=True))]).crop_extend(0, width, base)
+            return Strip.blank(width, base)
+        strip = self._row_cache.get(row)
+        if strip is None:
+            if len(self._row_cache) >= MAX_CACHED_ROWS:
+                self._row_cache.clear()
+            draw = self._draw_dense if per_row == 2 else self._draw_row
+            strip = self._row_cache[row] = draw(row, width, view)
+        return strip
+
+    def _draw_axis(self, width: int, view: tuple[float, float, int]) -> Strip:
+        offset, scale, cells = view
+        style = self._base_styles()[0] + Style(bgcolor=AXIS_BG, color=AXIS_COLOUR)
+        lead = width - cells
+        scale_text = tl.scale_label(scale)
+        head = next((text.ljust(lead) for text in (f" {scale_text}/cell ", f" {scale_text} ", f"{scale_text} ")
+                     if len(text) <= lead), " " * lead)
+        return Strip([Segment(head + tl.axis_text(offset, scale, cells), style)]).crop_extend(0, width, style)
+
+    def _forecast_cells(self, name: str, view: tuple[float, float, int]) -> tuple[int, int] | None:
+        span = self.forecast.get(name)
+        if span is None:
+            return None
+        offset, scale, cells = view
+        return tl.forecast_cells(span, self.model.started + offset, scale, cells, self.model.clock())
+
+    def _paints(self, name: str, view: tuple[float, float, int]) -> list[Paint | None]:
+        offset, scale, cells = view
+        model = self.model
+        snap = model.snapshots[name]
+        segments = model.timeline.segments.get(name) or tl.snapshot_segments(snap)
+        return tl.row_paints(segments, snap.state, model.started + offset, scale, cells, model.clock())
+
+    def _grid(self, view: tuple[float, float, int]) -> dict[int, str]:
+        """The cells that mark ticks (a faint dotted line) and `now` (on a live run) in empty parts of rows, worked
+        out once per view and `now` cell."""
+        offset, scale, cells = view
+        now = None
+        if not self.model.finished:
+            now = round((self.model.clock() - self.model.started - offset) / scale)
+        key = (view, now)
+        if self._grid_marks is None or self._grid_marks[0] != key:
+            marks = {x: "┊" for x, _ in tl.ticks(offset, scale, cells)}
+            if now is not None and 0 <= now < cells:
+                marks[now] = "│"
+            self._grid_marks = (key, marks)
+        return self._grid_marks[1]
+
+    def _draw_row(self, row: int, width: int, view: tuple[float, float, int]) -> Strip:
+        name = self.rows[row]
+        snap = self.model.snapshots[name]
+        base, selected_style = self._base_styles()
+        selected = name == self.selected
+        style = selected_style if selected else base
+        shown = self.model.shown(name)
+        critical = name in self.critical
+        look = LOOKS[snap.state]
+        name_w = self.density.name_width(self._longest, width)
+        name_style = style + Style(bold=selected or critical,
+                                   color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR)
+        glyph_style = style + Style(color=look.colour if shown else HIDDEN_COLOUR)
+        segments = [Segment(look.glyph if shown else "·", glyph_style),
+                    Segment(" " + fit(name, name_w).ljust(name_w) + " ", name_style)]
+        paints = self._paints(name, view)
+        cells = view[2]
+        grid = self._grid(view)
+        ahead = self._forecast_cells(name, view)
+        text, keys = [], []
+        for x, paint in enumerate(paints):
+            if paint is None and ahead is not None and ahead[0] <= x < ahead[1]:
+                text.append(FORECAST_GLYPH)
+                keys.append(FORECAST_COLOUR)
+            elif paint is None:
+                mark = grid.get(x, " ")
+                text.append(mark)
+                keys.append("now" if mark == "│" else "grid")
+            else:
+                text.append(WAIT_GLYPH if paint.kind is SegmentKind.WAITING else RUN_GLYPH)
+                keys.append(LOOKS[paint.state].colour if shown else HIDDEN_COLOUR)
+        label = self._duration_label(snap, paints, cells, ahead) if self.density is Density.FULL else None
+        if label is not None:
+            at, words = label
+            text[at:at + len(words)] = words
+            keys[at:at + len(words)] = ["label"] * len(words)
+        styles = {"grid": style + Style(color=GRID_COLOUR), "now": style + Style(color=NOW_COLOUR),
+                  "label": style + Style(dim=True)}
+        for start, end, key in tl.runs(keys):
+            cell_style = styles.get(key)
+            if cell_style is None:
+                cell_style = styles[key] = style + Style(color=key)
+            segments.append(Segment("".join(text[start:end]), cell_style))
+        return Strip(segments).crop_extend(0, width, style)
+
+    def _duration_label(self, snap, paints: list[Paint | None], cells: int,
+                        ahead: tuple[int, int] | None) -> tuple[int, str] | None:
+        """Where the duration goes in a full row: after the last attempt's bar (and what the forecast says is still
+        to come of it), when the room is empty."""
+        last = next((x for x in range(cells - 1, -1, -1) if paints[x] is not None), None)
+        seconds = snap.duration(self.model.clock())
+        if last is None or seconds is None:
+            return None
+        words = " " + format_duration(seconds)
+        at = max(last + 1, ahead[1] if ahead is not None else 0)
+        if at + len(words) > cells:
+            return None
+        return at, words
+
+    def _draw_dense(self, row: int, width: int, view: tuple[float, float, int]) -> Strip:
+        """Two tasks a row: the upper half of each cell the first, the lower half the second (▀ ▄ in their
+        colours); the selected one marked in the gutter."""
+        top_name = self.rows[2 * row]
+        bottom_name = self.rows[2 * row + 1] if 2 * row + 1 < len(self.rows) else None
+        base, selected_style = self._base_styles()
+        selected = self.selected in (top_name, bottom_name)
+        style = selected_style if selected else base
+        gutter = " "
+        if selected:
+            gutter = "▀" if self.selected == top_name else "▄"
+        segments = [Segment(gutter, style + Style(color="#ffffff", bold=True))]
+        upper_colours = self._dense_colours(top_name, view)
+        lower_colours = self._dense_colours(bottom_name, view) if bottom_name else [None] * view[2]
+        colours = list(zip(upper_colours, lower_colours))
+        grid = self._grid(view)
+        for start, end, (upper, lower) in tl.runs(colours):
+            if upper is None and lower is None:
+                segments.append(Segment("".join(grid.get(x, " ") for x in range(start, end)),
+                                        style + Style(color=GRID_COLOUR)))
+            elif lower is None:
+                segments.append(Segment("▀" * (end - start), style + Style(color=upper)))
+            elif upper is None:
+                segments.append(Segment("▄" * (end - start), style + Style(color=lower)))
+            else:
+                segments.append(Segment("▀" * (end - start), Style(color=upper, bgcolor=lower)))
+        return Strip(segments).crop_extend(0, width, style)
+
+    def _dense_colours(self, name: str, view: tuple[float, float, int]) -> list[str | None]:
+        """Each cell's colour in a dense row: a wait dim blue, an attempt its state's colour (the critical path's
+        amber), a hidden task faint. Worked out once per distinct paint (a row has a few), then looked up."""
+        paints = self._paints(name, view)
+        shown, critical = self.model.shown(name), name in self.critical
+        colour: dict[Paint | None, str | None] = {None: None}
+        ahead = self._forecast_cells(name, view)
+        if ahead is not None:
+            paints = [tl.FORECAST if p is None and ahead[0] <= x < ahead[1] else p for x, p in enumerate(paints)]
+            colour[tl.FORECAST] = FORECAST_COLOUR
+        for paint in set(paints) - colour.keys():
+            if not shown:
+                colour[paint] = HIDDEN_COLOUR
+            elif paint.kind is SegmentKind.WAITING:
+                colour[paint] = DENSE_WAIT
+            else:
+                colour[paint] = CRITICAL_COLOUR if critical else LOOKS[paint.state].colour
+        return [colour[p] for p in paints]
+
+    # ------------------------------------------------------------------------------------------------ selection
+    @property
+    def page(self) -> int:
+        """Rows in view (the axis aside)."""
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def select(self, name: str, *, scroll: bool = True) -> None:
+        """Select `name` (listed even if the filter hides it) and tell `on_select`."""
+        if name == self.selected:
+            return
+        previous, self.selected = self.selected, name
+        if self.active:
+            if name not in self._index:
+                self.relist()
+            else:
+                self.refresh_tasks([n for n in (previous, name) if n])
+                if scroll:
+                    self.scroll_to_selected()
+        if self.on_select is not None:
+            self.on_select(name)
+
+    def scroll_to_selected(self) -> None:
+        i = self._index.get(self.selected) if self.selected else None
+        if i is None or not self.scrollable_content_region:
+            return
+        row = i // self.density.per_row
+        top = round(self.scroll_y)
+        if row < top:
+            self.scroll_to(y=row, animate=False, force=True, immediate=True)
+        elif row >= top + self.page:
+            self.scroll_to(y=row - self.page + 1, animate=False, force=True, immediate=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.repaint()
+        self.scroll_to_selected()
+
+    def _move_to(self, i: int) -> None:
+        if self.rows:
+            self.select(self.rows[max(0, min(i, len(self.rows) - 1))])
+
+    def _current(self) -> int:
+        return self._index.get(self.selected, 0) if self.selected else 0
+
+    def action_move(self, delta: int) -> None:
+        self._move_to(self._current() + delta)
+
+    def action_page(self, direction: int) -> None:
+        self._move_to(self._current() + direction * max(1, self.page - 1) * self.density.per_row)
+
+    def action_ends(self, direction: int) -> None:
+        self._move_to(0 if direction < 0 else len(self.rows) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        """A row is selected; in dense rows its upper task, or the lower one when the upper is selected already."""
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y == 0:
+            return
+        row = round(self.scroll_y) + offset.y - 1
+        per_row = self.density.per_row
+        i = row * per_row
+        if per_row == 2 and i < len(self.rows) and self.rows[i] == self.selected and i + 1 < len(self.rows):
+            i += 1
+        if i < len(self.rows):
+            self.select(self.rows[i], scroll=False)
