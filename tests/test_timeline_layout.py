@@ -13,14 +13,16 @@ RUN, WAIT = SegmentKind.RUNNING, SegmentKind.WAITING
 
 def test_the_fitted_scale_is_the_finest_round_one_that_leaves_room():
     assert tl.fit_scale(9, 100) == 0.1      # 9 s in 90 cells
-    assert tl.fit_scale(10, 100) == 0.2     # 10 s would fill the room of 0.1 s a cell
+    assert tl.fit_scale(10, 100) == 0.15    # 10 s would fill the room of 0.1 s a cell
+    assert tl.fit_scale(14.6, 80) == 0.3    # a 15 s run on 80 columns takes 49 of them, not a third
     assert tl.fit_scale(3 * 3600, 100) == 120.0
     assert tl.fit_scale(0, 100) == tl.SCALES[0]
     assert tl.fit_scale(10 ** 9, 100) == tl.SCALES[-1]
 
 
 def test_zoom_steps_walk_the_ladder_and_stop_at_its_ends():
-    assert tl.scale_step(1.0, -1) == 0.5 and tl.scale_step(1.0, 1) == 2.0
+    assert tl.scale_step(1.0, -1) == 0.75 and tl.scale_step(1.0, 1) == 1.5
+    assert all(b / a <= 1.5 for a, b in zip(tl.SCALES, tl.SCALES[1:]))  # no rung wastes more than a third
     assert tl.scale_step(tl.SCALES[0], -1) == tl.SCALES[0]
     assert tl.scale_step(tl.SCALES[-1], 3) == tl.SCALES[-1]
 

@@ -11,7 +11,7 @@ S = TaskState
 ML_STORY = {
     "download": [(0.0, S.QUEUED, 0), (0.5, S.RUNNING, 1), (20.0, S.SUCCEEDED, 1)],
     "prepare-data": [(20.0, S.QUEUED, 1), (20.0, S.RUNNING, 1), (45.0, S.SUCCEEDED, 1)],
-    "tokenize": [(45.0, S.QUEUED, 0), (46.0, S.RUNNING, 1), (60.0, S.RETRYING, 1), (65.0, S.RUNNING, 2),
+    "tokenize": [(45.0, S.QUEUED, 0), (48.0, S.RUNNING, 1), (60.0, S.RETRYING, 1), (65.0, S.RUNNING, 2),
                  (80.0, S.SUCCEEDED, 2)],
     "features": [(45.0, S.QUEUED, 0), (55.0, S.RUNNING, 1), (90.0, S.SUCCEEDED, 1)],
     "train-small": [(90.0, S.QUEUED, 0), (92.0, S.RUNNING, 1), (110.0, S.FAILED, 1)],

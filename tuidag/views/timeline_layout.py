@@ -18,8 +18,9 @@ from ..model.state import TaskState
 from ..model.timeline import Segment, SegmentKind
 
 #: Seconds per cell the scale may take, finest first.
-SCALES = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0,
-          7200.0, 14400.0, 28800.0, 86400.0)
+SCALES = (0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0,
+          30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 240.0, 300.0, 450.0, 600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0,
+          5400.0, 7200.0, 10800.0, 14400.0, 21600.0, 28800.0, 43200.0, 64800.0, 86400.0)  # steps of 1.5x or less: a fitted run fills 2/3 or more
 #: Seconds between two ticks of the axis, finest first.
 TICK_STEPS = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 MIN_TICK_GAP = 10  # cells between two ticks at least: room for a label like `1h30m` and a gap
