@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from .cli_common import UsageError, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_FAILED, EXIT_OK
@@ -90,18 +91,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     return run_viewer(find_run_to_view(args, live=False), foreground=False, engine_pid=None)
 
 
-def _request(args: argparse.Namespace, op: str, **fields) -> tuple[RunDir, dict | None, str | None, list[str]]:
-    """(run, reply or None when refused, the refusal, what was changed before it)."""
+def _act(args: argparse.Namespace, op: str, word: str, said: Callable[[dict], str], **fields: Any) -> int:
+    """Send `op` to the live run and print `said(reply)`; a refusal prints why (after what was done before it)
+    and gives exit code 1. No such live run: UsageError (exit 2)."""
     from .control.client import ControlClient, NotLive, Refused
 
     run = find_live_run(args)
     try:
         with ControlClient(run) as client:
-            return run, client.request(op, **fields), None, []
+            answer = client.request(op, **fields)
     except Refused as refused:
-        return run, None, str(refused), refused.changed
+        if refused.changed:
+            print(f"tuidag: run {run.run_id}: {said({'changed': refused.changed})}")
+        print(f"tuidag: {word} refused: {printable(str(refused))}", file=sys.stderr)
+        return EXIT_FAILED
     except NotLive as exc:
         raise UsageError(str(exc)) from None
+    print(f"tuidag: run {run.run_id}: {said(answer)}")
+    return EXIT_OK
 
 
 def _listed(names: list[str]) -> str:
@@ -109,66 +116,39 @@ def _listed(names: list[str]) -> str:
     return shown + (f" and {len(names) - 20} more" if len(names) > 20 else "")
 
 
-def _tasks(n: int) -> str:
-    return f"{n} task{'' if n == 1 else 's'}"
+def _tasks(names: list[str]) -> str:
+    return f"{len(names)} task{'' if len(names) == 1 else 's'}: {_listed(names)}"
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     if args.all == bool(args.tasks):
         raise UsageError("cancel: name the tasks to cancel, or --all (not both)")
-    run, answer, refused, _ = (_request(args, "cancel_all") if args.all
-                               else _request(args, "cancel", tasks=args.tasks))
-    if refused:
-        print(f"tuidag: cancel refused: {printable(refused)}", file=sys.stderr)
-        return EXIT_FAILED
-    changed = answer["changed"]
-    if changed:
-        print(f"tuidag: run {run.run_id}: cancelling {_tasks(len(changed))}: {_listed(changed)}")
-    else:
-        print(f"tuidag: run {run.run_id}: nothing to cancel: "
-              + ("every task already finished" if args.all else "already finished"))
-    return EXIT_OK
+    nothing = "nothing to cancel: " + ("every task already finished" if args.all else "already finished")
+
+    def said(answer: dict) -> str:
+        return f"cancelling {_tasks(answer['changed'])}" if answer["changed"] else nothing
+
+    if args.all:
+        return _act(args, "cancel_all", "cancel", said)
+    return _act(args, "cancel", "cancel", said, tasks=args.tasks)
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    run, answer, refused, changed = _request(args, "rerun", tasks=args.tasks)
-    if changed:
-        print(f"tuidag: run {run.run_id}: re-running {_tasks(len(changed))}: {_listed(changed)}")
-    if refused:
-        print(f"tuidag: rerun refused: {printable(refused)}", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"tuidag: run {run.run_id}: re-running {_tasks(len(answer['changed']))}: {_listed(answer['changed'])}")
-    return EXIT_OK
+    return _act(args, "rerun", "rerun", lambda answer: f"re-running {_tasks(answer['changed'])}", tasks=args.tasks)
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
-    run, answer, refused, _ = _request(args, "pause")
-    if refused:
-        print(f"tuidag: pause refused: {printable(refused)}", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"tuidag: run {run.run_id} " + ("paused: running tasks go on, nothing new starts"
-                                          if answer["changed"] else "was already paused"))
-    return EXIT_OK
+    return _act(args, "pause", "pause", lambda answer: "paused: running tasks go on, nothing new starts"
+                if answer["changed"] else "was already paused")
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    run, answer, refused, _ = _request(args, "resume")
-    if refused:
-        print(f"tuidag: resume refused: {printable(refused)}", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"tuidag: run {run.run_id} " + ("resumed" if answer["changed"] else "was not paused"))
-    return EXIT_OK
+    return _act(args, "resume", "resume", lambda answer: "resumed" if answer["changed"] else "was not paused")
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    run, answer, refused, _ = _request(args, "stop")
-    if refused:
-        print(f"tuidag: stop refused: {printable(refused)}", file=sys.stderr)
-        return EXIT_FAILED
-    changed = answer["changed"]
-    print(f"tuidag: run {run.run_id}: stopping: "
-          + (f"cancelling {_tasks(len(changed))}: {_listed(changed)}" if changed else "every task already finished"))
-    return EXIT_OK
+    return _act(args, "stop", "stop", lambda answer: "stopping: " + (
+        f"cancelling {_tasks(answer['changed'])}" if answer["changed"] else "every task already finished"))
 
 
 COMMANDS = {"cancel": cmd_cancel, "rerun": cmd_rerun, "pause": cmd_pause, "resume": cmd_resume, "stop": cmd_stop,

@@ -27,6 +27,7 @@ from ..run_model import RunModel, StateFilter
 from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
 from .dag_canvas import SELECTED_BG
+from .row_keys import ROW_KEYS
 
 RESORT_INTERVAL = 0.5  # seconds between two re-orderings caused by live changes
 HEADER_BG = "#1c1c2a"
@@ -38,12 +39,7 @@ UNFOCUSED_HINT = "esc/tab: back to the list"
 
 class TaskTable(ScrollView, can_focus=True):
     BINDINGS = [
-        Binding("up,k", "move(-1)", "Up", show=False, tooltip="Select the task above"),
-        Binding("down,j", "move(1)", "Down", show=False, tooltip="Select the task below"),
-        Binding("pageup", "page(-1)", "Page up", show=False, tooltip="Select a page up"),
-        Binding("pagedown", "page(1)", "Page down", show=False, tooltip="Select a page down"),
-        Binding("home", "ends(-1)", "First", show=False, tooltip="Select the first task"),
-        Binding("end", "ends(1)", "Last", show=False, tooltip="Select the last task"),
+        *ROW_KEYS,
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column (graph order, then each column)"),
         Binding("S", "reverse_sort", "Reverse", tooltip="Reverse the order"),
     ]

@@ -33,6 +33,7 @@ from ..run_model import RunModel, StateFilter
 from ..state_style import CRITICAL_COLOUR, LOOKS
 from ..text_cells import fit
 from .dag_canvas import HIDDEN_COLOUR, SELECTED_BG
+from .row_keys import ROW_KEYS
 
 S = TaskState
 AXIS_BG = "#1c1c2a"
@@ -50,12 +51,7 @@ FOCUSED_HINT = "↑↓ jk select · ←→ hl earlier/later · z/Z zoom in/out �
 
 class TimelineView(ScrollView, can_focus=True):
     BINDINGS = [
-        Binding("up,k", "move(-1)", "Up", show=False, tooltip="Select the task above"),
-        Binding("down,j", "move(1)", "Down", show=False, tooltip="Select the task below"),
-        Binding("pageup", "page(-1)", "Page up", show=False, tooltip="Select a page up"),
-        Binding("pagedown", "page(1)", "Page down", show=False, tooltip="Select a page down"),
-        Binding("home", "ends(-1)", "First", show=False, tooltip="Select the first task"),
-        Binding("end", "ends(1)", "Last", show=False, tooltip="Select the last task"),
+        *ROW_KEYS,
         Binding("left,h", "pan(-1)", "Earlier", show=False, tooltip="Scroll back in time (a quarter of the width)"),
         Binding("right,l", "pan(1)", "Later", show=False, tooltip="Scroll on in time"),
         Binding("z", "zoom(-1)", "Zoom in", show=False, tooltip="Zoom in on time: fewer seconds a cell"),
