@@ -11,6 +11,12 @@ What Dask does and does not do for us:
 - Output travels as events on one topic per executor (`Worker.log_event` -> `Client.subscribe_topic`), in order,
   and is appended to the run's local log file as it comes, so everything that reads local logs works unchanged.
   The scheduler keeps only the last events of a topic: the local file and the worker's copy are the record.
+- Resource slots: a task's `resources` are asked of Dask too (`submit(resources=...)`), so only a worker that
+  advertises them runs it. tuidag's own slots still decide when a task may start and which slot numbers it holds (the
+  cluster-wide limit); Dask only picks a worker that has what the task asks for. A task no worker can run waits in
+  tuidag, QUEUED with the reason (`waiting: no Dask worker has gpu=2`), not inside Dask where nothing would say why
+  (`placement_problem`); it is tried again when workers join or leave (the scheduler's `all` topic) and every
+  `RECHECK_INTERVAL` while anything waits (a worker's resources can change without either).
 - A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply). Dask would
   run the task again elsewhere; a local cluster is told not to (allowed-failures 0), and on another cluster a second
   start of the same attempt is taken as the sign, and that second run is stopped.
@@ -21,8 +27,10 @@ import os
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from ..model.resources import requests
+from ..model.spec import TaskSpec
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
 from .shell_attempt import open_log, write_header
 
@@ -30,6 +38,7 @@ INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip
 LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (its threads mostly wait for processes)
 CONNECT_TIMEOUT = "10s"
 END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
+RECHECK_INTERVAL = 1.0  # seconds between looks at the workers' resources while a task waits for a worker
 
 
 def _send_sooner(client: Any) -> None:
@@ -77,19 +86,38 @@ def dask_missing() -> bool:
     return False
 
 
-def dask_resources(attempt: Attempt) -> dict[str, float] | None:
-    """The Dask worker resources an attempt asks for (`Client.submit(resources=...)`), so that only workers that
-    advertise them run it. Hook for task resource slots (issue #17, "Resource slots"): tasks have no resources yet,
-    so no attempt asks for any."""
-    return None
+def dask_resources(attempt: Attempt) -> dict[str, int] | None:
+    """The Dask worker resources an attempt asks for (`Client.submit(resources=...)`): its resource slots, so that
+    only a worker that advertises them runs it. None when it asks for none (any worker)."""
+    return requests(attempt.task) if attempt.task.resources else None
+
+
+def placement_problem(task: TaskSpec, workers: list[dict[str, float]]) -> str | None:
+    """Why none of `workers` (the resources each advertises) can run `task`, or None."""
+    if not workers:
+        return "waiting: no Dask worker"
+    if not task.resources:
+        return None
+    wanted = requests(task)
+    if any(all(advertised.get(kind, 0) >= count for kind, count in wanted.items()) for advertised in workers):
+        return None
+    return "waiting: no Dask worker has " + ", ".join(f"{kind}={count}" for kind, count in wanted.items())
 
 
 class DaskExecutor(Executor):
     """Attempts on a Dask cluster: an existing one (`address`), a `LocalCluster` started here and closed by `close()`
-    (`local_workers`), or a client the caller owns (`client`, for tests sharing one cluster)."""
+    (`local_workers`), or a client the caller owns (`client`, for tests sharing one cluster).
+
+    A local cluster's workers each advertise the DAG's whole capacities (`resources`), not a share of them: they run
+    on this machine, so slot number i is the same device whichever worker runs the task, and tuidag's slots (which
+    hand out the numbers in TUIDAG_SLOTS_<KIND> and CUDA_VISIBLE_DEVICES) already keep the total within the capacity.
+    Split capacities would make Dask refuse a request that fits the machine (2 GPUs asked, 1 per worker) and let the
+    worker Dask picks disagree with the slot numbers tuidag gave. On an existing cluster the workers advertise what
+    they have (`dask worker --resources gpu=2`); tuidag's capacities then cap the cluster-wide total."""
 
     def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
-                 dag_env: Mapping[str, str] | None = None, client: Any = None):
+                 dag_env: Mapping[str, str] | None = None, client: Any = None,
+                 resources: Mapping[str, int] | None = None):
         import uuid
 
         import logging
@@ -109,6 +137,7 @@ class DaskExecutor(Executor):
                 with dask.config.set({"distributed.scheduler.allowed-failures": 0}), _signals_ignored():
                     self._cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
                                                  threads_per_worker=LOCAL_THREADS_PER_WORKER,
+                                                 resources=dict(resources) if resources else None,
                                                  dashboard_address=":0",  # its HTTP server starts even with None
                                                  silence_logs=logging.CRITICAL)
                 client = Client(self._cluster)
@@ -127,6 +156,52 @@ class DaskExecutor(Executor):
         self._runs: set[str] = set()  # run ids of the attempts launched
         self._closed = False
         client.subscribe_topic(self.topic, self._on_event)
+        self._workers: list[dict[str, float]] = []
+        self._workers = self._advertised()  # what each worker advertises, for placement_problem
+        self._recheck: Callable[[], None] | None = None
+        self._waiting = False  # a task waits for a worker: look again every RECHECK_INTERVAL
+        self._look_again = threading.Event()
+        client.subscribe_topic("all", self._on_cluster_event)
+        self._watcher = threading.Thread(target=self._watch_workers, daemon=True, name="tuidag-dask-workers")
+        self._watcher.start()
+
+    # --- which workers can run what (see the module's docstring) --------------------------------------------------
+    def placement_problem(self, task: TaskSpec) -> str | None:
+        problem = placement_problem(task, self._workers)
+        if problem is not None and not self._waiting:
+            self._waiting = True
+            if threading.current_thread() is not self._watcher:  # (the watcher's own re-check: the list is fresh)
+                self._look_again.set()  # the list may be older than the worker that would do
+        return problem
+
+    def watch_placement(self, recheck: Callable[[], None]) -> None:
+        self._recheck = recheck
+
+    def _advertised(self) -> list[dict[str, float]]:
+        """The resources of each worker the scheduler knows (one request to it)."""
+        if self.client.status != "running":
+            return self._workers
+        try:
+            info = self.client.scheduler_info(n_workers=-1)
+        except Exception:
+            return self._workers
+        return [dict(worker.get("resources") or {}) for worker in info.get("workers", {}).values()]
+
+    def _on_cluster_event(self, event: tuple[float, dict]) -> None:
+        """On the client's event loop: a worker joined or left (look from the watcher thread: never block the loop)."""
+        if isinstance(event[1], dict) and event[1].get("action") in ("add-worker", "remove-worker"):
+            self._look_again.set()
+
+    def _watch_workers(self) -> None:
+        while not self._closed:
+            self._look_again.wait(RECHECK_INTERVAL if self._waiting else None)
+            self._look_again.clear()
+            if self._closed:
+                return
+            self._workers = self._advertised()
+            if self._waiting and self._recheck is not None:
+                self._waiting = False  # set again by placement_problem for what still finds no worker
+                self._recheck()
 
     def launch(self, attempt: Attempt) -> RunningAttempt:
         self._runs.add(attempt.run_id)
@@ -166,11 +241,13 @@ class DaskExecutor(Executor):
         if self._closed:
             return
         self._closed = True
+        self._look_again.set()
         self.force_kill()
-        try:
-            self.client.unsubscribe_topic(self.topic)
-        except Exception:
-            pass
+        for topic in (self.topic, "all"):
+            try:
+                self.client.unsubscribe_topic(topic)
+            except Exception:
+                pass
         if self._own_client:
             self.client.close()
             if self._cluster is not None:
@@ -230,6 +307,8 @@ class DaskAttempt(RunningAttempt):
         with self._lock:
             first, self.worker = self.worker, self.worker or worker
             reason = self._kill_reason
+        if first is None and self.attempt.on_worker is not None:
+            self.attempt.on_worker(worker)
         if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
             self._end(AttemptResult(False, None, f"worker lost: {first}"))
             threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,
