@@ -94,7 +94,8 @@ def test_bad_executor_choices_are_usage_errors(tmp_path):
 
 
 def test_a_scheduler_that_goes_away_fails_the_running_tasks_and_exits_1(tmp_path):
-    """An existing cluster (a scheduler and a worker started as a user would) whose scheduler dies mid-run."""
+    """An existing cluster (a scheduler and a worker started as a user would) whose scheduler dies mid-run: every
+    running task fails, saying why."""
     import socket
 
     with socket.socket() as probe:
@@ -109,18 +110,22 @@ def test_a_scheduler_that_goes_away_fails_the_running_tasks_and_exits_1(tmp_path
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         started = tmp_path / "started"
-        dag = write(tmp_path / "dag.yaml", f"tasks:\n  slow: {{run: 'echo $$ > {started}; exec sleep 30'}}\n")
+        dag = write(tmp_path / "dag.yaml", f"tasks:\n  slow: {{run: 'echo $$ >> {started}; exec sleep 30'}}\n"
+                                           f"  slower: {{run: 'echo $$ >> {started}; exec sleep 30'}}\n")
         run = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--executor", "dask",
                                 "--dask-address", address], cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-        wait_until(lambda: started.exists() and started.read_text().strip(), timeout=60)
-        task = psutil.Process(int(started.read_text()))
+        wait_until(lambda: started.exists() and len(started.read_text().split()) == 2, timeout=60)
+        tasks = [psutil.Process(int(pid)) for pid in started.read_text().split()]
         scheduler.kill()
         out, err = run.communicate(timeout=60)
         assert run.returncode == 1, err
-        assert "[slow] --> FAILED" in out and f"the Dask scheduler {address} is unreachable" in out
+        for name in ("slow", "slower"):
+            line = next(line for line in out.splitlines() if line.startswith(f"[{name}]") and "--> FAILED" in line)
+            assert f"the Dask scheduler {address} is unreachable" in line, line
         assert "Traceback" not in err
-        task.kill()  # the worker, cut off from its scheduler, can't be told to stop it: tuidag doesn't claim it did
+        for task in tasks:  # the worker, cut off from its scheduler, can't be told to stop them: tuidag doesn't claim
+            task.kill()     # it did
     finally:
         for proc in (scheduler, worker):
             proc.kill()
