@@ -338,3 +338,22 @@ def test_a_local_clusters_workers_each_advertise_the_whole_capacity():
         assert [w["resources"] for w in workers] == [{"gpu": 2, "db": 1}] * 2
     finally:
         executor.close()
+
+
+def test_on_a_cluster_of_other_machines_each_worker_numbers_the_slots_of_its_own_devices(tmp_path):
+    """Two workers with one GPU each (two machines): tuidag's two GPU slots are cluster-wide, but each task gets the
+    device of the machine it runs on, GPU 0 on both, and the views and the journal say so."""
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0",
+                      resources={"gpu": 1}) as cluster, Client(cluster) as both:
+        dags.new_executor = lambda dag: DaskExecutor(client=both, dag_env=dag.env, workers_number_slots=True)
+        show = f'echo "$TUIDAG_SLOTS_GPU $CUDA_VISIBLE_DEVICES"; {WAIT_FOR_GO}'
+        dag = slotted(make_dag({"a": show, "b": show}, workdir=tmp_path), {"a": {"gpu": 1}, "b": {"gpu": 1}},
+                      {"gpu": 2})
+        scheduler, rec = start_run(dag, tmp_path)
+        rec.wait_for(lambda: all(s.worker for s in scheduler.snapshot().values()))
+        running = scheduler.snapshot()
+        assert running["a"].worker != running["b"].worker
+        assert running["a"].slots == running["b"].slots == "gpu:0"  # not tuidag's cluster-wide gpu:0 and gpu:1
+        (tmp_path / "go").touch()
+        assert finish(scheduler) == {"a": "SUCCEEDED", "b": "SUCCEEDED"}
+    assert [log_of(tmp_path, name).splitlines()[1] for name in ("a", "b")] == [b"0 0", b"0 0"]

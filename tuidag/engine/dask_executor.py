@@ -29,7 +29,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
-from ..model.resources import requests
+from ..model.resources import cuda_kind, requests
 from ..model.spec import TaskSpec
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
 from .shell_attempt import open_log, write_header
@@ -113,11 +113,13 @@ class DaskExecutor(Executor):
     hand out the numbers in TUIDAG_SLOTS_<KIND> and CUDA_VISIBLE_DEVICES) already keep the total within the capacity.
     Split capacities would make Dask refuse a request that fits the machine (2 GPUs asked, 1 per worker) and let the
     worker Dask picks disagree with the slot numbers tuidag gave. On an existing cluster the workers advertise what
-    they have (`dask worker --resources gpu=2`); tuidag's capacities then cap the cluster-wide total."""
+    they have (`dask worker --resources gpu=2`); tuidag's capacities then cap the cluster-wide total, and each worker
+    numbers a task's slots within its own (TUIDAG_SLOTS_<KIND>, CUDA_VISIBLE_DEVICES: the devices of the machine the
+    task runs on), reported back with the worker's name so the views and the journal show the numbers the task got."""
 
     def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
                  dag_env: Mapping[str, str] | None = None, client: Any = None,
-                 resources: Mapping[str, int] | None = None):
+                 resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None):
         import uuid
 
         import logging
@@ -127,6 +129,9 @@ class DaskExecutor(Executor):
 
         self.dag_env = dict(dag_env or {})
         self._cluster = None
+        # Whether workers number slots themselves (their own devices; see dask_worker): by default on a cluster given
+        # by its address, whose workers are other machines.
+        self.workers_number_slots = address is not None if workers_number_slots is None else workers_number_slots
         self._own_client = client is None
         if client is None:
             # Dask's own log lines would land in the middle of the UI; what matters reaches the tasks' reasons.
@@ -272,7 +277,8 @@ class DaskAttempt(RunningAttempt):
         self._fd: int | None = open_log(attempt)
         try:
             write_header(self._fd, attempt)
-            spec = worker_spec(attempt, self.key, executor.topic, executor.dag_env)
+            spec = worker_spec(attempt, self.key, executor.topic, executor.dag_env,
+                               workers_number_slots=executor.workers_number_slots)
         except BaseException as exc:
             if not isinstance(exc, OSError):
                 os.write(self._fd, f"tuidag: cannot start: {exc}\n".encode())
@@ -303,12 +309,13 @@ class DaskAttempt(RunningAttempt):
                     cancelled, reason = True, self._kill_reason
             self._end(AttemptResult(ok, exit_code, reason, cancelled))
 
-    def _started_on(self, worker: str) -> None:
+    def _started_on(self, where: list) -> None:
+        worker, slots = where
         with self._lock:
             first, self.worker = self.worker, self.worker or worker
             reason = self._kill_reason
         if first is None and self.attempt.on_worker is not None:
-            self.attempt.on_worker(worker)
+            self.attempt.on_worker(worker, slots)
         if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
             self._end(AttemptResult(False, None, f"worker lost: {first}"))
             threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,
@@ -400,9 +407,11 @@ class DaskAttempt(RunningAttempt):
                 os.close(fd)
 
 
-def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str]) -> dict[str, Any]:
+def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str], *,
+                workers_number_slots: bool = False) -> dict[str, Any]:
     """What the worker needs, as plain data: the environment is the DAG's and the task's (with the TUIDAG_*
-    tags) only, put over the worker's own; a callable travels pickled by value."""
+    tags) only, put over the worker's own; a callable travels pickled by value. With `workers_number_slots`, the
+    worker numbers the task's slots itself (`slots`, and `cuda`: the kind that makes CUDA_VISIBLE_DEVICES)."""
     task = attempt.task
     own = attempt.env.own if isinstance(attempt.env, TaskEnvironment) else attempt.env
     env = {**dag_env, **own, "TUIDAG_RUN_ID": attempt.run_id}
@@ -412,7 +421,9 @@ def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, st
     spec = {"key": key, "topic": topic, "run_id": attempt.run_id, "task": task.name,
             "attempt": attempt.number, "steps": steps, "shell": task.shell, "env": env,
             "workdir": str(attempt.workdir), "timeout": attempt.timeout, "kill_grace": attempt.kill_grace,
-            "func": None, "results": None}
+            "func": None, "results": None, "slots": None, "cuda": None}
+    if workers_number_slots and task.resources:
+        spec["slots"], spec["cuda"] = requests(task), cuda_kind(task)
     if task.func is not None:
         import cloudpickle
 

@@ -8,8 +8,13 @@ SIGTERM -> kill_grace -> SIGKILL escalation, the timeout. Its output goes into t
 (`worker_log_dir()`), which a thread tails and sends to the client in order with `Worker.log_event`: a chunk is
 sent exactly as it is in the file, so the client's copy is byte for byte the same.
 
+On a cluster tuidag did not start, the worker numbers an attempt's resource slots itself, within what it advertises
+(`spec["slots"]`): slot numbers are the devices of the machine that runs the task (CUDA_VISIBLE_DEVICES), which the
+client, counting slots cluster-wide, cannot know. Dask never runs more than a worker advertises at once, so its own
+numbers never run out.
+
 Events on the executor's topic, each a list `[kind, key, payload]`:
-- `["s", key, worker address]`: the attempt started on that worker;
+- `["s", key, [worker address, slots or None]]`: the attempt started on that worker (holding those slots there);
 - `["o", key, bytes]`: output, in order;
 - `["e", key, [ok, exit_code, reason, cancelled]]`: the attempt and its whole tree are gone (sent after its output).
 """
@@ -22,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..model.resources import format_slots, slot_env
 from .executor import Attempt, AttemptResult
 from .log_headers import HeaderSpan, LogHeaders
 from .shell_attempt import ShellAttempt
@@ -32,6 +38,7 @@ CHUNK = 1 << 16
 _lock = threading.Lock()
 _running: dict[str, ShellAttempt] = {}   # dask key -> attempt running on this worker
 _cancelled: dict[str, str] = {}          # dask keys cancelled before they started here -> reason (see cancel_key)
+_free_slots: dict[tuple[str, str], list[int]] = {}  # (worker address, kind) -> its free slot numbers
 
 
 def worker_log_dir() -> Path:
@@ -61,11 +68,38 @@ def run_attempt(spec: dict[str, Any]) -> list:
     def send(kind: str, payload: Any) -> None:
         worker.log_event(topic, [kind, key, payload])
 
-    send("s", address)
-    result, value = _run(spec, address, send)
+    held = _take_slots(worker, spec["slots"]) if spec.get("slots") else None
+    try:
+        if held is not None:
+            spec = {**spec, "env": {**spec["env"], **slot_env(held, spec["cuda"])}}
+        send("s", [address, format_slots(held) if held else None])
+        result, value = _run(spec, address, send)
+    finally:
+        if held is not None:
+            _give_back(address, held)
     outcome = [result.ok, result.exit_code, result.reason, result.cancelled]
     send("e", outcome)
     return [*outcome, address, value]
+
+
+def _take_slots(worker: Any, request: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """The lowest free numbers of this worker's own slots of each kind (it advertises how many it has)."""
+    total = getattr(getattr(worker, "state", None), "total_resources", {})
+    held = {}
+    with _lock:
+        for kind, count in request.items():
+            free = _free_slots.setdefault((worker.address, kind), list(range(int(total.get(kind, count)))))
+            held[kind] = tuple(free[:count])
+            del free[:count]
+    return held
+
+
+def _give_back(address: str, held: dict[str, tuple[int, ...]]) -> None:
+    with _lock:
+        for kind, numbers in held.items():
+            free = _free_slots[(address, kind)]
+            free.extend(numbers)
+            free.sort()
 
 
 def _run(spec: dict[str, Any], address: str, send) -> tuple[AttemptResult, bytes | None]:

@@ -52,8 +52,9 @@ class Attempt(NamedTuple):
     results: Mapping[str, Any] = NO_ENV  # return values of finished callable dependencies (read-only)
     log_headers: LogHeaders | None = None  # where the header is put on record (None: nobody asks; see `log_headers`)
     #: Called by an executor that runs attempts elsewhere with the worker's name as soon as the attempt started there
-    #: (any thread), so the views name the worker while the task runs, not only once it has ended.
-    on_worker: Callable[[str], None] | None = None
+    #: (any thread), so the views name the worker while the task runs, not only once it has ended; and, when the
+    #: worker numbered the attempt's slots itself (its own devices), with those slots (`format_slots` text).
+    on_worker: Callable[..., None] | None = None
 
 
 class AttemptResult(NamedTuple):

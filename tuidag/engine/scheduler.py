@@ -27,7 +27,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
-from ..model.resources import format_slots, is_cuda_kind, requests, resolve, slot_env_name
+from ..model.resources import cuda_kind, format_slots, requests, resolve, slot_env
 from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
@@ -462,14 +462,7 @@ class Scheduler:
 
     def _slot_env(self, spec: TaskSpec, held: dict[str, tuple[int, ...]] | None) -> dict[str, str]:
         """TUIDAG_SLOTS_<KIND> for each kind held, and CUDA_VISIBLE_DEVICES with the first GPU kind's numbers."""
-        if not held:
-            return {}
-        env = {slot_env_name(kind): ",".join(map(str, indices)) for kind, indices in held.items()}
-        for kind, indices in held.items():
-            if is_cuda_kind(kind, spec.resources[kind].accelerator):
-                env["CUDA_VISIBLE_DEVICES"] = env[slot_env_name(kind)]
-                break
-        return env
+        return slot_env(held, cuda_kind(spec)) if held else {}
 
     def _work(self, name: str, generation: int) -> None:
         """Runs on a pool thread: one attempt of one task, from start to its tree being gone; then, while nothing
@@ -514,7 +507,7 @@ class Scheduler:
                                                  "TUIDAG_ATTEMPT": str(number)}),
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
-            on_worker=lambda worker: self._started_on(t, generation, number, worker),
+            on_worker=lambda worker, slots=None: self._started_on(t, generation, number, worker, slots),
         )
         try:
             running = self.executor.launch(attempt)
@@ -540,14 +533,14 @@ class Scheduler:
             self._finish_attempt(t, result)
         return self._flush(keep=True)
 
-    def _started_on(self, t: _Task, generation: int, number: int, worker: str) -> None:
-        """The executor says where attempt `number` runs: an update event (old == new state), so the views and the
-        journal name the worker while it runs."""
+    def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None) -> None:
+        """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones
+        it has there): an update event (old == new state), so the views and the journal say so while it runs."""
         with self._lock:
             if t.generation != generation or t.snap.attempt != number or t.state not in (S.RUNNING, S.CANCELLING) \
-                    or t.snap.worker == worker:
+                    or (t.snap.worker == worker and slots in (None, t.snap.slots)):
                 return
-            self._set(t, t.state, worker=worker)
+            self._set(t, t.state, worker=worker, **({"slots": slots} if slots else {}))
         self._flush()
 
     def _run_env(self, spec: TaskSpec) -> dict[str, str]:
