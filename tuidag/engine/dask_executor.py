@@ -139,7 +139,12 @@ class DaskExecutor(Executor):
                 if name.startswith("distributed"):
                     logging.getLogger(name).setLevel(logging.CRITICAL)
             if address is None:
-                with dask.config.set({"distributed.scheduler.allowed-failures": 0}), _signals_ignored():
+                # No statistical profiler in the workers (it samples every thread every 10 ms, for a dashboard nobody
+                # looks at here), no work stealing (bookkeeping on every task's every transition, to move tasks
+                # between workers, when tuidag only submits what can run now).
+                with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                                      "distributed.worker.profile.enabled": False,
+                                      "distributed.scheduler.work-stealing": False}), _signals_ignored():
                     self._cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
                                                  threads_per_worker=LOCAL_THREADS_PER_WORKER,
                                                  resources=dict(resources) if resources else None,
@@ -159,6 +164,9 @@ class DaskExecutor(Executor):
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}
         self._runs: set[str] = set()  # run ids of the attempts launched
+        self._to_submit: list[tuple[DaskAttempt, dict]] = []  # launched, not yet handed to Dask (`submit`)
+        self._submit_lock = threading.Lock()
+        self._submit_due = False  # `_submit_queued` is on its way to the event loop
         self._closed = False
         client.subscribe_topic(self.topic, self._on_event)
         self._workers: list[dict[str, float]] = []
@@ -212,6 +220,41 @@ class DaskExecutor(Executor):
         self._runs.add(attempt.run_id)
         return DaskAttempt(self, attempt)
 
+    def submit(self, attempt: DaskAttempt, spec: dict[str, Any]) -> None:
+        """Hand an attempt to Dask on the client's event loop, together with those launched until the loop gets to
+        it: one message to the scheduler (one `update_graph`) for them all, not one each, as what the scheduler does
+        per message is much of what a quick task costs it. Submitting from a pool thread went through the loop
+        anyway (the client sends from there), and batched nothing: pool threads launch one at a time."""
+        with self._submit_lock:
+            self._to_submit.append((attempt, spec))
+            if self._submit_due:
+                return
+            self._submit_due = True
+        self.client.loop.add_callback(self._submit_queued)
+
+    def _submit_queued(self) -> None:
+        with self._submit_lock:
+            batch, self._to_submit, self._submit_due = self._to_submit, [], False
+        self._submit_batch(batch)
+
+    def _submit_batch(self, batch: list[tuple[DaskAttempt, dict]]) -> None:
+        from .dask_worker import run_attempt
+
+        groups: dict[tuple, list[tuple[DaskAttempt, dict]]] = {}  # one `map` per set of resources asked for
+        for attempt, spec in batch:
+            resources = dask_resources(attempt.attempt)
+            groups.setdefault(tuple(resources.items()) if resources else (), []).append((attempt, spec))
+        for resources, items in groups.items():
+            try:
+                futures = self.client.map(run_attempt, [spec for _, spec in items], key=[a.key for a, _ in items],
+                                          pure=False, resources=dict(resources) or None)
+            except Exception as exc:
+                for attempt, _ in items:
+                    attempt.not_submitted(exc)
+                continue
+            for (attempt, _), future in zip(items, futures):
+                attempt.submitted(future)
+
     def _on_event(self, event: tuple[float, list]) -> None:
         """On the client's event loop: route one event of a running attempt (see `dask_worker`)."""
         kind, key, payload = event[1]
@@ -263,8 +306,6 @@ class DaskAttempt(RunningAttempt):
     """One attempt as one Dask task. The local log gets the header here and the output as the worker streams it."""
 
     def __init__(self, executor: DaskExecutor, attempt: Attempt):
-        from .dask_worker import run_attempt
-
         self.executor = executor
         self.attempt = attempt
         self.key = f"tuidag-{attempt.run_id}-{attempt.task.name}-{attempt.number}"
@@ -273,6 +314,7 @@ class DaskAttempt(RunningAttempt):
         self._done = threading.Event()
         self._result: AttemptResult | None = None
         self._kill_reason: str | None = None
+        self.future = None  # once `executor.submit` handed it to Dask (maybe on another thread)
         self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
         self._fd: int | None = open_log(attempt)
         try:
@@ -286,13 +328,18 @@ class DaskAttempt(RunningAttempt):
             raise
         with executor._lock:
             executor._attempts[self.key] = self
-        try:
-            self.future = executor.client.submit(run_attempt, spec, key=self.key, pure=False,
-                                                 resources=dask_resources(attempt))
-        except BaseException:
-            self._forget()
-            raise
-        self.future.add_done_callback(self._future_done)
+        executor.submit(self, spec)
+
+    def submitted(self, future) -> None:
+        with self._lock:
+            self.future = future
+            reason = self._kill_reason if self.worker is None and self._result is None else None
+        future.add_done_callback(self._future_done)
+        if reason is not None:  # cancelled before it was handed to Dask (see `kill`)
+            self._cancel_future(reason)
+
+    def not_submitted(self, exc: Exception) -> None:
+        self._end(AttemptResult(False, None, f"could not start: {exc}"))
 
     # --- events from the worker (on the client's event loop) ---------------------------------------------------
     def on_event(self, kind: str, payload: Any) -> None:
@@ -348,12 +395,16 @@ class DaskAttempt(RunningAttempt):
                 return
             self._kill_reason = reason
             worker = self.worker
+            submitted = self.future is not None
         if worker is not None:
             self._on_workers_later([worker], reason)
-        else:
-            self.future.cancel()
-            threading.Thread(target=self._cancel_unstarted, args=(reason,), daemon=True,
-                             name="tuidag-dask-cancel").start()
+        elif submitted:  # else `submitted` will cancel it
+            self._cancel_future(reason)
+
+    def _cancel_future(self, reason: str) -> None:
+        """From any thread, the event loop's too (`submitted` runs there; `Future.cancel` must not)."""
+        threading.Thread(target=self._cancel_unstarted, args=(reason,), daemon=True,
+                         name="tuidag-dask-cancel").start()
 
     def _on_workers_later(self, workers: list[str], reason: str) -> None:
         from .dask_worker import cancel_key
@@ -365,13 +416,15 @@ class DaskAttempt(RunningAttempt):
         """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next)."""
         from .dask_worker import cancel_key
 
-        self.future.cancel()
+        if self.future is not None:
+            self.future.cancel()
         self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker])
 
     def _cancel_unstarted(self, reason: str) -> None:
-        """The future is cancelled; make sure no worker starts it, and if one already had, let its end event end it."""
+        """Cancel the future, make sure no worker starts it, and if one already had, let its end event end it."""
         from .dask_worker import cancel_key
 
+        self.future.cancel()
         answers = self.executor.run_on_workers(cancel_key, self.key, reason)
         if not any(answer is True for answer in answers.values()):
             self._end(AttemptResult(False, None, reason, cancelled=True))
