@@ -445,7 +445,7 @@ class DaskAttempt(RunningAttempt):
         import pickle
 
         try:
-            data = self.future.result(timeout=END_TIMEOUT)[5]
+            data = self.future.result(timeout=END_TIMEOUT)
             return result._replace(value=pickle.loads(data) if data is not None else None)
         except Exception as exc:
             return AttemptResult(False, result.exit_code, f"the return value could not be read back: "

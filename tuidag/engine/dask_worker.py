@@ -57,9 +57,10 @@ class _FirstHeader(LogHeaders):
         return self.span
 
 
-def run_attempt(spec: dict[str, Any]) -> list:
-    """The Dask task: run one attempt on this worker, stream its output, return `[ok, exit_code, reason, cancelled,
-    worker, value]`. `spec` is made by `dask_executor.DaskAttempt` (plain data, the callable already pickled)."""
+def run_attempt(spec: dict[str, Any]) -> bytes | None:
+    """The Dask task: run one attempt on this worker, stream its output and its outcome (the end event), and return
+    a callable's pickled value (None for a shell task: the worker then stores, sizes and reports nothing bigger).
+    `spec` is made by `dask_executor.DaskAttempt` (plain data, the callable already pickled)."""
     from distributed import get_worker
 
     worker = get_worker()
@@ -82,9 +83,8 @@ def run_attempt(spec: dict[str, Any]) -> list:
     finally:
         if held is not None:
             _give_back(address, held)
-    outcome = [result.ok, result.exit_code, result.reason, result.cancelled]
-    send("e", outcome)
-    return [*outcome, address, value]
+    send("e", [result.ok, result.exit_code, result.reason, result.cancelled])
+    return value
 
 
 def _take_slots(worker: Any, request: dict[str, int]) -> dict[str, tuple[int, ...]]:
