@@ -12,6 +12,11 @@ submitted to the pool once `_admit` gave it its slots; it gives them back on any
 (success, failure, timeout, cancel, a launch error, and also a retry: a task waiting out retry_delay holds nothing and
 waits for its slots again, behind the tasks already waiting).
 
+An executor whose workers are elsewhere (Dask) may say no worker can run a task yet (`placement_problem`): the task
+then waits in `_unplaced`, QUEUED with that reason and holding no slot, until the executor calls
+`_recheck_placement` (workers joined); tasks that can run meanwhile do. Such an executor also names the worker an
+attempt started on (`Attempt.on_worker`), which becomes an update event of the RUNNING task.
+
 A job group (DagSpec.job_group) is watched by a JobGroupStopper (job_group.py), which cancels the tasks that are not
 primary once every primary task has ended.
 
