@@ -139,15 +139,20 @@ class DaskExecutor(Executor):
                 if name.startswith("distributed"):
                     logging.getLogger(name).setLevel(logging.CRITICAL)
             if address is None:
-                # No statistical profiler in the workers (it samples every thread every 10 ms, for a dashboard nobody
-                # looks at here), no work stealing (bookkeeping on every task's every transition, to move tasks
-                # between workers, when tuidag only submits what can run now).
+                # What a local cluster for tuidag's tasks does without, as it costs CPU the tasks could use: the
+                # workers' statistical profiler (it samples every thread every 10 ms, for a dashboard nobody looks
+                # at here), work stealing (bookkeeping on every task's every transition, to move tasks between
+                # workers, when tuidag only submits what can run now), memory limits (a monitor polling every
+                # process 10 times a second: the tasks' own processes are not the worker's memory, and a worker
+                # holds no data), and frequent health ticks and system monitoring.
                 with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                                       "distributed.worker.profile.enabled": False,
-                                      "distributed.scheduler.work-stealing": False}), _signals_ignored():
+                                      "distributed.scheduler.work-stealing": False,
+                                      "distributed.admin.tick.interval": "1s",
+                                      "distributed.admin.system-monitor.interval": "5s"}), _signals_ignored():
                     self._cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
                                                  threads_per_worker=LOCAL_THREADS_PER_WORKER,
-                                                 resources=dict(resources) if resources else None,
+                                                 resources=dict(resources) if resources else None, memory_limit=0,
                                                  dashboard_address=":0",  # its HTTP server starts even with None
                                                  silence_logs=logging.CRITICAL)
                 client = Client(self._cluster)
