@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Mapping
@@ -144,8 +145,12 @@ class DaskExecutor(Executor):
                 # at here), work stealing (bookkeeping on every task's every transition, to move tasks between
                 # workers, when tuidag only submits what can run now), memory limits (a monitor polling every
                 # process 10 times a second: the tasks' own processes are not the worker's memory, and a worker
-                # holds no data), and frequent health ticks and system monitoring.
-                with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                # holds no data), and frequent health ticks and system monitoring. On Linux, worker processes are
+                # forked from this one, which has Dask loaded already: a spawned one imports it again (0.6 s each,
+                # two at once on two cores took a second), a forked one starts in a few hundredths. (The fork
+                # happens here, before tuidag starts any thread of its own.)
+                config = {"distributed.worker.multiprocessing-method": "fork"} if sys.platform == "linux" else {}
+                with dask.config.set({**config, "distributed.scheduler.allowed-failures": 0,
                                       "distributed.worker.profile.enabled": False,
                                       "distributed.scheduler.work-stealing": False,
                                       "distributed.admin.tick.interval": "1s",
