@@ -357,3 +357,16 @@ def test_on_a_cluster_of_other_machines_each_worker_numbers_the_slots_of_its_own
         (tmp_path / "go").touch()
         assert finish(scheduler) == {"a": "SUCCEEDED", "b": "SUCCEEDED"}
     assert [log_of(tmp_path, name).splitlines()[1] for name in ("a", "b")] == [b"0 0", b"0 0"]
+
+
+def test_a_cluster_without_workers_says_so_and_runs_the_tasks_once_one_joins(tmp_path):
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, Client(cluster) as empty:
+        dags.new_executor = lambda dag: DaskExecutor(client=empty, dag_env=dag.env)  # undone by monkeypatch
+        scheduler, rec = start_run(make_dag({"a": "true", "b": {"run": "true", "depends_on": ["a"]}}), tmp_path)
+        rec.wait_for(lambda: scheduler.snapshot()["a"].reason == "waiting: no Dask worker")
+        worker = _start_worker(cluster, {})
+        try:
+            assert finish(scheduler) == {"a": "SUCCEEDED", "b": "SUCCEEDED"}
+            assert scheduler.snapshot()["a"].worker == worker.address
+        finally:
+            cluster.sync(worker.close)
