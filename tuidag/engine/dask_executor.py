@@ -374,7 +374,9 @@ class DaskAttempt(RunningAttempt):
         elif kind == "s":
             self._started_on(payload)
         elif kind == "e":
-            ok, exit_code, reason, cancelled = payload
+            ok, exit_code, reason, cancelled, where = payload
+            if where is not None:  # over before it said where it ran
+                self._started_on(where)
             with self._lock:
                 if self._kill_reason is not None and not ok:
                     cancelled, reason = True, self._kill_reason

@@ -14,9 +14,12 @@ client, counting slots cluster-wide, cannot know. Dask never runs more than a wo
 numbers never run out.
 
 Events on the executor's topic, each a list `[kind, key, payload]`:
-- `["s", key, [worker address, slots or None]]`: the attempt started on that worker (holding those slots there);
+- `["s", key, [worker address, slots or None]]`: the attempt runs on that worker (holding those slots there); sent
+  at the tail's first look, TAIL_INTERVAL after the start, so that a quick attempt (most of a big DAG's) costs one
+  event fewer: one over sooner says it in its end event instead;
 - `["o", key, bytes]`: output, in order;
-- `["e", key, [ok, exit_code, reason, cancelled]]`: the attempt and its whole tree are gone (sent after its output).
+- `["e", key, [ok, exit_code, reason, cancelled, [worker address, slots] or None]]`: the attempt and its whole tree
+  are gone (sent after its output), with where it ran when no "s" event said so.
 """
 from __future__ import annotations
 
@@ -78,13 +81,32 @@ def run_attempt(spec: dict[str, Any]) -> bytes | None:
     try:
         if held is not None:
             spec = {**spec, "env": {**spec["env"], **slot_env(held, spec["cuda"])}}
-        send("s", [address, format_slots(held) if held else None])
-        result, value = _run(spec, address, send)
+        start = _Start(send, [address, format_slots(held) if held else None])
+        result, value = _run(spec, address, send, start.announce)
     finally:
         if held is not None:
             _give_back(address, held)
-    send("e", [result.ok, result.exit_code, result.reason, result.cancelled])
+    send("e", [result.ok, result.exit_code, result.reason, result.cancelled, start.unsent()])
     return value
+
+
+class _Start:
+    """Where the attempt runs, said once: by `announce` (the "s" event), or with the end event (`unsent`)."""
+
+    def __init__(self, send, where: list):
+        self._send = send
+        self._where: list | None = where
+        self._lock = threading.Lock()
+
+    def announce(self) -> None:
+        where = self.unsent()
+        if where is not None:
+            self._send("s", where)
+
+    def unsent(self) -> list | None:
+        with self._lock:
+            where, self._where = self._where, None
+        return where
 
 
 def _take_slots(worker: Any, request: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -107,7 +129,7 @@ def _give_back(address: str, held: dict[str, tuple[int, ...]]) -> None:
             free.sort()
 
 
-def _run(spec: dict[str, Any], address: str, send) -> tuple[AttemptResult, bytes | None]:
+def _run(spec: dict[str, Any], address: str, send, started) -> tuple[AttemptResult, bytes | None]:
     key = spec["key"]
     folder = worker_log_dir() / spec["run_id"]
     folder.mkdir(parents=True, exist_ok=True)
@@ -133,7 +155,7 @@ def _run(spec: dict[str, Any], address: str, send) -> tuple[AttemptResult, bytes
     attempt = Attempt(run_id=spec["run_id"], task=TaskSpec(spec["task"], shell=spec["shell"]),
                       number=spec["attempt"], env=env, workdir=Path(workdir), log_path=log_path,
                       timeout=spec["timeout"], kill_grace=spec["kill_grace"], log_headers=headers)
-    tail = _Tail(log_path, send)
+    tail = _Tail(log_path, send, started)
     try:
         running = ShellAttempt(attempt, steps)
     except Exception as exc:
@@ -159,11 +181,13 @@ def _run(spec: dict[str, Any], address: str, send) -> tuple[AttemptResult, bytes
 
 
 class _Tail:
-    """Sends what is appended to the worker's log from `start` on, in order, until `stop` has sent the rest."""
+    """Sends what is appended to the worker's log from `start` on, in order, until `stop` has sent the rest; calls
+    `tick` at each look while the attempt runs."""
 
-    def __init__(self, path: str, send):
+    def __init__(self, path: str, send, tick):
         self._path = path
         self._send = send
+        self._tick = tick
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._fd: int | None = None
@@ -177,6 +201,7 @@ class _Tail:
 
     def _follow(self) -> None:
         while not self._stop.wait(TAIL_INTERVAL):
+            self._tick()
             self._drain()
 
     def _drain(self) -> None:
