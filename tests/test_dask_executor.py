@@ -244,8 +244,9 @@ def test_cancel_kills_the_whole_tree_on_a_worker_process(tmp_path, process_clust
 
 
 def test_a_worker_that_dies_fails_the_attempt_and_the_retry_runs_elsewhere(tmp_path, process_cluster):
-    """As on any cluster, Dask would run the task again on another worker: tuidag sees the second start, fails the
-    attempt with `worker lost`, and its own retry runs. What the dead worker's task left is ended with the run."""
+    """As on any cluster, Dask would run the task again on another worker: tuidag learns the worker left while running
+    it (even one killed before it said where the task runs, as here: at once), fails the attempt with `worker lost`,
+    stops Dask's second run, and its own retry runs. What the dead worker's task left is ended with the run."""
     with Client(process_cluster) as client:
         dags.new_executor = lambda dag: DaskExecutor(client=client, dag_env=dag.env)
         pids = tmp_path / "pids"

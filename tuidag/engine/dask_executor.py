@@ -18,8 +18,9 @@ What Dask does and does not do for us:
   (`placement_problem`); it is tried again when workers join or leave (the scheduler's `all` topic) and every
   `RECHECK_INTERVAL` while anything waits (a worker's resources can change without either).
 - A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply). Dask would
-  run the task again elsewhere; a local cluster is told not to (allowed-failures 0), and on another cluster a second
-  start of the same attempt is taken as the sign, and that second run is stopped.
+  run the task again elsewhere; a local cluster is told not to (allowed-failures 0), and on another cluster the
+  scheduler's `remove-worker` event (which lists the tasks the worker was running) or a second start of the same
+  attempt is taken as the sign, and that second run is stopped.
 """
 from __future__ import annotations
 
@@ -211,9 +212,18 @@ class DaskExecutor(Executor):
         return [dict(worker.get("resources") or {}) for worker in info.get("workers", {}).values()]
 
     def _on_cluster_event(self, event: tuple[float, dict]) -> None:
-        """On the client's event loop: a worker joined or left (look from the watcher thread: never block the loop)."""
-        if isinstance(event[1], dict) and event[1].get("action") in ("add-worker", "remove-worker"):
-            self._look_again.set()
+        """On the client's event loop: a worker joined or left (look from the watcher thread: never block the loop).
+        The attempts a worker that left was running are lost with it, whether or not it had said it ran them."""
+        message = event[1]
+        if not isinstance(message, dict) or message.get("action") not in ("add-worker", "remove-worker"):
+            return
+        self._look_again.set()
+        if message["action"] == "remove-worker":
+            for key in message.get("processing-tasks") or ():
+                with self._lock:
+                    running = self._attempts.get(key)
+                if running is not None:
+                    running.worker_lost(str(message.get("worker")))
 
     def _watch_workers(self) -> None:
         while not self._closed:
@@ -396,6 +406,17 @@ class DaskAttempt(RunningAttempt):
         elif reason is not None:  # cancelled while it was being started
             self._on_workers_later([worker], reason)
 
+    def worker_lost(self, worker: str) -> None:
+        """The worker running this attempt left the cluster (on the event loop): the attempt failed; Dask would run
+        it again elsewhere, and that run is stopped (tuidag's own retry decides what runs next)."""
+        with self._lock:
+            if self._result is not None:
+                return
+            self.worker = self.worker or worker  # so a run Dask starts again is taken for one (see `_started_on`)
+        self._end(AttemptResult(False, None, f"worker lost: {worker}"))
+        threading.Thread(target=self._drop_rerun, args=(None, f"worker lost: {worker}"), daemon=True,
+                         name="tuidag-dask-kill").start()
+
     def _future_done(self, future) -> None:
         """On a Dask callback thread. A result is not the end (the end event is, after the output); an error is."""
         if future.status == "finished":
@@ -438,13 +459,14 @@ class DaskAttempt(RunningAttempt):
         threading.Thread(target=self.executor.run_on_workers, args=(cancel_key, self.key, reason),
                          kwargs={"workers": workers}, daemon=True, name="tuidag-dask-kill").start()
 
-    def _drop_rerun(self, worker: str, reason: str) -> None:
-        """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next)."""
+    def _drop_rerun(self, worker: str | None, reason: str) -> None:
+        """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next), on
+        `worker`, or wherever it may start (None)."""
         from .dask_worker import cancel_key
 
         if self.future is not None:
             self.future.cancel()
-        self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker])
+        self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker] if worker else None)
 
     def _cancel_unstarted(self, reason: str) -> None:
         """Cancel the future, make sure no worker starts it, and if one already had, let its end event end it."""
