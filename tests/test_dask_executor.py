@@ -1,15 +1,17 @@
-"""The Dask executor: the engine's executor tests again with attempts on a Dask cluster (one in-process LocalCluster
-shared by the module, for speed), then what only Dask has: output streamed from a worker, the worker named, tasks
-queued inside Dask, worker loss, and the tree kill on real worker processes (`processes=True`)."""
+"""The Dask executor: the engine's executor tests and the resource-slot tests again with attempts on a Dask cluster (one
+in-process LocalCluster shared by the module, for speed), then what only Dask has: output streamed from a worker, the
+worker named while the task runs, tasks queued inside Dask, resources asked of the workers (and a request none of them
+can meet), worker loss, and the tree kill on real worker processes (`processes=True`)."""
 from __future__ import annotations
 
+import io
 import os
 import signal
 import uuid
 
 import psutil
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, Worker
 
 import dags
 from dags import alive, finish, make_dag, read_pids, start_run, wait_until
@@ -17,30 +19,55 @@ from tuidag.engine.dask_executor import DaskExecutor
 from tuidag.engine.scheduler import Scheduler
 from tuidag.model.spec import TaskSpec
 from tuidag.model.state import TaskState
+from tuidag.views.headless import HeadlessReporter
 
 # The engine's own tests, run here against the Dask executor (see the autouse fixture below).
 from test_engine import (  # noqa: F401
     test_cancel_all_policy_kills_running_tasks,
+    test_cancel_pending_task,
+    test_cancel_queued_task_never_starts,
+    test_cancel_retrying_task,
     test_cancel_running_branch_kills_whole_tree,
     test_command_not_found,
     test_environment_and_stdin,
     test_failure_skips_downstream_and_independent_branch_continues,
+    test_finish_running_policy_lets_running_finish_and_cancels_the_rest,
     test_leader_exits_on_term_while_children_ignore_it,
     test_leftover_background_process_is_ended_with_the_task,
     test_max_parallel_is_never_exceeded,
     test_output_goes_to_per_task_log_with_header,
+    test_pause_holds_new_work_and_resume_releases_it,
     test_rerun_failed_task_and_its_skipped_descendants,
+    test_retries_exhausted_fail,
     test_retries_then_success,
     test_states_of_a_successful_chain,
     test_task_killed_by_signal_reports_it,
+    test_timeout_applies_retries,
     test_timeout_kills_tree_and_fails_with_reason,
 )
+# The slot tests too: slots never exceeded (from the times the tasks write), no head-of-line blocking, no starvation.
+# (Not the one that expects a missing workdir to fail at launch: on Dask the worker finds it, see below.)
+from test_slots import (  # noqa: F401
+    test_a_large_request_keeps_its_place_against_later_small_ones,
+    test_a_task_waiting_out_its_retry_delay_holds_no_slot,
+    test_cancelling_the_waiter_ahead_lets_the_ones_behind_it_start,
+    test_capacity_is_never_exceeded_and_overlapping_tasks_hold_different_slots,
+    test_slot_numbers_reach_the_task_environment,
+    test_slots_freed_while_paused_are_handed_out_on_resume,
+    test_waiting_for_a_gpu_does_not_hold_up_a_cpu_task_behind_it,
+)
+from test_slots import WAIT_FOR_GO, slotted
+
+
+#: What the shared cluster's workers advertise: enough of every kind the slot tests ask for.
+ADVERTISED = {"gpu": 4, "db": 4, "V100": 4}
 
 
 @pytest.fixture(scope="module")
 def client():
     """Two in-process workers (a LocalCluster of threads starts in a few hundredths of a second)."""
-    with LocalCluster(n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0") as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0",
+                      resources=ADVERTISED) as cluster:
         with Client(cluster) as client:
             yield client
 
@@ -217,8 +244,9 @@ def test_cancel_kills_the_whole_tree_on_a_worker_process(tmp_path, process_clust
 
 
 def test_a_worker_that_dies_fails_the_attempt_and_the_retry_runs_elsewhere(tmp_path, process_cluster):
-    """As on any cluster, Dask would run the task again on another worker: tuidag sees the second start, fails the
-    attempt with `worker lost`, and its own retry runs. What the dead worker's task left is ended with the run."""
+    """As on any cluster, Dask would run the task again on another worker: tuidag learns the worker left while running
+    it (even one killed before it said where the task runs, as here: at once), fails the attempt with `worker lost`,
+    stops Dask's second run, and its own retry runs. What the dead worker's task left is ended with the run."""
     with Client(process_cluster) as client:
         dags.new_executor = lambda dag: DaskExecutor(client=client, dag_env=dag.env)
         pids = tmp_path / "pids"
@@ -235,3 +263,111 @@ def test_a_worker_that_dies_fails_the_attempt_and_the_retry_runs_elsewhere(tmp_p
         assert finish(scheduler, 30) == {"t": "SUCCEEDED"}
         assert scheduler.snapshot()["t"].attempt == 2
         assert not alive(*leader_ref), "the lost worker's task was left running"
+
+
+# --- where tasks run: resources and the worker ----------------------------------------------------------------------
+def test_the_worker_is_named_as_soon_as_the_task_runs_there(tmp_path, client):
+    """An update event (RUNNING -> RUNNING) names the worker while the task still runs, not only at its end."""
+    dag = make_dag({"a": WAIT_FOR_GO}, workdir=tmp_path)
+    scheduler, rec = start_run(dag, tmp_path)
+    rec.wait_for(lambda: any(e.new.value == "RUNNING" and e.snapshot.worker for e in rec.task_events("a")))
+    update = next(e for e in rec.task_events("a") if e.snapshot.worker)
+    assert update.old is update.new is TaskState.RUNNING and not update.is_transition
+    assert update.snapshot.worker in client.scheduler_info()["workers"]
+    assert scheduler.snapshot()["a"].state is TaskState.RUNNING
+    (tmp_path / "go").touch()
+    assert finish(scheduler) == {"a": "SUCCEEDED"}
+    assert scheduler.snapshot()["a"].worker == update.snapshot.worker
+
+
+def _start_worker(cluster: LocalCluster, resources: dict) -> Worker:
+    """One more in-process worker, advertising `resources`, joining the running cluster."""
+    async def start():
+        return await Worker(cluster.scheduler_address, nthreads=4, resources=resources, dashboard_address=":0")
+
+    return cluster.sync(start)
+
+
+def test_a_request_no_worker_can_meet_waits_and_says_why_until_a_worker_that_can_joins(tmp_path):
+    """The only worker has no GPU: the GPU task waits in tuidag (QUEUED, with the reason) while a CPU task runs; once
+    a worker with two GPUs joins, every GPU task runs there, as Dask resources send them."""
+    with LocalCluster(n_workers=1, threads_per_worker=4, processes=False, dashboard_address=":0",
+                      resources={"gpu": 1}) as cluster, Client(cluster) as one:
+        dags.new_executor = lambda dag: DaskExecutor(client=one, dag_env=dag.env)  # undone by monkeypatch
+        dag = slotted(make_dag({"pair": "true", "single": "true", "cpu": "true", "single2": "true"}, workdir=tmp_path),
+                      {"pair": {"gpu": 2}, "single": {"gpu": 1}, "single2": {"gpu": 1}}, {"gpu": 2})
+        scheduler, rec = start_run(dag, tmp_path)
+        rec.wait_state("cpu", "SUCCEEDED")
+        rec.wait_for(lambda: scheduler.snapshot()["pair"].reason == "waiting: no Dask worker has gpu=2")
+        snap = scheduler.snapshot()["pair"]
+        assert snap.state is TaskState.QUEUED and snap.attempt == 0 and snap.slots is None  # holds no slot meanwhile
+        small = _start_worker(cluster, {"gpu": 2})
+        try:
+            assert finish(scheduler) == dict.fromkeys(["pair", "single", "cpu", "single2"], "SUCCEEDED")
+            snaps = scheduler.snapshot()
+            assert snaps["pair"].worker == small.address and snaps["pair"].reason is None
+            assert "RUNNING" in rec.states("single") and snaps["cpu"].worker != small.address
+        finally:
+            cluster.sync(small.close)
+    out = io.StringIO()  # what the headless output says of it (the events recorded, replayed to the reporter)
+    reporter = HeadlessReporter(out, scheduler.log_headers, quiet=True)
+    for event in rec.events:
+        reporter(event)
+    reporter.start(list(dag.tasks))
+    reporter.stop()
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("[pair]")]
+    assert lines[:2] == ["[pair]    --> QUEUED: waiting: no Dask worker has gpu=2",
+                         "[pair]    --> RUNNING [slots gpu:0,1]"], lines
+    assert len(lines) == 3 and lines[2].startswith("[pair]    --> SUCCEEDED"), lines
+
+
+def test_task_resources_are_asked_of_dask(tmp_path, client):
+    """What a task sends with its Dask task: its slots as Dask resources, nothing for a task without any."""
+    from tuidag.engine.dask_executor import dask_resources
+    from tuidag.engine.executor import Attempt
+
+    dag = slotted(make_dag({"g": "true", "c": "true"}), {"g": {"gpu": 2, "db": 1}}, {"gpu": 2, "db": 1})
+    attempt = Attempt("r", dag.tasks["g"], 1, {}, tmp_path, str(tmp_path / "g.log"), None, 1.0)
+    assert dask_resources(attempt) == {"gpu": 2, "db": 1}
+    assert dask_resources(attempt._replace(task=dag.tasks["c"])) is None
+
+
+def test_a_local_clusters_workers_each_advertise_the_whole_capacity():
+    executor = DaskExecutor(local_workers=2, processes=False, resources={"gpu": 2, "db": 1})
+    try:
+        workers = executor.client.scheduler_info(n_workers=-1)["workers"].values()
+        assert [w["resources"] for w in workers] == [{"gpu": 2, "db": 1}] * 2
+    finally:
+        executor.close()
+
+
+def test_on_a_cluster_of_other_machines_each_worker_numbers_the_slots_of_its_own_devices(tmp_path):
+    """Two workers with one GPU each (two machines): tuidag's two GPU slots are cluster-wide, but each task gets the
+    device of the machine it runs on, GPU 0 on both, and the views and the journal say so."""
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0",
+                      resources={"gpu": 1}) as cluster, Client(cluster) as both:
+        dags.new_executor = lambda dag: DaskExecutor(client=both, dag_env=dag.env, workers_number_slots=True)
+        show = f'echo "$TUIDAG_SLOTS_GPU $CUDA_VISIBLE_DEVICES"; {WAIT_FOR_GO}'
+        dag = slotted(make_dag({"a": show, "b": show}, workdir=tmp_path), {"a": {"gpu": 1}, "b": {"gpu": 1}},
+                      {"gpu": 2})
+        scheduler, rec = start_run(dag, tmp_path)
+        rec.wait_for(lambda: all(s.worker for s in scheduler.snapshot().values()))
+        running = scheduler.snapshot()
+        assert running["a"].worker != running["b"].worker
+        assert running["a"].slots == running["b"].slots == "gpu:0"  # not tuidag's cluster-wide gpu:0 and gpu:1
+        (tmp_path / "go").touch()
+        assert finish(scheduler) == {"a": "SUCCEEDED", "b": "SUCCEEDED"}
+    assert [log_of(tmp_path, name).splitlines()[1] for name in ("a", "b")] == [b"0 0", b"0 0"]
+
+
+def test_a_cluster_without_workers_says_so_and_runs_the_tasks_once_one_joins(tmp_path):
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, Client(cluster) as empty:
+        dags.new_executor = lambda dag: DaskExecutor(client=empty, dag_env=dag.env)  # undone by monkeypatch
+        scheduler, rec = start_run(make_dag({"a": "true", "b": {"run": "true", "depends_on": ["a"]}}), tmp_path)
+        rec.wait_for(lambda: scheduler.snapshot()["a"].reason == "waiting: no Dask worker")
+        worker = _start_worker(cluster, {})
+        try:
+            assert finish(scheduler) == {"a": "SUCCEEDED", "b": "SUCCEEDED"}
+            assert scheduler.snapshot()["a"].worker == worker.address
+        finally:
+            cluster.sync(worker.close)

@@ -343,7 +343,7 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
     from .engine.dask_executor import DaskExecutor, DaskUnreachable
 
     try:
-        return DaskExecutor(choice.address, local_workers=choice.workers, dag_env=dag.env)
+        return DaskExecutor(choice.address, local_workers=choice.workers, dag_env=dag.env, resources=dag.resources)
     except DaskUnreachable as exc:
         raise UsageError(str(exc)) from None
 

@@ -225,3 +225,7 @@ async def test_a_tile_run_by_a_dask_worker_names_it(new_session):
         snap = TaskSnapshot("a", TaskState.SUCCEEDED, worker="tcp://10.0.0.5:40123")
         assert app.canvas._detail(snap, 20) == "10.0.0.5:40123"
         assert app.canvas._detail(snap._replace(worker=None), 20) == ""
+        running = snap._replace(state=TaskState.RUNNING, slots="gpu:1")  # named while it runs, after its slots
+        assert app.canvas._detail(running, 30) == "gpu:1 10.0.0.5:40123"
+        waiting = TaskSnapshot("a", TaskState.QUEUED, reason="waiting: no Dask worker has gpu=2")
+        assert app.canvas._detail(waiting, 40) == "waiting: no Dask worker has gpu=2"

@@ -11,18 +11,28 @@ What Dask does and does not do for us:
 - Output travels as events on one topic per executor (`Worker.log_event` -> `Client.subscribe_topic`), in order,
   and is appended to the run's local log file as it comes, so everything that reads local logs works unchanged.
   The scheduler keeps only the last events of a topic: the local file and the worker's copy are the record.
+- Resource slots: a task's `resources` are asked of Dask too (`submit(resources=...)`), so only a worker that
+  advertises them runs it. tuidag's own slots still decide when a task may start and which slot numbers it holds (the
+  cluster-wide limit); Dask only picks a worker that has what the task asks for. A task no worker can run waits in
+  tuidag, QUEUED with the reason (`waiting: no Dask worker has gpu=2`), not inside Dask where nothing would say why
+  (`placement_problem`); it is tried again when workers join or leave (the scheduler's `all` topic) and every
+  `RECHECK_INTERVAL` while anything waits (a worker's resources can change without either).
 - A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply). Dask would
-  run the task again elsewhere; a local cluster is told not to (allowed-failures 0), and on another cluster a second
-  start of the same attempt is taken as the sign, and that second run is stopped.
+  run the task again elsewhere; a local cluster is told not to (allowed-failures 0), and on another cluster the
+  scheduler's `remove-worker` event (which lists the tasks the worker was running) or a second start of the same
+  attempt is taken as the sign, and that second run is stopped.
 """
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from ..model.resources import cuda_kind, requests
+from ..model.spec import TaskSpec
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
 from .shell_attempt import open_log, write_header
 
@@ -30,6 +40,7 @@ INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip
 LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (its threads mostly wait for processes)
 CONNECT_TIMEOUT = "10s"
 END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
+RECHECK_INTERVAL = 1.0  # seconds between looks at the workers' resources while a task waits for a worker
 
 
 def _send_sooner(client: Any) -> None:
@@ -77,19 +88,40 @@ def dask_missing() -> bool:
     return False
 
 
-def dask_resources(attempt: Attempt) -> dict[str, float] | None:
-    """The Dask worker resources an attempt asks for (`Client.submit(resources=...)`), so that only workers that
-    advertise them run it. Hook for task resource slots (issue #17, "Resource slots"): tasks have no resources yet,
-    so no attempt asks for any."""
-    return None
+def dask_resources(attempt: Attempt) -> dict[str, int] | None:
+    """The Dask worker resources an attempt asks for (`Client.submit(resources=...)`): its resource slots, so that
+    only a worker that advertises them runs it. None when it asks for none (any worker)."""
+    return requests(attempt.task) if attempt.task.resources else None
+
+
+def placement_problem(task: TaskSpec, workers: list[dict[str, float]]) -> str | None:
+    """Why none of `workers` (the resources each advertises) can run `task`, or None."""
+    if not workers:
+        return "waiting: no Dask worker"
+    if not task.resources:
+        return None
+    wanted = requests(task)
+    if any(all(advertised.get(kind, 0) >= count for kind, count in wanted.items()) for advertised in workers):
+        return None
+    return "waiting: no Dask worker has " + ", ".join(f"{kind}={count}" for kind, count in wanted.items())
 
 
 class DaskExecutor(Executor):
     """Attempts on a Dask cluster: an existing one (`address`), a `LocalCluster` started here and closed by `close()`
-    (`local_workers`), or a client the caller owns (`client`, for tests sharing one cluster)."""
+    (`local_workers`), or a client the caller owns (`client`, for tests sharing one cluster).
+
+    A local cluster's workers each advertise the DAG's whole capacities (`resources`), not a share of them: they run
+    on this machine, so slot number i is the same device whichever worker runs the task, and tuidag's slots (which
+    hand out the numbers in TUIDAG_SLOTS_<KIND> and CUDA_VISIBLE_DEVICES) already keep the total within the capacity.
+    Split capacities would make Dask refuse a request that fits the machine (2 GPUs asked, 1 per worker) and let the
+    worker Dask picks disagree with the slot numbers tuidag gave. On an existing cluster the workers advertise what
+    they have (`dask worker --resources gpu=2`); tuidag's capacities then cap the cluster-wide total, and each worker
+    numbers a task's slots within its own (TUIDAG_SLOTS_<KIND>, CUDA_VISIBLE_DEVICES: the devices of the machine the
+    task runs on), reported back with the worker's name so the views and the journal show the numbers the task got."""
 
     def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
-                 dag_env: Mapping[str, str] | None = None, client: Any = None):
+                 dag_env: Mapping[str, str] | None = None, client: Any = None,
+                 resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None):
         import uuid
 
         import logging
@@ -99,6 +131,9 @@ class DaskExecutor(Executor):
 
         self.dag_env = dict(dag_env or {})
         self._cluster = None
+        # Whether workers number slots themselves (their own devices; see dask_worker): by default on a cluster given
+        # by its address, whose workers are other machines.
+        self.workers_number_slots = address is not None if workers_number_slots is None else workers_number_slots
         self._own_client = client is None
         if client is None:
             # Dask's own log lines would land in the middle of the UI; what matters reaches the tasks' reasons.
@@ -106,9 +141,24 @@ class DaskExecutor(Executor):
                 if name.startswith("distributed"):
                     logging.getLogger(name).setLevel(logging.CRITICAL)
             if address is None:
-                with dask.config.set({"distributed.scheduler.allowed-failures": 0}), _signals_ignored():
+                # What a local cluster for tuidag's tasks does without, as it costs CPU the tasks could use: the
+                # workers' statistical profiler (it samples every thread every 10 ms, for a dashboard nobody looks
+                # at here), work stealing (bookkeeping on every task's every transition, to move tasks between
+                # workers, when tuidag only submits what can run now), memory limits (a monitor polling every
+                # process 10 times a second: the tasks' own processes are not the worker's memory, and a worker
+                # holds no data), and frequent health ticks and system monitoring. On Linux, worker processes are
+                # forked from this one, which has Dask loaded already: a spawned one imports it again (0.6 s each,
+                # two at once on two cores took a second), a forked one starts in a few hundredths. (The fork
+                # happens here, before tuidag starts any thread of its own.)
+                config = {"distributed.worker.multiprocessing-method": "fork"} if sys.platform == "linux" else {}
+                with dask.config.set({**config, "distributed.scheduler.allowed-failures": 0,
+                                      "distributed.worker.profile.enabled": False,
+                                      "distributed.scheduler.work-stealing": False,
+                                      "distributed.admin.tick.interval": "1s",
+                                      "distributed.admin.system-monitor.interval": "5s"}), _signals_ignored():
                     self._cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
                                                  threads_per_worker=LOCAL_THREADS_PER_WORKER,
+                                                 resources=dict(resources) if resources else None, memory_limit=0,
                                                  dashboard_address=":0",  # its HTTP server starts even with None
                                                  silence_logs=logging.CRITICAL)
                 client = Client(self._cluster)
@@ -125,12 +175,105 @@ class DaskExecutor(Executor):
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}
         self._runs: set[str] = set()  # run ids of the attempts launched
+        self._to_submit: list[tuple[DaskAttempt, dict]] = []  # launched, not yet handed to Dask (`submit`)
+        self._submit_lock = threading.Lock()
+        self._submit_due = False  # `_submit_queued` is on its way to the event loop
         self._closed = False
         client.subscribe_topic(self.topic, self._on_event)
+        self._workers: list[dict[str, float]] = []
+        self._workers = self._advertised()  # what each worker advertises, for placement_problem
+        self._recheck: Callable[[], None] | None = None
+        self._waiting = False  # a task waits for a worker: look again every RECHECK_INTERVAL
+        self._look_again = threading.Event()
+        client.subscribe_topic("all", self._on_cluster_event)
+        self._watcher = threading.Thread(target=self._watch_workers, daemon=True, name="tuidag-dask-workers")
+        self._watcher.start()
+
+    # --- which workers can run what (see the module's docstring) --------------------------------------------------
+    def placement_problem(self, task: TaskSpec) -> str | None:
+        problem = placement_problem(task, self._workers)
+        if problem is not None and not self._waiting:
+            self._waiting = True
+            if threading.current_thread() is not self._watcher:  # (the watcher's own re-check: the list is fresh)
+                self._look_again.set()  # the list may be older than the worker that would do
+        return problem
+
+    def watch_placement(self, recheck: Callable[[], None]) -> None:
+        self._recheck = recheck
+
+    def _advertised(self) -> list[dict[str, float]]:
+        """The resources of each worker the scheduler knows (one request to it)."""
+        if self.client.status != "running":
+            return self._workers
+        try:
+            info = self.client.scheduler_info(n_workers=-1)
+        except Exception:
+            return self._workers
+        return [dict(worker.get("resources") or {}) for worker in info.get("workers", {}).values()]
+
+    def _on_cluster_event(self, event: tuple[float, dict]) -> None:
+        """On the client's event loop: a worker joined or left (look from the watcher thread: never block the loop).
+        The attempts a worker that left was running are lost with it, whether or not it had said it ran them."""
+        message = event[1]
+        if not isinstance(message, dict) or message.get("action") not in ("add-worker", "remove-worker"):
+            return
+        self._look_again.set()
+        if message["action"] == "remove-worker":
+            for key in message.get("processing-tasks") or ():
+                with self._lock:
+                    running = self._attempts.get(key)
+                if running is not None:
+                    running.worker_lost(str(message.get("worker")))
+
+    def _watch_workers(self) -> None:
+        while not self._closed:
+            self._look_again.wait(RECHECK_INTERVAL if self._waiting else None)
+            self._look_again.clear()
+            if self._closed:
+                return
+            self._workers = self._advertised()
+            if self._waiting and self._recheck is not None:
+                self._waiting = False  # set again by placement_problem for what still finds no worker
+                self._recheck()
 
     def launch(self, attempt: Attempt) -> RunningAttempt:
         self._runs.add(attempt.run_id)
         return DaskAttempt(self, attempt)
+
+    def submit(self, attempt: DaskAttempt, spec: dict[str, Any]) -> None:
+        """Hand an attempt to Dask on the client's event loop, together with those launched until the loop gets to
+        it: one message to the scheduler (one `update_graph`) for them all, not one each, as what the scheduler does
+        per message is much of what a quick task costs it. Submitting from a pool thread went through the loop
+        anyway (the client sends from there), and batched nothing: pool threads launch one at a time."""
+        with self._submit_lock:
+            self._to_submit.append((attempt, spec))
+            if self._submit_due:
+                return
+            self._submit_due = True
+        self.client.loop.add_callback(self._submit_queued)
+
+    def _submit_queued(self) -> None:
+        with self._submit_lock:
+            batch, self._to_submit, self._submit_due = self._to_submit, [], False
+        self._submit_batch(batch)
+
+    def _submit_batch(self, batch: list[tuple[DaskAttempt, dict]]) -> None:
+        from .dask_worker import run_attempt
+
+        groups: dict[tuple, list[tuple[DaskAttempt, dict]]] = {}  # one `map` per set of resources asked for
+        for attempt, spec in batch:
+            resources = dask_resources(attempt.attempt)
+            groups.setdefault(tuple(resources.items()) if resources else (), []).append((attempt, spec))
+        for resources, items in groups.items():
+            try:
+                futures = self.client.map(run_attempt, [spec for _, spec in items], key=[a.key for a, _ in items],
+                                          pure=False, resources=dict(resources) or None)
+            except Exception as exc:
+                for attempt, _ in items:
+                    attempt.not_submitted(exc)
+                continue
+            for (attempt, _), future in zip(items, futures):
+                attempt.submitted(future)
 
     def _on_event(self, event: tuple[float, list]) -> None:
         """On the client's event loop: route one event of a running attempt (see `dask_worker`)."""
@@ -166,23 +309,37 @@ class DaskExecutor(Executor):
         if self._closed:
             return
         self._closed = True
+        self._look_again.set()
         self.force_kill()
-        try:
-            self.client.unsubscribe_topic(self.topic)
-        except Exception:
-            pass
+        for topic in (self.topic, "all"):
+            try:
+                self.client.unsubscribe_topic(topic)
+            except Exception:
+                pass
         if self._own_client:
             self.client.close()
             if self._cluster is not None:
+                self._end_local_workers()
                 self._cluster.close()
+
+    def _end_local_workers(self) -> None:
+        """SIGKILL the local cluster's worker processes (their nannies told not to restart them) before closing it:
+        every task tree is gone and a worker holds nothing else, while each one's orderly close took 0.3-0.5 s,
+        longer than all of a small run. Dask's internals (`workers`, a nanny's process): anything unexpected
+        leaves the orderly close to do it all."""
+        try:
+            for nanny in list(self._cluster.workers.values()):
+                pid = nanny.process.process.pid
+                nanny.auto_restart = False
+                os.kill(pid, signal.SIGKILL)
+        except (AttributeError, OSError, TypeError):
+            pass
 
 
 class DaskAttempt(RunningAttempt):
     """One attempt as one Dask task. The local log gets the header here and the output as the worker streams it."""
 
     def __init__(self, executor: DaskExecutor, attempt: Attempt):
-        from .dask_worker import run_attempt
-
         self.executor = executor
         self.attempt = attempt
         self.key = f"tuidag-{attempt.run_id}-{attempt.task.name}-{attempt.number}"
@@ -191,11 +348,13 @@ class DaskAttempt(RunningAttempt):
         self._done = threading.Event()
         self._result: AttemptResult | None = None
         self._kill_reason: str | None = None
+        self.future = None  # once `executor.submit` handed it to Dask (maybe on another thread)
         self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
         self._fd: int | None = open_log(attempt)
         try:
             write_header(self._fd, attempt)
-            spec = worker_spec(attempt, self.key, executor.topic, executor.dag_env)
+            spec = worker_spec(attempt, self.key, executor.topic, executor.dag_env,
+                               workers_number_slots=executor.workers_number_slots)
         except BaseException as exc:
             if not isinstance(exc, OSError):
                 os.write(self._fd, f"tuidag: cannot start: {exc}\n".encode())
@@ -203,13 +362,18 @@ class DaskAttempt(RunningAttempt):
             raise
         with executor._lock:
             executor._attempts[self.key] = self
-        try:
-            self.future = executor.client.submit(run_attempt, spec, key=self.key, pure=False,
-                                                 resources=dask_resources(attempt))
-        except BaseException:
-            self._forget()
-            raise
-        self.future.add_done_callback(self._future_done)
+        executor.submit(self, spec)
+
+    def submitted(self, future) -> None:
+        with self._lock:
+            self.future = future
+            reason = self._kill_reason if self.worker is None and self._result is None else None
+        future.add_done_callback(self._future_done)
+        if reason is not None:  # cancelled before it was handed to Dask (see `kill`)
+            self._cancel_future(reason)
+
+    def not_submitted(self, exc: Exception) -> None:
+        self._end(AttemptResult(False, None, f"could not start: {exc}"))
 
     # --- events from the worker (on the client's event loop) ---------------------------------------------------
     def on_event(self, kind: str, payload: Any) -> None:
@@ -220,22 +384,38 @@ class DaskAttempt(RunningAttempt):
         elif kind == "s":
             self._started_on(payload)
         elif kind == "e":
-            ok, exit_code, reason, cancelled = payload
+            ok, exit_code, reason, cancelled, where = payload
+            if where is not None:  # over before it said where it ran
+                self._started_on(where)
             with self._lock:
                 if self._kill_reason is not None and not ok:
                     cancelled, reason = True, self._kill_reason
             self._end(AttemptResult(ok, exit_code, reason, cancelled))
 
-    def _started_on(self, worker: str) -> None:
+    def _started_on(self, where: list) -> None:
+        worker, slots = where
         with self._lock:
             first, self.worker = self.worker, self.worker or worker
             reason = self._kill_reason
+        if first is None and self.attempt.on_worker is not None:
+            self.attempt.on_worker(worker, slots)
         if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
             self._end(AttemptResult(False, None, f"worker lost: {first}"))
             threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,
                              name="tuidag-dask-kill").start()
         elif reason is not None:  # cancelled while it was being started
             self._on_workers_later([worker], reason)
+
+    def worker_lost(self, worker: str) -> None:
+        """The worker running this attempt left the cluster (on the event loop): the attempt failed; Dask would run
+        it again elsewhere, and that run is stopped (tuidag's own retry decides what runs next)."""
+        with self._lock:
+            if self._result is not None:
+                return
+            self.worker = self.worker or worker  # so a run Dask starts again is taken for one (see `_started_on`)
+        self._end(AttemptResult(False, None, f"worker lost: {worker}"))
+        threading.Thread(target=self._drop_rerun, args=(None, f"worker lost: {worker}"), daemon=True,
+                         name="tuidag-dask-kill").start()
 
     def _future_done(self, future) -> None:
         """On a Dask callback thread. A result is not the end (the end event is, after the output); an error is."""
@@ -262,12 +442,16 @@ class DaskAttempt(RunningAttempt):
                 return
             self._kill_reason = reason
             worker = self.worker
+            submitted = self.future is not None
         if worker is not None:
             self._on_workers_later([worker], reason)
-        else:
-            self.future.cancel()
-            threading.Thread(target=self._cancel_unstarted, args=(reason,), daemon=True,
-                             name="tuidag-dask-cancel").start()
+        elif submitted:  # else `submitted` will cancel it
+            self._cancel_future(reason)
+
+    def _cancel_future(self, reason: str) -> None:
+        """From any thread, the event loop's too (`submitted` runs there; `Future.cancel` must not)."""
+        threading.Thread(target=self._cancel_unstarted, args=(reason,), daemon=True,
+                         name="tuidag-dask-cancel").start()
 
     def _on_workers_later(self, workers: list[str], reason: str) -> None:
         from .dask_worker import cancel_key
@@ -275,17 +459,20 @@ class DaskAttempt(RunningAttempt):
         threading.Thread(target=self.executor.run_on_workers, args=(cancel_key, self.key, reason),
                          kwargs={"workers": workers}, daemon=True, name="tuidag-dask-kill").start()
 
-    def _drop_rerun(self, worker: str, reason: str) -> None:
-        """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next)."""
+    def _drop_rerun(self, worker: str | None, reason: str) -> None:
+        """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next), on
+        `worker`, or wherever it may start (None)."""
+        from .dask_worker import cancel_key
+
+        if self.future is not None:
+            self.future.cancel()
+        self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker] if worker else None)
+
+    def _cancel_unstarted(self, reason: str) -> None:
+        """Cancel the future, make sure no worker starts it, and if one already had, let its end event end it."""
         from .dask_worker import cancel_key
 
         self.future.cancel()
-        self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker])
-
-    def _cancel_unstarted(self, reason: str) -> None:
-        """The future is cancelled; make sure no worker starts it, and if one already had, let its end event end it."""
-        from .dask_worker import cancel_key
-
         answers = self.executor.run_on_workers(cancel_key, self.key, reason)
         if not any(answer is True for answer in answers.values()):
             self._end(AttemptResult(False, None, reason, cancelled=True))
@@ -306,7 +493,7 @@ class DaskAttempt(RunningAttempt):
         import pickle
 
         try:
-            data = self.future.result(timeout=END_TIMEOUT)[5]
+            data = self.future.result(timeout=END_TIMEOUT)
             return result._replace(value=pickle.loads(data) if data is not None else None)
         except Exception as exc:
             return AttemptResult(False, result.exit_code, f"the return value could not be read back: "
@@ -321,9 +508,11 @@ class DaskAttempt(RunningAttempt):
                 os.close(fd)
 
 
-def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str]) -> dict[str, Any]:
+def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str], *,
+                workers_number_slots: bool = False) -> dict[str, Any]:
     """What the worker needs, as plain data: the environment is the DAG's and the task's (with the TUIDAG_*
-    tags) only, put over the worker's own; a callable travels pickled by value."""
+    tags) only, put over the worker's own; a callable travels pickled by value. With `workers_number_slots`, the
+    worker numbers the task's slots itself (`slots`, and `cuda`: the kind that makes CUDA_VISIBLE_DEVICES)."""
     task = attempt.task
     own = attempt.env.own if isinstance(attempt.env, TaskEnvironment) else attempt.env
     env = {**dag_env, **own, "TUIDAG_RUN_ID": attempt.run_id}
@@ -333,7 +522,9 @@ def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, st
     spec = {"key": key, "topic": topic, "run_id": attempt.run_id, "task": task.name,
             "attempt": attempt.number, "steps": steps, "shell": task.shell, "env": env,
             "workdir": str(attempt.workdir), "timeout": attempt.timeout, "kill_grace": attempt.kill_grace,
-            "func": None, "results": None}
+            "func": None, "results": None, "slots": None, "cuda": None}
+    if workers_number_slots and task.resources:
+        spec["slots"], spec["cuda"] = requests(task), cuda_kind(task)
     if task.func is not None:
         import cloudpickle
 

@@ -8,10 +8,18 @@ SIGTERM -> kill_grace -> SIGKILL escalation, the timeout. Its output goes into t
 (`worker_log_dir()`), which a thread tails and sends to the client in order with `Worker.log_event`: a chunk is
 sent exactly as it is in the file, so the client's copy is byte for byte the same.
 
+On a cluster tuidag did not start, the worker numbers an attempt's resource slots itself, within what it advertises
+(`spec["slots"]`): slot numbers are the devices of the machine that runs the task (CUDA_VISIBLE_DEVICES), which the
+client, counting slots cluster-wide, cannot know. Dask never runs more than a worker advertises at once, so its own
+numbers never run out.
+
 Events on the executor's topic, each a list `[kind, key, payload]`:
-- `["s", key, worker address]`: the attempt started on that worker;
+- `["s", key, [worker address, slots or None]]`: the attempt runs on that worker (holding those slots there); sent
+  at the tail's first look, TAIL_INTERVAL after the start, so that a quick attempt (most of a big DAG's) costs one
+  event fewer: one over sooner says it in its end event instead;
 - `["o", key, bytes]`: output, in order;
-- `["e", key, [ok, exit_code, reason, cancelled]]`: the attempt and its whole tree are gone (sent after its output).
+- `["e", key, [ok, exit_code, reason, cancelled, [worker address, slots] or None]]`: the attempt and its whole tree
+  are gone (sent after its output), with where it ran when no "s" event said so.
 """
 from __future__ import annotations
 
@@ -22,16 +30,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..model.resources import format_slots, slot_env
 from .executor import Attempt, AttemptResult
 from .log_headers import HeaderSpan, LogHeaders
 from .shell_attempt import ShellAttempt
 
 TAIL_INTERVAL = 0.01  # seconds between reads of a running attempt's log
+SEND_INTERVAL = 0.001  # seconds the worker's stream to the scheduler may hold messages back to send them together
 CHUNK = 1 << 16
 
 _lock = threading.Lock()
 _running: dict[str, ShellAttempt] = {}   # dask key -> attempt running on this worker
 _cancelled: dict[str, str] = {}          # dask keys cancelled before they started here -> reason (see cancel_key)
+_free_slots: dict[tuple[str, str], list[int]] = {}  # (worker address, kind) -> its free slot numbers
 
 
 def worker_log_dir() -> Path:
@@ -49,26 +60,76 @@ class _FirstHeader(LogHeaders):
         return self.span
 
 
-def run_attempt(spec: dict[str, Any]) -> list:
-    """The Dask task: run one attempt on this worker, stream its output, return `[ok, exit_code, reason, cancelled,
-    worker, value]`. `spec` is made by `dask_executor.DaskAttempt` (plain data, the callable already pickled)."""
+def run_attempt(spec: dict[str, Any]) -> bytes | None:
+    """The Dask task: run one attempt on this worker, stream its output and its outcome (the end event), and return
+    a callable's pickled value (None for a shell task: the worker then stores, sizes and reports nothing bigger).
+    `spec` is made by `dask_executor.DaskAttempt` (plain data, the callable already pickled)."""
     from distributed import get_worker
 
     worker = get_worker()
     key, topic = spec["key"], spec["topic"]
     address = worker.address
+    stream = getattr(worker, "batched_stream", None)
+    if stream is not None and getattr(stream, "interval", 0) > SEND_INTERVAL:
+        # It batches what it sends the scheduler for 2 ms: each end event of a chain of quick tasks waited for it.
+        stream.interval = SEND_INTERVAL
 
     def send(kind: str, payload: Any) -> None:
         worker.log_event(topic, [kind, key, payload])
 
-    send("s", address)
-    result, value = _run(spec, address, send)
-    outcome = [result.ok, result.exit_code, result.reason, result.cancelled]
-    send("e", outcome)
-    return [*outcome, address, value]
+    held = _take_slots(worker, spec["slots"]) if spec.get("slots") else None
+    try:
+        if held is not None:
+            spec = {**spec, "env": {**spec["env"], **slot_env(held, spec["cuda"])}}
+        start = _Start(send, [address, format_slots(held) if held else None])
+        result, value = _run(spec, address, send, start.announce)
+    finally:
+        if held is not None:
+            _give_back(address, held)
+    send("e", [result.ok, result.exit_code, result.reason, result.cancelled, start.unsent()])
+    return value
 
 
-def _run(spec: dict[str, Any], address: str, send) -> tuple[AttemptResult, bytes | None]:
+class _Start:
+    """Where the attempt runs, said once: by `announce` (the "s" event), or with the end event (`unsent`)."""
+
+    def __init__(self, send, where: list):
+        self._send = send
+        self._where: list | None = where
+        self._lock = threading.Lock()
+
+    def announce(self) -> None:
+        where = self.unsent()
+        if where is not None:
+            self._send("s", where)
+
+    def unsent(self) -> list | None:
+        with self._lock:
+            where, self._where = self._where, None
+        return where
+
+
+def _take_slots(worker: Any, request: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """The lowest free numbers of this worker's own slots of each kind (it advertises how many it has)."""
+    total = getattr(getattr(worker, "state", None), "total_resources", {})
+    held = {}
+    with _lock:
+        for kind, count in request.items():
+            free = _free_slots.setdefault((worker.address, kind), list(range(int(total.get(kind, count)))))
+            held[kind] = tuple(free[:count])
+            del free[:count]
+    return held
+
+
+def _give_back(address: str, held: dict[str, tuple[int, ...]]) -> None:
+    with _lock:
+        for kind, numbers in held.items():
+            free = _free_slots[(address, kind)]
+            free.extend(numbers)
+            free.sort()
+
+
+def _run(spec: dict[str, Any], address: str, send, started) -> tuple[AttemptResult, bytes | None]:
     key = spec["key"]
     folder = worker_log_dir() / spec["run_id"]
     folder.mkdir(parents=True, exist_ok=True)
@@ -94,7 +155,7 @@ def _run(spec: dict[str, Any], address: str, send) -> tuple[AttemptResult, bytes
     attempt = Attempt(run_id=spec["run_id"], task=TaskSpec(spec["task"], shell=spec["shell"]),
                       number=spec["attempt"], env=env, workdir=Path(workdir), log_path=log_path,
                       timeout=spec["timeout"], kill_grace=spec["kill_grace"], log_headers=headers)
-    tail = _Tail(log_path, send)
+    tail = _Tail(log_path, send, started)
     try:
         running = ShellAttempt(attempt, steps)
     except Exception as exc:
@@ -120,11 +181,13 @@ def _run(spec: dict[str, Any], address: str, send) -> tuple[AttemptResult, bytes
 
 
 class _Tail:
-    """Sends what is appended to the worker's log from `start` on, in order, until `stop` has sent the rest."""
+    """Sends what is appended to the worker's log from `start` on, in order, until `stop` has sent the rest; calls
+    `tick` at each look while the attempt runs."""
 
-    def __init__(self, path: str, send):
+    def __init__(self, path: str, send, tick):
         self._path = path
         self._send = send
+        self._tick = tick
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._fd: int | None = None
@@ -138,6 +201,7 @@ class _Tail:
 
     def _follow(self) -> None:
         while not self._stop.wait(TAIL_INTERVAL):
+            self._tick()
             self._drain()
 
     def _drain(self) -> None:

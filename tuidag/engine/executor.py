@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from ..model.spec import NO_ENV, TaskSpec
 from .log_headers import LogHeaders
@@ -51,6 +51,10 @@ class Attempt(NamedTuple):
     kill_grace: float
     results: Mapping[str, Any] = NO_ENV  # return values of finished callable dependencies (read-only)
     log_headers: LogHeaders | None = None  # where the header is put on record (None: nobody asks; see `log_headers`)
+    #: Called by an executor that runs attempts elsewhere with the worker's name as soon as the attempt started there
+    #: (any thread), so the views name the worker while the task runs, not only once it has ended; and, when the
+    #: worker numbered the attempt's slots itself (its own devices), with those slots (`format_slots` text).
+    on_worker: Callable[..., None] | None = None
 
 
 class AttemptResult(NamedTuple):
@@ -85,6 +89,16 @@ class Executor(ABC):
     @abstractmethod
     def launch(self, attempt: Attempt) -> RunningAttempt:
         """Start the attempt. Raising is allowed: the scheduler turns the exception into a failed attempt."""
+
+    def placement_problem(self, task: TaskSpec) -> str | None:
+        """Why no worker can run `task` now, or None. The task then waits (QUEUED, with this as its reason) instead of
+        being launched to wait unseen inside a cluster. Called with the scheduler's lock held for every task about to
+        run: answer from what is already known, never wait. Call the `recheck` given to `watch_placement` once the
+        answer may have changed (a worker joined)."""
+        return None
+
+    def watch_placement(self, recheck: Callable[[], None]) -> None:
+        """`recheck()` (any thread, no lock held) tries again the tasks `placement_problem` turned away."""
 
     def close(self) -> None:
         """Release resources once the run is over."""

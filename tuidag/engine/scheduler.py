@@ -12,6 +12,11 @@ submitted to the pool once `_admit` gave it its slots; it gives them back on any
 (success, failure, timeout, cancel, a launch error, and also a retry: a task waiting out retry_delay holds nothing and
 waits for its slots again, behind the tasks already waiting).
 
+An executor whose workers are elsewhere (Dask) may say no worker can run a task yet (`placement_problem`): the task
+then waits in `_unplaced`, QUEUED with that reason and holding no slot, until the executor calls
+`_recheck_placement` (workers joined); tasks that can run meanwhile do. Such an executor also names the worker an
+attempt started on (`Attempt.on_worker`), which becomes an update event of the RUNNING task.
+
 A job group (DagSpec.job_group) is watched by a JobGroupStopper (job_group.py), which cancels the tasks that are not
 primary once every primary task has ended.
 
@@ -27,7 +32,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
-from ..model.resources import format_slots, is_cuda_kind, requests, resolve, slot_env_name
+from ..model.resources import cuda_kind, format_slots, requests, resolve, slot_env
 from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
@@ -176,6 +181,8 @@ class Scheduler:
         self.slots = SlotPool(dag.resources)
         self._requests = {name: requests(spec) for name, spec in dag.tasks.items() if spec.resources}
         self._slot_waiters: list[tuple[str, int]] = []  # (task, generation) waiting for slots, in order
+        self._unplaced: list[tuple[str, int]] = []  # (task, generation) no worker can run yet (placement_problem)
+        self._unplaced_reasons: set[str] = set()  # QUEUED tasks whose reason says why no worker can run them
         self._group = None if dag.job_group is None else JobGroupStopper(dag.job_group, list(dag.tasks), self._cancel)
         now = clock()
         reused = set(reused)
@@ -187,6 +194,7 @@ class Scheduler:
                 snap = snap.evolve(state=S.SUCCEEDED, reused=True, reason="reused from an earlier run")
             self._tasks[name] = _Task(snap)
         self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
+        executor.watch_placement(self._recheck_placement)
 
     # ------------------------------------------------------------------------------------------------ observers
     def subscribe(self, observer: Observer | BatchObserver, *, batches: bool = False) -> Callable[[], None]:
@@ -403,6 +411,19 @@ class Scheduler:
         if self._paused:
             self._held.append(t.snap.name)
             return
+        problem = self.executor.placement_problem(self.dag.tasks[t.snap.name])
+        if problem is not None:  # waits here, holding no slot, until the executor says workers changed
+            self._unplaced.append((t.snap.name, t.generation))
+            if t.held is not None:
+                self._release(t)
+            if t.state is S.QUEUED and t.snap.reason != problem:
+                self._set(t, S.QUEUED, reason=problem)
+                self._unplaced_reasons.add(t.snap.name)
+            return
+        if self._unplaced_reasons and t.snap.name in self._unplaced_reasons:
+            self._unplaced_reasons.discard(t.snap.name)
+            if t.state is S.QUEUED and t.snap.reason is not None:
+                self._set(t, S.QUEUED, reason=None)  # placed: no longer waiting for a worker
         if t.held is None and t.snap.name in self._requests:
             self._slot_waiters.append((t.snap.name, t.generation))
             self._admit()
@@ -431,6 +452,17 @@ class Scheduler:
             if t.state is S.QUEUED and t.snap.reason != reason:
                 self._set(t, S.QUEUED, reason=reason)
 
+    def _recheck_placement(self) -> None:
+        """The executor's workers changed: try again the tasks no worker could run (see `_submit`)."""
+        with self._lock:
+            waiting, self._unplaced = self._unplaced, []
+            for name, generation in waiting:
+                t = self._tasks[name]
+                if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING):
+                    continue  # cancelled, re-run or stopped meanwhile
+                self._submit(t)
+        self._flush()
+
     def _release(self, t: _Task) -> None:
         """`t` moved to a state that holds no slots: give back the ones it had, and let the waiters have them (a
         waiter that left waits no more either, and may have been keeping others behind it)."""
@@ -441,14 +473,7 @@ class Scheduler:
 
     def _slot_env(self, spec: TaskSpec, held: dict[str, tuple[int, ...]] | None) -> dict[str, str]:
         """TUIDAG_SLOTS_<KIND> for each kind held, and CUDA_VISIBLE_DEVICES with the first GPU kind's numbers."""
-        if not held:
-            return {}
-        env = {slot_env_name(kind): ",".join(map(str, indices)) for kind, indices in held.items()}
-        for kind, indices in held.items():
-            if is_cuda_kind(kind, spec.resources[kind].accelerator):
-                env["CUDA_VISIBLE_DEVICES"] = env[slot_env_name(kind)]
-                break
-        return env
+        return slot_env(held, cuda_kind(spec)) if held else {}
 
     def _work(self, name: str, generation: int) -> None:
         """Runs on a pool thread: one attempt of one task, from start to its tree being gone; then, while nothing
@@ -484,7 +509,7 @@ class Scheduler:
             # RUNNING is announced once the leader's pid is known (one event, not a second one for the pid), or
             # before any other change of the task if one comes first (a cancel while launching, a launch error).
             self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
-                      create_time=None, reason=None, exit_code=None)
+                      create_time=None, reason=None, exit_code=None, worker=None)
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
             slot_env = self._slot_env(spec, t.held)
         attempt = Attempt(
@@ -493,6 +518,7 @@ class Scheduler:
                                                  "TUIDAG_ATTEMPT": str(number)}),
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
+            on_worker=lambda worker, slots=None: self._started_on(t, generation, number, worker, slots),
         )
         try:
             running = self.executor.launch(attempt)
@@ -517,6 +543,16 @@ class Scheduler:
             t.running = None
             self._finish_attempt(t, result)
         return self._flush(keep=True)
+
+    def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None) -> None:
+        """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones
+        it has there): an update event (old == new state), so the views and the journal say so while it runs."""
+        with self._lock:
+            if t.generation != generation or t.snap.attempt != number or t.state not in (S.RUNNING, S.CANCELLING) \
+                    or (t.snap.worker == worker and slots in (None, t.snap.slots)):
+                return
+            self._set(t, t.state, worker=worker, **({"slots": slots} if slots else {}))
+        self._flush()
 
     def _run_env(self, spec: TaskSpec) -> dict[str, str]:
         return {key: value.replace(RUN_ID_PLACEHOLDER, self.run_id) for key, value in spec.run_env.items()}

@@ -118,6 +118,22 @@ def resolve(dag: DagSpec, overrides: Mapping[str, int] | None = None, flag: str 
     return dag.replace(tasks=tasks, resources=capacities) if changed else dag
 
 
+def cuda_kind(task: TaskSpec) -> str | None:
+    """The kind of the task's requests whose slot numbers become CUDA_VISIBLE_DEVICES: the first CUDA one."""
+    for kind, request in task.resources.items():
+        if is_cuda_kind(kind, request.accelerator):
+            return kind
+    return None
+
+
+def slot_env(held: Mapping[str, tuple[int, ...]], cuda: str | None) -> dict[str, str]:
+    """TUIDAG_SLOTS_<KIND> for each kind held, and CUDA_VISIBLE_DEVICES with the numbers of kind `cuda`."""
+    env = {slot_env_name(kind): ",".join(map(str, indices)) for kind, indices in held.items()}
+    if cuda is not None and cuda in held:
+        env["CUDA_VISIBLE_DEVICES"] = env[slot_env_name(cuda)]
+    return env
+
+
 def requests(task: TaskSpec) -> dict[str, int]:
     """Slot counts a (resolved) task holds while it runs."""
     return {kind: request.count for kind, request in task.resources.items()}

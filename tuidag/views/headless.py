@@ -178,6 +178,9 @@ class HeadlessReporter:
             self._read_to_end(name, snap.attempt)
         if event.is_transition and snap.state is not S.QUEUED:
             self._write(self._prefix(name) + self._describe(snap) + "\n")
+        elif snap.state is S.QUEUED and snap.reason and snap.reason.startswith("waiting: "):
+            # No worker of the executor can run it (Executor.placement_problem): without a word it would look hung.
+            self._write(self._prefix(name) + self._describe(snap) + "\n")
 
     def _read_to_end(self, name: str, attempt: int | None = None) -> None:
         """Print the rest of a task's output, its incomplete last line included: the writer is done. Given the

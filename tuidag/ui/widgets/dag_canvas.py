@@ -342,6 +342,8 @@ class DagCanvas(ScrollView, can_focus=True):
                 text = f"cpu {usage[0]:.0f}% mem {_bytes(usage[1])}"
             else:
                 text = f"pid {snap.pid}" if snap.pid else ""
+            if snap.worker:  # a Dask worker's process is not this machine's: where it runs is what is known
+                text = _worker_name(snap.worker)
             if snap.slots:  # first: which GPU a task has matters more than its pid
                 text = f"{snap.slots} {text}".rstrip()
             return _fit(text, width)
@@ -354,7 +356,7 @@ class DagCanvas(ScrollView, can_focus=True):
             if snap.reused:
                 return "reused"
             # The Dask worker that ran it (host:port; None for a local run).
-            return _fit(snap.worker.partition("://")[2] or snap.worker, width) if snap.worker else ""
+            return _fit(_worker_name(snap.worker), width) if snap.worker else ""
         return _short_reason(snap.reason or "", width)
 
     def refresh_tasks(self, names: Iterable[str]) -> None:
@@ -581,6 +583,11 @@ class DagCanvas(ScrollView, can_focus=True):
         name = self.graph.tile_at(offset.x + self.scroll_offset.x, offset.y + self.scroll_offset.y)
         if name is not None:
             self.select(name, scroll=False)
+
+
+def _worker_name(worker: str) -> str:
+    """A Dask worker as a tile names it: `tcp://10.0.0.5:40123` -> `10.0.0.5:40123`."""
+    return worker.partition("://")[2] or worker
 
 
 def _short_reason(reason: str, width: int) -> str:
