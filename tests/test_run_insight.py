@@ -1,6 +1,7 @@
 """The critical path and speedups of a finished run, as the headless summary prints them."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -53,6 +54,7 @@ def test_the_headless_summary_ends_with_the_path_then_the_verdict(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     last = proc.stdout.rstrip("\n").splitlines()[-3:]
-    assert last[0].startswith("critical path (3 tasks, ") and " -> slow 0.4s -> end " in last[0]
-    assert last[1].startswith("halved, these would shorten the run most: slow (-0.2s)")
+    # slow's 0.4 s may measure longer on a loaded machine: the path and who comes first are what is checked
+    assert re.fullmatch(r"critical path \(3 tasks, [\d.]+s\): a [\d.]+s -> slow 0\.[4-9]s -> end [\d.]+s", last[0])
+    assert re.match(r"halved, these would shorten the run most: slow \(-0\.[2-4]s\)", last[1])
     assert last[2].startswith("4 tasks: 4 succeeded")

@@ -53,7 +53,7 @@ def test_every_screen_is_usable_at_80x24(small):
     screen = small.wait_for("tuidag keys")
     assert "Esc/? close" in screen and "In the graph" in screen
     rows = ("PgUp PgDn", "Home End", "Toggle wrapping", "bottom of the log", "combined view", "^c")
-    seen, deadline = screen, time.monotonic() + 30  # a dozen pages; a loaded machine paints each slowly
+    seen, deadline = screen, time.monotonic() + 60  # a dozen pages or more; a loaded machine paints each slowly
     while not all(row in seen for row in rows):  # page down, a page at a time, until every row was on screen
         assert time.monotonic() < deadline, [row for row in rows if row not in seen]
         before = small.screen()
