@@ -9,6 +9,7 @@ the run), on the layered DAG of `core_bench` and on a chain.
 
     python benchmarks/dask_bench.py                # 3 repeats, medians
     python benchmarks/dask_bench.py --repeats 5
+    python benchmarks/dask_bench.py --repeats 5 --dir /dev/shm
 """
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ def run(dag: Path, options: list[str], work: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dir", help="where the DAGs, logs and journals are written (default: the temp dir; "
+                                      "/dev/shm keeps the file system out of it, see core_bench.py)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="tuidag-dask-bench-") as folder:
+    with tempfile.TemporaryDirectory(prefix="tuidag-dask-bench-", dir=args.dir) as folder:
         work = Path(folder)
         dags = {"layered": (layered(1000), work / "layered.yaml"), "chain": (chain(200), work / "chain.yaml"),
                 "one": (chain(1), work / "one.yaml")}
