@@ -61,6 +61,12 @@ def test_every_screen_is_usable_at_80x24(small):
         page_deadline = time.monotonic() + 3
         while (page := small.screen()) == before and time.monotonic() < page_deadline:
             time.sleep(0.02)
+        while time.monotonic() < page_deadline:  # the page painted in full before the next key: none is skipped
+            time.sleep(0.1)
+            settled = small.screen()
+            if settled == page:
+                break
+            page = settled
         seen += page
     small.keys("Escape")
     wait_gone(small, "tuidag keys")
