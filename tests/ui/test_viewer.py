@@ -342,3 +342,35 @@ async def test_a_signal_closes_the_post_mortem_view(finished_run):
         app._on_signal(signal.SIGHUP)  # the terminal closed
         await until(pilot, lambda: not app.is_running, what="closed")
     assert app.return_value is None
+
+
+async def test_the_post_mortem_of_a_run_a_signal_stopped_stays_open(tmp_path):
+    """The record says the run was interrupted; that is not this view being asked to stop."""
+    session = RunSession.create(make_dag({"a": "sleep 60"}, workdir=tmp_path, kill_grace=0.5), tmp_path / "state")
+    session.scheduler.start()
+    until_running = time.monotonic() + 10
+    while session.scheduler.snapshot()["a"].pid is None and time.monotonic() < until_running:
+        time.sleep(0.02)
+    session.interrupt(signal.SIGTERM)
+    session.scheduler.wait(30)
+    session.finish()
+    remote = RemoteRun.stored(session.run, session.store)
+    assert remote.interrupted_by == "SIGTERM"
+    async with viewer(session.run, session.store, remote=remote) as (app, pilot):
+        await pilot.pause(0.3)  # a few drains: the app would have closed by now
+        assert app.is_running and "by SIGTERM" in screen_text(app)
+        await pilot.press("q")
+        await until(pilot, lambda: not app.is_running, what="q closes it")
+
+
+async def test_a_signal_noted_before_the_app_took_over_still_closes_it(finished_run):
+    """A terminal closed while the viewer was opening: its SIGHUP was noted by the viewer's own handler, before the
+    app's; the app acts on it when it starts instead of staying open on a terminal that is gone."""
+    session, _ = finished_run
+    remote = RemoteRun.stored(session.run, session.store)
+    app = TuidagApp(remote, signals=(signal.SIGHUP,), early_signals=[signal.SIGHUP])
+    try:
+        async with app.run_test(headless=True, size=SIZE) as pilot:
+            await until(pilot, lambda: not app.is_running, what="the app closing on the noted hang-up")
+    finally:
+        remote.close()

@@ -146,8 +146,12 @@ class TuidagApp(App[None]):
 
     def __init__(self, session: RunSession | RemoteRun, *, exit_on_finish: bool = False, start: bool = True,
                  clock: Callable[[], float] = time.time, usage_interval: float | None = 1.0,
-                 signals: Iterable[int] = (), driver_class: type[Driver] | None = None):
+                 signals: Iterable[int] = (), driver_class: type[Driver] | None = None,
+                 early_signals: list[int] | None = None):
+        """`early_signals`: where the caller's own handlers note `signals` until the app installs its handlers (a
+        signal in between is acted on when the app starts, not lost)."""
         super().__init__(driver_class=driver_class)
+        self._early_signals = early_signals if early_signals is not None else []
         if any(task.func is not None for task in session.dag.tasks.values()):
             # Routing in front of the streams the app will put back when it ends: a callable still running then
             # (or starting later) keeps writing to its log, not to the terminal.
@@ -258,10 +262,14 @@ class TuidagApp(App[None]):
         loop = asyncio.get_running_loop()
         for signum in self._signals:
             loop.add_signal_handler(signum, self._on_signal, signum)
-        if self.session.interrupted_by:
+        if self.session.interrupted_by and not self.read_only:  # (the record of an interrupted run stays open)
             # The run was stopped by a signal before the app was built (its engine said so): show it
             # stopping and exit when it has (without this the app stayed open, its run over, its terminal gone).
             self.model.stopping = True
+        elif self._early_signals:
+            # A signal came after the caller reached the run but before the handlers above (a terminal closed while
+            # the viewer opened): act on it now, as it would have been.
+            self.call_later(self._on_signal, self._early_signals[-1])
         self.canvas.focus()
         self._select_first_failure(self.model.snapshots.values())  # tasks that failed before the app subscribed
         if self._start:

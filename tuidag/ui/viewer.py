@@ -47,7 +47,8 @@ def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on
         remote.close()  # an attached viewer asked to close before it opened
         return EXIT_OK
     if not (exit_on_finish and not remote.live):
-        app = TuidagApp(remote, exit_on_finish=exit_on_finish, signals=SIGNALS, driver_class=HangupSafeDriver)
+        app = TuidagApp(remote, exit_on_finish=exit_on_finish, signals=SIGNALS, driver_class=HangupSafeDriver,
+                        early_signals=signals.received)
         try:
             result = app.run()
         finally:
@@ -84,6 +85,8 @@ class _OutsideTheApp:
         self.received.append(signum)
         remote = self.remote
         if self.foreground and remote is not None and remote.live:
+            if remote.interrupted_by is None:  # the app, if it opens now, opens on a stopping run (and stops no more)
+                remote.interrupted_by = signal.Signals(signum).name
             threading.Thread(target=_quietly, args=(remote.interrupt, signum), daemon=True).start()
 
     @property
