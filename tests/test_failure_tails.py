@@ -32,7 +32,8 @@ tasks:
         assert tail_of(summary, "chatty failed (exit code 4): the last 20 lines of its log") == [
             f"[chatty] line {i}" for i in range(11, 31)]
         assert tail_of(summary, "mute failed (exit code 2): it printed nothing") == []
-        assert "fine" not in summary.split("the last 20 lines")[1]  # no tail for a task that succeeded
+        tails = summary.split("the last 20 lines")[1].split("\ncritical path")[0]  # up to the run's insight lines
+        assert "[fine]" not in tails and "fine failed" not in tails  # no tail for a task that succeeded
         assert summary.rstrip().splitlines()[-1].startswith("3 tasks: ")  # the verdict stays last
         assert "\x1b[" not in out
 

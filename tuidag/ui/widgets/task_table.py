@@ -27,7 +27,7 @@ from ..run_model import RunModel, StateFilter
 from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
 from .dag_canvas import SELECTED_BG
-from .row_keys import ROW_KEYS
+from .row_keys import ROW_KEYS, RowSelection
 
 RESORT_INTERVAL = 0.5  # seconds between two re-orderings caused by live changes
 HEADER_BG = "#1c1c2a"
@@ -37,7 +37,7 @@ MAX_CACHED_ROWS = 512  # drawn rows kept (a few screens): many more Strips would
 UNFOCUSED_HINT = "esc/tab: back to the list"
 
 
-class TaskTable(ScrollView, can_focus=True):
+class TaskTable(RowSelection, ScrollView, can_focus=True):
     BINDINGS = [
         *ROW_KEYS,
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column (graph order, then each column)"),
@@ -347,22 +347,6 @@ class TaskTable(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self.scroll_to_selected()
-
-    def _move_to(self, row: int) -> None:
-        if self.rows:
-            self.select(self.rows[max(0, min(row, len(self.rows) - 1))])
-
-    def _current_row(self) -> int:
-        return self._index.get(self.selected, 0) if self.selected else 0
-
-    def action_move(self, delta: int) -> None:
-        self._move_to(self._current_row() + delta)
-
-    def action_page(self, direction: int) -> None:
-        self._move_to(self._current_row() + direction * max(1, self.page - 1))
-
-    def action_ends(self, direction: int) -> None:
-        self._move_to(0 if direction < 0 else len(self.rows) - 1)
 
     # ---------------------------------------------------------------------------------------------------- sorting
     def sort_by(self, key: str | None, reverse: bool | None = None) -> None:

@@ -33,7 +33,7 @@ from ..run_model import RunModel, StateFilter
 from ..state_style import CRITICAL_COLOUR, LOOKS
 from ..text_cells import fit
 from .dag_canvas import HIDDEN_COLOUR, SELECTED_BG
-from .row_keys import ROW_KEYS
+from .row_keys import ROW_KEYS, RowSelection
 
 S = TaskState
 AXIS_BG = "#1c1c2a"
@@ -49,7 +49,7 @@ UNFOCUSED_HINT = "esc/tab: back to the timeline"
 FOCUSED_HINT = "↑↓ jk select · ←→ hl earlier/later · z/Z zoom in/out · 0 fit · t graph"
 
 
-class TimelineView(ScrollView, can_focus=True):
+class TimelineView(RowSelection, ScrollView, can_focus=True):
     BINDINGS = [
         *ROW_KEYS,
         Binding("left,h", "pan(-1)", "Earlier", show=False, tooltip="Scroll back in time (a quarter of the width)"),
@@ -480,21 +480,9 @@ class TimelineView(ScrollView, can_focus=True):
         self.repaint()
         self.scroll_to_selected()
 
-    def _move_to(self, i: int) -> None:
-        if self.rows:
-            self.select(self.rows[max(0, min(i, len(self.rows) - 1))])
-
-    def _current(self) -> int:
-        return self._index.get(self.selected, 0) if self.selected else 0
-
-    def action_move(self, delta: int) -> None:
-        self._move_to(self._current() + delta)
-
-    def action_page(self, direction: int) -> None:
-        self._move_to(self._current() + direction * max(1, self.page - 1) * self.density.per_row)
-
-    def action_ends(self, direction: int) -> None:
-        self._move_to(0 if direction < 0 else len(self.rows) - 1)
+    @property
+    def tasks_per_row(self) -> int:
+        return self.density.per_row
 
     def on_click(self, event: events.Click) -> None:
         """A row is selected; in dense rows its upper task, or the lower one when the upper is selected already."""
