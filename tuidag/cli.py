@@ -7,20 +7,17 @@ import re
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from .exit_codes import EXIT_OK, EXIT_USAGE
-from .model.durations import format_duration, parse_duration
+from .model.durations import parse_duration
 from .model.errors import DagErrors
 from .model.loader import load_dag
 from .model.spec import DagSpec
-from . import control_commands
-from .cli_common import UsageError, no_runs, one_run, open_store, printable, state_dir_of, where_runs
+from . import control_commands, history_commands
+from .cli_common import UsageError, one_run, open_store, state_dir_of
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
-
-if TYPE_CHECKING:
-    from .store.history import RunInfo
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -109,24 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=["text", "dot", "mermaid"], default="text")
     _add_env(graph)
 
-    runs = sub.add_parser("runs", parents=[state], help="list earlier runs")
-    runs.add_argument("file", type=Path, nargs="?", help="a DAG file, to use the state dir next to it")
-    runs.add_argument("--task", metavar="NAME", help="one task's state, duration and attempts in each run")
-
-    logs = sub.add_parser("logs", parents=[state], help="print a task's log")
-    logs.add_argument("task")
-    logs.add_argument("--run", dest="run_id", help="run id (or a unique prefix); default: the latest run that has TASK")
-    logs.add_argument("-f", "--follow", action="store_true", help="follow a live log until the task ends")
-    logs.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it")
-    logs.add_argument("--raw", action="store_true",
-                      help="print the bytes as they are on a terminal too (by default a terminal gets them made "
-                           "safe: colours kept, other control sequences neutralised)")
-    report = sub.add_parser("report", parents=[state], help="write a run's report: one HTML file (or JSON)")
-    report.add_argument("run_id", nargs="?", metavar="RUN", help="run id (or a unique prefix); default: the latest run")
-    report.add_argument("-o", "--output", metavar="FILE",
-                        help="where to write it (default: tuidag-report-RUN.html or .json here; - for stdout)")
-    report.add_argument("--format", choices=["html", "json"], default="html")
-    report.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it (and its runs)")
+    history_commands.add_parsers(sub, state)
     control_commands.add_parsers(sub, state)
     return parser
 
@@ -397,179 +377,8 @@ def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
     return run
 
 
-def cmd_runs(args: argparse.Namespace) -> int:
-    from .store.history import run_info, runs_of
-
-    store = open_store(state_dir_of(args, args.file))
-    runs = runs_of(store, args.file)
-    if not runs:
-        print(no_runs(store, args))
-        return EXIT_OK
-    if args.task is not None:
-        return _task_runs(store, runs, args)
-    rows = [("RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME")]
-    infos = [run_info(run) for run in runs]
-    for run, info in zip(runs, infos):
-        counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
-        rows.append(tuple(map(printable, (info.run_id, info.dag, _when(info.started_at),
-                                          format_duration(info.duration), counts, _live_outcome(run, info.outcome)))))
-    _print_table(rows)
-    trends = _trends(infos)
-    if trends:
-        print(f"\nduration trend per DAG, oldest to newest (the last {TREND_RUNS} finished runs):")
-        _print_table(trends)
-    return EXIT_OK
-
-
-TREND_RUNS = 20
-
-
-def _trends(infos: list[RunInfo]) -> list[tuple[str, ...]]:
-    """For each DAG with two finished runs or more: a sparkline of its last runs' durations, the latest and the
-    median. Runs still going on or interrupted are left out: their durations say nothing about the DAG."""
-    from statistics import median
-
-    from .views.sparkline import sparkline
-
-    durations: dict[str, list[float]] = {}
-    for info in infos:
-        if info.duration is not None and info.outcome not in ("running", "interrupted"):
-            durations.setdefault(info.dag, []).append(info.duration)
-    return [(printable(dag), sparkline(values[-TREND_RUNS:]), f"latest {format_duration(values[-1])}",
-             f"median {format_duration(median(values[-TREND_RUNS:]))}", _range(values[-TREND_RUNS:]))
-            for dag, values in durations.items() if len(values) >= 2]
-
-
-def _range(values: list[float]) -> str:
-    """What the sparkline spans: it scales lowest to highest, so a small wobble looks as tall as a big change."""
-    return f"range {format_duration(min(values))}-{format_duration(max(values))}"
-
-
-def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) -> int:
-    """`runs --task NAME`: one task's state, duration and attempts in each run that has it, and its trend."""
-    from .model.state import TaskState
-    from .store.history import task_record
-    from .views.sparkline import sparkline
-
-    rows = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
-    durations = []
-    for run in runs:
-        record = task_record(run, args.task)
-        if record is None:
-            continue
-        duration = record.duration if not record.reused else None
-        if duration is not None and record.state is TaskState.SUCCEEDED:
-            durations.append(duration)
-        rows.append(tuple(map(printable, (run.run_id, _when(record.started_at),
-                                           record.state.value + (" (reused)" if record.reused else ""),
-                                           format_duration(duration), record.attempt))))
-    if len(rows) == 1:
-        _no_such_task(args.task, runs, f"no run {where_runs(store, args.file)} has a task {args.task!r}")
-    _print_table(rows)
-    if len(durations) >= 2:
-        last = durations[-TREND_RUNS:]
-        print(f"\nits last {len(last)} successes, oldest to newest: {sparkline(last)}  {_range(last)}")
-    return EXIT_OK
-
-
-def _when(timestamp: float | None) -> str:
-    from datetime import datetime
-
-    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else "-"
-
-
-def _print_table(rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-
-
-def _live_outcome(run: RunDir, outcome: str) -> str:
-    """A live run says who runs it and who watches: `running (pid 123, 2 viewers)`."""
-    if outcome != "running":
-        return outcome
-    from .control.client import live_status
-
-    status = live_status(run)
-    if status is None or type(status.get("pid")) is not int or type(status.get("viewers")) is not int:
-        return outcome
-    viewers = status["viewers"]
-    paused = ", paused" if status.get("paused") is True else ""
-    return f"running (pid {status['pid']}, {viewers} viewer{'' if viewers == 1 else 's'}{paused})"
-
-
-def cmd_logs(args: argparse.Namespace) -> int:
-    from .store.history import has_task, matching, runs_of
-    from .views.logs import LogPrinter, UnsafeLog, copy_log, follow_log
-
-    store = open_store(state_dir_of(args, args.file))
-    runs = runs_of(store, args.file)
-    where = where_runs(store, args.file)
-    if args.run_id:
-        run = one_run(matching(runs, args.run_id), args.run_id, where)
-        if not has_task(run, args.task):
-            _no_such_task(args.task, [run], f"run {run.run_id} has no task {args.task!r}")
-    elif not runs:
-        raise UsageError(no_runs(store, args))
-    else:  # the latest run that has the task: a shared state dir also holds other DAGs' runs
-        with_task = [r for r in runs if has_task(r, args.task)]
-        if not with_task:
-            _no_such_task(args.task, runs, f"no run {where} has a task {args.task!r}")
-        run = with_task[-1]
-    path = run.log_path(args.task)
-    out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
-    try:
-        if args.follow:
-            follow_log(run, args.task, out)
-        elif os.path.lexists(path):
-            copy_log(path, out)
-        else:
-            print(f"tuidag: {args.task} has no output yet ({path})", file=sys.stderr)
-    except UnsafeLog as exc:
-        raise UsageError(str(exc)) from None
-    return EXIT_OK
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from .model.collector import collector_paused
-    from .store.history import matching, runs_of
-    from .views.report import render_html, render_json
-    from .views.report_facts import report_facts
-
-    store = open_store(state_dir_of(args, args.file))
-    runs = runs_of(store, args.file)
-    if args.run_id:
-        run = one_run(matching(runs, args.run_id), args.run_id, where_runs(store, args.file))
-    elif not runs:
-        raise UsageError(no_runs(store, args))
-    else:
-        run = runs[-1]
-    with collector_paused():  # tens of thousands of records and segments, no cycles: nothing for it to find
-        facts = report_facts(run)
-        text = render_html(facts) if args.format == "html" else render_json(facts)
-    if args.output == "-":
-        sys.stdout.write(text)
-        return EXIT_OK
-    path = Path(args.output or f"tuidag-report-{run.run_id}.{args.format}")
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write the report to {printable(path)}: {exc.strerror or exc}") from None
-    print(f"tuidag: report of run {run.run_id} ({printable(facts['run']['dag'])}) written to {printable(path)}")
-    return EXIT_OK
-
-
-def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
-    from .model.errors import did_you_mean
-
-    names: dict[str, None] = {}
-    for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
-        names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
-    raise UsageError(printable(message + did_you_mean(task, names)))
-
-
-COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, "runs": cmd_runs, "logs": cmd_logs,
-            "report": cmd_report, **control_commands.COMMANDS}
+COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, **history_commands.COMMANDS,
+            **control_commands.COMMANDS}
 
 
 def entry() -> None:
