@@ -484,7 +484,6 @@ def run_span_of(folder: Path) -> float:
 async def viewer_run(state: Path, detached: bool) -> tuple[float, float]:
     """The UI as `tuidag run` shows it: a viewer (this process) of an engine process, connected over the run's control
     socket; or a viewer attached to a detached run (the engine waits for it, so it views the whole run)."""
-    from tuidag.control.remote import RemoteRun
     from tuidag.store.runs import RunDir, RunStore
     from tuidag.ui.viewer import _open
 
