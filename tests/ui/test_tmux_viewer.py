@@ -35,6 +35,17 @@ tasks:
 """
 
 
+def kill_task_trees(workdir) -> None:
+    """Whatever the DAG's tasks left running (their pids in TASK.pids), however a test ended."""
+    for task in ("slow", "other", "keeps"):
+        path = workdir / f"{task}.pids"
+        for pid in path.read_text().split() if path.exists() else ():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def tuidag(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tuidag", *args, "--state-dir", "state"], cwd=workdir,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
@@ -128,13 +139,7 @@ def detached(tmp_path):
             pass
         reap(int(pid))
         tuidag(tmp_path, "runs")  # reaps what the run left, as the next command does after a crash
-        for task in ("slow", "other", "keeps"):
-            path = tmp_path / f"{task}.pids"
-            for p in path.read_text().split() if path.exists() else ():
-                try:
-                    os.kill(int(p), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        kill_task_trees(tmp_path)
 
 
 def test_attach_cancel_from_viewer_and_shell_hang_up_reattach_then_the_engine_dies(detached):
@@ -245,13 +250,7 @@ def foreground(tmp_path):
         viewer.kill_server()
         tuidag(tmp_path, "stop")
         tuidag(tmp_path, "runs")
-        for task in ("slow", "other", "keeps"):
-            path = tmp_path / f"{task}.pids"
-            for p in path.read_text().split() if path.exists() else ():
-                try:
-                    os.kill(int(p), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        kill_task_trees(tmp_path)
 
 
 def test_q_in_the_foreground_viewer_stops_the_run_by_default_and_exits_with_its_code(foreground):
