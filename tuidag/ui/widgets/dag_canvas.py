@@ -33,6 +33,7 @@ from ..messages import TaskSelected
 from ..run_model import RunModel
 from ..state_style import CRITICAL_COLOUR, LONG_COLOUR, LOOKS
 from ..text_cells import fit as _fit, format_bytes as _bytes
+from .focus_hint import FocusHint
 
 S = TaskState
 EDGE_COLOUR = "#767699"
@@ -56,7 +57,7 @@ FOCUSED_HINT = "←↑↓→ hjkl select · c cancel · r re-run · z zoom · o 
 UNFOCUSED_HINT = "esc/tab: back to the graph"
 
 
-class DagCanvas(ScrollView, can_focus=True):
+class DagCanvas(FocusHint, ScrollView, can_focus=True):
     BINDINGS = [
         Binding("up,k", "move('up')", "Up", show=False,
                 tooltip="Left to right: the task above in the layer. Top down: the nearest dependency"),
@@ -104,14 +105,10 @@ class DagCanvas(ScrollView, can_focus=True):
         self.critical: frozenset[str] = frozenset()  # the critical path's tasks, highlighted (the app's `x`)
         self.expected: Mapping[str, float] = {}  # task -> expected seconds: running tiles show their progress
 
-    def on_mount(self) -> None:
-        self.border_subtitle = UNFOCUSED_HINT
+    unfocused_hint = UNFOCUSED_HINT
 
-    def on_focus(self) -> None:
-        self.border_subtitle = FOCUSED_HINT
-
-    def on_blur(self) -> None:
-        self.border_subtitle = UNFOCUSED_HINT
+    def focused_hint(self) -> str:
+        return FOCUSED_HINT
 
     # -------------------------------------------------------------------------------------------------- painting
     def render_line(self, y: int) -> Strip:

@@ -27,6 +27,7 @@ from ..run_model import RunModel, StateFilter
 from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
 from .dag_canvas import SELECTED_BG
+from .focus_hint import FocusHint
 from .row_keys import ROW_KEYS, RowSelection
 
 RESORT_INTERVAL = 0.5  # seconds between two re-orderings caused by live changes
@@ -37,7 +38,7 @@ MAX_CACHED_ROWS = 512  # drawn rows kept (a few screens): many more Strips would
 UNFOCUSED_HINT = "esc/tab: back to the list"
 
 
-class TaskTable(RowSelection, ScrollView, can_focus=True):
+class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
     BINDINGS = [
         *ROW_KEYS,
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column (graph order, then each column)"),
@@ -79,19 +80,12 @@ class TaskTable(RowSelection, ScrollView, can_focus=True):
         hides it like the graph)."""
         return self.is_mounted and self._active
 
-    def on_mount(self) -> None:
-        self.border_subtitle = UNFOCUSED_HINT
+    unfocused_hint = UNFOCUSED_HINT
 
-    def on_focus(self) -> None:
-        self.border_subtitle = self._focused_hint()
-
-    def _focused_hint(self) -> str:
+    def focused_hint(self) -> str:
         """What the keys do here, and the order the rows are in (the header's arrow says it too, but not for the
         graph's order, which has no column)."""
         return f"↑↓ jk select · s sort: {self.sort_label} · S reverse · c cancel · r re-run"
-
-    def on_blur(self) -> None:
-        self.border_subtitle = UNFOCUSED_HINT
 
     # --------------------------------------------------------------------------------------------- the rows
     def set_order(self, order: Sequence[str]) -> None:
@@ -155,7 +149,7 @@ class TaskTable(RowSelection, ScrollView, can_focus=True):
         self._header = None
         self.refresh()
         if self.has_focus:
-            self.border_subtitle = self._focused_hint()
+            self.border_subtitle = self.focused_hint()
         if selected is None:
             self.selected = None
         elif selected != self.selected:

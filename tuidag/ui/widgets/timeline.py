@@ -33,6 +33,7 @@ from ..run_model import RunModel, StateFilter
 from ..state_style import CRITICAL_COLOUR, LOOKS
 from ..text_cells import fit
 from .dag_canvas import HIDDEN_COLOUR, SELECTED_BG
+from .focus_hint import FocusHint
 from .row_keys import ROW_KEYS, RowSelection
 
 S = TaskState
@@ -49,7 +50,7 @@ UNFOCUSED_HINT = "esc/tab: back to the timeline"
 FOCUSED_HINT = "↑↓ jk select · ←→ hl earlier/later · z/Z zoom in/out · 0 fit · t graph"
 
 
-class TimelineView(RowSelection, ScrollView, can_focus=True):
+class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
     BINDINGS = [
         *ROW_KEYS,
         Binding("left,h", "pan(-1)", "Earlier", show=False, tooltip="Scroll back in time (a quarter of the width)"),
@@ -96,14 +97,10 @@ class TimelineView(RowSelection, ScrollView, can_focus=True):
         """In the graph's place (the app's `t`); while not, it is rebuilt when shown, not kept up to date."""
         return self.is_mounted and self._active
 
-    def on_mount(self) -> None:
-        self.border_subtitle = UNFOCUSED_HINT
+    unfocused_hint = UNFOCUSED_HINT
 
-    def on_focus(self) -> None:
-        self.border_subtitle = FOCUSED_HINT
-
-    def on_blur(self) -> None:
-        self.border_subtitle = UNFOCUSED_HINT
+    def focused_hint(self) -> str:
+        return FOCUSED_HINT
 
     # ------------------------------------------------------------------------------------------------ the rows
     def show(self, selected: str | None) -> None:
