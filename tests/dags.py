@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 import uuid
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import psutil
 
@@ -101,6 +102,25 @@ def start_run(dag: DagSpec, tmp_path: Path, observers=(), **kwargs) -> tuple[Sch
         scheduler.subscribe(observer(scheduler))
     scheduler.start()
     return scheduler, recorder
+
+
+@contextmanager
+def served_run(dag: DagSpec, tmp_path: Path, gate: Path | None = None) -> Iterator[Any]:
+    """A run (RunSession) started and served on its control socket in this process, as an engine serves it; however
+    the test ends, `gate` is opened, every task cancelled and the run finished (the socket removed)."""
+    from tuidag.launch import RunSession
+
+    session = RunSession.create(dag, tmp_path / "state")
+    session.serve_control()
+    session.scheduler.start()
+    try:
+        yield session
+    finally:
+        if gate is not None:
+            gate.touch()
+        session.scheduler.cancel_all("test over")
+        session.scheduler.wait(30)
+        session.finish()
 
 
 def finish(scheduler: Scheduler, timeout: float = 30.0) -> dict:

@@ -13,7 +13,7 @@ from tuidag.control.client import ControlClient, LineReader, NotLive, Refused, c
 from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
 
-from dags import make_dag, wait_until
+from dags import make_dag, served_run, wait_until
 
 S = TaskState
 
@@ -25,16 +25,8 @@ def live(tmp_path):
     dag = make_dag({"gate": f"while [ ! -e {gate} ]; do sleep 0.02; done",
                     "after": {"run": "echo after", "depends_on": ["gate"]},
                     "other": "sleep 30", "broken": "exit 3"}, workdir=tmp_path)
-    session = RunSession.create(dag, tmp_path / "state")
-    session.serve_control()
-    session.scheduler.start()
-    try:
+    with served_run(dag, tmp_path, gate) as session:
         yield session, gate
-    finally:
-        gate.touch()
-        session.scheduler.cancel_all("test over")
-        session.scheduler.wait(30)
-        session.finish()
 
 
 def test_the_socket_is_private_and_requests_control_the_run(live):

@@ -13,7 +13,7 @@ from tuidag.engine.scheduler import RerunRefused
 from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
 
-from dags import Recorder, make_dag, wait_until
+from dags import Recorder, make_dag, served_run, wait_until
 
 S = TaskState
 
@@ -25,21 +25,13 @@ def live(tmp_path):
                     "after": {"run": "echo after", "depends_on": ["gate"]},
                     "broken": "exit 3", "needs-broken": {"run": "true", "depends_on": ["broken"]}},
                    workdir=tmp_path, kill_grace=0.5)
-    session = RunSession.create(dag, tmp_path / "state")
-    session.serve_control()
-    session.scheduler.start()
-    remote = None
-    try:
+    with served_run(dag, tmp_path, gate) as session:
         wait_until(lambda: session.scheduler.snapshot()["needs-broken"].state is S.SKIPPED)
         remote = RemoteRun.attach(session.run, session.store)
-        yield session, remote, gate
-    finally:
-        if remote is not None:
+        try:
+            yield session, remote, gate
+        finally:
             remote.close()
-        gate.touch()
-        session.scheduler.cancel_all("test over")
-        session.scheduler.wait(30)
-        session.finish()
 
 
 def test_the_snapshot_and_the_dag_come_from_the_engine_and_the_journal(live):

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 import psutil
 import pytest
 
-from dags import make_dag
+from dags import make_dag, served_run
 from pilot_helpers import screen_text, select, ui_states, until
 from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
@@ -39,15 +39,8 @@ def served(tmp_path):
                     "free": "echo free runs; sleep 60", "broken": "echo broken output; exit 3",
                     "blocked": {"run": "true", "depends_on": ["broken"]}},
                    workdir=tmp_path, kill_grace=0.5)
-    session = RunSession.create(dag, tmp_path / "state")
-    session.serve_control()
-    session.scheduler.start()
-    try:
+    with served_run(dag, tmp_path) as session:
         yield session, pids
-    finally:
-        session.scheduler.cancel_all("test over")
-        session.scheduler.wait(30)
-        session.finish()
 
 
 @asynccontextmanager
@@ -183,7 +176,7 @@ ENGINE = textwrap.dedent("""
     import sys
     from pathlib import Path
     sys.path.insert(0, sys.argv[3])
-    from dags import make_dag
+    from dags import make_dag, served_run
     from tuidag.launch import RunSession
     workdir = Path(sys.argv[1])
     dag = make_dag({"slow": "echo slow starts; sleep 60", "quick": "echo quick done",
