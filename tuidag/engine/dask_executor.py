@@ -25,6 +25,7 @@ What Dask does and does not do for us:
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -57,6 +58,18 @@ def _scheduler_sends_sooner(scheduler: Any) -> None:
     for comm in [*getattr(scheduler, "stream_comms", {}).values(), *getattr(scheduler, "client_comms", {}).values()]:
         if getattr(comm, "interval", 0) > 0.001:
             comm.interval = 0.001
+
+
+def _in_process_client(cluster: Any) -> Any:
+    """A client of the local cluster's scheduler, which runs in this process, through an in-process comm on the
+    scheduler's own event loop: what they tell each other (every submission, every task's end, every event) is then
+    handed over as it is, where TCP to themselves had each of them encode, write, read and decode it on the one
+    event loop they share anyway. The workers, other processes, still use TCP."""
+    from distributed import Client
+
+    scheduler = cluster.scheduler
+    cluster.sync(scheduler.listen, "inproc://")
+    return Client(scheduler.listeners[-1].contact_address, loop=cluster.loop)
 
 
 @contextmanager
@@ -161,7 +174,7 @@ class DaskExecutor(Executor):
                                                  resources=dict(resources) if resources else None, memory_limit=0,
                                                  dashboard_address=":0",  # its HTTP server starts even with None
                                                  silence_logs=logging.CRITICAL)
-                client = Client(self._cluster)
+                client = _in_process_client(self._cluster)
                 _scheduler_sends_sooner(self._cluster.scheduler)
             else:
                 try:
@@ -170,12 +183,12 @@ class DaskExecutor(Executor):
                     raise DaskUnreachable(f"cannot reach the Dask scheduler at {address}: {exc}") from None
         self.client = client
         _send_sooner(client)
-        self.address = client.scheduler.address
+        self.address = self._cluster.scheduler_address if self._cluster is not None else client.scheduler.address
         self.topic = f"tuidag-{uuid.uuid4().hex}"
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}
         self._runs: set[str] = set()  # run ids of the attempts launched
-        self._to_submit: list[tuple[DaskAttempt, dict]] = []  # launched, not yet handed to Dask (`submit`)
+        self._to_submit: list[tuple[DaskAttempt, bytes]] = []  # launched, not yet handed to Dask (`submit`)
         self._submit_lock = threading.Lock()
         self._submit_due = False  # `_submit_queued` is on its way to the event loop
         self._closed = False
@@ -240,13 +253,13 @@ class DaskExecutor(Executor):
         self._runs.add(attempt.run_id)
         return DaskAttempt(self, attempt)
 
-    def submit(self, attempt: DaskAttempt, spec: dict[str, Any]) -> None:
+    def submit(self, attempt: DaskAttempt, packed: bytes) -> None:
         """Hand an attempt to Dask on the client's event loop, together with those launched until the loop gets to
         it: one message to the scheduler (one `update_graph`) for them all, not one each, as what the scheduler does
         per message is much of what a quick task costs it. Submitting from a pool thread went through the loop
         anyway (the client sends from there), and batched nothing: pool threads launch one at a time."""
         with self._submit_lock:
-            self._to_submit.append((attempt, spec))
+            self._to_submit.append((attempt, packed))
             if self._submit_due:
                 return
             self._submit_due = True
@@ -257,16 +270,16 @@ class DaskExecutor(Executor):
             batch, self._to_submit, self._submit_due = self._to_submit, [], False
         self._submit_batch(batch)
 
-    def _submit_batch(self, batch: list[tuple[DaskAttempt, dict]]) -> None:
+    def _submit_batch(self, batch: list[tuple[DaskAttempt, bytes]]) -> None:
         from .dask_worker import run_attempt
 
-        groups: dict[tuple, list[tuple[DaskAttempt, dict]]] = {}  # one `map` per set of resources asked for
-        for attempt, spec in batch:
+        groups: dict[tuple, list[tuple[DaskAttempt, bytes]]] = {}  # one `map` per set of resources asked for
+        for attempt, packed in batch:
             resources = dask_resources(attempt.attempt)
-            groups.setdefault(tuple(resources.items()) if resources else (), []).append((attempt, spec))
+            groups.setdefault(tuple(resources.items()) if resources else (), []).append((attempt, packed))
         for resources, items in groups.items():
             try:
-                futures = self.client.map(run_attempt, [spec for _, spec in items], key=[a.key for a, _ in items],
+                futures = self.client.map(run_attempt, [packed for _, packed in items], key=[a.key for a, _ in items],
                                           pure=False, resources=dict(resources) or None)
             except Exception as exc:
                 for attempt, _ in items:
@@ -353,8 +366,8 @@ class DaskAttempt(RunningAttempt):
         self._fd: int | None = open_log(attempt)
         try:
             write_header(self._fd, attempt)
-            spec = worker_spec(attempt, self.key, executor.topic, executor.dag_env,
-                               workers_number_slots=executor.workers_number_slots)
+            packed = pickle.dumps(worker_spec(attempt, self.key, executor.topic, executor.dag_env,
+                                              workers_number_slots=executor.workers_number_slots), protocol=5)
         except BaseException as exc:
             if not isinstance(exc, OSError):
                 os.write(self._fd, f"tuidag: cannot start: {exc}\n".encode())
@@ -362,7 +375,7 @@ class DaskAttempt(RunningAttempt):
             raise
         with executor._lock:
             executor._attempts[self.key] = self
-        executor.submit(self, spec)
+        executor.submit(self, packed)
 
     def submitted(self, future) -> None:
         with self._lock:
@@ -490,8 +503,6 @@ class DaskAttempt(RunningAttempt):
             self._forget()
 
     def _value(self, result: AttemptResult) -> AttemptResult:
-        import pickle
-
         try:
             data = self.future.result(timeout=END_TIMEOUT)
             return result._replace(value=pickle.loads(data) if data is not None else None)

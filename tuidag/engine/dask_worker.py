@@ -5,8 +5,8 @@ Runs inside the worker process, so it is an importable module (not `__main__`): 
 below must be the worker's own, not a copy pickled along with a function. The attempt itself is a `ShellAttempt`,
 so a task on a worker gets exactly what a local one gets: its own session, the run's tags, the tree kill with the
 SIGTERM -> kill_grace -> SIGKILL escalation, the timeout. Its output goes into the worker's own copy of the log
-(`worker_log_dir()`), which a thread tails and sends to the client in order with `Worker.log_event`: a chunk is
-sent exactly as it is in the file, so the client's copy is byte for byte the same.
+(`worker_log_dir()`), which one thread of the worker tails and sends to the client in order with `Worker.log_event`:
+a chunk is sent exactly as it is in the file, so the client's copy is byte for byte the same.
 
 On a cluster tuidag did not start, the worker numbers an attempt's resource slots itself, within what it advertises
 (`spec["slots"]`): slot numbers are the devices of the machine that runs the task (CUDA_VISIBLE_DEVICES), which the
@@ -27,6 +27,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +61,17 @@ class _FirstHeader(LogHeaders):
         return self.span
 
 
-def run_attempt(spec: dict[str, Any]) -> bytes | None:
+def run_attempt(packed: bytes) -> bytes | None:
     """The Dask task: run one attempt on this worker, stream its output and its outcome (the end event), and return
     a callable's pickled value (None for a shell task: the worker then stores, sizes and reports nothing bigger).
-    `spec` is made by `dask_executor.DaskAttempt` (plain data, the callable already pickled)."""
+    `packed` is the pickled spec `dask_executor.worker_spec` made (plain data, the callable already pickled): one
+    bytes argument, which Dask sizes and searches for futures in O(1), where it walked every item of a dict (its
+    environment above all) on the client, the scheduler and the worker."""
+    import pickle
+
     from distributed import get_worker
 
+    spec: dict[str, Any] = pickle.loads(packed)
     worker = get_worker()
     key, topic = spec["key"], spec["topic"]
     address = worker.address
@@ -182,27 +188,34 @@ def _run(spec: dict[str, Any], address: str, send, started) -> tuple[AttemptResu
 
 class _Tail:
     """Sends what is appended to the worker's log from `start` on, in order, until `stop` has sent the rest; calls
-    `tick` at each look while the attempt runs."""
+    `tick` at each look while the attempt runs. The looking is done by one thread per worker process for all its
+    attempts (`_Tails`): most attempts of a big DAG are over before the first look, and a thread of their own (a
+    start, a join, a wake-up) cost the worker more than their whole run."""
 
     def __init__(self, path: str, send, tick):
         self._path = path
         self._send = send
         self._tick = tick
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # the looking thread and `stop` both send: one at a time, in order
         self._fd: int | None = None
         self._offset = 0
+        self._since = 0.0
 
     def start(self, offset: int | None) -> None:
         self._fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         self._offset = os.fstat(self._fd).st_size if offset is None else offset
-        self._thread = threading.Thread(target=self._follow, name="tuidag-dask-tail", daemon=True)
-        self._thread.start()
+        self._since = time.monotonic()
+        _TAILS.add(self)
 
-    def _follow(self) -> None:
-        while not self._stop.wait(TAIL_INTERVAL):
-            self._tick()
-            self._drain()
+    def look(self, now: float) -> None:
+        """One look (on the looking thread), from TAIL_INTERVAL after the start on: say where it runs, send what is
+        new. Never after `stop` (which waits for a look under way): the end event must come last."""
+        if now - self._since < TAIL_INTERVAL:
+            return
+        with self._lock:
+            if self._fd is not None:
+                self._tick()
+                self._drain()
 
     def _drain(self) -> None:
         while chunk := os.pread(self._fd, CHUNK, self._offset):
@@ -210,13 +223,53 @@ class _Tail:
             self._send("o", chunk)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        if self._fd is not None:
-            self._drain()
-            os.close(self._fd)
-            self._fd = None
+        _TAILS.discard(self)
+        with self._lock:
+            if self._fd is not None:
+                self._drain()
+                os.close(self._fd)
+                self._fd = None
+
+
+class _Tails:
+    """The one thread of a worker process that looks at its running attempts' logs every TAIL_INTERVAL; it starts
+    with the first attempt and waits, idle, while none runs."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._tails: set[_Tail] = set()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, tail: _Tail) -> None:
+        with self._lock:
+            self._tails.add(tail)
+            if self._thread is None or not self._thread.is_alive():  # (a forked worker has no thread of its parent's)
+                self._thread = threading.Thread(target=self._follow, name="tuidag-dask-tails", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def discard(self, tail: _Tail) -> None:
+        with self._lock:
+            self._tails.discard(tail)
+
+    def _follow(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(TAIL_INTERVAL)  # the pace of the looks, not a wait for something to happen
+            with self._lock:
+                tails = list(self._tails)
+                if not tails:
+                    self._wake.clear()
+            now = time.monotonic()
+            for tail in tails:
+                try:
+                    tail.look(now)
+                except Exception:  # one attempt's log (gone, unreadable) must not stop the others' output
+                    pass
+
+
+_TAILS = _Tails()
 
 
 class _CallableFiles:
