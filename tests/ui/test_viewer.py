@@ -149,8 +149,11 @@ async def test_stop_from_a_foreground_viewer_cancels_every_task_then_exits(serve
     async with viewer(session.run, session.store, foreground=True) as (app, pilot):
         assert "foreground · engine pid" in screen_text(app)
         await pilot.press("q")
-        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "stop"
-        await pilot.press("s")
+        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "cancel"
+        await pilot.press("enter")  # the safe answer: the question closes, nothing is stopped
+        assert not isinstance(app.screen, ChoiceScreen) and not session.scheduler.finished
+        assert all(p.is_running() for p in procs)
+        await pilot.press("q", "s")
         await until(pilot, lambda: session.scheduler.finished, what="the run stopped")
         await until(pilot, lambda: not app.is_running, what="the viewer exited")
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
