@@ -35,3 +35,29 @@ async def test_a_selected_task_shows_its_output_as_it_starts_and_as_it_goes_on(n
         await until(pilot, lambda: "second line" in pane_rows(app), what="the last line on screen")
         body = [row for row in pane_rows(app) if row and not row.startswith("=== tuidag")]
         assert body[:2] == ["first line", "second line"]
+
+
+def _deaf(watcher: LogWatcher, paths: list[str]) -> None:
+    """A watch that is set up but never reports a change (an event lost, or one that comes too late)."""
+    watcher._stop.wait()
+
+
+async def test_the_first_lines_show_without_any_file_system_event(new_session, tmp_path, monkeypatch):
+    """The lines a task writes as it starts, before the pane's watch on its new file can have been set up, are shown
+    by the pane's own reading of the new file: here no event ever comes and the safety poll is an hour away, so the
+    timing of the watcher's thread can't hide a pane that waits for events (it did: 2 s late)."""
+    monkeypatch.setattr(LogWatcher, "_run", _deaf)
+    monkeypatch.setattr(log_view, "LogWatcher", partial(LogWatcher, safety_interval=3600))
+    session = new_session({
+        "gate": "while [ ! -f go ]; do sleep 0.01; done",
+        "late": {"run": "echo first line; echo second line; while [ ! -f stop ]; do sleep 0.01; done",
+                 "depends_on": ["gate"]},
+    })
+    async with open_app(session) as (app, pilot):
+        await select(app, pilot, "late")
+        assert not session.run.log_path("late").exists()
+        (tmp_path / "go").touch()
+        await until(pilot, lambda: "second line" in pane_rows(app), timeout=5, what="the first lines on screen")
+        assert [row for row in pane_rows(app) if row and not row.startswith("=== tuidag")][:2] == [
+            "first line", "second line"]
+        (tmp_path / "stop").touch()

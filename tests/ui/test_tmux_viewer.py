@@ -253,11 +253,16 @@ def foreground(tmp_path):
         kill_task_trees(tmp_path)
 
 
-def test_q_in_the_foreground_viewer_stops_the_run_by_default_and_exits_with_its_code(foreground):
+def test_q_then_s_in_the_foreground_viewer_stops_the_run_and_exits_with_its_code_enter_stops_nothing(foreground):
     viewer, procs = foreground
     viewer.keys("q")
     viewer.wait_for("Stop the run (s)")
-    viewer.keys("Enter")
+    viewer.keys("Enter")  # the highlighted answer is the safe one (#13: Enter never confirms a destructive choice)
+    until(lambda: "Stop the run (s)" not in viewer.screen(), what="the question closed")
+    assert alive(procs) and "foreground · engine pid" in viewer.screen()
+    viewer.keys("q")
+    viewer.wait_for("Stop the run (s)")
+    viewer.keys("s")
     assert viewer.exit_code() == 1
     assert gone(procs)
     screen = viewer.wait_for("tuidag: logs in")

@@ -68,6 +68,25 @@ async def test_the_graph_fills_from_the_snapshot_and_follows_the_run(served):
         await until(pilot, lambda: "tree" in app.model.usage, what="usage of the running trees")
 
 
+async def test_the_combined_view_of_a_viewer_holds_the_tasks_that_ran_before_it_attached(served):
+    """#13.2 as `tuidag run` is now: the engine ran for a while before any viewer existed."""
+    session, pids = served
+    logs = {task: session.run.log_path(task) for task in ("tree", "free", "broken")}
+    said = {"tree": "tree says hello", "free": "free runs", "broken": "broken output"}
+    await_until(lambda: all(path.exists() and said[task] in path.read_text() for task, path in logs.items()))
+    async with viewer(session.run, session.store) as (app, pilot):
+        await pilot.press("a")
+        await until(pilot, lambda: "3 logs" in str(app.log_pane.border_title), what="the three tasks that ran")
+        await until(pilot, lambda: {f"[{task}] {line}" for task, line in said.items()} <= set(combined_lines(app)),
+                    what="every task's line")
+
+
+def combined_lines(app: TuidagApp) -> list[str]:
+    from tuidag.views.terminal_text import strip_ansi
+
+    return [strip_ansi(app.combined.line(i)) for i in range(app.combined.line_count)]
+
+
 async def test_cancel_branch_from_the_viewer_kills_the_real_tree(served):
     session, pids = served
     await_until(lambda: len(pids_of(pids)) == 2)
@@ -149,8 +168,11 @@ async def test_stop_from_a_foreground_viewer_cancels_every_task_then_exits(serve
     async with viewer(session.run, session.store, foreground=True) as (app, pilot):
         assert "foreground · engine pid" in screen_text(app)
         await pilot.press("q")
-        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "stop"
-        await pilot.press("s")
+        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "cancel"
+        await pilot.press("enter")  # the safe answer: the question closes, nothing is stopped
+        assert not isinstance(app.screen, ChoiceScreen) and not session.scheduler.finished
+        assert all(p.is_running() for p in procs)
+        await pilot.press("q", "s")
         await until(pilot, lambda: session.scheduler.finished, what="the run stopped")
         await until(pilot, lambda: not app.is_running, what="the viewer exited")
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)

@@ -954,8 +954,8 @@ class TuidagApp(App[None]):
             self.exit(DETACHED)
 
     def _ask_viewer_quit(self) -> None:
-        """`q` on a live run of another process: the terminal that started it stops it by default; a viewer that
-        attached later detaches by default."""
+        """`q` on a live run of another process. Enter takes the safe answer, never the one that kills tasks: the
+        terminal that started the run stays on it (stopping it is `s`); a viewer that attached later detaches."""
         if self.model.stopping:
             self.notify("stopping: waiting for every process to exit")
             return
@@ -967,7 +967,7 @@ class TuidagApp(App[None]):
         note = ("Detach: the run goes on in the background (tuidag attach shows it again). "
                 "Stop: every task is cancelled.")
         if self.session.foreground:
-            self.push_screen(ChoiceScreen(question, [stop, detach, cancel], "stop", note), self._viewer_quit_chosen)
+            self.push_screen(ChoiceScreen(question, [stop, detach, cancel], "cancel", note), self._viewer_quit_chosen)
         else:
             self.push_screen(ChoiceScreen(question, [detach, stop, cancel], "detach", note), self._viewer_quit_chosen)
 
