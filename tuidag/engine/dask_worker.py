@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.resources import format_slots, slot_env
-from .executor import Attempt, AttemptResult
+from .executor import Attempt, AttemptResult, TaskEnvironment
 from .log_headers import HeaderSpan, LogHeaders
 from .shell_attempt import ShellAttempt
 
@@ -44,6 +44,8 @@ _lock = threading.Lock()
 _running: dict[str, ShellAttempt] = {}   # dask key -> attempt running on this worker
 _cancelled: dict[str, str] = {}          # dask keys cancelled before they started here -> reason (see cancel_key)
 _free_slots: dict[tuple[str, str], list[int]] = {}  # (worker address, kind) -> its free slot numbers
+_folders_made: set[Path] = set()  # the runs' log folders this worker made
+_environment: dict[str, str] | None = None  # see _own_environment
 
 
 def worker_log_dir() -> Path:
@@ -135,10 +137,21 @@ def _give_back(address: str, held: dict[str, tuple[int, ...]]) -> None:
             free.sort()
 
 
+def _own_environment() -> dict[str, str]:
+    """The worker's own environment, under every task's: read once per worker process, so that spawning encodes it
+    once (`TaskEnvironment`), as a local run does with its own."""
+    global _environment
+    if _environment is None:
+        _environment = dict(os.environ)
+    return _environment
+
+
 def _run(spec: dict[str, Any], address: str, send, started) -> tuple[AttemptResult, bytes | None]:
     key = spec["key"]
     folder = worker_log_dir() / spec["run_id"]
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder not in _folders_made:
+        folder.mkdir(parents=True, exist_ok=True)
+        _folders_made.add(folder)
     log_path = str(folder / f"{spec['task']}.log")
     with _lock:
         reason = _cancelled.pop(key, None)
@@ -149,7 +162,7 @@ def _run(spec: dict[str, Any], address: str, send, started) -> tuple[AttemptResu
         message = f"workdir {workdir} does not exist on worker {address}"
         send("o", f"tuidag: cannot start: {message}\n".encode())
         return AttemptResult(False, None, message), None
-    env = {**os.environ, **spec["env"]}  # the worker's own environment, never the client's PATH or HOME
+    env = TaskEnvironment(_own_environment(), spec["env"])  # never the client's PATH or HOME
     call = None
     steps = spec["steps"]
     if spec.get("func") is not None:
