@@ -1,5 +1,6 @@
-"""The Dask executor: each attempt is a Dask task that runs it on a worker (`dask_worker.run_attempt`); the scheduler,
-states, policies, journal and views are the same as for a local run.
+"""The Dask executor: each attempt runs on a worker inside a Dask task (`dask_worker.run_attempts`; on a local
+cluster, attempts launched together share one, see `DaskExecutor._submit_batch`); the scheduler, states, policies,
+journal and views are the same as for a local run.
 
 Imported only when a run asks for Dask (`--executor dask...`, `executor:` in the file): `distributed` takes about a
 second to import, which a plain run must not pay.
@@ -134,7 +135,8 @@ class DaskExecutor(Executor):
 
     def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
                  dag_env: Mapping[str, str] | None = None, client: Any = None,
-                 resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None):
+                 resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None,
+                 group_attempts: bool | None = None):
         import uuid
 
         import logging
@@ -182,11 +184,14 @@ class DaskExecutor(Executor):
                 except (OSError, TimeoutError, ValueError) as exc:
                     raise DaskUnreachable(f"cannot reach the Dask scheduler at {address}: {exc}") from None
         self.client = client
+        # Several attempts to a Dask task (`_submit_batch`): by default on a local cluster started here.
+        self.group_attempts = self._cluster is not None if group_attempts is None else group_attempts
         _send_sooner(client)
         self.address = self._cluster.scheduler_address if self._cluster is not None else client.scheduler.address
         self.topic = f"tuidag-{uuid.uuid4().hex}"
         self._lock = threading.Lock()
-        self._attempts: dict[str, DaskAttempt] = {}
+        self._attempts: dict[str, DaskAttempt] = {}  # attempt key -> attempt, while it runs
+        self._groups: dict[str, _Group] = {}  # Dask key -> its attempts, until each has ended
         self._runs: set[str] = set()  # run ids of the attempts launched
         self._to_submit: list[tuple[DaskAttempt, bytes]] = []  # launched, not yet handed to Dask (`submit`)
         self._submit_lock = threading.Lock()
@@ -234,8 +239,8 @@ class DaskExecutor(Executor):
         if message["action"] == "remove-worker":
             for key in message.get("processing-tasks") or ():
                 with self._lock:
-                    running = self._attempts.get(key)
-                if running is not None:
+                    task = self._groups.get(key)
+                for running in task.members if task is not None else ():
                     running.worker_lost(str(message.get("worker")))
 
     def _watch_workers(self) -> None:
@@ -271,22 +276,42 @@ class DaskExecutor(Executor):
         self._submit_batch(batch)
 
     def _submit_batch(self, batch: list[tuple[DaskAttempt, bytes]]) -> None:
-        from .dask_worker import run_attempt
+        """One `map` per set of resources asked for. On a local cluster (`group_attempts`), attempts that ask for
+        no resource and run no callable travel several to a Dask task (`_Group`, as many as there are workers): their
+        processes run on this machine whichever worker starts them, and what Dask spends per task (a state machine on
+        the scheduler and on the worker, messages both ways, a release) was most of what a quick attempt cost.
+        Elsewhere each attempt is a Dask task of its own, so that Dask places each one."""
+        from .dask_worker import run_attempts
 
-        groups: dict[tuple, list[tuple[DaskAttempt, bytes]]] = {}  # one `map` per set of resources asked for
-        for attempt, packed in batch:
-            resources = dask_resources(attempt.attempt)
-            groups.setdefault(tuple(resources.items()) if resources else (), []).append((attempt, packed))
+        groups: dict[tuple, list[list[tuple[DaskAttempt, bytes]]]] = {}
+        together: list[tuple[DaskAttempt, bytes]] = []
+        for item in batch:
+            resources = dask_resources(item[0].attempt)
+            if self.group_attempts and resources is None and item[0].attempt.task.func is None:
+                together.append(item)
+            else:
+                groups.setdefault(tuple(resources.items()) if resources else (), []).append([item])
+        if together:
+            n = min(len(together), max(1, len(self._workers)))
+            groups.setdefault((), []).extend(together[i::n] for i in range(n))
         for resources, items in groups.items():
+            carriers = [_Group(members) for members in items]
             try:
-                futures = self.client.map(run_attempt, [packed for _, packed in items], key=[a.key for a, _ in items],
-                                          pure=False, resources=dict(resources) or None)
+                futures = self.client.map(run_attempts, [group.packs for group in carriers],
+                                          key=[group.key for group in carriers], pure=False,
+                                          resources=dict(resources) or None)
             except Exception as exc:
-                for attempt, _ in items:
-                    attempt.not_submitted(exc)
+                for group in carriers:
+                    for attempt in group.members:
+                        attempt.not_submitted(exc)
                 continue
-            for (attempt, _), future in zip(items, futures):
-                attempt.submitted(future)
+            with self._lock:
+                for group in carriers:
+                    self._groups[group.key] = group
+            for group, future in zip(carriers, futures):
+                group.future = future
+                for attempt in group.members:
+                    attempt.submitted(group)
 
     def _on_event(self, event: tuple[float, list]) -> None:
         """On the client's event loop: route one event of a running attempt (see `dask_worker`)."""
@@ -349,6 +374,40 @@ class DaskExecutor(Executor):
             pass
 
 
+class _Group:
+    """Attempts that travel as one Dask task (`dask_worker.run_attempts`): its key, future and value are theirs."""
+
+    def __init__(self, members: list[tuple[DaskAttempt, bytes]]):
+        self.members = [attempt for attempt, _ in members]
+        self.packs = [packed for _, packed in members]
+        first = self.members[0].key
+        self.key = first if len(members) == 1 else f"{first}+{len(members) - 1}"
+        self.future = None
+        self._lock = threading.Lock()
+        self._cancelled = 0
+        self._left = len(members)
+
+    def cancel_unstarted(self) -> None:
+        """A member was cancelled before it started: the Dask task is cancelled once every member has been (the
+        others still run; the cancelled one never starts: `dask_worker.cancel_key`)."""
+        with self._lock:
+            self._cancelled += 1
+            every = self._cancelled == len(self.members)
+        if every:
+            self.future.cancel()
+
+    def value(self, member: DaskAttempt) -> Any:
+        return self.future.result(timeout=END_TIMEOUT)[self.members.index(member)]
+
+    def forget(self, executor: DaskExecutor, member: DaskAttempt) -> None:
+        with self._lock:
+            self._left -= 1
+            done = not self._left
+        if done:
+            with executor._lock:
+                executor._groups.pop(self.key, None)
+
+
 class DaskAttempt(RunningAttempt):
     """One attempt as one Dask task. The local log gets the header here and the output as the worker streams it."""
 
@@ -361,7 +420,7 @@ class DaskAttempt(RunningAttempt):
         self._done = threading.Event()
         self._result: AttemptResult | None = None
         self._kill_reason: str | None = None
-        self.future = None  # once `executor.submit` handed it to Dask (maybe on another thread)
+        self.group: _Group | None = None  # the Dask task that carries it, once `executor.submit` handed it to Dask
         self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
         self._fd: int | None = open_log(attempt)
         try:
@@ -377,11 +436,11 @@ class DaskAttempt(RunningAttempt):
             executor._attempts[self.key] = self
         executor.submit(self, packed)
 
-    def submitted(self, future) -> None:
+    def submitted(self, group: _Group) -> None:
         with self._lock:
-            self.future = future
+            self.group = group
             reason = self._kill_reason if self.worker is None and self._result is None else None
-        future.add_done_callback(self._future_done)
+        group.future.add_done_callback(self._future_done)
         if reason is not None:  # cancelled before it was handed to Dask (see `kill`)
             self._cancel_future(reason)
 
@@ -455,7 +514,7 @@ class DaskAttempt(RunningAttempt):
                 return
             self._kill_reason = reason
             worker = self.worker
-            submitted = self.future is not None
+            submitted = self.group is not None
         if worker is not None:
             self._on_workers_later([worker], reason)
         elif submitted:  # else `submitted` will cancel it
@@ -477,16 +536,17 @@ class DaskAttempt(RunningAttempt):
         `worker`, or wherever it may start (None)."""
         from .dask_worker import cancel_key
 
-        if self.future is not None:
-            self.future.cancel()
+        if self.group is not None:  # (the worker was lost with every attempt of the group)
+            self.group.future.cancel()
         self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker] if worker else None)
 
     def _cancel_unstarted(self, reason: str) -> None:
-        """Cancel the future, make sure no worker starts it, and if one already had, let its end event end it."""
+        """Make sure no worker starts it, cancel the Dask task (once no attempt of its group is left to run), and if
+        a worker had started it already, let its end event end it."""
         from .dask_worker import cancel_key
 
-        self.future.cancel()
         answers = self.executor.run_on_workers(cancel_key, self.key, reason)
+        self.group.cancel_unstarted()
         if not any(answer is True for answer in answers.values()):
             self._end(AttemptResult(False, None, reason, cancelled=True))
 
@@ -504,7 +564,7 @@ class DaskAttempt(RunningAttempt):
 
     def _value(self, result: AttemptResult) -> AttemptResult:
         try:
-            data = self.future.result(timeout=END_TIMEOUT)
+            data = self.group.value(self)
             return result._replace(value=pickle.loads(data) if data is not None else None)
         except Exception as exc:
             return AttemptResult(False, result.exit_code, f"the return value could not be read back: "
@@ -513,6 +573,8 @@ class DaskAttempt(RunningAttempt):
     def _forget(self) -> None:
         with self.executor._lock:
             self.executor._attempts.pop(self.key, None)
+        if self.group is not None:
+            self.group.forget(self.executor, self)
         with self._fd_lock:
             fd, self._fd = self._fd, None
             if fd is not None:

@@ -63,18 +63,54 @@ class _FirstHeader(LogHeaders):
         return self.span
 
 
-def run_attempt(packed: bytes) -> bytes | None:
-    """The Dask task: run one attempt on this worker, stream its output and its outcome (the end event), and return
-    a callable's pickled value (None for a shell task: the worker then stores, sizes and reports nothing bigger).
-    `packed` is the pickled spec `dask_executor.worker_spec` made (plain data, the callable already pickled): one
-    bytes argument, which Dask sizes and searches for futures in O(1), where it walked every item of a dict (its
-    environment above all) on the client, the scheduler and the worker."""
-    import pickle
+def run_attempts(packs: list[bytes]) -> list[bytes | None]:
+    """The Dask task: run its attempts on this worker (`dask_executor._Group`: one, or on a local cluster several
+    launched together), each at once and on its own, and return their values. Each pack is the pickled spec
+    `dask_executor.worker_spec` made (plain data, the callable already pickled): bytes, which Dask sizes and searches
+    for futures in O(1), where it walked every item of a dict (the environment above all) on the client, the
+    scheduler and the worker.
 
+    A lone attempt's error is the Dask task's (its future says it). Several attempts end one by one, each with its
+    end event, an error too: one of them failing to start must not end the others on the client while their trees
+    run on here."""
     from distributed import get_worker
 
-    spec: dict[str, Any] = pickle.loads(packed)
     worker = get_worker()
+    if len(packs) == 1:
+        return [run_attempt(packs[0], worker)]
+    values: list[bytes | None] = [None] * len(packs)
+
+    def run(i: int) -> None:
+        try:
+            values[i] = run_attempt(packs[i], worker)
+        except BaseException as exc:
+            _failed(packs[i], worker, exc)
+
+    others = [threading.Thread(target=run, args=(i,), name="tuidag-dask-attempt", daemon=True)
+              for i in range(1, len(packs))]
+    for thread in others:
+        thread.start()
+    run(0)
+    for thread in others:
+        thread.join()
+    return values
+
+
+def _failed(packed: bytes, worker: Any, exc: BaseException) -> None:
+    """The end event of an attempt of a group that failed on this worker before it could say so itself."""
+    import pickle
+
+    spec = pickle.loads(packed)
+    reason = " ".join(f"could not run on worker {worker.address}: {type(exc).__name__}: {exc}".split())[:200]
+    worker.log_event(spec["topic"], ["e", spec["key"], [False, None, reason, False, [worker.address, None]]])
+
+
+def run_attempt(packed: bytes, worker: Any) -> bytes | None:
+    """Run one attempt on `worker`, stream its output and its outcome (the end event), and return a callable's
+    pickled value (None for a shell task: the worker then stores, sizes and reports nothing bigger)."""
+    import pickle
+
+    spec: dict[str, Any] = pickle.loads(packed)
     key, topic = spec["key"], spec["topic"]
     address = worker.address
     stream = getattr(worker, "batched_stream", None)
