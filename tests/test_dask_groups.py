@@ -53,7 +53,7 @@ def one_thread():
 
 @pytest.fixture
 def queued(one_thread):
-    """The one-thread cluster (one worker: attempts launched together make one group)."""
+    """The one-thread cluster."""
     return one_thread
 
 
@@ -114,14 +114,13 @@ def thread_held(client, gate):
 
 
 def test_each_attempt_of_a_group_ends_on_its_own(tmp_path, client, grouped):
-    """Four attempts launched together on two workers: two Dask tasks of two, so the slow one shares its Dask task
-    with a quick one, which still ends (and says so) at once."""
+    """Four attempts launched together travel as one Dask task: the quick ones still end (and say so) at once."""
     gate = tmp_path / "gate"
     quick = {f"quick{i}": f"echo {i}" for i in range(3)}
     dag = make_dag({**quick, "slow": f"while [ ! -e {gate} ]; do sleep 0.01; done; echo slow"}, max_parallel=4)
     scheduler, rec = start_together(client, dag, tmp_path)
-    wait_until(lambda: len(grouped) == 2)
-    assert sizes(grouped) == [2, 2], "the attempts were not handed to Dask two by two"
+    wait_until(lambda: grouped)
+    assert sizes(grouped) == [4], "the attempts were not handed to Dask as one task"
     for task in quick:
         rec.wait_state(task, "SUCCEEDED")
     assert scheduler.snapshot()["slow"].state is TaskState.RUNNING

@@ -277,8 +277,8 @@ class DaskExecutor(Executor):
 
     def _submit_batch(self, batch: list[tuple[DaskAttempt, bytes]]) -> None:
         """One `map` per set of resources asked for. On a local cluster (`group_attempts`), attempts that ask for
-        no resource and run no callable travel several to a Dask task (`_Group`, as many as there are workers): their
-        processes run on this machine whichever worker starts them, and what Dask spends per task (a state machine on
+        no resource and run no callable travel together as one Dask task (`_Group`): their processes run on this
+        machine whichever worker starts them, and what Dask spends per task (a state machine on
         the scheduler and on the worker, messages both ways, a release) was most of what a quick attempt cost.
         Elsewhere each attempt is a Dask task of its own, so that Dask places each one."""
         from .dask_worker import run_attempts
@@ -292,8 +292,7 @@ class DaskExecutor(Executor):
             else:
                 groups.setdefault(tuple(resources.items()) if resources else (), []).append([item])
         if together:
-            n = min(len(together), max(1, len(self._workers)))
-            groups.setdefault((), []).extend(together[i::n] for i in range(n))
+            groups.setdefault((), []).append(together)
         for resources, items in groups.items():
             carriers = [_Group(members) for members in items]
             try:
