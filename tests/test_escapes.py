@@ -186,6 +186,30 @@ def test_a_process_that_relaunches_itself_is_ended(tmp_path, cgroups, tags, endi
     assert hoppers(tmp_path) == [], "a generation outlived the run"
 
 
+def test_kill_passes_repeat_until_one_finds_nothing_new():
+    """The race the re-launcher above wins only now and then, made certain: each scan finds the last process, and a
+    successor appears right after it, where a single snapshot never looks. Passes go on until one finds nothing."""
+    spawned = [subprocess.Popen(["sleep", "60"])]
+    procs = [psutil.Process(spawned[0].pid)]  # kept by create time: a pid reused meanwhile is not ours
+
+    def collect() -> dict[int, psutil.Process]:
+        if spawned[-1].poll() is not None:
+            return {}  # the last one is gone: a scan finds nothing more
+        found = {spawned[-1].pid: psutil.Process(spawned[-1].pid)}
+        if len(spawned) < 4:
+            spawned.append(subprocess.Popen(["sleep", "60"]))  # started after the scan, before the SIGKILL
+            procs.append(psutil.Process(spawned[-1].pid))
+        return found
+
+    try:
+        process.kill_until_empty({}, None, collect)
+        assert len(spawned) == 4 and not any(process.is_alive(p) for p in procs)
+    finally:
+        for p in spawned:
+            p.kill()
+            p.wait()
+
+
 # --- 8: orphans are reaped as they die ---------------------------------------------------------------------------
 def zombie_orphans() -> list[int]:
     me, session = os.getpid(), os.getsid(0)
