@@ -447,11 +447,12 @@ def test_untagged_daemon_ends_with_a_headless_run(tmp_path, mode):
     assert not alive(*ref)
 
 
-# Documented, not prevented: `os._exit()` in a thread callable ends tuidag itself at once. The next command reaps.
+# Documented, not prevented: `os._exit()` in a thread callable ends tuidag itself at once. The next command reaps,
+# also what the callable started (it carries the run's tag from tuidag's own environment).
 def test_os_exit_in_a_callable_leaves_nothing_after_the_next_command(tmp_path):
     pids = tmp_path / "pids"
     source = write(tmp_path / "exits.py", textwrap.dedent(f"""\
-        import os, time
+        import os, subprocess, time
         from pathlib import Path
         from tuidag import Dag
 
@@ -462,6 +463,9 @@ def test_os_exit_in_a_callable_leaves_nothing_after_the_next_command(tmp_path):
         def bye(ctx):
             while not Path({str(pids)!r}).exists() or len(Path({str(pids)!r}).read_text().split()) < 2:
                 time.sleep(0.02)
+            child = subprocess.Popen(["sleep", "64"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with open({str(pids)!r}, "a") as f:
+                f.write(f"{{child.pid}}\\n")
             os._exit(3)
 
         if __name__ == "__main__":
@@ -471,7 +475,7 @@ def test_os_exit_in_a_callable_leaves_nothing_after_the_next_command(tmp_path):
                           timeout=60)
     assert proc.returncode == 3
     refs = read_pids(pids)
-    assert len(refs) == 2 and all(alive(*r) for r in refs)
+    assert len(refs) == 3 and all(alive(*r) for r in refs)
     listing = tuidag("runs", cwd=tmp_path)
-    assert "killed 2 leftover process(es)" in listing.stderr, listing.stderr
+    assert "killed 3 leftover process(es)" in listing.stderr, listing.stderr
     wait_until(lambda: not any(alive(*r) for r in refs), timeout=10)
