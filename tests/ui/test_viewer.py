@@ -2,6 +2,7 @@
 it: a real served session in this process, or a real engine process that a test kills."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -232,6 +233,8 @@ async def test_the_engine_killed_turns_the_viewer_into_the_post_mortem_within_a_
         text = screen_text(app)
         assert f"post-mortem · the engine (pid {proc.pid}) died · read-only" in text
         assert ui_states(app)["quick"] == "SUCCEEDED"
+        # two tasks never recorded an end: the header said "✔ finished: all 3 succeeded"
+        assert "✘ finished: 2 with no recorded end" in text and "succeeded" not in text.splitlines()[0]
         await pilot.press("c")
         assert not isinstance(app.screen, ConfirmScreen)
         assert any("read-only: the run is over" in n.message for n in app._notifications)
@@ -327,6 +330,26 @@ async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):
         await until(pilot, lambda: "post-mortem · read-only" in screen_text(app), what="the header to say so")
         assert not any(n.severity == "error" for n in app._notifications)  # an end, not a crash
         assert ui_states(app)["free"] == "CANCELLED"
+
+
+def test_a_foreground_viewer_ends_with_the_summarys_counts_where_the_journal_stopped_early(finished_run, capsys):
+    """A full disk stops the journal, not the summary (written over room reserved for it): the viewer's last lines
+    said the journal's "2 succeeded, 2 running" and nothing of the full disk (the engine's notice had gone to a viewer
+    that was not connected yet)."""
+    from tuidag.ui.viewer import _closing_lines
+
+    session, _ = finished_run
+    journal = session.run.journal
+    journal.write_bytes(b"".join(journal.read_bytes().splitlines(keepends=True)[:4]))  # where the disk filled up
+    summary = json.loads(session.run.summary.read_text())
+    summary.update(outcome="incomplete: state dir full", journal_error="No space left on device", exit_code=1)
+    session.run.summary.write_text(json.dumps(summary))
+    remote = RemoteRun.stored(session.run, session.store)
+    assert _closing_lines(session.run, remote, None) == 1
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    assert first.endswith(": 4 tasks: 2 succeeded, 1 failed, 1 skipped in " + first.rsplit(" ", 1)[1])
+    assert second == ("tuidag: run incomplete: state dir full (No space left on device): its journal stopped early, "
+                      "its summary holds how the tasks ended")
 
 
 async def test_a_signal_closes_the_post_mortem_view(finished_run):
