@@ -9,6 +9,7 @@ tuidag may not create cgroups).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -428,6 +429,10 @@ def test_second_sigint_kills_untagged_processes_too(tmp_path, mode):
             proc.kill()
     assert proc.returncode == 130, err
     assert [r for r in refs if alive(*r)] == []
+    # no summary (tuidag exited at once): the next command closes the run as the user stopped it, not as a crash
+    listing = tuidag("runs", cwd=tmp_path, env={"TUIDAG_CGROUPS": mode})
+    assert listing.returncode == 0 and "interrupted" in listing.stdout
+    assert json.loads(run.summary.read_text())["interrupted_by"] == "SIGINT"
 
 
 @pytest.mark.parametrize("mode", CLI_MODES)

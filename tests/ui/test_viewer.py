@@ -352,6 +352,22 @@ def test_a_foreground_viewer_ends_with_the_summarys_counts_where_the_journal_sto
                       "its summary holds how the tasks ended")
 
 
+def test_a_foreground_viewer_says_a_second_ctrl_c_was_the_end_not_a_dead_engine(finished_run, capsys):
+    """A second Ctrl+C makes the engine kill every process and exit at once, without a summary: the viewer said "the
+    engine died before recording the run's outcome" and exited 1, where headless tuidag exits 130."""
+    from tuidag.ui.viewer import _closing_lines
+
+    session, _ = finished_run
+    session.run.summary.unlink()
+    with open(session.run.journal, "a") as journal:
+        journal.write(json.dumps({"type": "run", "event": "forced-exit", "t": time.time(), "signal": "SIGINT",
+                                  "detail": "second SIGINT: killed 1 process(es)"}) + "\n")
+    assert _closing_lines(session.run, RemoteRun.stored(session.run, session.store), None) == 130
+    out = capsys.readouterr().out
+    assert "tuidag: interrupted by SIGINT twice: every process of the run was killed at once" in out
+    assert "died" not in out
+
+
 async def test_a_signal_closes_the_post_mortem_view(finished_run):
     session, _ = finished_run
     async with viewer(session.run, session.store, remote=RemoteRun.stored(session.run, session.store)) as (app, pilot):

@@ -21,6 +21,7 @@ from ..control.client import NotLive
 from ..control.remote import RemoteRun, journal_snapshots, process_alive
 from ..exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, SIGNAL_EXIT
 from ..store.history import summary_problem
+from ..store.journal import replay
 from ..store.runs import RunDir, RunStore, default_state_dir
 from ..views.headless import counts_line, recorded_counts_line
 from .app import DETACHED, RESUME, TuidagApp
@@ -181,7 +182,10 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
     else:
         counts = counts_line(journal_snapshots(run, remote.dag.topological_order), duration)
     lines = [f"tuidag: run {run.run_id} of {remote.dag.name}: " + counts]
-    if summary is None:
+    forced = replay(run.journal).forced_by if summary is None else None
+    if forced is not None:  # a second Ctrl+C: the engine killed every process of the run and exited at once
+        lines.append(f"tuidag: interrupted by {forced} twice: every process of the run was killed at once\n")
+    elif summary is None:
         lines.append(f"tuidag: error: {remote.lost or 'the engine ended'} before recording the run's outcome; "
                      f"`tuidag runs` reaps what its tasks left\n")
     interrupted = summary.get("interrupted_by") if summary else None
@@ -196,6 +200,8 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
                      + ": its journal stopped early, its summary holds how the tasks ended\n")
     lines.append(f"tuidag: logs in {run.logs}\n")
     _say("".join(lines))
+    if forced is not None:
+        return SIGNAL_EXIT[signal.Signals[forced]]
     if summary is None:
         return EXIT_FAILED
     code = summary.get("exit_code")
