@@ -9,9 +9,10 @@
    The worst lags are full garbage collections (~100 ms for Textual's ~45k objects on a 2-core VM); freezing the
    objects that exist after start-up takes them out of every later collection.
 
-3. headless: `tuidag run --no-tui` of one task that prints 200 MB of 100-byte lines, and of one that prints a single
-   200 MB line, its output read from a pipe. The peak RSS of the tuidag process (VmHWM, polled) minus that of a run
-   whose task prints one line is its RSS growth; also how much it printed and how long it took.
+3. headless: `tuidag run --no-tui` of one task that prints 200 MB of 100-byte lines, of one that prints a single
+   200 MB line, and of one that prints 1 GB of lines, its output read from a pipe. The peak RSS of the tuidag process
+   (VmHWM, polled) minus that of a run whose task prints one line is its RSS growth; also how much it printed and how
+   long it took.
 
 Each repeat runs in a fresh child process so RSS figures don't mix. Medians over the repeats are printed.
 
@@ -177,6 +178,7 @@ HEADLESS_CASES = {
     "one line": "echo hello",  # the baseline
     "200 MB of 100-byte lines": f"yes \"$(printf '%099d' 0)\" | head -c {200 * MB}",
     "a 200 MB single line": f"head -c {200 * MB} /dev/zero | tr '\\0' x; echo",
+    "1 GB of 100-byte lines": f"yes \"$(printf '%099d' 0)\" | head -c {1024 * MB}",  # once 5.1 GB
 }
 
 

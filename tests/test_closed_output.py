@@ -70,3 +70,27 @@ def test_resume_into_a_closed_pipe_still_runs_and_tells_the_truth(tmp_path):
     summary = latest_summary(tmp_path)
     assert summary["outcome"] == "failed" and summary["counts"] == {"SUCCEEDED": 2, "FAILED": 1}
     assert not (tmp_path / "ran-a").exists()  # reused, not run again
+
+
+@pytest.mark.parametrize("streams", ["stdout closed", "stdout and stderr closed", "stdout on a full device",
+                                     "stdout and stderr on a full device"])
+def test_output_that_cannot_be_written_stops_the_printing_not_the_run(tmp_path, streams):
+    """`tuidag run p.yaml >&-` (Python then has no sys.stdout) and `> /dev/full` (ENOSPC on every write) once ended
+    tuidag with a traceback before any task ran, leaving the run `interrupted`."""
+    if streams.endswith("full device") and not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    dag = tmp_path / "p.yaml"
+    dag.write_text(DAG.format(tmp=tmp_path))
+    (tmp_path / "go").touch()
+    redirect = {"stdout closed": ">&-", "stdout and stderr closed": ">&- 2>&-",
+                "stdout on a full device": ">/dev/full", "stdout and stderr on a full device": ">/dev/full 2>&1"}
+    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
+    # stderr, where it is not redirected, goes to a file the test reads: tracebacks would show there
+    with open(tmp_path / "stderr", "w") as err:
+        proc = subprocess.run(["sh", "-c", f'exec "$0" -m tuidag run --no-tui p.yaml {redirect[streams]}',
+                               sys.executable], cwd=tmp_path, env=env, stderr=err, timeout=60)
+    assert proc.returncode == 1  # b failed
+    assert (tmp_path / "stderr").read_text() == ""
+    assert (tmp_path / "ran-a").exists() and (tmp_path / "ran-c").exists()
+    summary = latest_summary(tmp_path)
+    assert summary["outcome"] == "failed" and summary["counts"] == {"SUCCEEDED": 2, "FAILED": 1}

@@ -221,8 +221,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def outlive_readers() -> None:
     """A run's output may go to a reader that stops early (`| head -1`): that must stop the printing, not the run
     and not the truth of its exit code (see views/output)."""
-    from .views.output import ReaderSafe
+    from .views.output import ReaderSafe, keep_standard_descriptors
 
+    keep_standard_descriptors()
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if not isinstance(stream, ReaderSafe):

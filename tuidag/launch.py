@@ -100,9 +100,9 @@ class RunSession:
         killed = self.scheduler.executor.force_kill()
         procs = process.collect_tree(None, run_id=self.run.run_id)
         process.kill_until_empty(procs, None, lambda: process.collect_tree(None, run_id=self.run.run_id))
-        self.journal.write({"type": "run", "event": "forced-exit", "t": time.time(),
-                            "detail": f"second {signal.Signals(signum).name}: "
-                                      f"killed {max(killed, len(procs))} process(es)"})
+        name = signal.Signals(signum).name
+        self.journal.write({"type": "run", "event": "forced-exit", "t": time.time(), "signal": name,
+                            "detail": f"second {name}: killed {max(killed, len(procs))} process(es)"})
         os._exit(SIGNAL_EXIT[signum])
 
     def _journal_failed(self, exc: OSError) -> None:

@@ -2,6 +2,7 @@
 it: a real served session in this process, or a real engine process that a test kills."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -254,6 +255,8 @@ async def test_the_engine_killed_turns_the_viewer_into_the_post_mortem_within_a_
         text = screen_text(app)
         assert f"post-mortem · the engine (pid {proc.pid}) died · read-only" in text
         assert ui_states(app)["quick"] == "SUCCEEDED"
+        # two tasks never recorded an end: the header said "✔ finished: all 3 succeeded"
+        assert "✘ finished: 2 with no recorded end" in text and "succeeded" not in text.splitlines()[0]
         await pilot.press("c")
         assert not isinstance(app.screen, ConfirmScreen)
         assert any("read-only: the run is over" in n.message for n in app._notifications)
@@ -349,6 +352,42 @@ async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):
         await until(pilot, lambda: "post-mortem · read-only" in screen_text(app), what="the header to say so")
         assert not any(n.severity == "error" for n in app._notifications)  # an end, not a crash
         assert ui_states(app)["free"] == "CANCELLED"
+
+
+def test_a_foreground_viewer_ends_with_the_summarys_counts_where_the_journal_stopped_early(finished_run, capsys):
+    """A full disk stops the journal, not the summary (written over room reserved for it): the viewer's last lines
+    said the journal's "2 succeeded, 2 running" and nothing of the full disk (the engine's notice had gone to a viewer
+    that was not connected yet)."""
+    from tuidag.ui.viewer import _closing_lines
+
+    session, _ = finished_run
+    journal = session.run.journal
+    journal.write_bytes(b"".join(journal.read_bytes().splitlines(keepends=True)[:4]))  # where the disk filled up
+    summary = json.loads(session.run.summary.read_text())
+    summary.update(outcome="incomplete: state dir full", journal_error="No space left on device", exit_code=1)
+    session.run.summary.write_text(json.dumps(summary))
+    remote = RemoteRun.stored(session.run, session.store)
+    assert _closing_lines(session.run, remote, None) == 1
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    assert first.endswith(": 4 tasks: 2 succeeded, 1 failed, 1 skipped in " + first.rsplit(" ", 1)[1])
+    assert second == ("tuidag: run incomplete: state dir full (No space left on device): its journal stopped early, "
+                      "its summary holds how the tasks ended")
+
+
+def test_a_foreground_viewer_says_a_second_ctrl_c_was_the_end_not_a_dead_engine(finished_run, capsys):
+    """A second Ctrl+C makes the engine kill every process and exit at once, without a summary: the viewer said "the
+    engine died before recording the run's outcome" and exited 1, where headless tuidag exits 130."""
+    from tuidag.ui.viewer import _closing_lines
+
+    session, _ = finished_run
+    session.run.summary.unlink()
+    with open(session.run.journal, "a") as journal:
+        journal.write(json.dumps({"type": "run", "event": "forced-exit", "t": time.time(), "signal": "SIGINT",
+                                  "detail": "second SIGINT: killed 1 process(es)"}) + "\n")
+    assert _closing_lines(session.run, RemoteRun.stored(session.run, session.store), None) == 130
+    out = capsys.readouterr().out
+    assert "tuidag: interrupted by SIGINT twice: every process of the run was killed at once" in out
+    assert "died" not in out
 
 
 async def test_a_signal_closes_the_post_mortem_view(finished_run):

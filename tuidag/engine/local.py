@@ -32,6 +32,7 @@ class LocalExecutor(Executor):
         self._lock = threading.Lock()
         self._runs: dict[str, RunCgroups | None] = {}
         self._attempts: weakref.WeakSet[ShellAttempt] = weakref.WeakSet()
+        self._environ_tag: str | None = None  # the run id put in tuidag's own environment (see `_tag_environment`)
 
     @property
     def cgroups_active(self) -> bool:
@@ -58,7 +59,19 @@ class LocalExecutor(Executor):
             pids += groups.pids()
         if pids:
             found.update(process.descendants(pids))
+        for pid in process.helper_pids():  # started while the environment carried the run's tag, yet no task's
+            found.pop(pid, None)
         return found
+
+    def _tag_environment(self, run_id: str) -> None:
+        """A callable on a pool thread starts processes with tuidag's own environment, so the run's tag goes there
+        while the run lasts: then they carry it and, if tuidag dies (kill -9, `os._exit` in a callable), the next
+        command's reaper finds them by it. (Processes a callable started are ended with the run anyway; one that
+        also drops its environment and leaves the group and session is found only while tuidag lives.) Left
+        alone when the environment already has a tag: tuidag then runs inside another run's task, which owns it."""
+        with self._lock:
+            if self._environ_tag is None and process.TAG_RUN not in os.environ:
+                os.environ[process.TAG_RUN] = self._environ_tag = run_id
 
     def close(self) -> None:
         """The run is over: end anything its tasks left running (daemons that called setsid or double-forked after
@@ -66,6 +79,9 @@ class LocalExecutor(Executor):
         with self._lock:
             runs = list(self._runs.items())
             self._runs.clear()
+            if self._environ_tag is not None and os.environ.get(process.TAG_RUN) == self._environ_tag:
+                del os.environ[process.TAG_RUN]
+            self._environ_tag = None
         for run_id, groups in runs:
             leftovers = self._leftovers(run_id)
             if leftovers or (groups is not None and groups.populated()):
@@ -106,6 +122,9 @@ class LocalExecutor(Executor):
         groups = self._run_cgroups(attempt.run_id)
         if attempt.task.func is not None:  # a Python callable: in a pool thread, or a child process (isolate=True)
             from .inprocess import launch_callable
+
+            if not attempt.task.isolate:
+                self._tag_environment(attempt.run_id)
 
             running = launch_callable(attempt, groups)
         else:

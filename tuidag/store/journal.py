@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import stat
 import sys
 from pathlib import Path
@@ -343,6 +344,7 @@ def _is_count_map(value: Any) -> bool:
 
 _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "event": _is_str, "seq": _is_int, "t": _is_time, "detail": _optional(_is_str),
+    "signal": lambda value: type(value) is str and value in signal.Signals.__members__,  # "forced-exit"
     # the header ("created")
     "run_id": _is_str, "dag": _is_str, "source": _optional(_is_str), "host": _is_str, "pid": _is_pid,
     "pid_create_time": _optional(_is_time), "tasks": _is_name_list, "fingerprints": _is_str_map,
@@ -418,6 +420,8 @@ class Replay:
         #: The last moment the run was known alive: its last event, or the owner's last heartbeat when later (a run
         #: that crashed while its tasks ran quietly lived longer than its last event says).
         self.last_time: float | None = None
+        #: The signal whose second coming made tuidag kill everything and exit at once (no summary then).
+        self.forced_by: str | None = None
 
 
 def replay(path: Path, records: Iterable[dict[str, Any]] | None = None) -> Replay:
@@ -437,6 +441,8 @@ def replay(path: Path, records: Iterable[dict[str, Any]] | None = None) -> Repla
                 result.started_at = rec.get("t")
             elif event == "finished":
                 result.finished_at = rec.get("t")
+            elif event == "forced-exit":
+                result.forced_by = rec.get("signal")
             result.last_time = rec.get("t", result.last_time)
             continue
         name = rec["task"]

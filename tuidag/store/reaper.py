@@ -111,7 +111,7 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
             "run_id": run.run_id, "dag": rep.header.get("dag", "?"), "source": rep.header.get("source"),
             "started_at": rep.started_at, "finished_at": end,
             "duration": end - rep.started_at if end and rep.started_at else None,
-            "counts": counts, "outcome": "interrupted", "interrupted_by": "crash",
+            "counts": counts, "outcome": "interrupted", "interrupted_by": rep.forced_by or "crash",
             "reaped": [{"task": t, "pid": p, "name": n} for t, p, n in found],
         })
     except OSError:  # a full state dir: the run stays unclosed and the next command tries again

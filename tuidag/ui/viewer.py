@@ -21,8 +21,10 @@ from pathlib import Path
 from ..control.client import NotLive
 from ..control.remote import RemoteRun, journal_snapshots, process_alive
 from ..exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, SIGNAL_EXIT
+from ..store.history import summary_problem
+from ..store.journal import replay
 from ..store.runs import RunDir, RunStore, default_state_dir
-from ..views.headless import counts_line
+from ..views.headless import counts_line, recorded_counts_line
 from .app import DETACHED, RESUME, TuidagApp
 from .terminal import HangupSafeDriver
 
@@ -172,11 +174,19 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
         summary = run.read_summary()
     if summary is None:
         summary = run.read_summary()
-    snaps = journal_snapshots(run, remote.dag.topological_order)
+    if summary is not None and summary_problem(summary) is not None:
+        summary = None  # not one tuidag wrote: the journal is all there is
     duration = summary.get("duration") if summary and type(summary.get("duration")) in (int, float) else \
         max(0.0, remote.ended_at - remote.started)
-    lines = [f"tuidag: run {run.run_id} of {remote.dag.name}: " + counts_line(snaps, duration)]
-    if summary is None:
+    if summary is not None:  # how every task ended, also where the journal stopped early (a full disk)
+        counts = recorded_counts_line(summary["counts"], duration)
+    else:
+        counts = counts_line(journal_snapshots(run, remote.dag.topological_order), duration)
+    lines = [f"tuidag: run {run.run_id} of {remote.dag.name}: " + counts]
+    forced = replay(run.journal).forced_by if summary is None else None
+    if forced is not None:  # a second Ctrl+C: the engine killed every process of the run and exited at once
+        lines.append(f"tuidag: interrupted by {forced} twice: every process of the run was killed at once\n")
+    elif summary is None:
         lines.append(f"tuidag: error: {remote.lost or 'the engine ended'} before recording the run's outcome; "
                      f"`tuidag runs` reaps what its tasks left\n")
     interrupted = summary.get("interrupted_by") if summary else None
@@ -184,8 +194,15 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
         lines.append(f"tuidag: interrupted by {interrupted}; every task was stopped\n")
     if remote.store_message:
         lines.append(remote.store_message + "\n")
+    outcome = summary.get("outcome") if summary else None
+    if type(outcome) is str and outcome.startswith("incomplete: "):
+        cause = summary.get("journal_error")
+        lines.append(f"tuidag: run {outcome}" + (f" ({cause})" if type(cause) is str else "")
+                     + ": its journal stopped early, its summary holds how the tasks ended\n")
     lines.append(f"tuidag: logs in {run.logs}\n")
     _say("".join(lines))
+    if forced is not None:
+        return SIGNAL_EXIT[signal.Signals[forced]]
     if summary is None:
         return EXIT_FAILED
     code = summary.get("exit_code")

@@ -3,6 +3,9 @@
 A closed pipe stops the printing, never the run and never the truth of the exit code: the first write that finds no
 reader (EPIPE; Python ignores SIGPIPE) points the stream's descriptor at /dev/null, so every later write, the
 buffered rest included and the interpreter's last flush at exit, succeeds silently and the run goes on to its end.
+Any other stream that can't be written any more is the same to the run: stdout on a full device (`> /dev/full`,
+ENOSPC) or a terminal that went away (EIO), and a descriptor that was closed before tuidag started (`>&-`: Python
+then has no `sys.stdout` at all, and the next file tuidag opened would get the descriptor's number).
 """
 from __future__ import annotations
 
@@ -23,25 +26,35 @@ def discard_output(stream: Any) -> None:
         os.close(null)
 
 
+def keep_standard_descriptors() -> None:
+    """Put /dev/null on any of descriptors 0-2 that is closed, so no file tuidag opens (a journal, a log) gets one of
+    those numbers, and what is written to it by number (a Dask worker tuidag forks prints to 1 and 2) goes nowhere."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # gets the lowest free number: this one, as the lower ones are open now
+
+
 class ReaderSafe:
     """A text stream (stdout, stderr) that outlives its reader; everything but `write` and `flush` is the stream's
     own (`isatty`, `fileno`, `buffer`, ...)."""
 
-    def __init__(self, stream: TextIO):
-        self.stream = stream
-        self.reader_gone = False
+    def __init__(self, stream: TextIO | None):
+        self.reader_gone = stream is None  # closed before Python started: nothing reads what is written
+        self.stream = open(os.devnull, "w") if stream is None else stream
 
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
-        except BrokenPipeError:
+        except OSError:
             self._reader_gone()
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
-        except BrokenPipeError:
+        except OSError:
             self._reader_gone()
 
     def _reader_gone(self) -> None:

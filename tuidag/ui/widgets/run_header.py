@@ -85,7 +85,9 @@ class RunHeader(Widget):
             stopped = sum(stopped_by_group(snap) for snap in model.snapshots.values()) if model.counts[S.CANCELLED] \
                 else 0
             failed = {s: n for s in _BAR_ORDER[1:] if (n := model.counts[s] - (stopped if s is S.CANCELLED else 0))}
-            if not failed:
+            # tasks whose end the journal does not hold (tuidag was killed, or the disk filled up): no success
+            unrecorded = model.total - model.done
+            if not failed and not unrecorded:
                 ok = LOOKS[S.SUCCEEDED].colour
                 if stopped:
                     done = f"{model.total - stopped} succeeded, {stopped} stopped with their job group"
@@ -93,7 +95,8 @@ class RunHeader(Widget):
                             Text("✔ finished", ok)]
                 return [Text(f"✔ finished: all {model.total} succeeded · q quits", ok),
                         Text(f"✔ finished: all {model.total} succeeded", ok), Text("✔ finished", ok)]
-            parts = ", ".join(f"{n} {LOOKS[s].word}" for s, n in failed.items())
+            parts = ", ".join([f"{n} {LOOKS[s].word}" for s, n in failed.items()]
+                              + ([f"{unrecorded} with no recorded end"] if unrecorded else []))
             bad = LOOKS[S.FAILED].colour
             return [Text(f"✘ finished: {parts} · q quits", bad), Text(f"✘ finished: {parts}", bad),
                     Text(f"✘ {parts}", bad), Text("✘ finished", bad)]
