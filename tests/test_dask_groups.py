@@ -119,12 +119,14 @@ def test_each_attempt_of_a_group_ends_on_its_own(tmp_path, client, grouped):
     quick = {f"quick{i}": f"echo {i}" for i in range(3)}
     dag = make_dag({**quick, "slow": f"while [ ! -e {gate} ]; do sleep 0.01; done; echo slow"}, max_parallel=4)
     scheduler, rec = start_together(client, dag, tmp_path)
-    wait_until(lambda: grouped)
-    assert sizes(grouped) == [4], "the attempts were not handed to Dask as one task"
-    for task in quick:
-        rec.wait_state(task, "SUCCEEDED")
-    assert scheduler.snapshot()["slow"].state is TaskState.RUNNING
-    gate.touch()
+    try:
+        wait_until(lambda: grouped)
+        assert sizes(grouped) == [4], "the attempts were not handed to Dask as one task"
+        for task in quick:
+            rec.wait_state(task, "SUCCEEDED")
+        assert scheduler.snapshot()["slow"].state is TaskState.RUNNING
+    finally:
+        gate.touch()
     assert finish(scheduler) == {**{task: "SUCCEEDED" for task in quick}, "slow": "SUCCEEDED"}
     for i, task in enumerate(quick):
         assert (tmp_path / "logs" / f"{task}.log").read_bytes().endswith(f"{i}\n".encode())

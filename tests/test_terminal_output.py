@@ -112,11 +112,12 @@ class Tmux:
 
     def __init__(self, command: str):
         self.name = f"tuidag-term-{os.getpid()}-{time.monotonic_ns()}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45",
+        self.tmux = ["tmux", "-L", self.name]  # a server of its own: never one that another test's end shuts down
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45",
                         f"{command}; echo RUN-ENDED; sleep 60"], check=True)
 
     def run(self, command: str, *args: str) -> str:
-        return subprocess.run(["tmux", command, "-t", self.name, *args], capture_output=True, text=True).stdout
+        return subprocess.run([*self.tmux, command, "-t", self.name, *args], capture_output=True, text=True).stdout
 
     def wait_for(self, text: str, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + timeout
@@ -126,7 +127,7 @@ class Tmux:
         return screen
 
     def kill(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -225,17 +225,17 @@ def test_the_python_demo_in_a_terminal_keeps_every_line_and_its_duration_ends_wi
     name = f"tuidag-A-etl-{os.getpid()}-{time.monotonic_ns()}"
     command = (f"cd {tmp_path} && env PYTHONPATH={REPO} {sys.executable} -m tuidag run etl.py --state-dir state; "
                f"echo EXIT $?; sleep 60")
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45", command], check=True)
+    subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "160", "-y", "45", command], check=True)
     try:
         wait_until(lambda: "finished:" in screen(name), timeout=60)
         (run,) = (tmp_path / "state" / "runs").iterdir()
         time.sleep(1.5)  # the user looks at the finished run before quitting
         quit_at = time.time()
-        subprocess.run(["tmux", "send-keys", "-t", name, "q"], check=True)
+        subprocess.run(["tmux", "-L", name, "send-keys", "-t", name, "q"], check=True)
         wait_until(lambda: "EXIT " in screen(name), timeout=30)
         text = screen(name)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
     assert "EXIT 0" in text, text
     summary = json.loads((run / "summary.json").read_text())
     assert summary["counts"] == {"SUCCEEDED": 4}
@@ -252,4 +252,4 @@ def test_the_python_demo_in_a_terminal_keeps_every_line_and_its_duration_ends_wi
 
 
 def screen(name: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+    return subprocess.run(["tmux", "-L", name, "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout

@@ -38,27 +38,29 @@ LAUNCHER = ("import os, sys; open('tuidag.pid', 'w').write(str(os.getpid())); fr
 class Tmux:
     def __init__(self, workdir: Path, dag: str = DAG, kill_grace: float = 0.5, size: tuple[int, int] = (160, 45)):
         self.name = f"tuidag-e2e-{os.getpid()}-{time.monotonic_ns()}"
+        self.tmux = ["tmux", "-L", self.name]
         self.workdir = workdir
         (workdir / "dag.yaml").write_text(dag)
         # COLUMNS/LINES reach the session from the test's environment and would override the terminal's real size.
         command = (f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -c \"{LAUNCHER}\" "
                    f"run dag.yaml --state-dir state --kill-grace {kill_grace}")
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]), command],
-                       check=True)
+        # A server of its own (-L): sessions of tests running at once never meet a shared server as it exits.
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
+                        command], check=True)
 
     def screen(self) -> str:
-        done = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        done = subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
         return done.stdout
 
     def keys(self, *keys: str) -> None:
         for key in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+            subprocess.run([*self.tmux, "send-keys", "-t", self.name, key], check=True)
 
     def resize(self, width: int, height: int) -> None:
-        subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)], check=True)
+        subprocess.run([*self.tmux, "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)], check=True)
 
     def alive(self) -> bool:
-        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode == 0
+        return subprocess.run([*self.tmux, "has-session", "-t", self.name], capture_output=True).returncode == 0
 
     def wait_for(self, text: str, timeout: float = 15.0) -> str:
         deadline = time.monotonic() + timeout
@@ -80,7 +82,7 @@ class Tmux:
         return int(code.read_text())
 
     def kill(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 @pytest.fixture
