@@ -94,3 +94,21 @@ def test_output_that_cannot_be_written_stops_the_printing_not_the_run(tmp_path, 
     assert (tmp_path / "ran-a").exists() and (tmp_path / "ran-c").exists()
     summary = latest_summary(tmp_path)
     assert summary["outcome"] == "failed" and summary["counts"] == {"SUCCEEDED": 2, "FAILED": 1}
+
+
+@pytest.mark.parametrize("command", [["runs"], ["logs", "a"], ["validate", "p.yaml"], ["graph", "p.yaml"]])
+def test_a_command_whose_output_is_lost_says_so_and_a_reader_that_had_enough_is_no_error(tmp_path, command):
+    """`runs > /dev/full`: one line on stderr and exit 1, never a traceback; `runs | head -1`: exit 0. Without
+    PYTHONUNBUFFERED, so the output is still in Python's buffer when the command returns."""
+    (tmp_path / "p.yaml").write_text("tasks:\n  a: {run: 'seq 1 20000'}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("TUIDAG_STATE_DIR", "PYTHONUNBUFFERED")}
+    assert subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", "p.yaml"], cwd=tmp_path,
+                          env=env, capture_output=True).returncode == 0
+    tuidag = [sys.executable, "-m", "tuidag", *command]
+    with open("/dev/full", "w") as full:
+        lost = subprocess.run(tuidag, cwd=tmp_path, env=env, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert lost.returncode == 1 and lost.stderr == "tuidag: cannot write the output: No space left on device\n"
+    reader = subprocess.Popen(tuidag, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader.stdout.read(1)
+    reader.stdout.close()  # had enough
+    assert reader.wait(30) == 0 and b"Traceback" not in reader.stderr.read()

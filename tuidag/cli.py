@@ -159,9 +159,18 @@ def _file_after_resume(args: argparse.Namespace) -> None:
 
 
 def guarded(command, args: argparse.Namespace) -> int:
-    """Run a command, turning user mistakes into their message and exit code 2 (never a traceback)."""
+    """Run a command, turning user mistakes into their message and exit code 2 (never a traceback), and output that
+    can't be written into exit 0 (a reader that had enough) or 1 (lost: a full device, a terminal gone). `run`
+    outlives its output instead (`outlive_readers`)."""
+    from .views.output import CommandOutput, OutputLost
+
+    stdout = sys.stdout
+    if command is not cmd_run and stdout is not None and not isinstance(stdout, CommandOutput):
+        sys.stdout = CommandOutput(stdout)
     try:
-        return command(args)
+        code = command(args)
+        sys.stdout.flush()  # what is still buffered is the command's output too
+        return code
     except DagErrors as exc:
         for err in exc.errors:
             print(err, file=sys.stderr)
@@ -169,11 +178,17 @@ def guarded(command, args: argparse.Namespace) -> int:
     except (UsageError, StateDirError) as exc:
         print(f"tuidag: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:  # `graph`, `runs`, `logs` into a reader that had enough (`run` outlives its readers)
-        from .views.output import discard_output
-
-        discard_output(sys.stdout)  # or the interpreter's last flush fails again, noisily
-        return EXIT_OK
+    except OutputLost as lost:  # `graph`, `runs`, `logs` into a reader that had enough, or output that was lost
+        if isinstance(lost.error, BrokenPipeError):
+            return EXIT_OK
+        try:
+            print(f"tuidag: cannot write the output: {lost}", file=sys.stderr)
+        except OSError:
+            pass
+        return 1
+    finally:
+        if isinstance(sys.stdout, CommandOutput) and sys.stdout.stream is stdout:
+            sys.stdout = stdout
 
 
 def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None) -> DagSpec:
