@@ -368,3 +368,29 @@ def test_a_cluster_without_workers_says_so_and_runs_the_tasks_once_one_joins(tmp
             assert scheduler.snapshot()["a"].worker == worker.address
         finally:
             cluster.sync(worker.close)
+
+
+def test_a_cancel_while_the_worker_starts_the_attempt_waits_for_its_tree(tmp_path, monkeypatch):
+    """A cancel that reaches the worker after the attempt's processes exist but before the worker has it among its
+    running attempts: the task is CANCELLED only once its tree is gone (it was reported at once, the tree still
+    running). The in-process worker is held at that point until the cancel has reached it (its module state is
+    this process's)."""
+    from tuidag.engine import dask_worker
+
+    real_start = dask_worker._Tail.start
+
+    def start_later(tail, offset):
+        """The processes exist; the worker does not list the attempt as running until the cancel has reached it."""
+        wait_until(lambda: dask_worker._cancelled, timeout=20)
+        real_start(tail, offset)
+
+    monkeypatch.setattr(dask_worker._Tail, "start", start_later)
+    pids = tmp_path / "pids"
+    dag = make_dag({"t": f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; exec sleep 60' & wait"}, kill_grace=0.3)
+    scheduler, rec = start_run(dag, tmp_path)
+    wait_until(lambda: pids.exists() and pids.read_text().strip())
+    refs = read_pids(pids)
+    scheduler.cancel("t")
+    rec.wait_state("t", "CANCELLED")
+    assert not any(alive(*r) for r in refs), "CANCELLED while the task's processes still ran"
+    assert finish(scheduler) == {"t": "CANCELLED"}

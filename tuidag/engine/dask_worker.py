@@ -43,6 +43,7 @@ CHUNK = 1 << 16
 _lock = threading.Lock()
 _running: dict[str, ShellAttempt] = {}   # dask key -> attempt running on this worker
 _cancelled: dict[str, str] = {}          # dask keys cancelled before they started here -> reason (see cancel_key)
+_starting: set[str] = set()              # dask keys of attempts being started here (not in _running yet)
 _free_slots: dict[tuple[str, str], list[int]] = {}  # (worker address, kind) -> its free slot numbers
 _folders_made: set[Path] = set()  # the runs' log folders this worker made
 _environment: dict[str, str] | None = None  # see _own_environment
@@ -191,8 +192,19 @@ def _run(spec: dict[str, Any], address: str, send, started) -> tuple[AttemptResu
     log_path = str(folder / f"{spec['task']}.log")
     with _lock:
         reason = _cancelled.pop(key, None)
+        if reason is None:
+            _starting.add(key)
     if reason is not None:
         return AttemptResult(False, None, reason, cancelled=True), None
+    try:
+        return _start_and_wait(spec, key, folder, log_path, address, send, started)
+    finally:
+        with _lock:
+            _starting.discard(key)
+
+
+def _start_and_wait(spec: dict[str, Any], key: str, folder: Path, log_path: str, address: str, send,
+                    started) -> tuple[AttemptResult, bytes | None]:
     workdir = spec["workdir"]
     if not os.path.isdir(workdir):
         message = f"workdir {workdir} does not exist on worker {address}"
@@ -371,15 +383,16 @@ class _CallableFiles:
 
 def cancel_key(key: str, reason: str) -> bool:
     """Run on a worker by `Client.run`: stop the attempt `key` if it runs here (the SIGTERM -> SIGKILL escalation
-    goes on in the attempt), or make sure it never starts here. Returns whether it was running here. Never blocks:
-    `Client.run` calls it on the worker's event loop."""
+    goes on in the attempt), or make sure it never starts here. Returns whether it runs here, being started
+    included (its processes may exist already: it is stopped as soon as it is, and its end event says when the tree
+    is gone, so the client must wait for that). Never blocks: `Client.run` calls it on the worker's event loop."""
     with _lock:
         running = _running.get(key)
         if running is None:
             if len(_cancelled) > 10_000:  # keys of attempts that never came here: keep the set bounded
                 _cancelled.clear()
             _cancelled[key] = reason
-            return False
+            return key in _starting
     running.kill(reason)
     return True
 
