@@ -43,6 +43,7 @@ LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (it
 CONNECT_TIMEOUT = "10s"
 END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
 RECHECK_INTERVAL = 1.0  # seconds between looks at the workers' resources while a task waits for a worker
+GATHER_SUBMISSIONS = 0.001  # seconds a submission waits for others while attempts run (see DaskExecutor.submit)
 
 
 def _send_sooner(client: Any) -> None:
@@ -262,13 +263,23 @@ class DaskExecutor(Executor):
         """Hand an attempt to Dask on the client's event loop, together with those launched until the loop gets to
         it: one message to the scheduler (one `update_graph`) for them all, not one each, as what the scheduler does
         per message is much of what a quick task costs it. Submitting from a pool thread went through the loop
-        anyway (the client sends from there), and batched nothing: pool threads launch one at a time."""
+        anyway (the client sends from there), and batched nothing: pool threads launch one at a time.
+
+        While other attempts run, a submission waits GATHER_SUBMISSIONS for more: the ends that arrive together
+        (one message from the scheduler) wake their pool threads one after the other, and the attempts they launch
+        then travel together, in one `update_graph` and one Dask task (`_Group`). A lone attempt (a chain) goes at
+        once: nothing would join it."""
         with self._submit_lock:
             self._to_submit.append((attempt, packed))
             if self._submit_due:
                 return
             self._submit_due = True
-        self.client.loop.add_callback(self._submit_queued)
+            others = len(self._attempts) > len(self._to_submit)  # (a hint: read without the attempts' lock)
+        loop = self.client.loop
+        if others:
+            loop.add_callback(loop.call_later, GATHER_SUBMISSIONS, self._submit_queued)
+        else:
+            loop.add_callback(self._submit_queued)
 
     def _submit_queued(self) -> None:
         with self._submit_lock:
