@@ -187,7 +187,10 @@ class RemoteRun:
     def _follow(self) -> None:
         """Read and deliver until EOF, or until the engine's pid is gone while the connection stays silent."""
         sock = self._sock
-        sock.settimeout(CHECK_INTERVAL)
+        try:
+            sock.settimeout(CHECK_INTERVAL)
+        except OSError:  # closed meanwhile (`close`)
+            return
         buf = self._buf
         while not self._closed.is_set():
             try:
