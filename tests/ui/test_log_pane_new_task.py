@@ -12,18 +12,22 @@ from tuidag.ui.widgets import log_view
 from tuidag.views.log_index import LogWatcher
 
 
+def gated_late_task(new_session, monkeypatch, gate: str, late: str):
+    """A run whose task `late` (running `late`) starts once the file `gate` exists, with the watcher's safety poll an
+    hour away."""
+    monkeypatch.setattr(log_view, "LogWatcher", partial(LogWatcher, safety_interval=3600))
+    return new_session({"gate": f"while [ ! -f {gate} ]; do sleep 0.01; done",
+                        "late": {"run": late, "depends_on": ["gate"]}})
+
+
 def pane_rows(app) -> list[str]:
     pane = app.log_pane
     return [pane.render_line(y).text.rstrip() for y in range(pane.scrollable_content_region.height)]
 
 
 async def test_a_selected_task_shows_its_output_as_it_starts_and_as_it_goes_on(new_session, tmp_path, monkeypatch):
-    monkeypatch.setattr(log_view, "LogWatcher", partial(LogWatcher, safety_interval=3600))
-    session = new_session({
-        "gate": "while [ ! -f go1 ]; do sleep 0.01; done",
-        "late": {"run": "echo first line; while [ ! -f go2 ]; do sleep 0.01; done; echo second line; exit 7",
-                 "depends_on": ["gate"]},
-    })
+    session = gated_late_task(new_session, monkeypatch, "go1",
+                              "echo first line; while [ ! -f go2 ]; do sleep 0.01; done; echo second line; exit 7")
     async with open_app(session) as (app, pilot):
         await select(app, pilot, "late")
         log = session.run.log_path("late")
@@ -47,12 +51,8 @@ async def test_the_first_lines_show_without_any_file_system_event(new_session, t
     by the pane's own reading of the new file: here no event ever comes and the safety poll is an hour away, so the
     timing of the watcher's thread can't hide a pane that waits for events (it did: 2 s late)."""
     monkeypatch.setattr(LogWatcher, "_run", _deaf)
-    monkeypatch.setattr(log_view, "LogWatcher", partial(LogWatcher, safety_interval=3600))
-    session = new_session({
-        "gate": "while [ ! -f go ]; do sleep 0.01; done",
-        "late": {"run": "echo first line; echo second line; while [ ! -f stop ]; do sleep 0.01; done",
-                 "depends_on": ["gate"]},
-    })
+    session = gated_late_task(new_session, monkeypatch, "go",
+                              "echo first line; echo second line; while [ ! -f stop ]; do sleep 0.01; done")
     async with open_app(session) as (app, pilot):
         await select(app, pilot, "late")
         assert not session.run.log_path("late").exists()
