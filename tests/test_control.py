@@ -10,6 +10,7 @@ import pytest
 
 from tuidag.control import protocol
 from tuidag.control.client import ControlClient, LineReader, NotLive, Refused, connect, decode_event
+from tuidag.engine.events import TaskEvent
 from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
 
@@ -66,6 +67,10 @@ def test_a_viewer_gets_a_snapshot_then_only_newer_events(live):
     snaps = {e.snapshot.name: e.snapshot for e in (decode_event(json.loads(lines.readline()))
                                                     for _ in range(head["count"]))}
     assert snaps["gate"].state is S.RUNNING and snaps["gate"].pid is not None
+    # A batch the engine delivers after the snapshot that already holds it (delivery is not under its lock): here
+    # the 'gate' QUEUED event again, which would roll the viewer's gate back from RUNNING.
+    stale = TaskEvent(head["seq"] - 1, 0.0, S.PENDING, snaps["gate"]._replace(state=S.QUEUED, pid=None))
+    session.control._on_events([stale])
     gate.touch()
     seen = []
     while not any(e.task == "after" and e.new is S.SUCCEEDED for e in seen):

@@ -46,7 +46,7 @@ def bind_path(folder_fd: int, folder: str, name: str) -> str:
 
 
 class _Client:
-    __slots__ = ("sock", "pid", "inbuf", "outbuf", "viewer", "waiting", "closing")
+    __slots__ = ("sock", "pid", "inbuf", "outbuf", "viewer", "waiting", "after", "closing")
 
     def __init__(self, sock: socket.socket, pid: int):
         self.sock = sock
@@ -55,6 +55,7 @@ class _Client:
         self.outbuf = bytearray()
         self.viewer = False            # subscribed to events
         self.waiting: list[Event] | None = None  # events that arrived while its snapshot was being taken
+        self.after = 0  # the number of the last event its snapshot holds: older ones, delivered late, are not news
         self.closing = False           # close once `outbuf` is sent
 
 
@@ -149,8 +150,12 @@ class ControlServer:
             for client in viewers:
                 if client.waiting is not None:
                     client.waiting.extend(batch)
-                elif not client.closing:
+                elif client.closing:
+                    continue
+                elif batch[0].seq > client.after:
                     client.outbuf += data
+                else:  # a batch the engine delivers after the snapshot that holds it (delivery is not under its lock)
+                    client.outbuf += b"".join(_event_line(e) for e in batch if e.seq > client.after)
         self._wake()
 
     def notice(self, text: str) -> None:
@@ -320,7 +325,7 @@ class ControlServer:
                                 "notice": session.store_message})
         body = b"".join(task_line(TaskEvent(seq, snap.changed_at, snap.state, snap)) for snap in snaps.values())
         with self._lock:
-            waiting, client.waiting = client.waiting or [], None
+            waiting, client.waiting, client.after = client.waiting or [], None, seq
             later = b"".join(_event_line(e) for e in waiting if e.seq > seq)
             client.outbuf += protocol.reply(rid) + head + body + later
 
