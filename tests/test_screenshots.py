@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("PIL")
 REPO = Path(__file__).resolve().parent.parent
 TILE = ["╭──╮", "│  │", "│  │", "╰──╯"]
 

@@ -1,5 +1,5 @@
-"""tuidag reads the SkyPilot fixtures as SkyPilot's own loader does: run only where `skypilot` is importable (it is not
-a dependency of tuidag; install it in a scratch environment to run this), skipped everywhere else.
+"""tuidag reads the SkyPilot fixtures as SkyPilot's own loader does (`skypilot` is not a dependency of tuidag; the
+test extra installs it for this comparison).
 
 For every fixture SkyPilot loads, tuidag builds the same tasks (names, in order), edges, variables, workdirs and job
 group; every fixture SkyPilot refuses, tuidag refuses too. Fixtures with `downstream:`/`edges:` need a SkyPilot with
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("SKYPILOT_DISABLE_USAGE_COLLECTION", "1")
-dag_utils = pytest.importorskip("sky.utils.dag_utils", reason="skypilot is not installed")
+from sky.utils import dag_utils  # noqa: E402
 
 from tuidag.model import DagErrors  # noqa: E402
 from tuidag.model.loader import load_dag  # noqa: E402
