@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 os.environ.setdefault("SKYPILOT_DISABLE_USAGE_COLLECTION", "1")
 from sky.utils import dag_utils  # noqa: E402
@@ -43,21 +44,34 @@ def in_fixtures(monkeypatch):
     monkeypatch.chdir(FIXTURES)
 
 
+def without_edges(path: Path, folder: Path) -> Path:
+    """The same pipeline with its header's `edges`/`downstream` left out: what a SkyPilot release without DAG support
+    (the released ones, so far) can load, to compare everything but the edges."""
+    documents = list(yaml.safe_load_all(path.read_text()))
+    documents[0] = {key: value for key, value in documents[0].items() if key not in ("edges", "downstream")}
+    copy = folder / path.name
+    copy.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    return copy
+
+
 @pytest.mark.parametrize("path", GOOD, ids=lambda p: p.stem)
-def test_same_graph_as_skypilot(path):
+def test_same_graph_as_skypilot(path, tmp_path):
+    ours = load_dag(path)
+    with_edges = True
     try:
         sky = sky_load(path)
     except Exception as exc:
-        if uses_edges(path):
-            pytest.skip(f"this SkyPilot has no DAG support: {exc}")
-        raise
-    ours = load_dag(path)
+        if not (uses_edges(path) and "unsupported field" in str(exc)):
+            raise
+        sky = sky_load(without_edges(path, tmp_path))  # no DAG support in this release: compare all but the edges
+        with_edges = False
     generated = sky.name if sky.name.startswith("sky-") and ours.name == path.stem else None
     names = [task.name.replace(generated, path.stem) if generated else task.name for task in sky.tasks]
     if len(set(names)) == len(names):  # SkyPilot keeps a name given twice; tuidag makes it unique (a note says so)
         assert list(ours.tasks) == names
-        assert {(a.name, b.name) for a, b in sky.graph.edges()} == {
-            (dep, name) for name, task in ours.tasks.items() for dep in task.depends_on}
+        if with_edges:
+            assert {(a.name, b.name) for a, b in sky.graph.edges()} == {
+                (dep, name) for name, task in ours.tasks.items() for dep in task.depends_on}
     for task, name in zip(sky.tasks, ours.tasks):
         ours_task = ours.tasks[name]
         expected = {**task.envs, **{k: v.get_secret_value() if hasattr(v, "get_secret_value") else v
