@@ -360,6 +360,7 @@ class ControlServer:
             return
         op, rid = request["op"], request.get("id")
         if _expired(request):
+            self._log(f"dropped {op} from pid {client.pid}: its deadline passed before the engine read it")
             self._send(client, _expired_reply(request))
         elif op == "hello":
             self._send(client, protocol.reply(rid, version=protocol.VERSION, run_id=self.session.run.run_id,
