@@ -118,7 +118,7 @@ class ControlServer:
                 sock.bind(bind_path(fd, folder, temp))
                 os.chmod(bind_path(fd, folder, temp), 0o600)  # our fresh name in our 0700 folder: no link to follow
                 os.rename(temp, SOCKET_NAME, src_dir_fd=fd, dst_dir_fd=fd)
-                sock.listen(16)
+                sock.listen(128)  # a burst of connections waits for the accept, not refused (EAGAIN)
                 sock.setblocking(False)
             except BaseException:
                 sock.close()
