@@ -77,6 +77,11 @@ def connect(run: RunDir, timeout: float = 5.0) -> socket.socket:
         os.close(fd)
 
 
+def peer_pid(sock: socket.socket) -> int:
+    """The pid of the process that listens at the other end (the engine), from the kernel (SO_PEERCRED)."""
+    return _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))[0]
+
+
 class LineReader:
     """Lines from a socket, one at a time, with a bound on their length."""
 
@@ -130,8 +135,7 @@ class ControlClient:
         self.run = run
         self.timeout = timeout  # a cancel waits for the kills to be sent
         self.sock = connect(run)
-        self.engine_pid = _PEERCRED.unpack(self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                                _PEERCRED.size))[0]
+        self.engine_pid = peer_pid(self.sock)
         self._lines = LineReader(self.sock)
         self._ids = itertools.count(1)
 

@@ -37,7 +37,7 @@ from ..store.reaper import REAP_GRACE
 from ..store.run_dag import dag_from_header
 from ..store.runs import RunDir, RunStore
 from . import protocol
-from .client import NotAnswered, NotLive, Refused, connect, decode_event
+from .client import NotAnswered, NotLive, Refused, connect, decode_event, peer_pid
 from .protocol import MAX_MESSAGE
 from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
 
@@ -132,6 +132,8 @@ class RemoteRun:
         """Connect, ask for the engine's pid, subscribe and read the snapshot (blocking: before any thread).
         NotAnswered, with the connection kept, when the engine does not answer in SUBSCRIBE_TIMEOUT seconds."""
         sock = connect(self.run)
+        if self.engine_pid is None:  # before it answers: a stopped engine is named too
+            self.engine_pid = peer_pid(sock)
         try:
             self._sock, self._buf = sock, bytearray()
             sock.sendall(protocol.encode({"v": protocol.VERSION, "op": "status", "id": 0})
