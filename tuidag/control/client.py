@@ -147,8 +147,8 @@ class ControlClient:
         try:
             self.sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline,
                                                **fields}))
-        except OSError as exc:
-            raise NotLive(f"run {self.run.run_id} is not running ({exc.strerror or exc})") from None
+        except OSError as exc:  # the engine closed the connection: maybe saying why first
+            raise NotLive(self._bye() or f"run {self.run.run_id} is not running ({exc.strerror or exc})") from None
         started = False
         while True:
             try:
@@ -165,13 +165,24 @@ class ControlClient:
                 raise NotLive(f"run {self.run.run_id} ended before it answered")
             message = _message(line)
             if message.get("type") == "bye" and type(message.get("reason")) is str:
-                raise NotLive(f"run {self.run.run_id} closed the connection: {message['reason']}")
+                raise NotLive(self._said_bye(message))
             if message.get("id") != rid:
                 continue
             if message.get("type") == "started":
                 started = True
             elif message.get("type") == "reply":
                 return self._answer(message)
+
+    def _bye(self) -> str | None:
+        """Why the engine closed this connection, if it said so before closing it."""
+        for line in self._lines.drain():
+            message = _message(line)
+            if message.get("type") == "bye" and type(message.get("reason")) is str:
+                return self._said_bye(message)
+        return None
+
+    def _said_bye(self, message: dict[str, Any]) -> str:
+        return f"run {self.run.run_id} closed the connection: {message['reason']}"
 
     @staticmethod
     def _answer(message: dict[str, Any]) -> dict[str, Any]:

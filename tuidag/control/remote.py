@@ -21,9 +21,7 @@ finished post-mortem and never looked again.
 """
 from __future__ import annotations
 
-import itertools
 import json
-import os
 import socket
 import threading
 import time
@@ -38,6 +36,7 @@ from ..store.run_dag import dag_from_header
 from ..store.runs import RunDir, RunStore
 from . import protocol
 from .client import NotAnswered, NotLive, Refused, connect, decode_event, peer_pid
+from .pending import PendingRequests
 from .protocol import MAX_MESSAGE
 from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
 
@@ -76,7 +75,6 @@ class RemoteRun:
         self._live = False
         self._heard = time.monotonic()  # the last time the engine sent something
         self._reaping = False
-        self._drained = 0.0  # the last time (time.time()) the reader found the socket empty with everything delivered
         self._lock = threading.Lock()
         self._observers: list[Observer] = []
         self._snaps: dict[str, TaskSnapshot] = {}
@@ -88,8 +86,7 @@ class RemoteRun:
         self._sock: socket.socket | None = None
         self._buf = bytearray()
         self._send_lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._replies: dict[int, list] = {}  # request id -> [threading.Event, reply or None]
+        self._pending = PendingRequests()
         self._closed = threading.Event()
         self._reader: threading.Thread | None = None
 
@@ -181,7 +178,7 @@ class RemoteRun:
             subscribed = self._next_message()
             if not subscribed.get("ok"):
                 raise NotLive(f"run {self.run.run_id} refused the subscription: "
-                              f"{subscribed.get('error') or subscribed.get('reason') or 'no reason given'}")
+                              f"{str(subscribed.get('error') or 'no reason given')[:200]}")
             head = self._next_message()
             if head.get("type") != "snapshot" or type(head.get("count")) is not int:
                 raise NotLive(f"run {self.run.run_id} answered with something else than a snapshot")
@@ -229,6 +226,8 @@ class RemoteRun:
                 message = json.loads(line)
             except ValueError:
                 continue
+            if type(message) is dict and message.get("type") == "bye":
+                raise NotLive(f"run {self.run.run_id} closed the connection: {str(message.get('reason'))[:200]}")
             if type(message) is dict:
                 return message
 
@@ -295,7 +294,7 @@ class RemoteRun:
             try:
                 data = sock.recv(1 << 20)
             except socket.timeout:
-                self._drained = time.time()
+                self._pending.drained = time.time()
                 if not self._engine_alive():
                     return
                 if self.not_answering is None and time.monotonic() - self._heard > SILENCE:
@@ -337,9 +336,9 @@ class RemoteRun:
                 if event is not None and (type(event) is RunEvent or event.task in self.dag.tasks):
                     events.append(event)
             elif kind == "reply":
-                self._answer(message)
+                self._pending.answer(message)
             elif kind == "started":
-                self._mark_started(message)
+                self._pending.started(message)
             elif kind == "usage":
                 self._take_usage(message)
             elif kind == "notice" and type(message.get("text")) is str:
@@ -382,7 +381,7 @@ class RemoteRun:
         """The engine dropped this viewer (it read too slowly): subscribe again and publish what changed."""
         before = dict(self._snaps)
         old = self._sock
-        self._fail_waiting("the engine dropped this viewer's connection before it answered: try again")
+        self._pending.fail_all("the engine dropped this viewer's connection before it answered: try again")
         try:
             self._subscribe()
         finally:
@@ -413,7 +412,7 @@ class RemoteRun:
             self._live = False
             self.lost = why
             self._finished = True
-        self._fail_waiting(why or "the run is over")
+        self._pending.fail_all(why or "the run is over")
         summary = self.run.read_summary() or {}
         if type(summary.get("interrupted_by")) is str:
             self.interrupted_by = summary["interrupted_by"]
@@ -539,67 +538,25 @@ class RemoteRun:
             raise NotLive("read-only: the run is over")
         if self.not_answering is not None:
             raise NotLive(f"{self.not_answering}: {op} not sent")
-        rid = next(self._ids)
-        waiter: list = [threading.Event(), None, False]  # answered, the reply (or why there is none), started
+        rid, waiter = self._pending.new()
         deadline = time.time() + REQUEST_TIMEOUT
-        with self._lock:
-            self._replies[rid] = waiter
         try:
             with self._send_lock:
                 self._sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline,
                                                     **fields}))
-            if not waiter[0].wait(REQUEST_TIMEOUT) and not self._caught_up(waiter, deadline):
-                raise NotAnswered(self._unanswered(op, waiter[2], deadline))
+            if not self._pending.wait(waiter, deadline):
+                engine = f"the engine (pid {self.engine_pid})" if self.engine_pid else "the engine"
+                raise NotAnswered(self._pending.unanswered(op, waiter, deadline, engine, REQUEST_TIMEOUT))
         except OSError as exc:
             raise NotLive(f"the engine is gone ({exc.strerror or exc})") from None
         finally:
-            with self._lock:
-                self._replies.pop(rid, None)
-        reply = waiter[1]
+            self._pending.forget(rid)
+        reply = waiter.reply
         if type(reply) is str:
             raise NotLive(reply)
         if not reply.get("ok"):
             raise Refused(str(reply.get("error") or "refused"), reply.get("changed"))
         return reply
-
-    def _caught_up(self, waiter: list, deadline: float) -> bool:
-        """After the deadline: wait until the reader has delivered everything the engine wrote before it (it found
-        the socket empty since), or for at most a few seconds; whether the reply came meanwhile."""
-        limit = time.monotonic() + 4 * CHECK_INTERVAL + 1.0
-        while self._drained <= deadline and time.monotonic() < limit and not waiter[0].is_set():
-            time.sleep(CHECK_INTERVAL / 5)
-        return waiter[0].is_set()
-
-    def _unanswered(self, op: str, started: bool, deadline: float) -> str:
-        """Whether the request may still take effect, as far as this view can know: not if the engine sent no
-        `started` before the deadline (it drops the request then), which is known once the reader found the socket
-        empty after the deadline."""
-        pid = f" (pid {self.engine_pid})" if self.engine_pid else ""
-        if started or self._drained <= deadline:
-            return (f"the engine{pid} {'started' if started else 'got'} the {op} but did not answer in "
-                    f"{REQUEST_TIMEOUT:.0f} s: it may or may not have taken effect")
-        return (f"the engine{pid} did not answer in {REQUEST_TIMEOUT:.0f} s (stopped, or too busy): {op} not done, "
-                f"and it won't be (the engine drops a request whose deadline passed)")
-
-    def _mark_started(self, message: dict[str, Any]) -> None:
-        with self._lock:
-            waiter = self._replies.get(message.get("id"))
-        if waiter is not None:
-            waiter[2] = True
-
-    def _answer(self, message: dict[str, Any]) -> None:
-        with self._lock:
-            waiter = self._replies.get(message.get("id"))
-        if waiter is not None:
-            waiter[1] = message
-            waiter[0].set()
-
-    def _fail_waiting(self, why: str) -> None:
-        with self._lock:
-            waiting = list(self._replies.values())
-        for waiter in waiting:
-            waiter[1] = why
-            waiter[0].set()
 
     def close(self) -> None:
         """Stop following the run (it goes on)."""

@@ -25,7 +25,6 @@ import signal
 import socket
 import stat
 import struct
-import sys
 import threading
 import time
 from typing import Any
@@ -34,6 +33,7 @@ from ..engine.events import Event, TaskEvent
 from ..engine.scheduler import RerunRefused
 from ..store.journal import task_line
 from . import protocol
+from .connection import Connection, EngineLog, bye, idlest, silent
 from .protocol import MAX_REQUEST, SOCKET_NAME, ProtocolError
 
 MAX_BACKLOG = 32 << 20      # bytes queued for one viewer before it counts as not reading
@@ -43,8 +43,6 @@ FIRST_REQUEST = 5.0         # seconds a new connection has to send its first req
 FLUSH_WAIT = 5.0            # seconds a control waits for its `started` to reach the client's socket
 USAGE_INTERVAL = 1.0
 COALESCE = 0.01             # a wake-up waits this long for more events: one send per ~10 ms, not one per batch
-LOG_BURST = 20              # lines the engine's log takes about clients per `LOG_WINDOW` seconds; then one summary
-LOG_WINDOW = 10.0
 _PEERCRED = struct.Struct("3i")
 
 
@@ -53,26 +51,6 @@ def bind_path(folder_fd: int, folder: str, name: str) -> str:
     folder's own path is too long (deep state dirs, pytest's temporary folders)."""
     full = os.path.join(folder, name)
     return full if len(full.encode()) < 100 else f"/proc/self/fd/{folder_fd}/{name}"
-
-
-class _Client:
-    __slots__ = ("sock", "pid", "inbuf", "outbuf", "viewer", "waiting", "after", "closing", "since", "asked",
-                 "pending", "sent", "gone")
-
-    def __init__(self, sock: socket.socket, pid: int):
-        self.sock = sock
-        self.pid = pid
-        self.inbuf = bytearray()
-        self.outbuf = bytearray()
-        self.viewer = False            # subscribed to events
-        self.waiting: list[Event] | None = None  # events that arrived while its snapshot was being taken
-        self.after = 0  # the number of the last event its snapshot holds: older ones, delivered late, are not news
-        self.closing = False           # close once `outbuf` is sent
-        self.since = time.monotonic()  # when it last sent something (or connected)
-        self.asked = False             # it sent a whole request
-        self.pending = 0               # its controls waiting for the control thread
-        self.sent = 0                  # bytes sent to it so far
-        self.gone = False              # dropped
 
 
 class ControlServer:
@@ -84,17 +62,16 @@ class ControlServer:
         self.path = session.run.path / SOCKET_NAME
         self._lock = threading.Lock()
         self._flushed = threading.Condition(self._lock)  # notified as bytes go out and as clients are dropped
-        self._clients: dict[int, _Client] = {}
+        self._clients: dict[int, Connection] = {}
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._woken = False
-        self._controls: queue.SimpleQueue[tuple[_Client, dict] | None] = queue.SimpleQueue()
+        self._controls: queue.SimpleQueue[tuple[Connection, dict] | None] = queue.SimpleQueue()
         self._closing = False
         self._stopped = threading.Event()
-        self._log_times: list[float] = []
-        self._log_dropped = 0
+        self._log = EngineLog()
         self._listener = self._listen()
         self._selector.register(self._listener, selectors.EVENT_READ, None)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
@@ -224,7 +201,7 @@ class ControlServer:
                 except Exception as exc:  # never take the run down with the channel, nor the channel with a bug
                     now = time.monotonic()
                     failures = [t for t in failures if now - t < 10.0] + [now]
-                    self._log(f"control channel failed: {exc!r}; restarted")
+                    self._log(f"control channel failed: {exc!r}; restarted", always=True)
                     self._woken = False
                     self._stopped.wait(min(1.0, 0.01 * 2 ** len(failures)))  # a failure that repeats can't spin
         finally:
@@ -259,7 +236,7 @@ class ControlServer:
             if self._closing and not any(c.outbuf for c in self._clients.values()):
                 return
 
-    def _serve_client(self, client: _Client, mask: int) -> None:
+    def _serve_client(self, client: Connection, mask: int) -> None:
         """Read from and write to one connection; whatever goes wrong with it ends it, not the channel."""
         try:
             if mask & selectors.EVENT_READ:
@@ -286,16 +263,16 @@ class ControlServer:
                 continue
             sock.setblocking(False)
             if self._closing:
-                _bye(sock, "the run is ending")
+                bye(sock, "the run is ending")
                 sock.close()
                 continue
             if len(self._clients) >= MAX_VIEWERS + RESERVE and not self._make_room():
                 self._log(f"refused a connection from pid {pid}: every place is taken")
-                _bye(sock, f"too many connections: {self.viewers} viewers and {len(self._clients) - self.viewers} "
+                bye(sock, f"too many connections: {self.viewers} viewers and {len(self._clients) - self.viewers} "
                            f"requests waiting for answers; try again")
                 sock.close()
                 continue
-            client = _Client(sock, pid)
+            client = Connection(sock, pid)
             with self._lock:
                 self._clients[sock.fileno()] = client
             self._selector.register(sock, selectors.EVENT_READ, None)
@@ -303,29 +280,26 @@ class ControlServer:
     def _make_room(self) -> bool:
         """Every place is taken: close the connection idle the longest (not a viewer, nothing waiting for it)."""
         with self._lock:
-            idle = [c for c in self._clients.values() if not c.viewer and not c.pending and not c.outbuf]
-        if not idle:
+            oldest = idlest(list(self._clients.values()))
+        if oldest is None:
             return False
-        oldest = min(idle, key=lambda c: c.since)
         self._log(f"closed the idle connection of pid {oldest.pid} to make room for a new one")
         self._close_saying(oldest, "closed to make room for a new connection: this one was idle")
         return True
 
-    def _close_saying(self, client: _Client, reason: str) -> None:
-        _bye(client.sock, reason)
+    def _close_saying(self, client: Connection, reason: str) -> None:
+        bye(client.sock, reason)
         self._drop(client)
 
     def _drop_silent(self) -> None:
         """Close connections that sent no request within FIRST_REQUEST seconds of connecting."""
-        now = time.monotonic()
         with self._lock:
-            late = [c for c in self._clients.values()
-                    if not c.asked and not c.closing and now - c.since > FIRST_REQUEST]
+            late = silent(list(self._clients.values()), FIRST_REQUEST)
         for client in late:
             self._log(f"closed the connection of pid {client.pid}: no request within {FIRST_REQUEST:.0f} s")
             self._close_saying(client, f"no request within {FIRST_REQUEST:.0f} s of connecting")
 
-    def _read(self, client: _Client) -> None:
+    def _read(self, client: Connection) -> None:
         try:
             data = client.sock.recv(65536)
         except (BlockingIOError, InterruptedError):
@@ -352,7 +326,7 @@ class ControlServer:
                 client.asked = True
                 self._handle(client, line)
 
-    def _handle(self, client: _Client, line: bytes) -> None:
+    def _handle(self, client: Connection, line: bytes) -> None:
         try:
             request = protocol.parse_request(line)
         except ProtocolError as exc:
@@ -385,7 +359,7 @@ class ControlServer:
                 "viewers": self.viewers, "paused": self.scheduler.paused, "finished": self.scheduler.finished,
                 "started": self.session.started}
 
-    def _subscribe(self, client: _Client, rid: Any) -> None:
+    def _subscribe(self, client: Connection, rid: Any) -> None:
         """Snapshot first, then every event newer than it: events that arrive meanwhile wait in `waiting`."""
         if client.viewer:
             self._refuse(client, rid, "already subscribed")
@@ -408,11 +382,11 @@ class ControlServer:
             later = b"".join(_event_line(e) for e in waiting if e.seq > seq)
             client.outbuf += protocol.reply(rid) + head + body + later
 
-    def _send(self, client: _Client, data: bytes) -> None:
+    def _send(self, client: Connection, data: bytes) -> None:
         with self._lock:
             client.outbuf += data
 
-    def _refuse(self, client: _Client, rid: Any, error: str, close: bool = False) -> None:
+    def _refuse(self, client: Connection, rid: Any, error: str, close: bool = False) -> None:
         self._log(f"bad request from pid {client.pid}: {error}")
         self._send(client, protocol.reply(rid, False, error=error))
         if close:
@@ -441,7 +415,7 @@ class ControlServer:
             except (KeyError, ValueError):
                 pass
 
-    def _write(self, client: _Client) -> None:
+    def _write(self, client: Connection) -> None:
         with self._lock:
             data = bytes(client.outbuf[:1 << 20])
         if not data:
@@ -458,7 +432,7 @@ class ControlServer:
             client.sent += sent
             self._flushed.notify_all()
 
-    def _drop(self, client: _Client) -> None:
+    def _drop(self, client: Connection) -> None:
         with self._lock:
             if self._clients.get(client.sock.fileno()) is not client:
                 return
@@ -493,7 +467,7 @@ class ControlServer:
                 client.outbuf += answer
             self._wake()
 
-    def _started(self, client: _Client, request: dict) -> bool:
+    def _started(self, client: Connection, request: dict) -> bool:
         """Tell the client its control starts, and whether its deadline is still ahead once that is on the socket:
         a client that saw no `started` by its deadline can say for sure that nothing was done. A client that does
         not read its `started` within FLUSH_WAIT seconds gets its control dropped too (it can't hold up the others)."""
@@ -551,24 +525,6 @@ class ControlServer:
             return protocol.reply(rid)
         return protocol.reply(rid, False, error=f"unknown op {op!r}")
 
-    # -------------------------------------------------------------------------------------------------- logging
-    def _log(self, text: str) -> None:
-        """A line in the engine's log (the run folder's engine.log when detached), at most LOG_BURST per window: a
-        client sending garbage must not fill the disk."""
-        now = time.monotonic()
-        self._log_times = [t for t in self._log_times if now - t < LOG_WINDOW]
-        if len(self._log_times) >= LOG_BURST:
-            self._log_dropped += 1
-            return
-        self._log_times.append(now)
-        dropped, self._log_dropped = self._log_dropped, 0
-        try:
-            sys.stderr.write(f"tuidag: control: {text}"
-                             + (f" ({dropped} more such lines not shown)" if dropped else "") + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-
 
 def _expired(request: dict) -> bool:
     deadline = request.get("deadline")
@@ -578,14 +534,6 @@ def _expired(request: dict) -> bool:
 def _expired_reply(request: dict) -> bytes:
     return protocol.reply(request.get("id"), False, expired=True,
                           error=f"{request['op']}: not done, its deadline passed before the engine got to it")
-
-
-def _bye(sock: socket.socket, reason: str) -> None:
-    """Tell a connection about to be closed why (best effort: it may not be reading)."""
-    try:
-        sock.send(protocol.encode({"type": "bye", "reason": reason}))
-    except OSError:
-        pass
 
 
 def _event_line(event: Event) -> bytes:
