@@ -335,7 +335,7 @@ class ControlServer:
         op, rid = request["op"], request.get("id")
         if _expired(request):
             self._log(f"dropped {op} from pid {client.pid}: its deadline passed before the engine read it")
-            self._send(client, _expired_reply(request))
+            self._send(client, _expired_reply(request, "its deadline passed before the engine read it"))
         elif op == "hello":
             self._send(client, protocol.reply(rid, version=protocol.VERSION, run_id=self.session.run.run_id,
                                               pid=os.getpid()))
@@ -453,10 +453,10 @@ class ControlServer:
                 return
             client, request = item
             try:
-                if request.get("deadline") is not None and not self._started(client, request):
-                    self._log(f"dropped {request['op']} from pid {client.pid}: its deadline passed before the "
-                              f"engine got to it")
-                    answer = _expired_reply(request)
+                why = self._not_started(client, request) if request.get("deadline") is not None else None
+                if why is not None:
+                    self._log(f"dropped {request['op']} from pid {client.pid}: {why}")
+                    answer = _expired_reply(request, why)
                 else:
                     answer = self._control(request)
             except Exception as exc:  # a control that failed must not end the thread that runs the others
@@ -467,10 +467,11 @@ class ControlServer:
                 client.outbuf += answer
             self._wake()
 
-    def _started(self, client: Connection, request: dict) -> bool:
-        """Tell the client its control starts, and whether its deadline is still ahead once that is on the socket:
-        a client that saw no `started` by its deadline can say for sure that nothing was done. A client that does
-        not read its `started` within FLUSH_WAIT seconds gets its control dropped too (it can't hold up the others)."""
+    def _not_started(self, client: Connection, request: dict) -> str | None:
+        """Tell the client its control starts; None once that is on its socket with the deadline still ahead, so a
+        client that saw no `started` by its deadline can say for sure that nothing was done. Otherwise why the
+        control is dropped: its deadline passed, or the client did not take the `started` within FLUSH_WAIT seconds
+        (it can't hold up the controls of others)."""
         deadline = request["deadline"]
         with self._lock:
             client.outbuf += protocol.encode({"type": "started", "id": request.get("id")})
@@ -480,7 +481,9 @@ class ControlServer:
             self._flushed.wait_for(lambda: client.sent >= upto or client.gone,
                                    min(FLUSH_WAIT, max(0.0, deadline - time.time())))
             on_the_socket = client.sent >= upto
-        return on_the_socket and time.time() <= deadline
+        if time.time() > deadline:
+            return "its deadline passed before the engine got to it"
+        return None if on_the_socket else "the connection did not take the engine's messages in time"
 
     def _control(self, request: dict) -> bytes:
         op, rid, scheduler = request["op"], request.get("id"), self.scheduler
@@ -531,9 +534,8 @@ def _expired(request: dict) -> bool:
     return deadline is not None and time.time() > deadline
 
 
-def _expired_reply(request: dict) -> bytes:
-    return protocol.reply(request.get("id"), False, expired=True,
-                          error=f"{request['op']}: not done, its deadline passed before the engine got to it")
+def _expired_reply(request: dict, why: str = "its deadline passed before the engine got to it") -> bytes:
+    return protocol.reply(request.get("id"), False, expired=True, error=f"{request['op']}: not done, {why}")
 
 
 def _event_line(event: Event) -> bytes:
