@@ -43,7 +43,7 @@ from .run_record import differs, journal_snapshots, process_alive, reap_dead_run
 CHECK_INTERVAL = 0.25   # how often a silent connection checks that the engine is still alive
 REQUEST_TIMEOUT = 30.0  # a cancel waits for the kills to be sent
 SUBSCRIBE_TIMEOUT = 5.0
-SILENCE = 3.0           # a live engine sends viewers its usage every second: this long without a byte, it is stopped
+SILENCE = 5.0           # a live engine sends viewers its usage every second: this long without a byte, it is stopped
 ENGINE_GONE = "engine-gone"  # the run event a RemoteRun adds once its engine is gone (detail: why)
 NOT_ANSWERING = "not-answering"  # ... when its engine holds the run but does not answer (detail: why)
 ANSWERING = "answering"      # ... when it answers again
