@@ -256,26 +256,37 @@ class ControlServer:
             except OSError as exc:  # out of file descriptors: try again on the next wake-up
                 self._log(f"accept failed: {exc.strerror or exc}")
                 return
-            pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
-            if uid != os.geteuid():
-                self._log(f"refused a connection from uid {uid} (pid {pid}): not this run's user")
+            try:
+                self._admit(sock)
+            except Exception as exc:  # a connection that can't be admitted ends there, not the channel
+                self._log(f"closed a new connection: it could not be admitted ({exc!r})")
+                with self._lock:
+                    if sock.fileno() >= 0:
+                        self._clients.pop(sock.fileno(), None)
                 sock.close()
-                continue
-            sock.setblocking(False)
-            if self._closing:
-                bye(sock, "the run is ending")
-                sock.close()
-                continue
-            if len(self._clients) >= MAX_VIEWERS + RESERVE and not self._make_room():
-                self._log(f"refused a connection from pid {pid}: every place is taken")
-                bye(sock, f"too many connections: {self.viewers} viewers and {len(self._clients) - self.viewers} "
-                           f"requests waiting for answers; try again")
-                sock.close()
-                continue
-            client = Connection(sock, pid)
-            with self._lock:
-                self._clients[sock.fileno()] = client
-            self._selector.register(sock, selectors.EVENT_READ, None)
+
+    def _admit(self, sock: socket.socket) -> None:
+        """Keep a new connection, or close it saying why (another user's process is told nothing)."""
+        pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+        if uid != os.geteuid():
+            self._log(f"refused a connection from uid {uid} (pid {pid}): not this run's user")
+            sock.close()
+            return
+        sock.setblocking(False)
+        if self._closing:
+            bye(sock, "the run is ending")
+            sock.close()
+            return
+        if len(self._clients) >= MAX_VIEWERS + RESERVE and not self._make_room():
+            self._log(f"refused a connection from pid {pid}: every place is taken")
+            bye(sock, f"too many connections: {self.viewers} viewers and {len(self._clients) - self.viewers} "
+                      f"requests waiting for answers; try again")
+            sock.close()
+            return
+        client = Connection(sock, pid)
+        with self._lock:
+            self._clients[sock.fileno()] = client
+        self._selector.register(sock, selectors.EVENT_READ, None)
 
     def _make_room(self) -> bool:
         """Every place is taken: close the connection idle the longest (not a viewer, nothing waiting for it)."""
