@@ -61,9 +61,10 @@ def reap_dead_run(store: RunStore, run: RunDir) -> Reaped | None:
 
 
 def reaped_text(reaped: Reaped) -> str:
-    """What reaping ended, for people: "ended 3 processes it left: a (pid 12 sleep), ..."."""
+    """What reaping ended, for people, to follow "this view ": "ended 3 processes its tasks left: a (pid 12
+    sleep), ..."."""
     if not reaped.processes:
-        return "no process of its tasks was left running"
+        return "found no process its tasks left running"
     shown = ", ".join(f"{task} (pid {pid} {name})" for task, pid, name in reaped.processes[:8])
     more = len(reaped.processes) - 8
     count = len(reaped.processes)

@@ -1003,7 +1003,7 @@ class TuidagApp(App[None]):
         elif news.kind == ANSWERING:
             self.notify("the engine answers again: this view is live", timeout=5)
         else:
-            self.notify(f"the run's engine died: {news.detail}", title="Cleaned up", severity="warning",
+            self.notify(f"the run's engine died; this view {news.detail}", title="Cleaned up", severity="warning",
                         timeout=24 * 3600, markup=False)
 
     def _offer_resume(self) -> None:
