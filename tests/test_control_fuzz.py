@@ -11,6 +11,7 @@ import random
 import pytest
 
 from dags import wait_until
+from test_detached_runs import no_engine_left_behind  # noqa: F401 (autouse: ends what a failed test left)
 from test_detached_runs import start_detached, summary_of, the_run, tuidag
 from tuidag.control import protocol
 from tuidag.control.client import ControlClient, LineReader, connect, live_status

@@ -18,6 +18,7 @@ import threading
 import pytest
 
 from dags import Recorder, make_dag, served_run, wait_until
+from test_detached_runs import no_engine_left_behind  # noqa: F401 (autouse: ends what a failed test left)
 from test_detached_runs import start_detached, the_run, tuidag
 from tuidag.control import protocol, remote, server
 from tuidag.control.client import ControlClient, NotAnswered, NotLive, live_status
