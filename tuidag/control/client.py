@@ -154,6 +154,8 @@ class ControlClient:
             try:
                 line = self._lines.readline(deadline)
             except NotAnswered:
+                while time.time() <= deadline:  # a socket timeout may end a hair early
+                    time.sleep(0.01)
                 # Whatever the engine wrote before the deadline is here now: its reply, or its `started`.
                 for line in self._lines.drain():
                     message = _message(line)
