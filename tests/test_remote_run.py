@@ -126,8 +126,10 @@ def test_the_remote_run_is_core_it_never_imports_textual():
     assert done.returncode == 0, done.stderr
 
 
-def test_an_engine_that_does_not_answer_is_not_live(tmp_path, monkeypatch):
-    """A stopped engine (SIGSTOP) accepts connections (the kernel does) but never answers: NotLive, not a hang."""
+def test_an_engine_that_holds_the_run_but_does_not_answer_is_not_answering_and_controls_say_so(tmp_path,
+                                                                                               monkeypatch):
+    """A stopped engine (SIGSTOP) accepts connections (the kernel does) but never answers: not a hang, and not a
+    finished run either while it holds the run's owner lock (here: this process does)."""
     import os
     import socket
 
@@ -144,10 +146,15 @@ def test_an_engine_that_does_not_answer_is_not_live(tmp_path, monkeypatch):
         os.close(folder)
     listener.listen(1)
     monkeypatch.setattr(remote, "SUBSCRIBE_TIMEOUT", 0.2)
+    viewer = None
     try:
-        with pytest.raises(NotLive, match="did not answer"):
-            RemoteRun.attach(session.run, RunStore(tmp_path / "state"))
+        viewer = RemoteRun.attach(session.run, RunStore(tmp_path / "state"))
+        assert viewer.live and not viewer.finished and "not answering" in viewer.not_answering
+        with pytest.raises(NotLive, match="not answering.*pause not sent"):
+            viewer.pause()
     finally:
+        if viewer is not None:
+            viewer.close()
         listener.close()
         session.scheduler.start()
         session.scheduler.wait(10)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_common import UsageError, no_runs, one_run, open_store, printable, state_dir_of, where_runs
-from .exit_codes import EXIT_OK
+from .exit_codes import EXIT_FAILED, EXIT_OK
 from .model.durations import format_duration
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore
@@ -163,8 +163,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
     path = run.log_path(args.task)
     out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
     try:
-        if args.follow:
-            follow_log(run, args.task, out)
+        if args.follow and (cut := follow_log(run, args.task, out)) is not None:
+            print(f"tuidag: error: {printable(cut)}", file=sys.stderr)
+            return EXIT_FAILED
         elif os.path.lexists(path):
             copy_log(path, out)
         else:

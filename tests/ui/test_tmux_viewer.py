@@ -193,6 +193,48 @@ def test_attach_cancel_from_viewer_and_shell_hang_up_reattach_then_the_engine_di
     assert third.exit_code() == 0
 
 
+def stop(pid: int) -> None:
+    """SIGSTOP, and wait until every thread of the process is stopped (the signal takes effect asynchronously)."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped() -> bool:
+        states = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as f:
+                states.append(f.read().rpartition(b")")[2].split()[0])
+        return all(state in (b"T", b"t") for state in states)
+
+    until(stopped, what="the engine stopped")
+
+
+def header_of(screen: str) -> str:
+    return next((line for line in screen.splitlines() if "engine pid" in line or "post-mortem" in line), "")
+
+
+def test_attach_to_a_stopped_engine_says_not_answering_and_goes_live_after_sigcont(detached):
+    """It opened "post-mortem · read-only · finished: 2 with no recorded end" and never looked again, while `tuidag
+    runs` said the run was running."""
+    workdir, run_id, engine, viewers = detached
+    keeps = pids(workdir, "keeps")
+    stop(engine)
+    try:
+        viewer = Viewer(workdir, run_id)
+        viewers.append(viewer)
+        until(lambda: f"attached · engine pid {engine} · not answering" in header_of(viewer.screen()), timeout=20,
+              what="not answering in the header")
+        screen = viewer.screen()
+        assert "post-mortem" not in screen and "read-only" not in screen and "no recorded end" not in screen
+        assert "running" in tuidag(workdir, "runs").stdout
+    finally:
+        os.kill(engine, signal.SIGCONT)
+    until(lambda: "not answering" not in header_of(viewer.screen()), timeout=10, what="the viewer live again")
+    assert f"attached · engine pid {engine}" in header_of(viewer.screen())
+    assert f"running (pid {engine}, 1 viewer)" in tuidag(workdir, "runs").stdout  # it subscribed
+    assert tuidag(workdir, "cancel", "other").returncode == 0
+    until(lambda: "1 cancelled" in viewer.screen(), what="the viewer to follow the engine's events")
+    assert alive(keeps)
+
+
 def test_show_browses_a_finished_run_and_r_starts_one_resuming_from_it(tmp_path):
     (tmp_path / "dag.yaml").write_text("name: done\ntasks:\n  good:\n    run: echo all good\n"
                                        "  bad:\n    run: echo bad news; exit 3\n    depends_on: [good]\n")
@@ -295,14 +337,18 @@ def test_d_detaches_the_foreground_viewer_and_the_run_goes_on(foreground):
     until(lambda: gone(procs), timeout=5, what="stopped from another shell")
 
 
-def test_the_engine_killed_under_the_foreground_viewer(foreground):
+def test_the_engine_killed_under_the_foreground_viewer_and_the_viewer_ends_what_its_tasks_left(foreground):
+    """The task trees kept writing until some later tuidag command reaped them: the viewer is a tuidag command on
+    that state dir, and reaps them itself (as `tuidag runs` would), saying what it ended."""
     viewer, procs = foreground
     engine = int(re.search(r"foreground · engine pid (\d+)", viewer.screen()).group(1))
     os.kill(engine, signal.SIGKILL)
     viewer.wait_for(f"the engine (pid {engine}) died", timeout=3)
+    until(lambda: gone(procs), timeout=10, what="the dead run's tasks ended by the viewer")  # no other command ran
+    viewer.wait_for("Cleaned up")
     viewer.keys("q")  # the run is over for this viewer: q closes at once
     assert viewer.exit_code() == 1
-    viewer.wait_for("before recording the run's outcome")
+    screen = viewer.wait_for("before recording the run's outcome")
+    assert "this view ended 6 processes its tasks left" in " ".join(screen.split())
+    assert viewer.summary()["outcome"] == "interrupted"
     reap(engine)
-    assert tuidag(viewer.workdir, "runs").returncode == 0  # the next command reaps what the run left
-    until(lambda: gone(procs), timeout=10, what="the tasks reaped")

@@ -12,6 +12,7 @@ import os
 import socket
 import stat
 import struct
+import time
 from typing import Any
 
 from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
@@ -26,6 +27,12 @@ _PEERCRED = struct.Struct("3i")
 
 class NotLive(Exception):
     """No engine answers for this run (it ended, crashed, or the folder holds something else)."""
+
+
+class NotAnswered(NotLive):
+    """The engine did not answer before the request's deadline; the text says whether the request may still take
+    effect (the engine had started it) or surely won't (it never did: the engine drops a request past its
+    deadline)."""
 
 
 class Refused(Exception):
@@ -70,6 +77,11 @@ def connect(run: RunDir, timeout: float = 5.0) -> socket.socket:
         os.close(fd)
 
 
+def peer_pid(sock: socket.socket) -> int:
+    """The pid of the process that listens at the other end (the engine), from the kernel (SO_PEERCRED)."""
+    return _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))[0]
+
+
 class LineReader:
     """Lines from a socket, one at a time, with a bound on their length."""
 
@@ -77,8 +89,9 @@ class LineReader:
         self.sock = sock
         self._buf = bytearray()
 
-    def readline(self) -> bytes | None:
-        """The next line without its newline; None at the end of the stream."""
+    def readline(self, deadline: float | None = None) -> bytes | None:
+        """The next line without its newline; None at the end of the stream. Past `deadline` (time.time()), or
+        after the socket's timeout, NotAnswered; `drain` then gives what had arrived by then."""
         while True:
             end = self._buf.find(b"\n")
             if end >= 0:
@@ -88,45 +101,104 @@ class LineReader:
             if len(self._buf) > MAX_MESSAGE:
                 raise NotLive("the engine sent a line longer than any it writes")
             try:
+                if deadline is not None:
+                    left = deadline - time.time()
+                    if left <= 0:
+                        raise socket.timeout
+                    self.sock.settimeout(left)
                 data = self.sock.recv(1 << 20)
             except socket.timeout:
-                raise NotLive("the engine did not answer in time") from None
+                raise NotAnswered("the engine did not answer in time") from None
             except OSError as exc:
                 raise NotLive(f"the connection to the engine broke ({exc.strerror or exc})") from None
             if not data:
                 return None
             self._buf += data
 
+    def drain(self) -> list[bytes]:
+        """Every whole line that has arrived, without waiting."""
+        try:
+            self.sock.setblocking(False)
+            while len(self._buf) <= MAX_MESSAGE and (data := self.sock.recv(1 << 20)):
+                self._buf += data
+        except OSError:  # nothing more now (BlockingIOError), or a broken connection
+            pass
+        lines = bytes(self._buf).split(b"\n")
+        self._buf = bytearray(lines.pop())
+        return lines
+
 
 class ControlClient:
-    """Requests to a live run, one at a time, each waiting for its reply."""
+    """Requests to a live run, one at a time, each waiting for its reply until its deadline."""
 
     def __init__(self, run: RunDir, timeout: float = 30.0):
         self.run = run
+        self.timeout = timeout  # a cancel waits for the kills to be sent
         self.sock = connect(run)
-        self.sock.settimeout(timeout)  # a cancel waits for the kills to be sent
+        self.engine_pid = peer_pid(self.sock)
         self._lines = LineReader(self.sock)
         self._ids = itertools.count(1)
 
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        """The engine's reply to `op`; Refused when it says no, NotLive when it is gone."""
+        """The engine's reply to `op`; Refused when it says no, NotLive when it is gone, NotAnswered when it did not
+        answer before the request's deadline (`timeout` seconds from now)."""
         rid = next(self._ids)
+        deadline = time.time() + self.timeout
         try:
-            self.sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, **fields}))
-        except OSError as exc:
-            raise NotLive(f"run {self.run.run_id} is not running ({exc.strerror or exc})") from None
+            self.sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline,
+                                               **fields}))
+        except OSError as exc:  # the engine closed the connection: maybe saying why first
+            raise NotLive(self._bye() or f"run {self.run.run_id} is not running ({exc.strerror or exc})") from None
+        started = False
         while True:
-            line = self._lines.readline()
+            try:
+                line = self._lines.readline(deadline)
+            except NotAnswered:
+                while time.time() <= deadline:  # a socket timeout may end a hair early
+                    time.sleep(0.01)
+                # Whatever the engine wrote before the deadline is here now: its reply, or its `started`.
+                for line in self._lines.drain():
+                    message = _message(line)
+                    if message.get("id") == rid and message.get("type") == "reply":
+                        return self._answer(message)
+                    started = started or (message.get("id") == rid and message.get("type") == "started")
+                raise NotAnswered(self._unanswered(op, started)) from None
             if line is None:
                 raise NotLive(f"run {self.run.run_id} ended before it answered")
-            try:
-                message = json.loads(line)
-            except ValueError:
+            message = _message(line)
+            if message.get("type") == "bye" and type(message.get("reason")) is str:
+                raise NotLive(self._said_bye(message))
+            if message.get("id") != rid:
                 continue
-            if type(message) is dict and message.get("type") == "reply" and message.get("id") == rid:
-                if not message.get("ok"):
-                    raise Refused(str(message.get("error") or "refused"), message.get("changed"))
-                return message
+            if message.get("type") == "started":
+                started = True
+            elif message.get("type") == "reply":
+                return self._answer(message)
+
+    def _bye(self) -> str | None:
+        """Why the engine closed this connection, if it said so before closing it."""
+        for line in self._lines.drain():
+            message = _message(line)
+            if message.get("type") == "bye" and type(message.get("reason")) is str:
+                return self._said_bye(message)
+        return None
+
+    def _said_bye(self, message: dict[str, Any]) -> str:
+        return f"run {self.run.run_id} closed the connection: {message['reason']}"
+
+    @staticmethod
+    def _answer(message: dict[str, Any]) -> dict[str, Any]:
+        if not message.get("ok"):
+            raise Refused(str(message.get("error") or "refused"), message.get("changed"))
+        return message
+
+    def _unanswered(self, op: str, started: bool) -> str:
+        engine = f"the engine of run {self.run.run_id} (pid {self.engine_pid})"
+        if started:
+            return (f"{engine} started the {op} but did not answer in {self.timeout:.0f} s: it may or may not "
+                    f"have taken effect")
+        return (f"{engine} did not answer in {self.timeout:.0f} s (stopped, or too busy): {op} not done, and it "
+                f"won't be (the engine drops a request whose deadline passed)")
 
     def close(self) -> None:
         self.sock.close()
@@ -145,6 +217,14 @@ def live_status(run: RunDir, timeout: float = 1.0) -> dict[str, Any] | None:
             return client.request("status")
     except (NotLive, Refused):
         return None
+
+
+def _message(line: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {}
+    return message if type(message) is dict else {}
 
 
 # ------------------------------------------------------------------------------------------------------ decoding

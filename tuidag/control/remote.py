@@ -11,13 +11,17 @@ for reading too slowly (it reconnects), or the engine died (kill -9, OOM). The r
 `CHECK_INTERVAL` (EOF, or the engine's pid gone while the socket stays silent) and switches to what the journal
 says: observers get the journal's final state of every task that differs from what they saw, then one run event
 `ENGINE_GONE`. From then on the run is read-only (`live` is False) — the post-mortem view, which
-`RemoteRun.stored` opens directly on a run that is over.
+`RemoteRun.stored` opens directly on a run that is over. An engine that died leaves its tasks running: the viewer
+kills what they left (as `tuidag runs` would) and says what it ended (run event `REAPED`).
+
+An engine that holds its run's owner lock but does not answer (stopped with SIGSTOP, or swapped out) is alive, not
+gone: the view says it is "not answering" (run events `NOT_ANSWERING`, then `ANSWERING`), keeps the journal's record
+on screen and its request on the socket, and goes on live when the engine answers. It once opened such a run as a
+finished post-mortem and never looked again.
 """
 from __future__ import annotations
 
-import itertools
 import json
-import os
 import socket
 import threading
 import time
@@ -27,16 +31,23 @@ from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.scheduler import RerunRefused
 from ..model.state import TaskState
 from ..store.journal import read_header, replay
+from ..store.reaper import REAP_GRACE
 from ..store.run_dag import dag_from_header
 from ..store.runs import RunDir, RunStore
 from . import protocol
-from .client import NotLive, Refused, connect, decode_event
+from .client import NotAnswered, NotLive, Refused, connect, decode_event, peer_pid
+from .pending import PendingRequests
 from .protocol import MAX_MESSAGE
+from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
 
 CHECK_INTERVAL = 0.25   # how often a silent connection checks that the engine is still alive
 REQUEST_TIMEOUT = 30.0  # a cancel waits for the kills to be sent
 SUBSCRIBE_TIMEOUT = 5.0
+SILENCE = 5.0           # a live engine sends viewers its usage every second: this long without a byte, it is stopped
 ENGINE_GONE = "engine-gone"  # the run event a RemoteRun adds once its engine is gone (detail: why)
+NOT_ANSWERING = "not-answering"  # ... when its engine holds the run but does not answer (detail: why)
+ANSWERING = "answering"      # ... when it answers again
+REAPED = "reaped"            # ... once it killed what a dead engine's tasks left (detail: what it ended)
 
 S = TaskState
 Observer = Callable[[Event], None]
@@ -59,7 +70,11 @@ class RemoteRun:
         self.store_message: str | None = None
         self.engine_pid: int | None = None
         self.lost: str | None = None  # why the engine went away without ending the run (it died)
+        self.reaped: str | None = None  # what this viewer ended of the tasks a dead engine left
+        self.not_answering: str | None = None  # why the engine that holds the run is taken as stopped, while it is
         self._live = False
+        self._heard = time.monotonic()  # the last time the engine sent something
+        self._reaping = False
         self._lock = threading.Lock()
         self._observers: list[Observer] = []
         self._snaps: dict[str, TaskSnapshot] = {}
@@ -71,8 +86,7 @@ class RemoteRun:
         self._sock: socket.socket | None = None
         self._buf = bytearray()
         self._send_lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._replies: dict[int, list] = {}  # request id -> [threading.Event, reply or None]
+        self._pending = PendingRequests()
         self._closed = threading.Event()
         self._reader: threading.Thread | None = None
 
@@ -83,7 +97,15 @@ class RemoteRun:
         """Subscribe to the live run; NotLive when no engine answers (the caller may open it `stored` instead)."""
         remote = cls(run, store, foreground=foreground)
         remote.engine_pid = engine_pid
-        remote._subscribe()
+        try:
+            remote._subscribe()
+        except NotAnswered as silent:
+            if not run.owned():  # nothing holds the run: it is over, or its engine died
+                remote._drop_socket()
+                raise NotLive(str(silent)) from None
+            remote._snaps = journal_snapshots(run, remote.dag.topological_order)  # until the engine answers
+            remote.not_answering = str(silent)
+            remote._live = True
         remote._reader = threading.Thread(target=remote._read_forever, name="tuidag-viewer", daemon=True)
         remote._reader.start()
         return remote
@@ -104,18 +126,59 @@ class RemoteRun:
         return remote
 
     def _subscribe(self) -> None:
-        """Connect, ask for the engine's pid, subscribe and read the snapshot (blocking: before any thread)."""
+        """Connect, ask for the engine's pid, subscribe and read the snapshot (blocking: before any thread).
+        NotAnswered, with the connection kept, when the engine does not answer in SUBSCRIBE_TIMEOUT seconds."""
         sock = connect(self.run)
-        sock.settimeout(SUBSCRIBE_TIMEOUT)
+        if self.engine_pid is None:  # before it answers: a stopped engine is named too
+            self.engine_pid = peer_pid(sock)
         try:
             self._sock, self._buf = sock, bytearray()
             sock.sendall(protocol.encode({"v": protocol.VERSION, "op": "status", "id": 0})
                          + protocol.encode({"v": protocol.VERSION, "op": "subscribe", "id": 0}))
+        except OSError as exc:
+            self._drop_socket()
+            raise NotLive(f"run {self.run.run_id}: the engine did not take the request ({exc.strerror or exc})") \
+                from None
+        self._await_answer(SUBSCRIBE_TIMEOUT)
+        self._take_snapshot()
+
+    def _await_answer(self, patience: float) -> None:
+        """Wait up to `patience` seconds for the engine's first bytes on the connection; NotAnswered if none came
+        (the connection is kept: its request is still there for the engine to answer)."""
+        if self._buf:
+            return
+        try:
+            self._sock.settimeout(patience)
+            data = self._sock.recv(1 << 20)
+        except socket.timeout:
+            pid = f" (pid {self.engine_pid})" if self.engine_pid else ""
+            raise NotAnswered(f"the engine{pid} holds run {self.run.run_id} but is not answering "
+                              f"(stopped?)") from None
+        except OSError as exc:
+            self._drop_socket()
+            raise NotLive(f"run {self.run.run_id}: the connection broke ({exc.strerror or exc})") from None
+        if not data:
+            self._drop_socket()
+            raise NotLive(f"run {self.run.run_id} closed the connection")
+        self._buf += data
+
+    def _drop_socket(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def _take_snapshot(self) -> None:
+        """Read the answers to status and subscribe, and the snapshot; the engine has started answering."""
+        sock = self._sock
+        sock.settimeout(SUBSCRIBE_TIMEOUT)
+        try:
             status = self._next_message()
             if status.get("ok") and type(status.get("pid")) is int:
                 self.engine_pid = status["pid"]
-            if not self._next_message().get("ok"):
-                raise NotLive(f"run {self.run.run_id} refused the subscription")
+            subscribed = self._next_message()
+            if not subscribed.get("ok"):
+                raise NotLive(f"run {self.run.run_id} refused the subscription: "
+                              f"{str(subscribed.get('error') or 'no reason given')[:200]}")
             head = self._next_message()
             if head.get("type") != "snapshot" or type(head.get("count")) is not int:
                 raise NotLive(f"run {self.run.run_id} answered with something else than a snapshot")
@@ -124,13 +187,11 @@ class RemoteRun:
                 event = decode_event(self._next_message())
                 if type(event) is TaskEvent and event.task in self.dag.tasks:
                     snaps[event.task] = event.snapshot
-        except OSError as exc:  # a timeout included: an engine that stopped answering (SIGSTOP) is not live
-            sock.close()
-            self._sock = None
+        except OSError as exc:  # a timeout included: an engine stopped in the middle of the snapshot
+            self._drop_socket()
             raise NotLive(f"run {self.run.run_id}: the engine did not answer ({exc.strerror or exc})") from None
         except BaseException:
-            sock.close()
-            self._sock = None
+            self._drop_socket()
             raise
         with self._lock:
             self._snaps = {name: snaps.get(name, self._snaps.get(name) or TaskSnapshot(name, S.PENDING))
@@ -145,6 +206,7 @@ class RemoteRun:
             if type(head.get("notice")) is str:
                 self.store_message = head["notice"]
             self._live = True
+        self._heard = time.monotonic()
 
     def _next_message(self) -> dict[str, Any]:
         """The next JSON object on the socket (used while subscribing, before the reader thread runs)."""
@@ -164,6 +226,8 @@ class RemoteRun:
                 message = json.loads(line)
             except ValueError:
                 continue
+            if type(message) is dict and message.get("type") == "bye":
+                raise NotLive(f"run {self.run.run_id} closed the connection: {str(message.get('reason'))[:200]}")
             if type(message) is dict:
                 return message
 
@@ -171,6 +235,12 @@ class RemoteRun:
     def _read_forever(self) -> None:
         """The reader thread: events until the engine is gone, then the journal's word on how the run ended. A
         viewer the engine dropped (it read too slowly) while the run goes on subscribes again."""
+        if self.not_answering is not None:
+            self._publish([RunEvent(self._seq, time.time(), NOT_ANSWERING, self.not_answering)])
+            if not self._until_answered():
+                if not self._closed.is_set():
+                    self._gone(self._why_gone())
+                return
         while not self._closed.is_set():
             self._follow()
             if self._closed.is_set():
@@ -184,8 +254,36 @@ class RemoteRun:
             break
         self._gone(self._why_gone())
 
+    def _until_answered(self) -> bool:
+        """Wait for the engine that holds the run to answer the subscription waiting on the socket, then go on
+        live (True); False when it let go of the run first (it ended or died) or the view closed."""
+        while not self._closed.is_set():
+            before = dict(self._snaps)
+            try:
+                self._await_answer(CHECK_INTERVAL)
+                self._take_snapshot()
+            except NotAnswered:
+                if self.run.owned():
+                    continue
+                return False
+            except (NotLive, OSError):
+                if self._closed.is_set() or not self.run.owned():
+                    return False
+                try:  # the connection broke while the engine was stopped halfway through answering: ask again
+                    self._subscribe()
+                except NotAnswered:
+                    continue
+                except (NotLive, OSError):
+                    return False
+            self.not_answering = None
+            self._publish_changes(before)
+            self._publish([RunEvent(self._seq, time.time(), ANSWERING, "")])
+            return True
+        return False
+
     def _follow(self) -> None:
-        """Read and deliver until EOF, or until the engine's pid is gone while the connection stays silent."""
+        """Read and deliver until EOF, or until the engine's pid is gone while the connection stays silent. An
+        engine silent for SILENCE seconds is not answering (stopped) until it sends something again."""
         sock = self._sock
         try:
             sock.settimeout(CHECK_INTERVAL)
@@ -196,13 +294,22 @@ class RemoteRun:
             try:
                 data = sock.recv(1 << 20)
             except socket.timeout:
+                self._pending.drained = time.time()
                 if not self._engine_alive():
                     return
+                if self.not_answering is None and time.monotonic() - self._heard > SILENCE:
+                    pid = f" (pid {self.engine_pid})" if self.engine_pid else ""
+                    self.not_answering = f"the engine{pid} is not answering (stopped?)"
+                    self._publish([RunEvent(self._seq, time.time(), NOT_ANSWERING, self.not_answering)])
                 continue
             except OSError:
                 return
             if not data:
                 return
+            self._heard = time.monotonic()
+            if self.not_answering is not None:
+                self.not_answering = None
+                self._publish([RunEvent(self._seq, time.time(), ANSWERING, "")])
             buf += data
             end = buf.rfind(b"\n")
             if end < 0:
@@ -229,7 +336,9 @@ class RemoteRun:
                 if event is not None and (type(event) is RunEvent or event.task in self.dag.tasks):
                     events.append(event)
             elif kind == "reply":
-                self._answer(message)
+                self._pending.answer(message)
+            elif kind == "started":
+                self._pending.started(message)
             elif kind == "usage":
                 self._take_usage(message)
             elif kind == "notice" and type(message.get("text")) is str:
@@ -272,9 +381,14 @@ class RemoteRun:
         """The engine dropped this viewer (it read too slowly): subscribe again and publish what changed."""
         before = dict(self._snaps)
         old = self._sock
-        self._fail_waiting("the engine dropped this viewer's connection before it answered: try again")
-        self._subscribe()
-        old.close()
+        self._pending.fail_all("the engine dropped this viewer's connection before it answered: try again")
+        try:
+            self._subscribe()
+        finally:
+            old.close()
+        self._publish_changes(before)
+
+    def _publish_changes(self, before: dict[str, TaskSnapshot]) -> None:
         self._publish([TaskEvent(self._seq, snap.changed_at, before[name].state if name in before else None, snap)
                        for name, snap in self._snaps.items() if before.get(name) != snap])
 
@@ -298,16 +412,25 @@ class RemoteRun:
             self._live = False
             self.lost = why
             self._finished = True
-        self._fail_waiting(why or "the run is over")
+        self._pending.fail_all(why or "the run is over")
         summary = self.run.read_summary() or {}
         if type(summary.get("interrupted_by")) is str:
             self.interrupted_by = summary["interrupted_by"]
         final = journal_snapshots(self.run, self.dag.topological_order)
         changed = [TaskEvent(self._seq, snap.changed_at, self._snaps[name].state, snap)
-                   for name, snap in final.items() if name in self._snaps and _differs(self._snaps[name], snap)]
+                   for name, snap in final.items() if name in self._snaps and differs(self._snaps[name], snap)]
         end = summary.get("finished_at") if type(summary.get("finished_at")) in (int, float) else time.time()
         self._publish([*changed, RunEvent(self._seq, end, "finished"),
                        RunEvent(self._seq, time.time(), ENGINE_GONE, why or "")])
+        if why is not None:  # after telling: killing what the tasks left takes up to the kill grace period
+            self._reaping = True
+            try:
+                reaped = reap_dead_run(self.store, self.run)
+            finally:
+                self._reaping = False
+            if reaped is not None:
+                self.reaped = reaped_text(reaped)
+                self._publish([RunEvent(self._seq, time.time(), REAPED, self.reaped)])
 
     # ------------------------------------------------------------------------------------------ the surface
     @property
@@ -413,40 +536,27 @@ class RemoteRun:
         NotLive when it is gone."""
         if not self._live:
             raise NotLive("read-only: the run is over")
-        rid = next(self._ids)
-        waiter: list = [threading.Event(), None]
-        with self._lock:
-            self._replies[rid] = waiter
+        if self.not_answering is not None:
+            raise NotLive(f"{self.not_answering}: {op} not sent")
+        rid, waiter = self._pending.new()
+        deadline = time.time() + REQUEST_TIMEOUT
         try:
             with self._send_lock:
-                self._sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, **fields}))
-            if not waiter[0].wait(REQUEST_TIMEOUT):
-                raise NotLive(f"the engine did not answer {op} in {REQUEST_TIMEOUT:.0f} s")
+                self._sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline,
+                                                    **fields}))
+            if not self._pending.wait(waiter, deadline):
+                engine = f"the engine (pid {self.engine_pid})" if self.engine_pid else "the engine"
+                raise NotAnswered(self._pending.unanswered(op, waiter, deadline, engine, REQUEST_TIMEOUT))
         except OSError as exc:
             raise NotLive(f"the engine is gone ({exc.strerror or exc})") from None
         finally:
-            with self._lock:
-                self._replies.pop(rid, None)
-        reply = waiter[1]
+            self._pending.forget(rid)
+        reply = waiter.reply
         if type(reply) is str:
             raise NotLive(reply)
         if not reply.get("ok"):
             raise Refused(str(reply.get("error") or "refused"), reply.get("changed"))
         return reply
-
-    def _answer(self, message: dict[str, Any]) -> None:
-        with self._lock:
-            waiter = self._replies.get(message.get("id"))
-        if waiter is not None:
-            waiter[1] = message
-            waiter[0].set()
-
-    def _fail_waiting(self, why: str) -> None:
-        with self._lock:
-            waiting = list(self._replies.values())
-        for waiter in waiting:
-            waiter[1] = why
-            waiter[0].set()
 
     def close(self) -> None:
         """Stop following the run (it goes on)."""
@@ -460,41 +570,5 @@ class RemoteRun:
             sock.close()
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(2)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether `pid` runs: a zombie does not (a killed engine stays one while a subreaper above it, a test runner
-    running runs itself, has not reaped it)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _differs(a: TaskSnapshot, b: TaskSnapshot) -> bool:
-    return (a.state, a.attempt, a.reason, a.exit_code, a.finished_at) != (b.state, b.attempt, b.reason, b.exit_code,
-                                                                          b.finished_at)
-
-
-def journal_snapshots(run: RunDir, names: tuple[str, ...]) -> dict[str, TaskSnapshot]:
-    """Every task as the run's journal last recorded it."""
-    records = replay(run.journal).tasks
-    snaps = {}
-    for name in names:
-        rec = records.get(name)
-        if rec is None:
-            snaps[name] = TaskSnapshot(name, S.PENDING)
-            continue
-        snaps[name] = TaskSnapshot(
-            name, rec.state, attempt=rec.attempt, reason=rec.reason, exit_code=rec.exit_code,
-            started_at=rec.started_at, finished_at=rec.finished_at,
-            changed_at=rec.finished_at or rec.started_at or 0.0, pid=rec.pid, create_time=rec.create_time,
-            reused=rec.reused, slots=rec.slots, worker=rec.worker)
-    return snaps
+            if self._reaping:  # killing what a dead engine's tasks left: a viewer must not exit halfway through it
+                self._reader.join(REAP_GRACE + 10)

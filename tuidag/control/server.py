@@ -6,8 +6,15 @@ One thread multiplexes every connection with `selectors`; the engine never waits
 - Engine events are encoded once per batch (as journal lines) and appended to each viewer's buffer; a viewer whose
   buffer passes `MAX_BACKLOG` (it hung, or was stopped with Ctrl+Z) is dropped, and may reconnect.
 - Requests are parsed with `protocol.parse_request`: a malformed, oversized or unknown one gets an error reply and a
-  line in the engine's log, never an exception in the engine.
-- Controls that may block (cancelling waits for kills to be sent) run one at a time on their own thread.
+  line in the engine's log, never an exception in the engine. Whatever else goes wrong with one connection ends that
+  connection, not the channel; if the serving loop fails anyway it starts again (and says so in the engine's log).
+- A connection must send its first request within `FIRST_REQUEST` seconds. At most `MAX_VIEWERS` viewers subscribe;
+  `RESERVE` more connections are kept for one-off requests (`tuidag pause`), and when every place is taken the
+  connection that has been idle longest (not a viewer, no request waiting) makes room: 64 connections that never
+  sent a byte locked every command out for as long as they stayed open before this.
+- Controls that may block (cancelling waits for kills to be sent) run one at a time on their own thread. One whose
+  deadline passed before it started is dropped: a `tuidag pause` that gave up on a stopped engine must not take
+  effect when the engine is continued.
 """
 from __future__ import annotations
 
@@ -18,7 +25,6 @@ import signal
 import socket
 import stat
 import struct
-import sys
 import threading
 import time
 from typing import Any
@@ -27,14 +33,16 @@ from ..engine.events import Event, TaskEvent
 from ..engine.scheduler import RerunRefused
 from ..store.journal import task_line
 from . import protocol
+from .connection import Connection, EngineLog, bye, idlest, silent
 from .protocol import MAX_REQUEST, SOCKET_NAME, ProtocolError
 
 MAX_BACKLOG = 32 << 20      # bytes queued for one viewer before it counts as not reading
-MAX_CLIENTS = 64
+MAX_VIEWERS = 64
+RESERVE = 16                # connections beyond the viewers', for one-off requests
+FIRST_REQUEST = 5.0         # seconds a new connection has to send its first request
+FLUSH_WAIT = 5.0            # seconds a control waits for its `started` to reach the client's socket
 USAGE_INTERVAL = 1.0
 COALESCE = 0.01             # a wake-up waits this long for more events: one send per ~10 ms, not one per batch
-LOG_BURST = 20              # lines the engine's log takes about clients per `LOG_WINDOW` seconds; then one summary
-LOG_WINDOW = 10.0
 _PEERCRED = struct.Struct("3i")
 
 
@@ -45,20 +53,6 @@ def bind_path(folder_fd: int, folder: str, name: str) -> str:
     return full if len(full.encode()) < 100 else f"/proc/self/fd/{folder_fd}/{name}"
 
 
-class _Client:
-    __slots__ = ("sock", "pid", "inbuf", "outbuf", "viewer", "waiting", "after", "closing")
-
-    def __init__(self, sock: socket.socket, pid: int):
-        self.sock = sock
-        self.pid = pid
-        self.inbuf = bytearray()
-        self.outbuf = bytearray()
-        self.viewer = False            # subscribed to events
-        self.waiting: list[Event] | None = None  # events that arrived while its snapshot was being taken
-        self.after = 0  # the number of the last event its snapshot holds: older ones, delivered late, are not news
-        self.closing = False           # close once `outbuf` is sent
-
-
 class ControlServer:
     """Serves one run. `session` is the engine side of it (launch.RunSession): scheduler, run folder, interrupt."""
 
@@ -67,17 +61,17 @@ class ControlServer:
         self.scheduler = session.scheduler
         self.path = session.run.path / SOCKET_NAME
         self._lock = threading.Lock()
-        self._clients: dict[int, _Client] = {}
+        self._flushed = threading.Condition(self._lock)  # notified as bytes go out and as clients are dropped
+        self._clients: dict[int, Connection] = {}
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._woken = False
-        self._controls: queue.SimpleQueue[tuple[_Client, dict] | None] = queue.SimpleQueue()
+        self._controls: queue.SimpleQueue[tuple[Connection, dict] | None] = queue.SimpleQueue()
         self._closing = False
         self._stopped = threading.Event()
-        self._log_times: list[float] = []
-        self._log_dropped = 0
+        self._log = EngineLog()
         self._listener = self._listen()
         self._selector.register(self._listener, selectors.EVENT_READ, None)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
@@ -101,7 +95,7 @@ class ControlServer:
                 sock.bind(bind_path(fd, folder, temp))
                 os.chmod(bind_path(fd, folder, temp), 0o600)  # our fresh name in our 0700 folder: no link to follow
                 os.rename(temp, SOCKET_NAME, src_dir_fd=fd, dst_dir_fd=fd)
-                sock.listen(16)
+                sock.listen(128)  # a burst of connections waits for the accept, not refused (EAGAIN)
                 sock.setblocking(False)
             except BaseException:
                 sock.close()
@@ -196,42 +190,62 @@ class ControlServer:
 
     # ------------------------------------------------------------------------------------------------ serving
     def _serve(self) -> None:
+        """The serving loop, started again if it fails: the run must never lose its channel (`tuidag stop` then
+        said "not running" while the engine went on running the tasks)."""
+        failures: list[float] = []
         try:
             while not self._stopped.is_set():
-                for key, mask in self._selector.select(timeout=0.5):
-                    sock = key.fileobj
-                    if sock is self._listener:
-                        self._accept()
-                    elif sock is self._wake_r:
-                        # Drained first, then cleared: cleared first, a wake-up sent in between was drained with
-                        # the older one while `_woken` stayed set, and no wake-up was ever sent again (every event
-                        # then waited for the select timeout, up to 0.5 s, before reaching a viewer).
-                        self._stopped.wait(COALESCE)
-                        try:
-                            while self._wake_r.recv(4096):
-                                pass
-                        except (BlockingIOError, OSError):
-                            pass
-                        self._woken = False
-                    else:
-                        client = self._clients.get(sock.fileno())
-                        if client is None:
-                            continue
-                        if mask & selectors.EVENT_READ:
-                            self._read(client)
-                        if mask & selectors.EVENT_WRITE and client.sock.fileno() >= 0:
-                            self._write(client)
-                self._update_interest()
-                if self._closing and not any(c.outbuf for c in self._clients.values()):
-                    break
-        except Exception as exc:  # never take the run down with the channel
-            self._log(f"control channel stopped: {exc!r}")
+                try:
+                    self._serve_until_closed()
+                    return
+                except Exception as exc:  # never take the run down with the channel, nor the channel with a bug
+                    now = time.monotonic()
+                    failures = [t for t in failures if now - t < 10.0] + [now]
+                    self._log(f"control channel failed: {exc!r}; restarted", always=True)
+                    self._woken = False
+                    self._stopped.wait(min(1.0, 0.01 * 2 ** len(failures)))  # a failure that repeats can't spin
         finally:
             for client in list(self._clients.values()):
                 self._drop(client)
             self._selector.close()
             self._listener.close()
             self._stopped.set()
+
+    def _serve_until_closed(self) -> None:
+        while not self._stopped.is_set():
+            for key, mask in self._selector.select(timeout=0.5):
+                sock = key.fileobj
+                if sock is self._listener:
+                    self._accept()
+                elif sock is self._wake_r:
+                    # Drained first, then cleared: cleared first, a wake-up sent in between was drained with
+                    # the older one while `_woken` stayed set, and no wake-up was ever sent again (every event
+                    # then waited for the select timeout, up to 0.5 s, before reaching a viewer).
+                    self._stopped.wait(COALESCE)
+                    try:
+                        while self._wake_r.recv(4096):
+                            pass
+                    except (BlockingIOError, OSError):
+                        pass
+                    self._woken = False
+                else:
+                    client = self._clients.get(sock.fileno())
+                    if client is not None:
+                        self._serve_client(client, mask)
+            self._update_interest()
+            if self._closing and not any(c.outbuf for c in self._clients.values()):
+                return
+
+    def _serve_client(self, client: Connection, mask: int) -> None:
+        """Read from and write to one connection; whatever goes wrong with it ends it, not the channel."""
+        try:
+            if mask & selectors.EVENT_READ:
+                self._read(client)
+            if mask & selectors.EVENT_WRITE and client.sock.fileno() >= 0:
+                self._write(client)
+        except Exception as exc:
+            self._log(f"closed the connection of pid {client.pid}: it could not be served ({exc!r})")
+            self._drop(client)
 
     def _accept(self) -> None:
         while True:
@@ -242,21 +256,61 @@ class ControlServer:
             except OSError as exc:  # out of file descriptors: try again on the next wake-up
                 self._log(f"accept failed: {exc.strerror or exc}")
                 return
-            pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
-            if uid != os.geteuid():
-                self._log(f"refused a connection from uid {uid} (pid {pid}): not this run's user")
+            try:
+                self._admit(sock)
+            except Exception as exc:  # a connection that can't be admitted ends there, not the channel
+                self._log(f"closed a new connection: it could not be admitted ({exc!r})")
+                with self._lock:
+                    if sock.fileno() >= 0:
+                        self._clients.pop(sock.fileno(), None)
                 sock.close()
-                continue
-            if self._closing or len(self._clients) >= MAX_CLIENTS:
-                sock.close()
-                continue
-            sock.setblocking(False)
-            client = _Client(sock, pid)
-            with self._lock:
-                self._clients[sock.fileno()] = client
-            self._selector.register(sock, selectors.EVENT_READ, None)
 
-    def _read(self, client: _Client) -> None:
+    def _admit(self, sock: socket.socket) -> None:
+        """Keep a new connection, or close it saying why (another user's process is told nothing)."""
+        pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+        if uid != os.geteuid():
+            self._log(f"refused a connection from uid {uid} (pid {pid}): not this run's user")
+            sock.close()
+            return
+        sock.setblocking(False)
+        if self._closing:
+            bye(sock, "the run is ending")
+            sock.close()
+            return
+        if len(self._clients) >= MAX_VIEWERS + RESERVE and not self._make_room():
+            self._log(f"refused a connection from pid {pid}: every place is taken")
+            bye(sock, f"too many connections: {self.viewers} viewers and {len(self._clients) - self.viewers} "
+                      f"requests waiting for answers; try again")
+            sock.close()
+            return
+        client = Connection(sock, pid)
+        with self._lock:
+            self._clients[sock.fileno()] = client
+        self._selector.register(sock, selectors.EVENT_READ, None)
+
+    def _make_room(self) -> bool:
+        """Every place is taken: close the connection idle the longest (not a viewer, nothing waiting for it)."""
+        with self._lock:
+            oldest = idlest(list(self._clients.values()))
+        if oldest is None:
+            return False
+        self._log(f"closed the idle connection of pid {oldest.pid} to make room for a new one")
+        self._close_saying(oldest, "closed to make room for a new connection: this one was idle")
+        return True
+
+    def _close_saying(self, client: Connection, reason: str) -> None:
+        bye(client.sock, reason)
+        self._drop(client)
+
+    def _drop_silent(self) -> None:
+        """Close connections that sent no request within FIRST_REQUEST seconds of connecting."""
+        with self._lock:
+            late = silent(list(self._clients.values()), FIRST_REQUEST)
+        for client in late:
+            self._log(f"closed the connection of pid {client.pid}: no request within {FIRST_REQUEST:.0f} s")
+            self._close_saying(client, f"no request within {FIRST_REQUEST:.0f} s of connecting")
+
+    def _read(self, client: Connection) -> None:
         try:
             data = client.sock.recv(65536)
         except (BlockingIOError, InterruptedError):
@@ -266,6 +320,7 @@ class ControlServer:
         if not data:
             self._drop(client)
             return
+        client.since = time.monotonic()
         client.inbuf += data
         while not client.closing:
             end = client.inbuf.find(b"\n")
@@ -279,16 +334,20 @@ class ControlServer:
                 self._refuse(client, None, f"request longer than {MAX_REQUEST} bytes", close=True)
                 return
             if line.strip():
+                client.asked = True
                 self._handle(client, line)
 
-    def _handle(self, client: _Client, line: bytes) -> None:
+    def _handle(self, client: Connection, line: bytes) -> None:
         try:
             request = protocol.parse_request(line)
         except ProtocolError as exc:
             self._refuse(client, None, str(exc))
             return
         op, rid = request["op"], request.get("id")
-        if op == "hello":
+        if _expired(request):
+            self._log(f"dropped {op} from pid {client.pid}: its deadline passed before the engine read it")
+            self._send(client, _expired_reply(request, "its deadline passed before the engine read it"))
+        elif op == "hello":
             self._send(client, protocol.reply(rid, version=protocol.VERSION, run_id=self.session.run.run_id,
                                               pid=os.getpid()))
         elif op == "status":
@@ -302,6 +361,8 @@ class ControlServer:
             else:
                 self._send(client, protocol.reply(rid, tasks=self.scheduler.branch(task)))
         else:
+            with self._lock:
+                client.pending += 1
             self._controls.put((client, request))
 
     def status(self) -> dict[str, Any]:
@@ -309,10 +370,13 @@ class ControlServer:
                 "viewers": self.viewers, "paused": self.scheduler.paused, "finished": self.scheduler.finished,
                 "started": self.session.started}
 
-    def _subscribe(self, client: _Client, rid: Any) -> None:
+    def _subscribe(self, client: Connection, rid: Any) -> None:
         """Snapshot first, then every event newer than it: events that arrive meanwhile wait in `waiting`."""
         if client.viewer:
             self._refuse(client, rid, "already subscribed")
+            return
+        if self.viewers >= MAX_VIEWERS:
+            self._refuse(client, rid, f"too many viewers: this run has {MAX_VIEWERS} already")
             return
         with self._lock:
             client.viewer = True
@@ -329,11 +393,11 @@ class ControlServer:
             later = b"".join(_event_line(e) for e in waiting if e.seq > seq)
             client.outbuf += protocol.reply(rid) + head + body + later
 
-    def _send(self, client: _Client, data: bytes) -> None:
+    def _send(self, client: Connection, data: bytes) -> None:
         with self._lock:
             client.outbuf += data
 
-    def _refuse(self, client: _Client, rid: Any, error: str, close: bool = False) -> None:
+    def _refuse(self, client: Connection, rid: Any, error: str, close: bool = False) -> None:
         self._log(f"bad request from pid {client.pid}: {error}")
         self._send(client, protocol.reply(rid, False, error=error))
         if close:
@@ -341,7 +405,9 @@ class ControlServer:
             client.inbuf.clear()
 
     def _update_interest(self) -> None:
-        """Write interest for clients with something queued; drop viewers that stopped reading."""
+        """Write interest for clients with something queued; drop viewers that stopped reading and connections
+        that never asked anything."""
+        self._drop_silent()
         with self._lock:
             clients = list(self._clients.values())
         for client in clients:
@@ -360,7 +426,7 @@ class ControlServer:
             except (KeyError, ValueError):
                 pass
 
-    def _write(self, client: _Client) -> None:
+    def _write(self, client: Connection) -> None:
         with self._lock:
             data = bytes(client.outbuf[:1 << 20])
         if not data:
@@ -374,12 +440,16 @@ class ControlServer:
             return
         with self._lock:
             del client.outbuf[:sent]
+            client.sent += sent
+            self._flushed.notify_all()
 
-    def _drop(self, client: _Client) -> None:
+    def _drop(self, client: Connection) -> None:
         with self._lock:
             if self._clients.get(client.sock.fileno()) is not client:
                 return
             del self._clients[client.sock.fileno()]
+            client.gone = True
+            self._flushed.notify_all()
         try:
             self._selector.unregister(client.sock)
         except (KeyError, ValueError):
@@ -394,12 +464,37 @@ class ControlServer:
                 return
             client, request = item
             try:
-                answer = self._control(request)
+                why = self._not_started(client, request) if request.get("deadline") is not None else None
+                if why is not None:
+                    self._log(f"dropped {request['op']} from pid {client.pid}: {why}")
+                    answer = _expired_reply(request, why)
+                else:
+                    answer = self._control(request)
             except Exception as exc:  # a control that failed must not end the thread that runs the others
                 answer = protocol.reply(request.get("id"), False, error=f"internal error: {exc!r}")
                 self._log(f"control {request['op']} failed: {exc!r}")
-            self._send(client, answer)
+            with self._lock:
+                client.pending -= 1
+                client.outbuf += answer
             self._wake()
+
+    def _not_started(self, client: Connection, request: dict) -> str | None:
+        """Tell the client its control starts; None once that is on its socket with the deadline still ahead, so a
+        client that saw no `started` by its deadline can say for sure that nothing was done. Otherwise why the
+        control is dropped: its deadline passed, or the client did not take the `started` within FLUSH_WAIT seconds
+        (it can't hold up the controls of others)."""
+        deadline = request["deadline"]
+        with self._lock:
+            client.outbuf += protocol.encode({"type": "started", "id": request.get("id")})
+            upto = client.sent + len(client.outbuf)
+        self._wake()
+        with self._flushed:
+            self._flushed.wait_for(lambda: client.sent >= upto or client.gone,
+                                   min(FLUSH_WAIT, max(0.0, deadline - time.time())))
+            on_the_socket = client.sent >= upto
+        if time.time() > deadline:
+            return "its deadline passed before the engine got to it"
+        return None if on_the_socket else "the connection did not take the engine's messages in time"
 
     def _control(self, request: dict) -> bytes:
         op, rid, scheduler = request["op"], request.get("id"), self.scheduler
@@ -444,23 +539,14 @@ class ControlServer:
             return protocol.reply(rid)
         return protocol.reply(rid, False, error=f"unknown op {op!r}")
 
-    # -------------------------------------------------------------------------------------------------- logging
-    def _log(self, text: str) -> None:
-        """A line in the engine's log (the run folder's engine.log when detached), at most LOG_BURST per window: a
-        client sending garbage must not fill the disk."""
-        now = time.monotonic()
-        self._log_times = [t for t in self._log_times if now - t < LOG_WINDOW]
-        if len(self._log_times) >= LOG_BURST:
-            self._log_dropped += 1
-            return
-        self._log_times.append(now)
-        dropped, self._log_dropped = self._log_dropped, 0
-        try:
-            sys.stderr.write(f"tuidag: control: {text}"
-                             + (f" ({dropped} more such lines not shown)" if dropped else "") + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+
+def _expired(request: dict) -> bool:
+    deadline = request.get("deadline")
+    return deadline is not None and time.time() > deadline
+
+
+def _expired_reply(request: dict, why: str = "its deadline passed before the engine got to it") -> bytes:
+    return protocol.reply(request.get("id"), False, expired=True, error=f"{request['op']}: not done, {why}")
 
 
 def _event_line(event: Event) -> bytes:

@@ -48,6 +48,14 @@ def reap_interrupted(store: RunStore, grace: float = REAP_GRACE) -> list[Reaped]
     return reports
 
 
+def reap_run(store: RunStore, run: RunDir, grace: float = REAP_GRACE) -> Reaped | None:
+    """The same for one run (a viewer whose engine died): None when it has an owner or was closed already."""
+    with _reap_lock(store):
+        if run.summary.exists() or run.owned():
+            return None
+        return _reap_run(run, grace)
+
+
 def _reap_run(run: RunDir, grace: float) -> Reaped:
     import psutil  # only after a crash: an ordinary start never loads it
 

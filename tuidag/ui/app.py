@@ -27,7 +27,7 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..control.client import NotLive, Refused
-from ..control.remote import ENGINE_GONE, RemoteRun
+from ..control.remote import ANSWERING, ENGINE_GONE, NOT_ANSWERING, REAPED, RemoteRun
 from ..model.collector import collector_paused, freeze_survivors
 from ..engine import output_routing
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
@@ -44,7 +44,7 @@ from ..views.run_outlook import Outlook, outlook, path_rows
 from ..model.forecast import shape_of
 from ..store.expected import expected_for_run, seconds
 from ..store.journal import read_header, read_journal
-from .messages import EngineGone, RunFinished, TaskSelected
+from .messages import EngineGone, EngineNews, RunFinished, TaskSelected
 from .run_model import RunModel, StateFilter, UsageSample
 from .screens.choice import ChoiceScreen
 from .screens.confirm import ConfirmScreen
@@ -247,6 +247,8 @@ class TuidagApp(App[None]):
                 self.post_message(RunFinished())  # thread-safe; once per run
             elif event.kind == ENGINE_GONE:
                 self.post_message(EngineGone())
+            elif event.kind in (NOT_ANSWERING, ANSWERING, REAPED):
+                self.post_message(EngineNews(event.kind, event.detail))
 
     # ------------------------------------------------------------------------------------------------- building
     def compose(self) -> ComposeResult:
@@ -928,7 +930,8 @@ class TuidagApp(App[None]):
         pid = f"engine pid {session.engine_pid}" if session.engine_pid else "engine"
         if self.read_only:
             return "post-mortem" + (f" · {session.lost}" if session.lost else "") + " · read-only"
-        return f"{'foreground' if session.foreground else 'attached'} · {pid}"
+        silent = " · not answering" if getattr(session, "not_answering", None) else ""
+        return f"{'foreground' if session.foreground else 'attached'} · {pid}{silent}"
 
     def _control(self, control: Callable[[], object]) -> None:
         """Run a control on a worker thread; a refusal (or an engine that went away) is told, not raised."""
@@ -988,6 +991,20 @@ class TuidagApp(App[None]):
         elif self.session.lost:
             self.notify(f"{self.session.lost}: this is the run as its journal recorded it (read-only; r starts a "
                         f"new run resuming from it)", title="Engine gone", severity="error", timeout=24 * 3600)
+
+    @on(EngineNews)
+    def _engine_news(self, news: EngineNews) -> None:
+        """The engine stopped answering (SIGSTOP) or answers again; or, dead, its tasks' leftovers were killed."""
+        self.header.role = self._role()
+        self.header.refresh()
+        if news.kind == NOT_ANSWERING:
+            self.notify(f"{news.detail}: showing what the journal recorded; this view goes on live when it answers",
+                        title="Not answering", severity="warning", timeout=10, markup=False)
+        elif news.kind == ANSWERING:
+            self.notify("the engine answers again: this view is live", timeout=5)
+        else:
+            self.notify(f"the run's engine died; this view {news.detail}", title="Cleaned up", severity="warning",
+                        timeout=24 * 3600, markup=False)
 
     def _offer_resume(self) -> None:
         """`r` in the post-mortem view: a new run of the same file that reuses what succeeded here."""

@@ -18,3 +18,13 @@ class RunFinished(Message):
 
 class EngineGone(Message):
     """Posted from a viewer's reader thread when the engine of the run it views ended or died."""
+
+
+class EngineNews(Message):
+    """Posted from a viewer's reader thread when its engine stops answering, answers again, or (dead) had its tasks'
+    leftovers killed by the viewer: `kind` is the run event's, `detail` what to tell."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.detail = detail

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from ..control.client import NotLive
-from ..control.remote import RemoteRun, journal_snapshots, process_alive
+from ..control.remote import RemoteRun
+from ..control.run_record import journal_snapshots, process_alive
 from ..exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, SIGNAL_EXIT
 from ..store.history import summary_problem
 from ..store.journal import replay
@@ -189,7 +190,10 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
     elif summary is None:
         lines.append(f"tuidag: error: {remote.lost or 'the engine ended'} before recording the run's outcome; "
                      f"`tuidag runs` reaps what its tasks left\n")
-    interrupted = summary.get("interrupted_by") if summary else None
+    elif remote.reaped is not None:  # the summary is the one this viewer wrote as it cleaned up after the engine
+        lines.append(f"tuidag: error: {remote.lost or 'the engine died'} before recording the run's outcome; "
+                     f"this view {remote.reaped}\n")
+    interrupted = summary.get("interrupted_by") if summary and remote.reaped is None else None
     if type(interrupted) is str:
         lines.append(f"tuidag: interrupted by {interrupted}; every task was stopped\n")
     if remote.store_message:

@@ -76,20 +76,33 @@ def copy_log(path: Path, out: LogPrinter) -> None:
     out.close()
 
 
-def follow_log(run: RunDir, task: str, out: LogPrinter, poll: float = 0.1) -> None:
-    """Print the log as it grows until the task is terminal (or its run's process is gone), then the rest."""
+def follow_log(run: RunDir, task: str, out: LogPrinter, poll: float = 0.1) -> str | None:
+    """Print the log as it grows until the task is terminal (or its run's process is gone), then the rest. None when
+    the task ended; otherwise why the log stops before the task's end (its run's engine died: `logs -f` once just
+    stopped there, exit 0, as if the task had ended)."""
     path = run.log_path(task)
     offset = 0
     while True:
         rep = replay(run.journal)
         record = rep.tasks.get(task)
-        done = (record is not None and record.state.terminal) or not run.owned()
+        ended = record is not None and record.state.terminal
+        done = ended or not run.owned()
         offset = _copy_from(path, offset, out)
         if done:
             _copy_from(path, offset, out)
             out.close()
-            return
+            return None if ended or record is None else _why_cut(run, task)
         time.sleep(poll)
+
+
+def _why_cut(run: RunDir, task: str) -> str | None:
+    """The run has no owner and its journal never recorded the task's end: its engine died, unless the run ended
+    as runs do and only its journal stopped early (a full state dir: the summary holds how the tasks ended)."""
+    summary = run.read_summary()
+    if summary is not None and summary.get("interrupted_by") != "crash":
+        return None
+    return (f"the engine of run {run.run_id} died before {task} ended: its log stops here "
+            f"(`tuidag runs` ends what the run's tasks left)")
 
 
 def _copy_from(path: Path, offset: int, out: LogPrinter) -> int:
