@@ -33,7 +33,7 @@ class Forecast(NamedTuple):
     earliest_end: float | None     # the end with unknown durations counted as zero: a lower bound (None: no tasks)
 
 
-class DagShape(NamedTuple):
+class ForecastShape(NamedTuple):
     """What the simulation needs of a DAG. Field names are `simulate`'s parameters: `simulate(**shape._asdict(),
     now=..., ...)`."""
     dag_deps: Mapping[str, Sequence[str]]
@@ -43,9 +43,9 @@ class DagShape(NamedTuple):
     requests: Mapping[str, Mapping[str, int]]
 
 
-def shape_of(dag: DagSpec, max_parallel: int | None = None) -> DagShape:
+def shape_of(dag: DagSpec, max_parallel: int | None = None) -> ForecastShape:
     """The shape of a DagSpec (a live run's, or `store.run_dag.dag_from_header`'s for a stored one)."""
-    return DagShape({name: tuple(task.depends_on) for name, task in dag.tasks.items()},
+    return ForecastShape({name: tuple(task.depends_on) for name, task in dag.tasks.items()},
                     tuple(dag.topological_order), max(1, max_parallel or dag.max_parallel), dict(dag.resources),
                     {name: {kind: req.count for kind, req in task.resources.items()}
                      for name, task in dag.tasks.items() if task.resources})
