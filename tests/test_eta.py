@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tuidag.engine.events import TaskSnapshot
-from tuidag.model.forecast import ForecastShape, Forecast
+from tuidag.model.forecast import Forecast, ForecastShape
 from tuidag.model.state import TaskState as S
 from tuidag.views.eta import Progress, eta_text, live_forecast, progress
 

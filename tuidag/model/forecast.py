@@ -20,6 +20,7 @@ from bisect import bisect_right
 from collections import deque
 from typing import AbstractSet, Iterable, Mapping, NamedTuple, Sequence
 
+from .admission import admit
 from .spec import DagSpec
 from .timeline import Segment, SegmentKind
 
@@ -167,23 +168,17 @@ class _Simulation:
             self.ready.append(name)
 
     def _admit(self) -> None:
-        """engine/slots.py SlotPool.admit on counts: in order, with reservations for waiters that cannot start."""
-        free, want, waiters = self.free, self.want, self.waiters
-        reserved: set[str] = set()
-        keep = []
-        for i, name in enumerate(waiters):
-            if all(kind in reserved or free[kind] == 0 for kind in free):
-                keep.extend(waiters[i:])  # nothing left that anyone further back could take
-                break
-            req = want[name]
-            if not any(kind in reserved for kind in req) and all(free[k] >= c for k, c in req.items()):
-                for kind, count in req.items():
-                    free[kind] -= count
-                self.ready.append(name)
-            else:
-                keep.append(name)
-                reserved.update(req)
-        self.waiters = keep
+        """Slots to the waiters that may have them, by the scheduler's own rule (model/admission.py)."""
+        want, waiters = self.want, self.waiters
+        if not waiters:
+            return
+        admitted, blocked = admit(zip(waiters, map(want.__getitem__, waiters)), self.free, stop_early=True)
+        if admitted:
+            for name in admitted:
+                for kind, count in want[name].items():
+                    self.free[kind] -= count
+            self.ready.extend(admitted)
+            self.waiters = [*blocked, *waiters[len(admitted) + len(blocked):]]
 
     def _start(self, t: float) -> None:
         """Start queued tasks at `t` while threads are free."""
