@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -273,12 +271,6 @@ def test_a_log_watches_its_folder_until_the_file_exists(tmp_path: Path) -> None:
     assert index.watched == {tmp_path}
     append(tmp_path / "t.log", "x\n")
     assert index.watched == {tmp_path / "t.log"}
-
-
-def test_importing_the_core_does_not_import_textual() -> None:
-    code = ("import sys, tuidag.views.log_index, tuidag.views.combined_log, tuidag.views.log_watcher; "
-            "assert 'textual' not in sys.modules, 'textual imported'")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
 
 
 def test_a_slice_boundary_is_not_shown_as_a_line(log: Path) -> None:
