@@ -17,14 +17,14 @@ KINDS = ("gpu", "db", "licence")
 def slot_demands(draw):
     """(order, capacities, requests, durations): independent tasks, each asking for some slots of the declared
     kinds (at most the capacity, as `model.resources.resolve` ensures) or none."""
-    capacities = {kind: draw(st.integers(1, 3)) for kind in draw(st.sets(st.sampled_from(KINDS), min_size=1))}
-    order = [f"t{i}" for i in range(draw(st.integers(1, 12)))]
-    requests = {}
-    for name in order:
-        kinds = draw(st.sets(st.sampled_from(sorted(capacities))))
-        if kinds:
-            requests[name] = {kind: draw(st.integers(1, capacities[kind])) for kind in sorted(kinds)}
-    durations = {name: float(draw(st.integers(1, 4))) for name in order}
+    capacities = draw(st.dictionaries(st.sampled_from(KINDS), st.integers(1, 3), min_size=1))
+    tasks = draw(st.lists(st.tuples(st.dictionaries(st.sampled_from(KINDS), st.integers(1, 3)), st.integers(1, 4)),
+                          min_size=1, max_size=12))
+    order = [f"t{i}" for i in range(len(tasks))]
+    requests = {name: asked for name, (wanted, _) in zip(order, tasks)
+                if (asked := {kind: min(count, capacities[kind]) for kind, count in wanted.items()
+                              if kind in capacities})}
+    durations = {name: float(seconds) for name, (_, seconds) in zip(order, tasks)}
     return order, capacities, requests, durations
 
 
