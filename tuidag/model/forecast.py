@@ -4,8 +4,8 @@
 durations, nor a longest path that ignores `max_parallel` and resource slots):
 - a task is ready once all its dependencies are done; ready tasks are taken first come, first served;
 - a task asking for resource slots waits for them in order, and a waiter that cannot have its slots reserves the
-  kinds it asks for, so no later waiter takes them (engine/slots.py); it holds its slots from then on, even while
-  it waits for one of the `max_parallel` threads (engine/scheduler.py);
+  kinds it asks for, so no later waiter takes them (admission.py, the rule the engine follows too); it holds its
+  slots from then on, even while it waits for one of the `max_parallel` threads (engine/scheduler.py);
 - at most `max_parallel` tasks run at once.
 A running task ends at `max(now, start + expected)`: one running longer than expected ends "any moment now".
 
