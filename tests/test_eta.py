@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from tuidag.engine.events import TaskSnapshot
-from tuidag.model.forecast import DagShape, Forecast
+from tuidag.model.forecast import Forecast, ForecastShape
 from tuidag.model.state import TaskState as S
 from tuidag.views.eta import Progress, eta_text, live_forecast, progress
 
-SHAPE = DagShape({"b": ["a"], "c": ["b"], "e": ["d"], "g": ["f"]}, "abcdefg", 4, {}, {})
+SHAPE = ForecastShape({"b": ["a"], "c": ["b"], "e": ["d"], "g": ["f"]}, "abcdefg", 4, {}, {})
 EXPECTED = {name: 10.0 for name in "abcdefg"}
 
 

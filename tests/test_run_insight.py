@@ -5,10 +5,10 @@ import re
 import subprocess
 import sys
 
-from tuidag.model.forecast import DagShape
+from tuidag.model.forecast import ForecastShape
 from tuidag.views.run_insight import path_text, run_insight, summary_lines
 
-DIAMOND = DagShape({"b": ["a"], "c": ["a"], "d": ["b", "c"]}, "abcd", 4, {}, {})
+DIAMOND = ForecastShape({"b": ["a"], "c": ["a"], "d": ["b", "c"]}, "abcd", 4, {}, {})
 
 
 def test_a_finished_diamond_names_its_long_branch_and_what_halving_saves():
@@ -29,7 +29,7 @@ def test_reused_and_never_run_tasks_are_not_on_the_path_nor_sped_up():
 
 def test_a_long_path_is_shown_by_its_ends_and_a_count_of_the_middle():
     n = 100
-    shape = DagShape({f"t{i}": [f"t{i - 1}"] for i in range(1, n)}, [f"t{i}" for i in range(n)], 1, {}, {})
+    shape = ForecastShape({f"t{i}": [f"t{i - 1}"] for i in range(1, n)}, [f"t{i}" for i in range(n)], 1, {}, {})
     spans = {f"t{i}": (i, i + 1) for i in range(n)}
     insight = run_insight(shape, spans, started=0)
     assert len(insight.path) == n
@@ -39,7 +39,7 @@ def test_a_long_path_is_shown_by_its_ends_and_a_count_of_the_middle():
 
 def test_when_no_single_halving_helps_the_summary_says_so():
     # Two equal tasks side by side: halving either alone leaves the other as long.
-    shape = DagShape({}, "xy", 2, {}, {})
+    shape = ForecastShape({}, "xy", 2, {}, {})
     insight = run_insight(shape, {"x": (0, 4), "y": (0, 4)}, started=0)
     assert insight.faster == []
     assert summary_lines(insight).endswith("no single task made twice as fast would shorten the run noticeably\n")

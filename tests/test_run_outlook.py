@@ -3,7 +3,7 @@ header's ETA forms with and without history, and the path's rows with durations.
 from __future__ import annotations
 
 from tuidag.engine.events import TaskSnapshot
-from tuidag.model.forecast import DagShape
+from tuidag.model.forecast import ForecastShape
 from tuidag.model.state import TaskState
 from tuidag.model.timeline import Segment, SegmentKind
 from tuidag.views.run_outlook import actual_spans, eta_forms, outlook, path_rows
@@ -12,7 +12,7 @@ S = TaskState
 RUN = SegmentKind.RUNNING
 #: a -> (slow | quick) -> end, and a lone task
 DEPS = {"a": (), "slow": ("a",), "quick": ("a",), "end": ("slow", "quick"), "lone": ()}
-SHAPE = DagShape(DEPS, tuple(DEPS), 4, {}, {})
+SHAPE = ForecastShape(DEPS, tuple(DEPS), 4, {}, {})
 
 
 def snap(name, state, start=None, end=None, **fields) -> TaskSnapshot:

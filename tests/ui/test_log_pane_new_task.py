@@ -9,7 +9,7 @@ from functools import partial
 
 from pilot_helpers import open_app, select, until
 from tuidag.ui.widgets import log_view
-from tuidag.views.log_index import LogWatcher
+from tuidag.views.log_watcher import LogWatcher
 
 
 def gated_late_task(new_session, monkeypatch, gate: str, late: str):

@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 
 from tuidag.ui.widgets import log_view
 from tuidag.ui.widgets.log_view import LogView
-from tuidag.views.log_index import CombinedLog
+from tuidag.views.combined_log import CombinedLog
 
 from pilot_helpers import until
 

@@ -4,8 +4,8 @@
 durations, nor a longest path that ignores `max_parallel` and resource slots):
 - a task is ready once all its dependencies are done; ready tasks are taken first come, first served;
 - a task asking for resource slots waits for them in order, and a waiter that cannot have its slots reserves the
-  kinds it asks for, so no later waiter takes them (engine/slots.py); it holds its slots from then on, even while
-  it waits for one of the `max_parallel` threads (engine/scheduler.py);
+  kinds it asks for, so no later waiter takes them (admission.py, the rule the engine follows too); it holds its
+  slots from then on, even while it waits for one of the `max_parallel` threads (engine/scheduler.py);
 - at most `max_parallel` tasks run at once.
 A running task ends at `max(now, start + expected)`: one running longer than expected ends "any moment now".
 
@@ -20,6 +20,7 @@ from bisect import bisect_right
 from collections import deque
 from typing import AbstractSet, Iterable, Mapping, NamedTuple, Sequence
 
+from .admission import admit
 from .spec import DagSpec
 from .timeline import Segment, SegmentKind
 
@@ -33,7 +34,7 @@ class Forecast(NamedTuple):
     earliest_end: float | None     # the end with unknown durations counted as zero: a lower bound (None: no tasks)
 
 
-class DagShape(NamedTuple):
+class ForecastShape(NamedTuple):
     """What the simulation needs of a DAG. Field names are `simulate`'s parameters: `simulate(**shape._asdict(),
     now=..., ...)`."""
     dag_deps: Mapping[str, Sequence[str]]
@@ -43,9 +44,9 @@ class DagShape(NamedTuple):
     requests: Mapping[str, Mapping[str, int]]
 
 
-def shape_of(dag: DagSpec, max_parallel: int | None = None) -> DagShape:
+def shape_of(dag: DagSpec, max_parallel: int | None = None) -> ForecastShape:
     """The shape of a DagSpec (a live run's, or `store.run_dag.dag_from_header`'s for a stored one)."""
-    return DagShape({name: tuple(task.depends_on) for name, task in dag.tasks.items()},
+    return ForecastShape({name: tuple(task.depends_on) for name, task in dag.tasks.items()},
                     tuple(dag.topological_order), max(1, max_parallel or dag.max_parallel), dict(dag.resources),
                     {name: {kind: req.count for kind, req in task.resources.items()}
                      for name, task in dag.tasks.items() if task.resources})
@@ -73,122 +74,153 @@ def simulate(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now
     dependencies ended (then `order`); a retrying task belongs in neither `finished` nor `running`: it runs again
     for its whole expected duration.
     Unknown durations count as zero for the spans (a lower bound) and make `end` None."""
-    index = {name: i for i, name in enumerate(order)}
-    children: dict[str, list[str]] = {name: [] for name in order}
-    for name in order:
-        for dep in dag_deps.get(name, ()):
-            if dep in children:
-                children[dep].append(name)
-    never = _downstream(blocked, children, finished, running)
-    spans: dict[str, Span] = {name: tuple(span) for name, span in finished.items() if name in index}
-    unknown: list[str] = []
+    return _Simulation(dag_deps, order, now, finished, running, expected, max_parallel, capacities, requests,
+                       blocked).run()
 
-    def duration(name: str) -> float:
-        seconds = expected.get(name)
+
+class _Simulation:
+    """One play of `simulate`: the clock is the end of the next running task (a heap of ends); at each end the
+    task's threads and slots are freed, its children that have nothing left to wait for queue, and the queued
+    tasks start as threads and slots allow."""
+
+    def __init__(self, dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], now: float,
+                 finished: Mapping[str, Span], running: Mapping[str, float], expected: Mapping[str, float],
+                 max_parallel: int, capacities: Mapping[str, int], requests: Mapping[str, Mapping[str, int]],
+                 blocked: AbstractSet[str]) -> None:
+        self.dag_deps, self.order, self.now, self.max_parallel = dag_deps, order, now, max_parallel
+        self.finished, self.running, self.expected = finished, running, expected
+        self.index = index = {name: i for i, name in enumerate(order)}
+        self.children: dict[str, list[str]] = {name: [] for name in order}
+        for name in order:
+            for dep in dag_deps.get(name, ()):
+                if dep in self.children:
+                    self.children[dep].append(name)
+        self.never = _downstream(blocked, self.children, finished, running)
+        self.spans: dict[str, Span] = {name: tuple(span) for name, span in finished.items() if name in index}
+        self.unknown: list[str] = []
+        self.free = free = {kind: max(0, int(count)) for kind, count in capacities.items()}
+        # Kinds the DAG has, no more than it has (a tampered header must not make a task wait forever).
+        self.want = {name: held for name, req in requests.items() if name in index
+                     if (held := {kind: min(int(count), free[kind]) for kind, count in (req or {}).items()
+                                  if kind in free and count > 0 and free[kind] > 0})}
+        self.events: list[tuple[float, int, str]] = []  # (end, start order, task)
+        self.seq = 0
+        self.busy = 0  # threads taken
+        self.missing: dict[str, int] = {}  # remaining task -> dependencies not done yet
+        self.ready: deque[str] = deque()  # admitted to their slots (if any), waiting for a thread
+        self.waiters: list[str] = []  # waiting for slots, in the order they started waiting
+
+    def run(self) -> Forecast:
+        self._place_running()
+        for _, _, name in sorted(self._ready_now()):
+            self._enqueue(name)
+        self._start(self.now)
+        events = self.events
+        while events:
+            t = events[0][0]
+            while events and events[0][0] == t:
+                self._end(heapq.heappop(events)[2])
+            self._start(t)
+        return self._forecast()
+
+    def _duration(self, name: str) -> float:
+        seconds = self.expected.get(name)
         if seconds is None:
-            unknown.append(name)
+            self.unknown.append(name)
             return 0.0
         return max(0.0, float(seconds))
 
-    free = {kind: max(0, int(count)) for kind, count in capacities.items()}
-    # Kinds the DAG has, no more than it has (a tampered header must not make a task wait forever).
-    want = {name: held for name, req in requests.items() if name in index
-            if (held := {kind: min(int(count), free[kind]) for kind, count in (req or {}).items()
-                         if kind in free and count > 0 and free[kind] > 0})}
-    no_slots: dict[str, int] = {}
+    def _place_running(self) -> None:
+        """The running tasks hold their threads and slots until they end."""
+        index, running = self.index, self.running
+        for name in sorted(running, key=lambda n: index.get(n, len(index))):
+            if name not in index:
+                continue
+            start = running[name]
+            end = max(self.now, start + self._duration(name))
+            self.spans[name] = (start, end)
+            for kind, count in self.want.get(name, _NO_SLOTS).items():
+                self.free[kind] -= count
+            self._push(end, name)
+        self.busy = len(self.events)
 
-    events: list[tuple[float, int, str]] = []  # (end, start order, task)
-    seq = 0
-    for name in sorted(running, key=lambda n: index.get(n, len(index))):
-        if name not in index:
-            continue
-        start = running[name]
-        end = max(now, start + duration(name))
-        spans[name] = (start, end)
-        for kind, count in want.get(name, no_slots).items():
-            free[kind] -= count
-        heapq.heappush(events, (end, seq, name))
-        seq += 1
-    busy = len(events)
-
-    missing = {}  # remaining task -> dependencies not done yet
-    first: list[tuple[float, int, str]] = []
-    for name in order:
-        if name in spans or name in never:
-            continue
-        deps = [d for d in dict.fromkeys(dag_deps.get(name, ())) if d in index]
-        waiting = sum(1 for d in deps if d not in finished)
-        if waiting:
-            missing[name] = waiting
-        else:
-            first.append((max((finished[d][1] for d in deps), default=float("-inf")), index[name], name))
-
-    ready: deque[str] = deque()
-    waiters: list[str] = []
-
-    def admit() -> None:
-        """engine/slots.py SlotPool.admit on counts: in order, with reservations for waiters that cannot start."""
-        nonlocal waiters
-        reserved: set[str] = set()
-        keep = []
-        for i, name in enumerate(waiters):
-            if all(kind in reserved or free[kind] == 0 for kind in free):
-                keep.extend(waiters[i:])  # nothing left that anyone further back could take
-                break
-            req = want.get(name, no_slots)
-            if not any(kind in reserved for kind in req) and all(free[k] >= c for k, c in req.items()):
-                for kind, count in req.items():
-                    free[kind] -= count
-                ready.append(name)
+    def _ready_now(self) -> list[tuple[float, int, str]]:
+        """(when its last dependency ended, place in `order`, task) for each remaining task ready at `now`; the
+        others count the dependencies they still wait for in `missing`."""
+        index, finished = self.index, self.finished
+        first = []
+        for name in self.order:
+            if name in self.spans or name in self.never:
+                continue
+            deps = [d for d in dict.fromkeys(self.dag_deps.get(name, ())) if d in index]
+            waiting = sum(1 for d in deps if d not in finished)
+            if waiting:
+                self.missing[name] = waiting
             else:
-                keep.append(name)
-                reserved.update(req)
-        waiters = keep
+                first.append((max((finished[d][1] for d in deps), default=float("-inf")), index[name], name))
+        return first
 
-    def enqueue(name: str) -> None:
-        if want.get(name, no_slots):
-            waiters.append(name)
-            admit()
+    def _enqueue(self, name: str) -> None:
+        if self.want.get(name, _NO_SLOTS):
+            self.waiters.append(name)
+            self._admit()
         else:
-            ready.append(name)
+            self.ready.append(name)
 
-    def start(t: float) -> None:
-        nonlocal busy, seq
-        while ready and busy < max_parallel:
+    def _admit(self) -> None:
+        """Slots to the waiters that may have them, by the scheduler's own rule (model/admission.py)."""
+        want, waiters = self.want, self.waiters
+        if not waiters:
+            return
+        admitted, blocked = admit(zip(waiters, map(want.__getitem__, waiters)), self.free, stop_early=True)
+        if admitted:
+            for name in admitted:
+                for kind, count in want[name].items():
+                    self.free[kind] -= count
+            self.ready.extend(admitted)
+            self.waiters = [*blocked, *waiters[len(admitted) + len(blocked):]]
+
+    def _start(self, t: float) -> None:
+        """Start queued tasks at `t` while threads are free."""
+        ready = self.ready
+        while ready and self.busy < self.max_parallel:
             name = ready.popleft()
-            end = t + duration(name)
-            spans[name] = (t, end)
-            heapq.heappush(events, (end, seq, name))
-            seq += 1
-            busy += 1
+            end = t + self._duration(name)
+            self.spans[name] = (t, end)
+            self._push(end, name)
+            self.busy += 1
 
-    for _, _, name in sorted(first):
-        enqueue(name)
-    start(now)
-    while events:
-        t = events[0][0]
-        while events and events[0][0] == t:
-            _, _, name = heapq.heappop(events)
-            busy -= 1
-            held = want.get(name, no_slots)
-            if held:
-                for kind, count in held.items():
-                    free[kind] += count
-                admit()
-            for child in children.get(name, ()):
-                if child in missing:
-                    missing[child] -= 1
-                    if not missing[child]:
-                        del missing[child]
-                        enqueue(child)
-        start(t)
+    def _push(self, end: float, name: str) -> None:
+        heapq.heappush(self.events, (end, self.seq, name))
+        self.seq += 1
 
-    stuck = [name for name in order if name not in spans and name not in never]  # only with cyclic deps given
-    unknown = sorted(set(unknown) | set(stuck), key=index.__getitem__)
-    last = max((end for _, end in spans.values()), default=None)
-    if last is None and (running or finished):
-        last = now
-    return Forecast(None if unknown else last, spans, tuple(unknown), last)
+    def _end(self, name: str) -> None:
+        """`name` ended: its thread and slots are free, and its children may be ready."""
+        self.busy -= 1
+        held = self.want.get(name, _NO_SLOTS)
+        if held:
+            for kind, count in held.items():
+                self.free[kind] += count
+            self._admit()
+        missing = self.missing
+        for child in self.children.get(name, ()):
+            if child in missing:
+                missing[child] -= 1
+                if not missing[child]:
+                    del missing[child]
+                    self._enqueue(child)
+
+    def _forecast(self) -> Forecast:
+        spans, never, index = self.spans, self.never, self.index
+        stuck = [name for name in self.order if name not in spans and name not in never]  # only with cyclic deps
+        unknown = sorted(set(self.unknown) | set(stuck), key=index.__getitem__)
+        last = max((end for _, end in spans.values()), default=None)
+        if last is None and (self.running or self.finished):
+            last = self.now
+        return Forecast(None if unknown else last, spans, tuple(unknown), last)
+
+
+_NO_SLOTS: Mapping[str, int] = {}
 
 
 def _downstream(blocked: Iterable[str], children: Mapping[str, Sequence[str]], finished: Mapping[str, Span],

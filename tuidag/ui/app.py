@@ -37,7 +37,7 @@ from ..model.state import TaskState
 from ..views.fuzzy import FuzzyFinder
 from ..views.graph_layout import GraphLayout, LayoutStyle, Zoom, dag_deps, layout_dag
 from ..views.headless import TASK_COLOURS
-from ..views.log_index import CombinedLog
+from ..views.combined_log import CombinedLog
 from ..views.task_filter import TaskFilter
 from ..views.timeline_layout import Density
 from ..views.run_outlook import Outlook, outlook, path_rows

@@ -12,7 +12,7 @@ from typing import Mapping, NamedTuple
 
 from ..engine.events import TaskSnapshot
 from ..model.durations import format_duration
-from ..model.forecast import DagShape, Forecast, simulate
+from ..model.forecast import Forecast, ForecastShape, simulate
 from ..model.state import TaskState
 
 S = TaskState
@@ -20,7 +20,7 @@ OVERRUN = 2.0
 """A running attempt is unusually long past this many times its expected duration."""
 
 
-def live_forecast(shape: DagShape, snapshots: Mapping[str, TaskSnapshot], expected: Mapping[str, float],
+def live_forecast(shape: ForecastShape, snapshots: Mapping[str, TaskSnapshot], expected: Mapping[str, float],
                   now: float) -> Forecast:
     finished: dict[str, tuple[float, float]] = {}
     running: dict[str, float] = {}

@@ -11,27 +11,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from typing import Protocol
 
-from .log_index import LONG_LINE_SEARCH_CHARS
+from .log_lines import LONG_LINE_SEARCH_CHARS, LogLines
 from .terminal_text import strip_ansi
-
-
-class Searchable(Protocol):
-    """What `LogIndex` and `CombinedLog` both offer."""
-
-    dropped: int
-    generation: int
-
-    @property
-    def line_count(self) -> int: ...
-
-    @property
-    def complete_lines(self) -> int: ...
-
-    def line(self, i: int, max_chars: int | None = None) -> str: ...
-
-    def matching_lines(self, query: str, first: int, max_bytes: int = ...) -> tuple[list[int], int]: ...
 
 
 class MatchCount:
@@ -44,11 +26,11 @@ class MatchCount:
         self._next = 0  # the number of the first complete line not counted yet
         self._generation: int | None = None
 
-    def counted(self, source: Searchable) -> bool:
+    def counted(self, source: LogLines) -> bool:
         """Every complete line of `source` is counted."""
         return self._generation == source.generation and self._next >= source.dropped + source.complete_lines
 
-    def advance(self, source: Searchable, max_bytes: int) -> None:
+    def advance(self, source: LogLines, max_bytes: int) -> None:
         """Count about `max_bytes` more of `source`'s complete lines."""
         if self._generation != source.generation:
             self._generation, self._hits, self._next = source.generation, array("q"), source.dropped
@@ -58,7 +40,7 @@ class MatchCount:
         self._hits.extend(dropped + line for line in hits)
         self._next = dropped + after
 
-    def position(self, source: Searchable, line: int | None) -> tuple[int | None, int]:
+    def position(self, source: LogLines, line: int | None) -> tuple[int | None, int]:
         """(which match line `line` is, from 1, or None if it is none or not counted yet; how many there are so far).
         """
         if self._generation != source.generation:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import AbstractSet, Mapping, NamedTuple
 
 from ..model.durations import format_duration
-from ..model.forecast import DagShape, Span, critical_path, speedups
+from ..model.forecast import ForecastShape, Span, critical_path, speedups
 
 SHOWN_AT_ENDS = 4
 """Tasks of a long critical path shown at its start and at its end in the one-line form; the middle is counted."""
@@ -29,7 +29,7 @@ class Insight(NamedTuple):
     faster: list[tuple[str, float]]    # (task, seconds the run would have been shorter with it halved), most first
 
 
-def run_insight(shape: DagShape, spans: Mapping[str, Span], started: float,
+def run_insight(shape: ForecastShape, spans: Mapping[str, Span], started: float,
                 reused: AbstractSet[str] = frozenset()) -> Insight:
     """`spans`: each task that ran, from its first attempt's start to its last one's end (`forecast.task_spans`, or
     the snapshots' started_at/finished_at). Tasks that never ran (skipped, cancelled while waiting) are blocked in

@@ -12,7 +12,7 @@ from typing import Mapping, NamedTuple, Sequence
 
 from ..engine.events import TaskSnapshot
 from ..model.durations import format_duration
-from ..model.forecast import DagShape, Forecast, Span, critical_path, task_spans
+from ..model.forecast import Forecast, ForecastShape, Span, critical_path, task_spans
 from ..model.timeline import Segment
 from .eta import eta_text, live_forecast
 
@@ -40,7 +40,7 @@ def actual_spans(snapshots: Mapping[str, TaskSnapshot], segments: Mapping[str, S
     return spans
 
 
-def outlook(shape: DagShape, snapshots: Mapping[str, TaskSnapshot], segments: Mapping[str, Sequence[Segment]], *,
+def outlook(shape: ForecastShape, snapshots: Mapping[str, TaskSnapshot], segments: Mapping[str, Sequence[Segment]], *,
             now: float, expected: Mapping[str, float], finished: bool) -> Outlook:
     if finished:
         actual = actual_spans(snapshots, segments, now)

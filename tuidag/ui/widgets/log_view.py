@@ -50,7 +50,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...views.log_index import CombinedLog, LogIndex, LogWatcher
+from ...views.combined_log import CombinedLog
+from ...views.log_index import LogIndex
+from ...views.log_watcher import LogWatcher
 from ...views.match_count import MatchCount
 from ...views.terminal_text import printable
 
