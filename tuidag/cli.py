@@ -15,7 +15,7 @@ from .model.errors import DagErrors
 from .model.loader import load_dag
 from .model.spec import DagSpec
 from . import control_commands, history_commands
-from .cli_common import UsageError, one_run, open_store, state_dir_of
+from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
 
@@ -268,10 +268,9 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
                                 resume_from=earlier, executor=executor)
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
-    if earlier:
-        reused = [n for n, s in session.scheduler.snapshot().items() if s.reused]
-        print(f"tuidag: resuming {earlier.run_id}: reusing {len(reused)} of {len(dag.tasks)} tasks"
-              + (f" ({', '.join(reused)})" if 0 < len(reused) <= 10 else ""), file=sys.stderr)
+    if session.reuse is not None:
+        print(f"tuidag: resuming {earlier.run_id}: {printable(session.reuse.describe(len(dag.tasks)))}",
+              file=sys.stderr)
     return session
 
 
