@@ -210,7 +210,27 @@ def _syntax_error(exc: MarkedYAMLError, file: str) -> DagError:
         started = context_mark and problem_mark and context_mark.line != problem_mark.line
         message += f" ({exc.context}" + (f" started on line {context_mark.line + 1})" if started else ")")
     mark = problem_mark or context_mark
+    if exc.problem == "mapping values are not allowed here" and problem_mark is not None:
+        message += _colon_hint(problem_mark)
     return DagError(message, _location(file, mark) if mark else Location(file, 1, 1))
+
+
+def _colon_hint(mark: Mark) -> str:
+    """What to do about the most common YAML mistake: a plain value with `: ` in it (`run: python3 -c "while True:
+    pass"`) reads as a second key. The key is taken from the line the mark is on (the pure loader's marks carry the
+    text), so the advice names it."""
+    buffer = getattr(mark, "buffer", None)
+    key = None
+    if isinstance(buffer, str):
+        start = buffer.rfind("\n", 0, mark.pointer) + 1
+        found = _KEY_ON_LINE.match(buffer, start, mark.pointer)
+        key = found.group(1) if found else None
+    block = f"write it as a block ({key}: | with the value on the lines below, indented)" if key \
+        else "write it as a block (| with the value on the lines below, indented)"
+    return f": quote a value holding ': ' ('...' or \"...\") or {block}"
+
+
+_KEY_ON_LINE = re.compile(r"[ \t]*(?:-[ \t]+)?([A-Za-z0-9_.-]+):[ \t]")
 
 
 def _location(file: str, mark: Mark) -> Location:
