@@ -2,6 +2,8 @@
 head-of-line blocking, no starvation of large requests, slots released however an attempt ends."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from dags import finish, make_dag, start_run
@@ -217,6 +219,58 @@ def test_a_request_for_an_undeclared_kind_or_over_capacity_is_a_located_error_an
     assert proc.returncode == 0, proc.stderr
 
 
+MIXED_SLOT_MISTAKES = """\
+resources: {gpu: 2}
+tasks:
+  a:
+    run: touch started
+    resources: {gpu: 0.5}
+  b:
+    run: touch started
+    resources: {gpu: 3}
+  c:
+    run: touch started
+    resources: {tpu: 1}
+"""
+
+
+def test_every_slot_mistake_of_a_file_is_reported_with_the_others(tmp_path):
+    """A count that is not a whole number is found while reading the file, a request over its capacity and an
+    undeclared kind once the capacities are known (the command line may add some): all three at once."""
+    dag = write(tmp_path / "dag.yaml", MIXED_SLOT_MISTAKES)
+    bad_count = f"{dag}:5:22: task 'a': resources: 'gpu' must be a positive integer, got 0.5"
+    undeclared = (f"{dag}:11:17: task 'c' asks for 1 'tpu' slot(s), but no capacity for 'tpu' is declared: add it "
+                  f"to the DAG's 'resources' or pass --resources tpu=N")
+    for command in ("run", "validate"):
+        proc = tuidag(command, str(dag), cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.splitlines() == [
+            bad_count, f"{dag}:8:17: task 'b' asks for 3 'gpu' slots, more than the capacity of 2", undeclared]
+    proc = tuidag("run", "--resources", "gpu=4", str(dag), cwd=tmp_path)  # judged by the capacities given
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [bad_count, undeclared]
+    assert not (tmp_path / "started").exists() and not RunStore(tmp_path / ".tuidag").runs()
+    # capacities that are wrong themselves can't judge a request: no follow-on errors
+    write(dag, MIXED_SLOT_MISTAKES.replace("{gpu: 2}", "{gpu: two}"))
+    proc = tuidag("validate", str(dag), cwd=tmp_path)
+    assert proc.returncode == 2 and [line.split(": ", 1)[0] for line in proc.stderr.splitlines()] == [
+        f"{dag}:1:18", f"{dag}:5:22"]
+
+
+def test_every_slot_mistake_of_a_python_dag_is_reported_with_the_others(tmp_path):
+    script = write(tmp_path / "py_dag.py", "from tuidag import Dag\n"
+                                           "dag = Dag('py', resources={'gpu': 2})\n"
+                                           "dag.shell('a', 'touch started', resources={'gpu': 0.5})\n"
+                                           "dag.shell('b', 'touch started', resources={'gpu': 3})\n"
+                                           "dag.shell('c', 'touch started', resources={'tpu': 1})\n"
+                                           "if __name__ == '__main__':\n    dag.main()\n")
+    for command in ([sys.executable, "-m", "tuidag", "run", str(script)], [sys.executable, str(script)]):
+        proc = subprocess.run([*command, "--no-tui"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert [line.split(": ", 1)[0] for line in proc.stderr.splitlines()] == [
+            f"{script}:3:1", f"{script}:4:1", f"{script}:5:1"], proc.stderr
+        assert "more than the capacity of 2" in proc.stderr and "no capacity for 'tpu'" in proc.stderr
+    assert not (tmp_path / "started").exists()
+
+
 def test_resources_flag_below_a_request_names_the_task_and_the_flag(tmp_path):
     dag = write(tmp_path / "dag.yaml", SLOTTED_DAG)
     proc = tuidag("run", "--resources", "gpu=1", str(dag), cwd=tmp_path)
@@ -277,6 +331,7 @@ def test_skypilot_accelerators_hold_slots_only_when_a_capacity_is_declared(tmp_p
     dag = write(tmp_path / "sky.yaml", SKYPILOT_PIPELINE)
     proc = tuidag("run", "-q", "--resources", "V100=4", str(dag), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    assert "note:" not in proc.stderr  # nothing of 'resources' is ignored: the accelerators hold slots
     assert "[first]  --> RUNNING [slots V100:0,1]" in proc.stdout and "[second] --> RUNNING [slots V100:0]" in proc.stdout
     logs = RunStore(tmp_path / ".tuidag").runs()[-1].logs
     assert (logs / "first.log").read_text().splitlines()[-1] == "first 0,1 0,1 2"
@@ -293,3 +348,17 @@ def test_skypilot_accelerators_hold_slots_only_when_a_capacity_is_declared(tmp_p
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1] == (f"--resources V100=1 is less than the 2 'V100' slots task 'first' asks "
                                             f"for ({dag}:5:17)")
+
+
+def test_the_skypilot_resources_note_says_what_is_ignored_given_the_capacities(tmp_path):
+    dag = write(tmp_path / "sky.yaml", "resources:\n  accelerators: A100:1\n  cpus: 4+\n  cloud: aws\n"
+                                       "run: echo $CUDA_VISIBLE_DEVICES\n")
+    for command in ("validate", "run"):
+        proc = tuidag(command, str(dag), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert f"{dag}:1:1: note: 'resources' is ignored when running locally\n" in proc.stderr
+        proc = tuidag(command, "--resources", "A100=2", str(dag), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert (f"{dag}:1:1: note: 'resources' other than accelerators is ignored when running locally "
+                f"(cpus, cloud)\n") in proc.stderr
+    assert (RunStore(tmp_path / ".tuidag").runs()[-1].logs / "sky.log").read_text().splitlines()[-1] == "0"

@@ -34,7 +34,7 @@ def load_python(path: str | os.PathLike[str]) -> DagSpec:
     try:
         return _load_python(path)
     except DagErrors as exc:  # Python records files by absolute path: show this one as it was given, like the
-        raise DagErrors([_shown_as(err, path) for err in exc.errors]) from None  # YAML loaders do
+        raise DagErrors([_shown_as(err, path) for err in exc.errors], exc.partial) from None  # YAML loaders do
 
 
 def _shown_as(err: DagError, path: Path) -> DagError:

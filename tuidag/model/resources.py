@@ -118,6 +118,18 @@ def resolve(dag: DagSpec, overrides: Mapping[str, int] | None = None, flag: str 
     return dag.replace(tasks=tasks, resources=capacities) if changed else dag
 
 
+def with_slot_errors(exc: DagErrors, overrides: Mapping[str, int] | None = None) -> DagErrors:
+    """`exc` with the errors `resolve` finds in the DAG as far as it was read (its `partial`), so that a file with a
+    bad count, a request over its capacity and an undeclared kind hears of all three at once."""
+    if exc.partial is None:
+        return exc
+    try:
+        resolve(exc.partial, overrides)
+    except DagErrors as more:
+        return DagErrors([*exc.errors, *more.errors])
+    return exc
+
+
 def cuda_kind(task: TaskSpec) -> str | None:
     """The kind of the task's requests whose slot numbers become CUDA_VISIBLE_DEVICES: the first CUDA one."""
     for kind, request in task.resources.items():

@@ -67,8 +67,8 @@ def load_yaml(path: Path, text: str | None = None, root: Node | None = None) -> 
         text = read_source(path)
     reader = _Reader(str(path))
     dag = reader.dag(compose(text, reader.file) if root is None else root, path)
-    if reader.errors:
-        raise DagErrors(reader.errors)
+    if reader.errors:  # requests can't be checked against capacities that are themselves wrong
+        raise DagErrors(reader.errors, partial=None if reader.capacities_wrong else dag)
     assert dag is not None  # every path that yields no spec reports an error
     return dag
 
@@ -248,6 +248,7 @@ class _Reader:
     def __init__(self, file: str):
         self.file = file
         self.errors: list[DagError] = []
+        self.capacities_wrong = False  # an error inside the top-level `resources` (then requests go unchecked)
 
     def at(self, node: Node) -> Location:
         return _location(self.file, node.start_mark)
@@ -279,6 +280,10 @@ class _Reader:
             "dask_address": partial(self.text, expected="an address like tcp://HOST:8786"),
         }
         settings = self.settings(fields, converters, ROOT_KEYS, prefix="")
+        if "resources" in fields:
+            start, end = fields["resources"][1].start_mark, fields["resources"][1].end_mark
+            self.capacities_wrong = any(err.location and (start.line + 1, start.column + 1) <= (
+                err.location.line, err.location.col) <= (end.line + 1, end.column + 1) for err in self.errors)
         if "resources" in settings:  # capacities
             settings["resources"] = {kind: count for kind, (count, _) in settings["resources"].items()}
         settings.setdefault("name", path.stem)
