@@ -82,3 +82,16 @@ def no_runs(store: RunStore, args: argparse.Namespace) -> str:
         listed = ", ".join(printable(os.path.relpath(path)) for path in found)
         message += f"\nfolders below this one that hold runs: {listed}"
     return message
+
+
+def no_such_task(task: str, runs: list[RunDir], message: str) -> UsageError:
+    """The error for a task name none of `runs` has: `message`, with the closest name of their tasks suggested
+    (` (did you mean 'train-large'?)`). Every command that takes task names (`logs`, `runs --task`, `cancel`,
+    `rerun`) says it this way."""
+    from .model.errors import did_you_mean
+
+    names: dict[str, None] = {}
+    for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
+        names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
+    return UsageError(printable(message + did_you_mean(task, names)))
+

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .cli_common import UsageError, one_run, open_store, printable, state_dir_of, where_runs
+from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_FAILED, EXIT_OK
 from .store.runs import RunDir, RunStore
 
@@ -93,10 +93,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _act(args: argparse.Namespace, op: str, word: str, said: Callable[[dict], str], **fields: Any) -> int:
     """Send `op` to the live run and print `said(reply)`; a refusal prints why (after what was done before it)
-    and gives exit code 1. No such live run: UsageError (exit 2)."""
+    and gives exit code 1. No such live run, or a task it does not have: UsageError (exit 2)."""
     from .control.client import ControlClient, NotLive, Refused
+    from .store.history import has_task
 
     run = find_live_run(args)
+    for task in fields.get("tasks", ()):
+        if not has_task(run, task):
+            raise no_such_task(task, [run], f"run {run.run_id} has no task {task!r}")
     try:
         with ControlClient(run) as client:
             answer = client.request(op, **fields)

@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cli_common import UsageError, no_runs, one_run, open_store, printable, state_dir_of, where_runs
+from .cli_common import UsageError, no_runs, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_OK
 from .model.durations import format_duration
-from .store.journal import read_header
 from .store.runs import RunDir, RunStore
 
 if TYPE_CHECKING:
@@ -108,7 +107,7 @@ def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) ->
                                            record.state.value + (" (reused)" if record.reused else ""),
                                            format_duration(duration), record.attempt))))
     if len(rows) == 1:
-        _no_such_task(args.task, runs, f"no run {where_runs(store, args.file)} has a task {args.task!r}")
+        raise no_such_task(args.task, runs, f"no run {where_runs(store, args.file)} has a task {args.task!r}")
     _print_table(rows)
     if len(durations) >= 2:
         last = durations[-TREND_RUNS:]
@@ -152,13 +151,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if args.run_id:
         run = one_run(matching(runs, args.run_id), args.run_id, where)
         if not has_task(run, args.task):
-            _no_such_task(args.task, [run], f"run {run.run_id} has no task {args.task!r}")
+            raise no_such_task(args.task, [run], f"run {run.run_id} has no task {args.task!r}")
     elif not runs:
         raise UsageError(no_runs(store, args))
     else:  # the latest run that has the task: a shared state dir also holds other DAGs' runs
         with_task = [r for r in runs if has_task(r, args.task)]
         if not with_task:
-            _no_such_task(args.task, runs, f"no run {where} has a task {args.task!r}")
+            raise no_such_task(args.task, runs, f"no run {where} has a task {args.task!r}")
         run = with_task[-1]
     path = run.log_path(args.task)
     out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
@@ -201,15 +200,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write the report to {printable(path)}: {exc.strerror or exc}") from None
     print(f"tuidag: report of run {run.run_id} ({printable(facts['run']['dag'])}) written to {printable(path)}")
     return EXIT_OK
-
-
-def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
-    from .model.errors import did_you_mean
-
-    names: dict[str, None] = {}
-    for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
-        names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
-    raise UsageError(printable(message + did_you_mean(task, names)))
 
 
 COMMANDS = {"runs": cmd_runs, "logs": cmd_logs, "report": cmd_report}
