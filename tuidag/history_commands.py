@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .cli_common import UsageError, no_runs, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_OK
 from .model.durations import format_duration
+from .model.state import COMPLETE_OUTCOMES
 from .store.runs import RunDir, RunStore
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     _print_table(rows)
     trends = _trends(infos)
     if trends:
-        print(f"\nduration trend per DAG, oldest to newest (the last {TREND_RUNS} finished runs):")
+        print(f"\nduration trend per DAG, oldest to newest (the last {TREND_RUNS} complete runs):")
         _print_table(trends)
     return EXIT_OK
 
@@ -68,15 +69,15 @@ TREND_RUNS = 20
 
 
 def _trends(infos: list[RunInfo]) -> list[tuple[str, ...]]:
-    """For each DAG with two finished runs or more: a sparkline of its last runs' durations, the latest and the
-    median. Runs still going on or interrupted are left out: their durations say nothing about the DAG."""
+    """For each DAG with two complete runs or more: a sparkline of its last runs' durations, the latest and the
+    median. Runs still going on, interrupted or cancelled are left out: their durations say nothing about the DAG."""
     from statistics import median
 
     from .views.sparkline import sparkline
 
     durations: dict[str, list[float]] = {}
     for info in infos:
-        if info.duration is not None and info.outcome not in ("running", "interrupted"):
+        if info.duration is not None and info.outcome in COMPLETE_OUTCOMES:
             durations.setdefault(info.dag, []).append(info.duration)
     return [(printable(dag), sparkline(values[-TREND_RUNS:]), f"latest {format_duration(values[-1])}",
              f"median {format_duration(median(values[-TREND_RUNS:]))}", _range(values[-TREND_RUNS:]))
@@ -91,7 +92,7 @@ def _range(values: list[float]) -> str:
 def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) -> int:
     """`runs --task NAME`: one task's state, duration and attempts in each run that has it, and its trend."""
     from .model.state import TaskState
-    from .store.history import task_record
+    from .store.history import run_info, task_record
     from .views.sparkline import sparkline
 
     rows = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
@@ -101,8 +102,8 @@ def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) ->
         if record is None:
             continue
         duration = record.duration if not record.reused else None
-        if duration is not None and record.state is TaskState.SUCCEEDED:
-            durations.append(duration)
+        if duration is not None and record.state is TaskState.SUCCEEDED and run_info(run).outcome in COMPLETE_OUTCOMES:
+            durations.append(duration)  # a trend of complete runs only, as the DAG's
         rows.append(tuple(map(printable, (run.run_id, _when(record.started_at),
                                            record.state.value + (" (reused)" if record.reused else ""),
                                            format_duration(duration), record.attempt))))

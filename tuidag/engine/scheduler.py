@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from ..model.resources import cuda_kind, format_slots, requests, resolve, slot_env
 from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
-from ..model.state import TERMINAL, TaskState, can_move
+from ..model.state import TERMINAL, TaskState, can_move, ended_outcome
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
 from .job_group import JobGroupStopper, stopped_by_group
@@ -130,7 +130,7 @@ class RunSummary(NamedTuple):
     def outcome(self) -> str:
         if self.interrupted_by:
             return "interrupted"
-        return "succeeded" if self.ok else "failed"
+        return ended_outcome((s.state for s in self.snapshots.values()), self.ok)
 
 
 class Scheduler:
@@ -643,7 +643,7 @@ class Scheduler:
             for t in self._tasks.values():
                 counts[t.state.value] = counts.get(t.state.value, 0) + 1
             ok = all(t.state is S.SUCCEEDED or stopped_by_group(t.snap) for t in self._tasks.values())
-            outcome = "succeeded" if ok else "failed"
+            outcome = ended_outcome((t.state for t in self._tasks.values()), ok)
             detail = outcome + " " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
             if self._paused:  # everything ended while paused (cancelled): a later re-run must not be held
                 self._paused = False
