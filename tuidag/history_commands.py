@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_common import UsageError, no_runs, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
-from .exit_codes import EXIT_OK
+from .exit_codes import EXIT_FAILED, EXIT_OK
 from .model.durations import format_duration
 from .model.state import COMPLETE_OUTCOMES
 from .store.runs import RunDir, RunStore
@@ -168,10 +168,46 @@ def cmd_logs(args: argparse.Namespace) -> int:
         elif os.path.lexists(path):
             copy_log(path, out)
         else:
-            print(f"tuidag: {args.task} has no output yet ({path})", file=sys.stderr)
+            return _no_output(store, run, runs, args)
     except UnsafeLog as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
+
+
+def _no_output(store: RunStore, run: RunDir, runs: list[RunDir], args: argparse.Namespace) -> int:
+    """A task without a log in `run`: one that has not started yet in a live run has no output *yet* (exit 0); one
+    that never ran there (cancelled or skipped before it started, or the run ended first) is said to have never run,
+    why, and which run last has output of it (exit 1)."""
+    from .model.state import TaskState
+    from .store.history import task_record
+
+    task = args.task
+    record = task_record(run, task)
+    live = run.owned()
+    if record is None or record.attempt or (live and not record.state.terminal):
+        print(f"tuidag: {printable(task)} has no output yet ({printable(run.log_path(task))})", file=sys.stderr)
+        return EXIT_OK
+    if record.reused:
+        why = "its result was reused from an earlier run"
+    elif record.state.terminal:
+        reason = f" ({printable(record.reason)})" if record.reason else ""
+        when = "" if record.state is TaskState.SKIPPED else " before it started"
+        why = f"it was {record.state.value.lower()}{when}{reason}"
+    else:
+        why = f"the run ended before it started (it was {record.state.value})"
+    print(f"tuidag: {printable(task)} never ran in run {run.run_id}: {why}", file=sys.stderr)
+    earlier = [r for r in runs if r is not run and os.path.lexists(r.log_path(task))]
+    if earlier:
+        from shlex import quote
+
+        where = (f" --file {quote(printable(args.file))}" if args.file else "") + \
+                (f" --state-dir {quote(printable(args.state_dir))}" if args.state_dir else "")
+        print(f"tuidag: the latest run with output of it is {earlier[-1].run_id}: "
+              f"tuidag logs {printable(task)} --run {earlier[-1].run_id}{where}", file=sys.stderr)
+    else:
+        print(f"tuidag: no run {where_runs(store, args.file)} has output of it",
+              file=sys.stderr)
+    return EXIT_FAILED
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -146,6 +146,7 @@ def task_record(run: RunDir, task: str) -> TaskRecord | None:
             record.attempt = rec.get("attempt", 0)
             record.started_at, record.finished_at = rec.get("started_at"), rec.get("finished_at")
             record.reused = rec.get("reused", False)
+            record.reason = rec.get("reason")
         at = data.find(marker, end)
     if record is None and task in read_header(run.journal).get("tasks", ()):
         record = TaskRecord(task)  # listed, never moved: the run ended (or died) before it
