@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -224,6 +225,12 @@ def test_validate_and_graph(tmp_path):
 def test_console_script_is_installed():
     proc = subprocess.run(["tuidag", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "run" in proc.stdout
+
+
+def test_version_is_the_one_the_package_is_built_with():
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    proc = subprocess.run([sys.executable, "-m", "tuidag", "--version"], capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"tuidag {version}\n", "")
 
 
 def test_core_never_imports_textual():

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from . import __version__
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.durations import parse_duration
 from .model.errors import DagErrors
@@ -83,6 +84,7 @@ def _add_env(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuidag", description="Run DAGs of tasks, live in the terminal or headless.")
+    parser.add_argument("--version", action="version", version=f"tuidag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     state = argparse.ArgumentParser(add_help=False)
