@@ -210,7 +210,7 @@ def test_a_request_for_an_undeclared_kind_or_over_capacity_is_a_located_error_an
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [
         f"{dag}:5:17: task 'a' asks for 2 'gpu' slots, more than the capacity of 1",
-        f"{dag}:5:25: task 'a' asks for 1 'db' slot(s), but no capacity for 'db' is declared: add it to the DAG's "
+        f"{dag}:5:25: task 'a' asks for 1 'db' slot, but no capacity for 'db' is declared: add it to the DAG's "
         f"'resources' or pass --resources db=N"]
     assert not (tmp_path / "started").exists() and not RunStore(tmp_path / ".tuidag").runs()
     assert tuidag("validate", str(dag), cwd=tmp_path).returncode == 2
@@ -239,7 +239,7 @@ def test_every_slot_mistake_of_a_file_is_reported_with_the_others(tmp_path):
     undeclared kind once the capacities are known (the command line may add some): all three at once."""
     dag = write(tmp_path / "dag.yaml", MIXED_SLOT_MISTAKES)
     bad_count = f"{dag}:5:22: task 'a': resources: 'gpu' must be a positive integer, got 0.5"
-    undeclared = (f"{dag}:11:17: task 'c' asks for 1 'tpu' slot(s), but no capacity for 'tpu' is declared: add it "
+    undeclared = (f"{dag}:11:17: task 'c' asks for 1 'tpu' slot, but no capacity for 'tpu' is declared: add it "
                   f"to the DAG's 'resources' or pass --resources tpu=N")
     for command in ("run", "validate"):
         proc = tuidag(command, str(dag), cwd=tmp_path)
@@ -306,7 +306,7 @@ def test_a_python_dag_runs_with_capacities_from_the_command_line(tmp_path):
                                            "dag.shell('a', 'echo gpu=$TUIDAG_SLOTS_GPU', resources={'gpu': 2})\n")
     proc = tuidag("run", "-q", str(script), cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"{script}:3:1: task 'a' asks for 2 'gpu' slot(s), but no capacity")
+    assert proc.stderr.startswith(f"{script}:3:1: task 'a' asks for 2 'gpu' slots, but no capacity")
     proc = tuidag("run", "-q", "--resources", "gpu=2", str(script), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "[a] --> RUNNING [slots gpu:0,1]" in proc.stdout

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .model.counts import counted
 from .model.durations import parse_duration
 from .model.errors import DagError, DagErrors, Location
 from .model.resources import Request, kind_problem
@@ -95,7 +96,7 @@ class Dag(PythonDag):
         self._capacities_wrong = len(self._errors) > before  # then requests can't be checked against them
 
     def __repr__(self) -> str:
-        return f"<tuidag.Dag {self.name or '(unnamed)'}: {len(self._tasks)} tasks>"
+        return f"<tuidag.Dag {self.name or '(unnamed)'}: {counted(len(self._tasks), 'task')}>"
 
     @property
     def task_names(self) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from typing import Sequence
 
 from . import __version__
 from .exit_codes import EXIT_OK, EXIT_USAGE
+from .model.counts import counted
 from .model.durations import parse_duration
 from .model.errors import DagErrors
 from .model.loader import load_dag
@@ -231,8 +232,7 @@ def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes:
 def cmd_validate(args: argparse.Namespace) -> int:
     dag = _load(args.file, args.env, resources=args.resources)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} task{'' if len(dag.tasks) == 1 else 's'}, "
-          f"{edges} edge{'' if edges == 1 else 's'}")
+    print(f"{args.file}: ok: {dag.name}, {counted(len(dag.tasks), 'task')}, {counted(edges, 'edge')}")
     return EXIT_OK
 
 

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from .model.counts import counted
 from .store.journal import read_header
 from .store.runs import STATE_DIR_ENV, RunDir, RunStore, default_state_dir
 
@@ -32,8 +33,8 @@ def open_store(state_dir: Path) -> RunStore:
         if report.processes:
             listed = ", ".join(f"{task}: pid {pid} ({name})" for task, pid, name in report.processes[:10])
             more = f" and {len(report.processes) - 10} more" if len(report.processes) > 10 else ""
-            print(f"tuidag: run {report.run_id} was interrupted; killed {len(report.processes)} leftover "
-                  f"process(es): {listed}{more}", file=sys.stderr)
+            print(f"tuidag: run {report.run_id} was interrupted; killed "
+                  f"{counted(len(report.processes), 'leftover process', 'leftover processes')}: {listed}{more}", file=sys.stderr)
         else:
             print(f"tuidag: run {report.run_id} was interrupted; no leftover processes", file=sys.stderr)
     return store

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_FAILED, EXIT_OK
+from .model.counts import counted, number
 from .store.runs import RunDir, RunStore
 
 
@@ -117,11 +118,11 @@ def _act(args: argparse.Namespace, op: str, word: str, said: Callable[[dict], st
 
 def _listed(names: list[str]) -> str:
     shown = ", ".join(printable(n) for n in names[:20])
-    return shown + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    return shown + (f" and {number(len(names) - 20)} more" if len(names) > 20 else "")
 
 
 def _tasks(names: list[str]) -> str:
-    return f"{len(names)} task{'' if len(names) == 1 else 's'}: {_listed(names)}"
+    return f"{counted(len(names), 'task')}: {_listed(names)}"
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from .engine.executor import Executor
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler
+from .model.counts import counted
 from .model.resources import requests
 from .model.spec import DagSpec, FailurePolicy
 from .store.heartbeat import Heartbeat
@@ -105,7 +106,7 @@ class RunSession:
         process.kill_until_empty(procs, None, lambda: process.collect_tree(None, run_id=self.run.run_id))
         name = signal.Signals(signum).name
         self.journal.write({"type": "run", "event": "forced-exit", "t": time.time(), "signal": name,
-                            "detail": f"second {name}: killed {max(killed, len(procs))} process(es)"})
+                            "detail": f"second {name}: killed {counted(max(killed, len(procs)), 'process', 'processes')}"})
         os._exit(SIGNAL_EXIT[signum])
 
     def _journal_failed(self, exc: OSError) -> None:

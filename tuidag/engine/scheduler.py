@@ -32,6 +32,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
+from ..model.counts import counted
 from ..model.resources import cuda_kind, format_slots, requests, resolve, slot_env
 from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
 from ..model.state import TERMINAL, TaskState, can_move, ended_outcome
@@ -241,7 +242,7 @@ class Scheduler:
             if self._started:
                 return
             self._started = True
-            self._run_event("started", f"{len(self._tasks)} tasks, max_parallel {self.max_parallel}"
+            self._run_event("started", f"{counted(len(self._tasks), 'task')}, max_parallel {self.max_parallel}"
                             + (f" ({self.parallel_note})" if self.parallel_note else ""))
             for t in self._tasks.values():
                 if t.snap.reused:  # journal and observers learn which results were carried over

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, NamedTuple
 
+from .counts import counted
 from .errors import Location
 
 try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
@@ -162,7 +163,7 @@ class DagSpec:
             self.__dict__[name] = value
 
     def __repr__(self) -> str:
-        return f"DagSpec(name={self.name!r}, {len(self.tasks)} tasks, source={self.source})"
+        return f"DagSpec(name={self.name!r}, {counted(len(self.tasks), 'task')}, source={self.source})"
 
     # Graph queries. A DagSpec is immutable, so these are computed once.
     @cached_property

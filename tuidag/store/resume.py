@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ..model.counts import counted, number
 from ..model.spec import DagSpec
 from ..model.state import TERMINAL, TaskState
 from .journal import replay
@@ -27,7 +28,7 @@ class Reuse(NamedTuple):
     def describe(self, total: int) -> str:
         """`reusing 1 of 7 tasks (load): changed: train, eval; failed there: ...`, naming why the others run."""
         reused = list(self.values)
-        text = f"reusing {len(reused)} of {total} task{'' if total == 1 else 's'}"
+        text = f"reusing {number(len(reused))} of {counted(total, 'task')}"
         if 0 < len(reused) <= 10:
             text += f" ({', '.join(reused)})"
         groups: dict[str, list[str]] = {}
@@ -81,4 +82,4 @@ def shared_changes(old: Any, new: dict[str, str]) -> list[str]:
 
 def _names(names: list[str]) -> str:
     shown = ", ".join(names[:NAMES_SHOWN])
-    return shown if len(names) <= NAMES_SHOWN else f"{shown} and {len(names) - NAMES_SHOWN} more"
+    return shown if len(names) <= NAMES_SHOWN else f"{shown} and {number(len(names) - NAMES_SHOWN)} more"
