@@ -225,9 +225,12 @@ def test_a_resume_that_reuses_nothing_names_the_variable_that_changed_every_task
     assert tuidag("run", str(source), "--env", "MODE=fast", cwd=tmp_path).returncode == 0
     proc = tuidag("run", str(source), "--env", "MODE=slow", "--resume", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "reusing 0 of 7 tasks: env MODE changed every task's definition\n" in proc.stderr
+    assert "reusing 0 of 7 tasks: --env MODE changed every task's definition\n" in proc.stderr
     again = tuidag("run", str(source), "--env", "MODE=slow", "--resume", cwd=tmp_path)
     assert "reusing 7 of 7 tasks (t0, t1, t2, t3, t4, t5, t6)\n" in again.stderr
+    source.write_text("env: {MODE: slow, LEVEL: '2'}\n" + source.read_text())  # the file's own env, no --env now
+    third = tuidag("run", str(source), "--resume", cwd=tmp_path)
+    assert "reusing 0 of 7 tasks: env LEVEL changed every task's definition\n" in third.stderr
 
 
 def test_the_note_names_the_tasks_that_changed_and_those_after_them(tmp_path):

@@ -287,8 +287,8 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
     if session.reuse is not None:
-        print(f"tuidag: resuming {earlier.run_id}: {printable(session.reuse.describe(len(dag.tasks)))}",
-              file=sys.stderr)
+        note = session.reuse.describe(len(dag.tasks), env_options=[key for key, _ in args.env])
+        print(f"tuidag: resuming {earlier.run_id}: {printable(note)}", file=sys.stderr)
     return session
 
 

@@ -3,7 +3,7 @@ why it takes no more: a task is reused, with the return value it had, when it SU
 unchanged (its fingerprint), its return value was kept in the journal, and every task upstream of it is reused too."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from ..model.counts import counted, number
 from ..model.spec import DagSpec
@@ -25,8 +25,10 @@ class Reuse(NamedTuple):
     why_not: dict[str, str]     # task that runs again -> why (one of the constants above, or "failed there", ...)
     shared_changes: list[str]   # what every task shares that changed (`env KEY`, `workdir`), when it is known
 
-    def describe(self, total: int) -> str:
-        """`reusing 1 of 7 tasks (load): changed: train, eval; failed there: ...`, naming why the others run."""
+    def describe(self, total: int, env_options: Iterable[str] = ()) -> str:
+        """`reusing 1 of 7 tasks (load): changed: train, eval; failed there: ...`, naming why the others run.
+        `env_options`: the variables this run was given with `--env`, named as such when they changed."""
+        given = set(env_options)
         reused = list(self.values)
         text = f"reusing {number(len(reused))} of {counted(total, 'task')}"
         if 0 < len(reused) <= 10:
@@ -37,7 +39,8 @@ class Reuse(NamedTuple):
         parts = []
         for why, names in groups.items():
             if why == CHANGED and self.shared_changes:
-                causes = " and ".join(self.shared_changes)
+                causes = " and ".join(f"--env {what[4:]}" if what.startswith("env ") and what[4:] in given else what
+                                      for what in self.shared_changes)
                 if len(names) == total:
                     parts.append(f"{causes} changed every task's definition")
                     continue
