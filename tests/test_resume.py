@@ -140,6 +140,7 @@ BASE = """
     dag = Dag("fp")
     LIMIT = 10
     NAMES = {"a", "b", "c"}
+    TABLE = [[i, i * 2] for i in range(500)]
 
     def helper(x):
         return x + 1
@@ -157,7 +158,7 @@ BASE = """
 
     @dag.task()
     def task(ctx, flag=True, *, mode="fast"):
-        total = sum(helper(i) for i in range(LIMIT) if str(i) not in NAMES)
+        total = sum(helper(i) for i in range(LIMIT) if str(i) not in NAMES) + TABLE[-1][1]
         return Scale().apply(total) if flag and mode == "fast" else total
 """
 
@@ -173,6 +174,7 @@ EDITS = {
     "a helper function it calls": ("return x + 1", "return x + 2"),
     "a method of a class it uses": ("return x * self.factor", "return x * self.factor - 1"),
     "a class attribute": ("factor = 2", "factor = 3"),
+    "a row of a global table": ("[i, i * 2] for i in range(500)", "[i, i * 2 + (i == 300)] for i in range(500)"),
 }
 
 

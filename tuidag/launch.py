@@ -105,8 +105,9 @@ class RunSession:
         procs = process.collect_tree(None, run_id=self.run.run_id)
         process.kill_until_empty(procs, None, lambda: process.collect_tree(None, run_id=self.run.run_id))
         name = signal.Signals(signum).name
+        processes = counted(max(killed, len(procs)), "process", "processes")
         self.journal.write({"type": "run", "event": "forced-exit", "t": time.time(), "signal": name,
-                            "detail": f"second {name}: killed {counted(max(killed, len(procs)), 'process', 'processes')}"})
+                            "detail": f"second {name}: killed {processes}"})
         os._exit(SIGNAL_EXIT[signum])
 
     def _journal_failed(self, exc: OSError) -> None:

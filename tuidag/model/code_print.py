@@ -10,7 +10,9 @@ Covered, read without running any of the program's code (no attribute lookups th
 - the globals its code (and its nested code) names, read from the module's namespace;
 - values as data when they are None, bools, numbers, strings, bytes, or (exactly) tuples, lists, dicts, sets and
   frozensets of those (sets in a fixed order, as their hash order changes from run to run): a constant, a
-  configuration dict. Past 10,000 items in all, a container counts by its type and length only;
+  configuration dict. Past 2,000 items (per global; and in all, for defaults and closures), a container counts by
+  its type and length only. A global table of plain data is described once per DAG, not once per task that reads it
+  (300 tasks reading a 600-row table: 24 ms in all);
 - functions, lambdas, `functools.partial` objects, bound methods and classes that these reach, recursively, when they
   are the program's own (defined outside the Python installation and its site-packages): a helper that changed
   changes every task that calls it. Classes by their methods and plain class attributes; an object with a
@@ -34,15 +36,16 @@ try:  # as in spec.py: hashlib loads OpenSSL
 except ImportError:
     from hashlib import sha1
 
-MAX_ITEMS = 10_000  # values and code objects visited per callable: a global holding a big table costs no more
+MAX_ITEMS = 2_000  # values and code objects described per callable: a global holding a big table costs no more
 MAX_DEPTH = 64      # nested containers, functions and classes followed
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _CONTAINERS = (tuple, list, dict, set, frozenset)
 
 
-def callable_fingerprint(func: Callable[..., Any]) -> str:
-    """A hash of what `func` does (see the module's docstring for what counts)."""
-    printer = _Printer()
+def callable_fingerprint(func: Callable[..., Any], memo: dict[int, tuple[Any, str | None]] | None = None) -> str:
+    """A hash of what `func` does (see the module's docstring for what counts). `memo`, shared by the callables of
+    one DAG, keeps what a global container holds, so a table every task reads is described once, not per task."""
+    printer = _Printer(memo)
     printer.callable(func)
     return sha1("\0".join(printer.out).encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
@@ -66,7 +69,9 @@ def _own_code(code: types.CodeType) -> bool:
 class _Printer:
     """Writes a description of a callable and what it reaches into `out`, in an order fixed by the code alone."""
 
-    def __init__(self) -> None:
+    def __init__(self, memo: dict[int, tuple[Any, str | None]] | None = None) -> None:
+        self.memo = memo
+        self.calls = 0  # callables met: a description with none depends on nothing but the data (see `shared`)
         self.out: list[str] = []
         self.seen: dict[int, int] = {}  # id of a function or class met -> its number (for cycles)
         self.budget = MAX_ITEMS
@@ -82,6 +87,7 @@ class _Printer:
         return True
 
     def callable(self, obj: Any) -> None:
+        self.calls += 1
         kind = type(obj)
         if kind is types.FunctionType:
             self.function(obj)
@@ -122,7 +128,7 @@ class _Printer:
         for name in sorted(_global_names(code)):
             if name in namespace:
                 self.out.append(f"global {name}")
-                self.value(namespace[name])
+                self.shared(namespace[name])
 
     def code(self, code: types.CodeType) -> None:
         self.budget -= 1
@@ -146,6 +152,25 @@ class _Printer:
                 self.out.append(f"member {name}")
                 self.value(member)
 
+    def shared(self, value: Any) -> None:
+        """A global's value. A container is described on its own, with a budget of its own: when it holds plain data
+        only, that description depends on nothing else and stands for it (kept in the memo for the other callables
+        that read it); one that holds callables is described in line (what they reach depends on what was met)."""
+        if type(value) in _CONTAINERS and self.depth < MAX_DEPTH:
+            known = self.memo.get(id(value)) if self.memo is not None else None
+            if known is None or known[0] is not value:
+                alone = _Printer()
+                alone.value(value)
+                text = None if alone.calls else "data " + sha1("\0".join(alone.out).encode("utf-8", "backslashreplace")
+                                                              ).hexdigest()
+                known = (value, text)  # the value is kept alive with its entry, so its id is not reused meanwhile
+                if self.memo is not None:
+                    self.memo[id(value)] = known
+            if known[1] is not None:
+                self.out.append(known[1])
+                return
+        self.value(value)
+
     def value(self, value: Any) -> None:
         if self.depth >= MAX_DEPTH:
             self.out.append(f"{type(value).__name__} too deep")
@@ -161,9 +186,11 @@ class _Printer:
         self.budget -= 1
         if kind in _SCALARS:
             text = repr(value)
-            self.out.append(text if len(text) <= 256 else f"{kind.__name__} {len(text)} {sha1(text.encode()).hexdigest()}")
+            if len(text) > 256:  # a long string or bytes: its hash stands for it
+                text = f"{kind.__name__} {len(text)} {sha1(text.encode('utf-8', 'backslashreplace')).hexdigest()}"
+            self.out.append(text)
         elif kind in _CONTAINERS:
-            if self.budget <= 0:
+            if len(value) > self.budget:  # what is left of the budget can't take it all: its type and length
                 self.out.append(f"{kind.__name__} of {len(value)}")
                 return
             self.out.append(f"{kind.__name__} {len(value)}")

@@ -97,10 +97,11 @@ class TaskSpec(NamedTuple):
 RUN_ID_PLACEHOLDER = "{run_id}"
 
 
-def _callable_action(func: Callable[..., Any]) -> str:
+def _callable_action(func: Callable[..., Any], memo: dict) -> str:
     from .code_print import callable_fingerprint  # only DAGs with callables need it
 
-    return f"{getattr(func, '__module__', None)}.{getattr(func, '__qualname__', None)} {callable_fingerprint(func)}"
+    return (f"{getattr(func, '__module__', None)}.{getattr(func, '__qualname__', None)} "
+            f"{callable_fingerprint(func, memo)}")
 
 
 class JobGroup(NamedTuple):
@@ -208,8 +209,9 @@ class DagSpec:
         A callable counts by its name and what `code_print.callable_fingerprint` reads of its code and data."""
         prints = {}
         encode = _FINGERPRINT_ENCODER.encode
+        memo: dict = {}  # what the callables' globals hold, described once for all of them
         for name, task in self.tasks.items():
-            action = task.run if task.func is None else _callable_action(task.func)
+            action = task.run if task.func is None else _callable_action(task.func, memo)
             fields = [action, task.setup, sorted(task.depends_on), sorted({**self.env, **task.env}.items()),
                       str(task.workdir or self.workdir), task.isolate]
             if task.run_env:  # only then: fingerprints of earlier runs stay valid
