@@ -262,11 +262,13 @@ def test_every_slot_mistake_of_a_python_dag_is_reported_with_the_others(tmp_path
                                            "dag.shell('b', 'touch started', resources={'gpu': 3})\n"
                                            "dag.shell('c', 'touch started', resources={'tpu': 1})\n"
                                            "if __name__ == '__main__':\n    dag.main()\n")
-    for command in ([sys.executable, "-m", "tuidag", "run", str(script)], [sys.executable, str(script)]):
+    # as given (relative) to `tuidag run`, every error names the file the same way
+    for shown, command in (("py_dag.py", [sys.executable, "-m", "tuidag", "run", "py_dag.py"]),
+                           (str(script), [sys.executable, str(script)])):
         proc = subprocess.run([*command, "--no-tui"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, proc.stderr
         assert [line.split(": ", 1)[0] for line in proc.stderr.splitlines()] == [
-            f"{script}:3:1", f"{script}:4:1", f"{script}:5:1"], proc.stderr
+            f"{shown}:3:1", f"{shown}:4:1", f"{shown}:5:1"], proc.stderr
         assert "more than the capacity of 2" in proc.stderr and "no capacity for 'tpu'" in proc.stderr
     assert not (tmp_path / "started").exists()
 
