@@ -82,13 +82,22 @@ def test_a_reused_task_s_return_value_reaches_its_dependents_run_after_run(tmp_p
     assert (last["consume"].reused, last["consume"].value) == (True, 6)
 
 
-def test_the_run_the_post_mortem_r_starts_hands_on_reused_values(tmp_path, monkeypatch):
-    """`r` replaces the viewer with `tuidag run SOURCE --resume RUN_ID --state-dir DIR`: that run gets the values."""
+@pytest.mark.parametrize("started_as", ["tuidag run etl.py", "python etl.py"])
+def test_the_run_the_post_mortem_r_starts_hands_on_reused_values(tmp_path, monkeypatch, started_as):
+    """`r` replaces the viewer with `tuidag run SOURCE --resume RUN_ID --state-dir DIR`: that run gets the values,
+    also when the first run was `python etl.py` (its functions were `__main__`'s there, `etl`'s in `tuidag run`)."""
     from tuidag.control.remote import RemoteRun
     from tuidag.ui import viewer
 
     source = etl(tmp_path)
-    assert tuidag("run", str(source), "--no-tui", cwd=tmp_path).returncode == 1
+    if started_as == "python etl.py":
+        source.write_text(source.read_text() + '\nif __name__ == "__main__":\n    dag.main()\n')
+        env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
+        first = subprocess.run([sys.executable, str(source), "--no-tui"], cwd=tmp_path, env=env, capture_output=True,
+                               text=True, timeout=120)
+    else:
+        first = tuidag("run", str(source), "--no-tui", cwd=tmp_path)
+    assert first.returncode == 1, first.stdout + first.stderr
     (tmp_path / "consume-fixed").touch()
     (tmp_path / "report-fixed").touch()
     store = RunStore(tmp_path / ".tuidag")

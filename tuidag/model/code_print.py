@@ -1,6 +1,9 @@
 """The fingerprint of a Python callable: what `--resume` compares to decide whether a callable task's earlier result
 still holds, so it must change when what the callable does changes.
 
+The program's own functions and classes are named by their file and qualified name, not by the name their module
+was imported under (`__main__` for `python etl.py`, `etl` for `tuidag run etl.py`: either resumes the other).
+
 Covered, read without running any of the program's code (no attribute lookups that could reach a property, no
 `repr` of the program's objects, which would also hold memory addresses that differ from run to run):
 - the function's code: its bytecode, names, argument layout, exception table and constants, with the code of the
@@ -40,6 +43,8 @@ MAX_ITEMS = 2_000  # values and code objects described per callable: a global ho
 MAX_DEPTH = 64      # nested containers, functions and classes followed
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _CONTAINERS = (tuple, list, dict, set, frozenset)
+_CALLABLES = (types.FunctionType, functools.partial, types.MethodType, types.BuiltinFunctionType,
+              types.BuiltinMethodType)
 
 
 def callable_fingerprint(func: Callable[..., Any], memo: dict[int, tuple[Any, str | None]] | None = None) -> str:
@@ -63,7 +68,7 @@ def _own_code(code: types.CodeType) -> bool:
     file = code.co_filename
     if file.startswith("<"):
         return not file.startswith("<frozen")  # exec'd or typed in: the program's
-    return not os.path.realpath(file).startswith(_library_folders())
+    return _own_file(file)
 
 
 class _Printer:
@@ -101,6 +106,8 @@ class _Printer:
             self.callable(obj.__func__)
         elif issubclass(kind, type):
             self.klass(obj)
+        elif kind in (types.BuiltinFunctionType, types.BuiltinMethodType):
+            self.out.append(f"builtin {getattr(obj, '__module__', None)}.{obj.__qualname__}")
         else:
             call = _class_attribute(kind, "__call__")
             self.out.append(f"instance of {_type_name(kind)}")
@@ -112,7 +119,7 @@ class _Printer:
 
     def function(self, func: types.FunctionType) -> None:
         code = func.__code__
-        self.out.append(f"function {func.__module__}.{func.__qualname__}")
+        self.out.append(f"function {_function_name(func)}")
         if not _own_code(code) or not self._first_visit(func):
             return
         self.code(code)
@@ -206,12 +213,10 @@ class _Printer:
                     self.value(item)
         elif kind is types.CodeType:
             self.code(value)
-        elif kind in (types.FunctionType, functools.partial, types.MethodType) or issubclass(kind, type):
+        elif kind in _CALLABLES or issubclass(kind, type):
             self.callable(value)
         elif kind is types.ModuleType:
             self.out.append(f"module {value.__name__}")
-        elif kind in (types.BuiltinFunctionType, types.BuiltinMethodType):
-            self.out.append(f"builtin {getattr(value, '__module__', None)}.{value.__qualname__}")
         else:
             self.out.append(f"object {_type_name(kind)}")
 
@@ -237,12 +242,34 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 def _own_class(cls: type) -> bool:
     """A class of the program's own: one from a module whose file is outside the installation's folders."""
+    return _own_file(_class_file(cls))
+
+
+def _class_file(cls: type) -> str | None:
     module = sys.modules.get(cls.__module__)
     file = vars(module).get("__file__") if module is not None else None  # vars(): a module's __getattr__ never runs
-    return type(file) is str and not os.path.realpath(file).startswith(_library_folders())
+    return file if type(file) is str else None
+
+
+def _own_file(file: str | None) -> bool:
+    return file is not None and not os.path.realpath(file).startswith(_library_folders())
+
+
+def _function_name(func: types.FunctionType) -> str:
+    """The program's own functions by their file and qualified name: the DAG file's module is `__main__` under
+    `python etl.py` and `etl` under `tuidag run etl.py`, and a run of one is resumed by the other (the post-mortem's
+    `r`). A library's by module and name."""
+    file = func.__code__.co_filename
+    if _own_code(func.__code__):
+        return f"{file if file.startswith('<') else os.path.realpath(file)}:{func.__qualname__}"
+    return f"{func.__module__}.{func.__qualname__}"
 
 
 def _type_name(cls: type) -> str:
+    """Like `_function_name`, for classes."""
+    file = _class_file(cls)
+    if _own_file(file):
+        return f"{os.path.realpath(file)}:{cls.__qualname__}"
     return f"{cls.__module__}.{cls.__qualname__}"
 
 

@@ -98,10 +98,11 @@ RUN_ID_PLACEHOLDER = "{run_id}"
 
 
 def _callable_action(func: Callable[..., Any], memo: dict) -> str:
+    """What a callable task does: its fingerprint names it too (by its file, not by the name its module was
+    imported under, which `python etl.py` and `tuidag run etl.py` give differently)."""
     from .code_print import callable_fingerprint  # only DAGs with callables need it
 
-    return (f"{getattr(func, '__module__', None)}.{getattr(func, '__qualname__', None)} "
-            f"{callable_fingerprint(func, memo)}")
+    return f"callable {callable_fingerprint(func, memo)}"
 
 
 class JobGroup(NamedTuple):
