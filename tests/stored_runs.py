@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Mapping, NamedTuple, Sequence
 
+from tuidag.model.state import TaskState, ended_outcome
 from tuidag.store.runs import RunDir, log_file_name
 
 
@@ -69,5 +70,5 @@ def write_run(state_dir: Path, run_id: str, plans: Mapping[str, Plan], *, dag: s
         run.summary.write_text(json.dumps({
             "run_id": run_id, "dag": dag, "source": source or "", "started_at": started, "finished_at": end,
             "duration": end - started, "counts": counts,
-            "outcome": "succeeded" if set(counts) == {"SUCCEEDED"} else "failed", "interrupted_by": None}))
+            "outcome": ended_outcome(map(TaskState, counts), set(counts) == {"SUCCEEDED"}), "interrupted_by": None}))
     return run

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -226,6 +227,12 @@ def test_console_script_is_installed():
     assert proc.returncode == 0 and "run" in proc.stdout
 
 
+def test_version_is_the_one_the_package_is_built_with():
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    proc = subprocess.run([sys.executable, "-m", "tuidag", "--version"], capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"tuidag {version}\n", "")
+
+
 def test_core_never_imports_textual():
     code = ("import sys, tuidag.engine, tuidag.store, tuidag.model, tuidag.views.headless, tuidag.launch, "
             "tuidag.control.server, tuidag.control.client, tuidag.background, tuidag.cli; "
@@ -286,6 +293,29 @@ def test_runs_and_logs_keep_to_the_dag_file_in_a_shared_state_dir(tmp_path):
     assert missing.stderr == f"tuidag: no run in {tmp_path / '.tuidag'} has a task 'trian' (did you mean 'train'?)\n"
     none = tuidag("runs", str(write(tmp_path / "new.yaml", TRAIN_DAG.format(name="new"))), cwd=tmp_path)
     assert none.stdout.startswith(f"no runs of {tmp_path / 'new.yaml'} in {tmp_path / '.tuidag'} (2 runs of other")
+
+
+def test_logs_of_a_task_that_never_ran_says_why_and_where_its_latest_output_is(tmp_path):
+    dag = write(tmp_path / "dag.yaml", "max_parallel: 1\ntasks:\n  a:\n    run: echo a\n"
+                                       "  train-small:\n    run: echo small output\n")
+    assert tuidag("run", str(dag), cwd=tmp_path).returncode == 0
+    write(dag, "max_parallel: 1\non_failure: finish-running\ntasks:\n  a:\n    run: exit 3\n"
+               "  b:\n    run: echo b\n    depends_on: a\n  train-small:\n    run: echo small output\n")
+    assert tuidag("run", str(dag), cwd=tmp_path).returncode == 1  # a fails: train-small is cancelled unstarted
+    first, second = RunStore(tmp_path / ".tuidag").runs()
+    logs = tuidag("logs", "train-small", "--file", str(dag), cwd=tmp_path)
+    assert (logs.returncode, logs.stdout) == (1, "")
+    assert logs.stderr.splitlines() == [
+        f"tuidag: train-small never ran in run {second.run_id}: it was cancelled before it started "
+        f"(run stopped: 'a' failed (finish-running))",
+        f"tuidag: the latest run with output of it is {first.run_id}: "
+        f"tuidag logs train-small --run {first.run_id} --file {dag}"]
+    pointed = tuidag("logs", "train-small", "--run", first.run_id, "--file", str(dag), cwd=tmp_path)
+    assert pointed.returncode == 0 and pointed.stdout.endswith("small output\n")
+    skipped = tuidag("logs", "b", cwd=tmp_path)
+    assert (skipped.returncode, skipped.stderr.splitlines()) == (1, [
+        f"tuidag: b never ran in run {second.run_id}: it was skipped (upstream 'a' failed)",
+        f"tuidag: no run in {tmp_path / '.tuidag'} has output of it"])
 
 
 def test_an_ambiguous_run_prefix_lists_the_candidates(tmp_path):

@@ -68,7 +68,7 @@ def test_kill9_leaves_readable_journal_and_next_command_reaps(tmp_path):
 
         listing = tuidag("runs", cwd=tmp_path)
         assert listing.returncode == 0
-        assert "was interrupted; killed 5 leftover process(es)" in listing.stderr
+        assert "was interrupted; killed 5 leftover processes" in listing.stderr
         assert "slow: pid" in listing.stderr
         assert listing.stdout.splitlines()[1].split()[-1] == "interrupted"
         wait_until(lambda: not any(alive(*r) for r in refs), timeout=10)

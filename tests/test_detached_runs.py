@@ -129,6 +129,42 @@ def test_control_commands_act_on_a_live_run_and_say_what_changed(tmp_path):
     assert gone.returncode == 2 and "not running" in gone.stderr
 
 
+def test_a_run_whose_every_task_was_cancelled_is_recorded_as_cancelled(tmp_path):
+    gate = tmp_path / "go"
+    dag, run_id, pid = start_detached(tmp_path, f"""\
+tasks:
+  held: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}
+  after: {{run: "echo after", depends_on: [held]}}
+""")
+    run = the_run(tmp_path, run_id)
+    wait_until(lambda: replay(run.journal).tasks["held"].state.value == "RUNNING")
+    assert tuidag("stop", "--file", str(dag), cwd=tmp_path).returncode == 0
+    record = summary_of(run)
+    assert (record["outcome"], record["exit_code"], record["counts"]) == ("cancelled", 1, {"CANCELLED": 2})
+    listing = tuidag("runs", str(dag), cwd=tmp_path).stdout.splitlines()
+    assert listing[1].split()[-1] == "cancelled"
+
+
+def test_every_command_that_takes_task_names_suggests_the_one_meant(tmp_path):
+    gate = tmp_path / "go"
+    dag, run_id, pid = start_detached(tmp_path, f"""\
+tasks:
+  train-large: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}
+  train-small: {{run: "echo small"}}
+""")
+    run = the_run(tmp_path, run_id)
+    wait_until(lambda: (run.path / "control.sock").exists())
+    expected = f"tuidag: run {run_id} has no task 'train-lage' (did you mean 'train-large'?)\n"
+    for command in (["cancel", "train-lage"], ["rerun", "train-lage"], ["cancel", "train-small", "train-lage"]):
+        proc = tuidag(*command, "--file", str(dag), cwd=tmp_path)
+        assert (proc.returncode, proc.stderr, proc.stdout) == (2, expected, ""), command
+    logs = tuidag("logs", "train-lage", "--run", run_id, "--file", str(dag), cwd=tmp_path)
+    assert (logs.returncode, logs.stderr) == (2, expected)
+    assert replay(run.journal).tasks["train-large"].state.value == "RUNNING"  # nothing was cancelled
+    gate.touch()
+    assert summary_of(run)["outcome"] == "succeeded"
+
+
 def test_sigterm_to_a_detached_engine_stops_it_like_a_foreground_run(tmp_path):
     pids = tmp_path / "pids"
     dag, run_id, pid = start_detached(tmp_path, "tasks:\n" + stubborn_trees(pids))

@@ -390,7 +390,7 @@ def test_reaper_kills_the_leaders_group_after_the_leader_exited(tmp_path, mode):
     wait_until(lambda: not alive(*leader_ref), timeout=10)
     assert alive(*ref)
     listing = tuidag("runs", cwd=tmp_path, env={"TUIDAG_CGROUPS": mode})
-    assert "killed 1 leftover process(es)" in listing.stderr, listing.stderr
+    assert "killed 1 leftover process" in listing.stderr, listing.stderr
     assert "t: pid" in listing.stderr
     wait_until(lambda: not alive(*ref), timeout=10)
 
@@ -407,7 +407,7 @@ def test_reaper_kills_what_only_the_cgroup_still_holds(tmp_path):
     group = cgroup.leftover_run(run.run_id)
     assert group is not None and ref[0] in cgroup.pids_recursive(group)
     listing = tuidag("runs", cwd=tmp_path)
-    assert "killed 3 leftover process(es)" in listing.stderr, listing.stderr  # the daemon, the leader, its sleep
+    assert "killed 3 leftover processes" in listing.stderr, listing.stderr  # the daemon, the leader, its sleep
     wait_until(lambda: not alive(*ref), timeout=10)
     assert not os.path.exists(group.path)
 
@@ -484,5 +484,5 @@ def test_os_exit_in_a_callable_leaves_nothing_after_the_next_command(tmp_path):
     refs = read_pids(pids)
     assert len(refs) == 3 and all(alive(*r) for r in refs)
     listing = tuidag("runs", cwd=tmp_path)
-    assert "killed 3 leftover process(es)" in listing.stderr, listing.stderr
+    assert "killed 3 leftover processes" in listing.stderr, listing.stderr
     wait_until(lambda: not any(alive(*r) for r in refs), timeout=10)

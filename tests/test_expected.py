@@ -51,6 +51,14 @@ def test_other_dags_failures_and_reused_results_do_not_count(tmp_path):
     assert expected_durations(RunStore(tmp_path), "d", "", {"a": "f1"}) == {"a": Expected(3.5, 2, True)}
 
 
+def test_only_complete_runs_count_not_cancelled_or_unfinished_ones(tmp_path):
+    runs_of(tmp_path, [10, 20])
+    write_run(tmp_path, "20260005", {"a": Plan(0, [(0, 0.3)]), "b": Plan(0, [(0, 1)], "CANCELLED")},
+              fingerprints={"a": "f1"})  # cancelled soon after a's quick success: not how long a takes
+    write_run(tmp_path, "20260006", {"a": Plan(0, [(0, 0.4)])}, fingerprints={"a": "f1"}, summary=False)  # running
+    assert expected_durations(RunStore(tmp_path), "d", "", {"a": "f1"}) == {"a": Expected(15, 2, True)}
+
+
 def test_runs_of_the_same_file_are_told_by_their_source_and_the_run_itself_is_excluded(tmp_path):
     runs_of(tmp_path, [10], source="/x/dag.yaml")
     runs_of(tmp_path, [30], source="/y/dag.yaml", start=1)

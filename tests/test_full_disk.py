@@ -135,7 +135,7 @@ def test_runs_closes_a_crashed_run_on_a_full_disk(tmp_path):
         listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
                                  capture_output=True, text=True, timeout=60)
         assert listing.returncode == 0 and "Traceback" not in listing.stderr, listing.stderr
-        assert "was interrupted; killed 1 leftover process(es): slow: pid" in listing.stderr
+        assert "was interrupted; killed 1 leftover process: slow: pid" in listing.stderr
         assert listing.stdout.splitlines()[1].endswith("interrupted")
         wait_until(lambda: not sleeper.is_running() or sleeper.status() == psutil.STATUS_ZOMBIE, timeout=10)
         (run,) = RunStore(state).runs()

@@ -13,7 +13,8 @@ _FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid",
 
 times = st.floats(min_value=0, max_value=4e9, allow_nan=False)
 optional_time = st.none() | times
-values = st.none() | st.integers() | st.text() | st.lists(st.integers(), max_size=3) | st.builds(object)
+values = (st.none() | st.integers() | st.floats() | st.text() | st.lists(st.integers(), max_size=3)
+          | st.tuples(st.integers()) | st.dictionaries(st.integers(), st.text(), max_size=2) | st.builds(object))
 
 
 def generic_record(event: TaskEvent) -> dict:
@@ -26,9 +27,13 @@ def generic_record(event: TaskEvent) -> dict:
         if value is not None and value is not False:
             record[name] = value
     if snap.value is not None and snap.state is TaskState.SUCCEEDED:
-        try:
-            record["value"] = json.loads(json.dumps(snap.value))
+        try:  # kept only when JSON gives it back exactly (what --resume hands to dependents)
+            decoded = json.loads(json.dumps(snap.value, allow_nan=False))
         except (TypeError, ValueError):
+            decoded = None
+        if decoded is not None and decoded == snap.value:
+            record["value"] = decoded
+        else:
             record["value_repr"] = repr(snap.value)[:200]
     return record
 

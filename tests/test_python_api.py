@@ -27,6 +27,7 @@ from tuidag.engine import output_routing
 from tuidag.launch import RunSession
 from tuidag.model import DagErrors, Location
 from tuidag.store.journal import read_journal
+from tuidag.store.runs import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -246,6 +247,33 @@ def test_an_exception_fails_the_task_with_its_traceback_in_the_log(tmp_path):
     assert text.count("Traceback (most recent call last):") == 2
     assert "attempt 1\n" in text and "attempt 2\n" in text and text.count("ValueError: bad row 7\nsecond line") == 2
     assert 'raise ValueError("bad row 7\\nsecond line")' in text
+
+
+@pytest.mark.parametrize("how", ["thread", "isolate", "dask"])
+def test_a_task_traceback_starts_at_the_task_s_own_code(tmp_path, how):
+    """tuidag's own frames (the attempt, `call_task`) came first in every traceback and said nothing of the task."""
+    path = write(tmp_path / "tb_dag.py", f"""
+        from tuidag import Dag
+
+        dag = Dag("tb")
+
+        def helper():
+            raise ValueError("bad row")
+
+        @dag.task({"isolate=True" if how == "isolate" else ""})
+        def boom(ctx):
+            helper()
+        """)
+    extra = ["--executor", "dask-local:1"] if how == "dask" else []
+    proc = tuidag("run", str(path), "--no-tui", *extra, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    log = (RunStore(tmp_path / ".tuidag").runs()[-1].logs / "boom.log").read_text().splitlines()
+    start = log.index("Traceback (most recent call last):")
+    frames = [line for line in log[start:] if line.startswith("  File ")]
+    file = "<dynamic-code>" if how == "dask" else path.resolve()  # on Dask the function travels by value
+    assert frames == [f'  File "{file}", line {line_of(path, "helper()", 2)}, in boom',
+                      f'  File "{file}", line {line_of(path, "raise ValueError")}, in helper'], log
+    assert log[-1] == "ValueError: bad row"
 
 
 def test_sys_exit_in_a_task(tmp_path):

@@ -25,8 +25,22 @@ def test_each_dag_with_two_finished_runs_gets_a_trend(tmp_path, capsys):
     write_run(tmp_path, "20260101", {"a": Plan(0, [(0, 5)])}, dag="build", summary=False)  # died: left out
     code, lines = runs(capsys, "--state-dir", str(tmp_path))
     assert code == 0 and len(lines) == 1 + 5 + 3
-    assert lines[-3:] == ["", "duration trend per DAG, oldest to newest (the last 20 finished runs):",
+    assert lines[-3:] == ["", "duration trend per DAG, oldest to newest (the last 20 complete runs):",
                           "build  ▁▂█  latest 1m20s  median 20.0s  range 10.0s-1m20s"]
+
+
+def test_a_cancelled_run_is_listed_as_cancelled_and_stays_out_of_the_trends(tmp_path, capsys):
+    """A run stopped after 0.3 s says nothing of how long the DAG takes (it made the range 0.3s-1m10s)."""
+    for i, seconds in enumerate([40, 70]):
+        write_run(tmp_path, f"2026{i:04d}", {"a": Plan(0, [(0, seconds)])}, dag="build")
+    write_run(tmp_path, "20260002", {"a": Plan(0, [(0, 0.3)], "CANCELLED")}, dag="build")
+    write_run(tmp_path, "20260003", {"a": Plan(0, [(0, 0.2)]), "b": Plan(0.2, [(0.2, 0.3)], "CANCELLED")},
+              dag="build")  # one task succeeded, the other was cancelled: no failure, not complete either
+    code, lines = runs(capsys, "--state-dir", str(tmp_path))
+    assert [line.split()[-1] for line in lines[1:5]] == ["succeeded", "succeeded", "cancelled", "cancelled"]
+    assert lines[-1] == "build  ▁█  latest 1m10s  median 55.0s  range 40.0s-1m10s"
+    code, lines = runs(capsys, "--state-dir", str(tmp_path), "--task", "a")
+    assert lines[-1] == "its last 2 successes, oldest to newest: ▁█  range 40.0s-1m10s"
 
 
 def test_a_single_run_per_dag_prints_the_table_only(tmp_path, capsys):

@@ -2,6 +2,8 @@
 head-of-line blocking, no starvation of large requests, slots released however an attempt ends."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from dags import finish, make_dag, start_run
@@ -208,13 +210,67 @@ def test_a_request_for_an_undeclared_kind_or_over_capacity_is_a_located_error_an
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [
         f"{dag}:5:17: task 'a' asks for 2 'gpu' slots, more than the capacity of 1",
-        f"{dag}:5:25: task 'a' asks for 1 'db' slot(s), but no capacity for 'db' is declared: add it to the DAG's "
+        f"{dag}:5:25: task 'a' asks for 1 'db' slot, but no capacity for 'db' is declared: add it to the DAG's "
         f"'resources' or pass --resources db=N"]
     assert not (tmp_path / "started").exists() and not RunStore(tmp_path / ".tuidag").runs()
     assert tuidag("validate", str(dag), cwd=tmp_path).returncode == 2
     # the command line declares and raises capacities
     proc = tuidag("validate", "--resources", "gpu=2,db=1", str(dag), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+MIXED_SLOT_MISTAKES = """\
+resources: {gpu: 2}
+tasks:
+  a:
+    run: touch started
+    resources: {gpu: 0.5}
+  b:
+    run: touch started
+    resources: {gpu: 3}
+  c:
+    run: touch started
+    resources: {tpu: 1}
+"""
+
+
+def test_every_slot_mistake_of_a_file_is_reported_with_the_others(tmp_path):
+    """A count that is not a whole number is found while reading the file, a request over its capacity and an
+    undeclared kind once the capacities are known (the command line may add some): all three at once."""
+    dag = write(tmp_path / "dag.yaml", MIXED_SLOT_MISTAKES)
+    bad_count = f"{dag}:5:22: task 'a': resources: 'gpu' must be a positive integer, got 0.5"
+    undeclared = (f"{dag}:11:17: task 'c' asks for 1 'tpu' slot, but no capacity for 'tpu' is declared: add it "
+                  f"to the DAG's 'resources' or pass --resources tpu=N")
+    for command in ("run", "validate"):
+        proc = tuidag(command, str(dag), cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.splitlines() == [
+            bad_count, f"{dag}:8:17: task 'b' asks for 3 'gpu' slots, more than the capacity of 2", undeclared]
+    proc = tuidag("run", "--resources", "gpu=4", str(dag), cwd=tmp_path)  # judged by the capacities given
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [bad_count, undeclared]
+    assert not (tmp_path / "started").exists() and not RunStore(tmp_path / ".tuidag").runs()
+    # capacities that are wrong themselves can't judge a request: no follow-on errors
+    write(dag, MIXED_SLOT_MISTAKES.replace("{gpu: 2}", "{gpu: two}"))
+    proc = tuidag("validate", str(dag), cwd=tmp_path)
+    assert proc.returncode == 2 and [line.split(": ", 1)[0] for line in proc.stderr.splitlines()] == [
+        f"{dag}:1:18", f"{dag}:5:22"]
+
+
+def test_every_slot_mistake_of_a_python_dag_is_reported_with_the_others(tmp_path):
+    script = write(tmp_path / "py_dag.py", "from tuidag import Dag\n"
+                                           "dag = Dag('py', resources={'gpu': 2})\n"
+                                           "dag.shell('a', 'touch started', resources={'gpu': 0.5})\n"
+                                           "dag.shell('b', 'touch started', resources={'gpu': 3})\n"
+                                           "dag.shell('c', 'touch started', resources={'tpu': 1})\n"
+                                           "if __name__ == '__main__':\n    dag.main()\n")
+    # as given (relative) to `tuidag run`, every error names the file the same way
+    for shown, command in (("py_dag.py", [sys.executable, "-m", "tuidag", "run", "py_dag.py"]),
+                           (str(script), [sys.executable, str(script)])):
+        proc = subprocess.run([*command, "--no-tui"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert [line.split(": ", 1)[0] for line in proc.stderr.splitlines()] == [
+            f"{shown}:3:1", f"{shown}:4:1", f"{shown}:5:1"], proc.stderr
+        assert "more than the capacity of 2" in proc.stderr and "no capacity for 'tpu'" in proc.stderr
+    assert not (tmp_path / "started").exists()
 
 
 def test_resources_flag_below_a_request_names_the_task_and_the_flag(tmp_path):
@@ -252,7 +308,7 @@ def test_a_python_dag_runs_with_capacities_from_the_command_line(tmp_path):
                                            "dag.shell('a', 'echo gpu=$TUIDAG_SLOTS_GPU', resources={'gpu': 2})\n")
     proc = tuidag("run", "-q", str(script), cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"{script}:3:1: task 'a' asks for 2 'gpu' slot(s), but no capacity")
+    assert proc.stderr.startswith(f"{script}:3:1: task 'a' asks for 2 'gpu' slots, but no capacity")
     proc = tuidag("run", "-q", "--resources", "gpu=2", str(script), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "[a] --> RUNNING [slots gpu:0,1]" in proc.stdout
@@ -277,6 +333,7 @@ def test_skypilot_accelerators_hold_slots_only_when_a_capacity_is_declared(tmp_p
     dag = write(tmp_path / "sky.yaml", SKYPILOT_PIPELINE)
     proc = tuidag("run", "-q", "--resources", "V100=4", str(dag), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    assert "note:" not in proc.stderr  # nothing of 'resources' is ignored: the accelerators hold slots
     assert "[first]  --> RUNNING [slots V100:0,1]" in proc.stdout and "[second] --> RUNNING [slots V100:0]" in proc.stdout
     logs = RunStore(tmp_path / ".tuidag").runs()[-1].logs
     assert (logs / "first.log").read_text().splitlines()[-1] == "first 0,1 0,1 2"
@@ -293,3 +350,17 @@ def test_skypilot_accelerators_hold_slots_only_when_a_capacity_is_declared(tmp_p
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1] == (f"--resources V100=1 is less than the 2 'V100' slots task 'first' asks "
                                             f"for ({dag}:5:17)")
+
+
+def test_the_skypilot_resources_note_says_what_is_ignored_given_the_capacities(tmp_path):
+    dag = write(tmp_path / "sky.yaml", "resources:\n  accelerators: A100:1\n  cpus: 4+\n  cloud: aws\n"
+                                       "run: echo $CUDA_VISIBLE_DEVICES\n")
+    for command in ("validate", "run"):
+        proc = tuidag(command, str(dag), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert f"{dag}:1:1: note: 'resources' is ignored when running locally\n" in proc.stderr
+        proc = tuidag(command, "--resources", "A100=2", str(dag), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert (f"{dag}:1:1: note: 'resources' other than accelerators is ignored when running locally "
+                f"(cpus, cloud)\n") in proc.stderr
+    assert (RunStore(tmp_path / ".tuidag").runs()[-1].logs / "sky.log").read_text().splitlines()[-1] == "0"

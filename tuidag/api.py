@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .model.counts import counted
 from .model.durations import parse_duration
 from .model.errors import DagError, DagErrors, Location
 from .model.resources import Request, kind_problem
@@ -90,10 +91,12 @@ class Dag(PythonDag):
         self.kill_grace = self._duration(kill_grace, "kill_grace", at, positive=False, default=DEFAULT_KILL_GRACE)
         self.env = self._env(env, "env", at)
         self.workdir = self._path(workdir, "workdir", at)
+        before = len(self._errors)
         self.resources = self._slots(resources, "resources", at, minimum=0)
+        self._capacities_wrong = len(self._errors) > before  # then requests can't be checked against them
 
     def __repr__(self) -> str:
-        return f"<tuidag.Dag {self.name or '(unnamed)'}: {len(self._tasks)} tasks>"
+        return f"<tuidag.Dag {self.name or '(unnamed)'}: {counted(len(self._tasks), 'task')}>"
 
     @property
     def task_names(self) -> tuple[str, ...]:
@@ -198,14 +201,15 @@ class Dag(PythonDag):
         if not self._tasks:
             errors.append(DagError("the DAG has no tasks: add some with @dag.task() or dag.shell()", self.location))
         errors.extend(graph_errors(tasks))
-        if errors:
-            raise DagErrors(errors)
         name = self.name or (src.stem if src is not None else "dag")
         settings: dict[str, Any] = {"max_parallel": self.max_parallel} if self.max_parallel else {}
         # Slot requests are checked against the capacities when it runs (`--resources` may still declare some).
-        return DagSpec(name=name, tasks=tasks, on_failure=self.on_failure, kill_grace=self.kill_grace, env=self.env,
-                       workdir=workdir, source=src.resolve() if src is not None else None, resources=self.resources,
-                       **settings)
+        dag = DagSpec(name=name, tasks=tasks, on_failure=self.on_failure, kill_grace=self.kill_grace, env=self.env,
+                      workdir=workdir, source=src.resolve() if src is not None else None, resources=self.resources,
+                      **settings)
+        if errors:
+            raise DagErrors(errors, partial=None if self._capacities_wrong else dag)
+        return dag
 
     def _resolve(self, task: _Task, errors: list[DagError]) -> tuple[list[str], list[Location]]:
         """Dependency names (functions looked up among this DAG's tasks), each located at the task's call."""
@@ -247,10 +251,20 @@ class Dag(PythonDag):
         parser = argparse.ArgumentParser(prog=prog, description=f"Run the {self.name!r} DAG.")
         cli.add_run_options(parser)
         args = parser.parse_args(argv)
-        code = cli.guarded(lambda options: cli.run_dag(self.spec().with_env(dict(options.env)), options), args)
+        code = cli.guarded(lambda options: cli.run_dag(self._checked_spec(options.resources).with_env(dict(options.env)),
+                                                       options), args)
         if exit:
             sys.exit(code)
         return code
+
+    def _checked_spec(self, resources: Mapping[str, int]) -> DagSpec:
+        """The spec, or every mistake at once: with those the slots requested make against the capacities."""
+        from .model.resources import with_slot_errors
+
+        try:
+            return self.spec()
+        except DagErrors as exc:
+            raise with_slot_errors(exc, resources) from None
 
     # --- checking options ---------------------------------------------------------------------------------------
     def _check(self, ok: bool, at: Location, message: str) -> bool:

@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from . import __version__
 from .exit_codes import EXIT_OK, EXIT_USAGE
+from .model.counts import counted
 from .model.durations import parse_duration
 from .model.errors import DagErrors
 from .model.loader import load_dag
 from .model.spec import DagSpec
 from . import control_commands, history_commands
-from .cli_common import UsageError, one_run, open_store, state_dir_of
+from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
 
@@ -68,11 +70,11 @@ def _add_resources(parser: argparse.ArgumentParser) -> None:
                              "accelerators hold slots of their name when it has one here (V100=4)")
 
 
-def with_resources(dag: DagSpec, args: argparse.Namespace) -> DagSpec:
+def with_resources(dag: DagSpec, resources: dict[str, int]) -> DagSpec:
     """The DAG with --resources over its capacities and every slot request checked (DagErrors when one can't be met)."""
     from .model.resources import resolve
 
-    return resolve(dag, getattr(args, "resources", {}))
+    return resolve(dag, resources)
 
 
 def _add_env(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +85,7 @@ def _add_env(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuidag", description="Run DAGs of tasks, live in the terminal or headless.")
+    parser.add_argument("--version", action="version", version=f"tuidag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     state = argparse.ArgumentParser(add_help=False)
@@ -191,30 +194,45 @@ def guarded(command, args: argparse.Namespace) -> int:
             sys.stdout = stdout
 
 
-def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None) -> DagSpec:
+def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None,
+          resources: dict[str, int] | None = None) -> DagSpec:
     """The DAG in `path`, with `env` (--env) given to every task; with a `cache_dir`, from there when it holds this
-    exact file's model (see model/cache)."""
+    exact file's model (see model/cache). With `resources` (--resources, for the commands that run or check slots)
+    its slot requests are checked against the capacities, and reported with the file's other mistakes."""
+    notes: list = []
+    try:
+        dag = _read(path, env, cache_dir, notes)
+        if resources is not None:
+            dag = with_resources(dag, resources)
+    except DagErrors as exc:
+        if resources is None:
+            raise
+        from .model.resources import with_slot_errors
+
+        raise with_slot_errors(exc, resources) from None
+    for note in notes:  # e.g. SkyPilot keys that only matter on a cloud
+        note = note.given(dag.resources)
+        if note is not None:
+            print(note, file=sys.stderr)
+    return dag
+
+
+def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes: list) -> DagSpec:
     if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
         from .model.python_loader import load_python
 
         return load_python(path).with_env(dict(env))
-    notes: list = []
     if cache_dir is not None:
         from .model.cache import load_dag_cached
 
-        dag = load_dag_cached(path, cache_dir, notes, env)
-    else:
-        dag = load_dag(path, notes, env=env)
-    for note in notes:  # e.g. SkyPilot keys that only matter on a cloud
-        print(note, file=sys.stderr)
-    return dag
+        return load_dag_cached(path, cache_dir, notes, env)
+    return load_dag(path, notes, env=env)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    dag = with_resources(_load(args.file, args.env), args)
+    dag = _load(args.file, args.env, resources=args.resources)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} task{'' if len(dag.tasks) == 1 else 's'}, "
-          f"{edges} edge{'' if edges == 1 else 's'}")
+    print(f"{args.file}: ok: {dag.name}, {counted(len(dag.tasks), 'task')}, {counted(edges, 'edge')}")
     return EXIT_OK
 
 
@@ -229,7 +247,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     outlive_readers()
     state_dir = state_dir_of(args, args.file)
     RunStore(state_dir).check()  # before its cache is read
-    dag = _load(args.file, args.env, state_dir / "cache")
+    dag = _load(args.file, args.env, state_dir / "cache", args.resources)
     return run_dag(dag, args)
 
 
@@ -249,7 +267,7 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     """Run a loaded DAG with the options of `tuidag run`. With --detach the engine runs in a process of its own,
     detached from the terminal (see background.py), and this returns as soon as the run exists."""
     outlive_readers()
-    dag = with_resources(dag, args)  # before anything starts or is stored
+    dag = with_resources(dag, getattr(args, "resources", {}))  # before anything starts or is stored
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
@@ -268,10 +286,9 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
                                 resume_from=earlier, executor=executor)
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
-    if earlier:
-        reused = [n for n, s in session.scheduler.snapshot().items() if s.reused]
-        print(f"tuidag: resuming {earlier.run_id}: reusing {len(reused)} of {len(dag.tasks)} tasks"
-              + (f" ({', '.join(reused)})" if 0 < len(reused) <= 10 else ""), file=sys.stderr)
+    if session.reuse is not None:
+        note = session.reuse.describe(len(dag.tasks), env_options=[key for key, _ in args.env])
+        print(f"tuidag: resuming {earlier.run_id}: {printable(note)}", file=sys.stderr)
     return session
 
 

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from .model.counts import counted
 from .store.journal import read_header
 from .store.runs import STATE_DIR_ENV, RunDir, RunStore, default_state_dir
 
@@ -32,8 +33,8 @@ def open_store(state_dir: Path) -> RunStore:
         if report.processes:
             listed = ", ".join(f"{task}: pid {pid} ({name})" for task, pid, name in report.processes[:10])
             more = f" and {len(report.processes) - 10} more" if len(report.processes) > 10 else ""
-            print(f"tuidag: run {report.run_id} was interrupted; killed {len(report.processes)} leftover "
-                  f"process(es): {listed}{more}", file=sys.stderr)
+            print(f"tuidag: run {report.run_id} was interrupted; killed "
+                  f"{counted(len(report.processes), 'leftover process', 'leftover processes')}: {listed}{more}", file=sys.stderr)
         else:
             print(f"tuidag: run {report.run_id} was interrupted; no leftover processes", file=sys.stderr)
     return store
@@ -82,3 +83,16 @@ def no_runs(store: RunStore, args: argparse.Namespace) -> str:
         listed = ", ".join(printable(os.path.relpath(path)) for path in found)
         message += f"\nfolders below this one that hold runs: {listed}"
     return message
+
+
+def no_such_task(task: str, runs: list[RunDir], message: str) -> UsageError:
+    """The error for a task name none of `runs` has: `message`, with the closest name of their tasks suggested
+    (` (did you mean 'train-large'?)`). Every command that takes task names (`logs`, `runs --task`, `cancel`,
+    `rerun`) says it this way."""
+    from .model.errors import did_you_mean
+
+    names: dict[str, None] = {}
+    for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
+        names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
+    return UsageError(printable(message + did_you_mean(task, names)))
+

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .cli_common import UsageError, one_run, open_store, printable, state_dir_of, where_runs
+from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_FAILED, EXIT_OK
+from .model.counts import counted, number
 from .store.runs import RunDir, RunStore
 
 
@@ -93,10 +94,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _act(args: argparse.Namespace, op: str, word: str, said: Callable[[dict], str], **fields: Any) -> int:
     """Send `op` to the live run and print `said(reply)`; a refusal prints why (after what was done before it)
-    and gives exit code 1. No such live run: UsageError (exit 2)."""
+    and gives exit code 1. No such live run, or a task it does not have: UsageError (exit 2)."""
     from .control.client import ControlClient, NotLive, Refused
+    from .store.history import has_task
 
     run = find_live_run(args)
+    for task in fields.get("tasks", ()):
+        if not has_task(run, task):
+            raise no_such_task(task, [run], f"run {run.run_id} has no task {task!r}")
     try:
         with ControlClient(run) as client:
             answer = client.request(op, **fields)
@@ -113,11 +118,11 @@ def _act(args: argparse.Namespace, op: str, word: str, said: Callable[[dict], st
 
 def _listed(names: list[str]) -> str:
     shown = ", ".join(printable(n) for n in names[:20])
-    return shown + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    return shown + (f" and {number(len(names) - 20)} more" if len(names) > 20 else "")
 
 
 def _tasks(names: list[str]) -> str:
-    return f"{len(names)} task{'' if len(names) == 1 else 's'}: {_listed(names)}"
+    return f"{counted(len(names), 'task')}: {_listed(names)}"
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

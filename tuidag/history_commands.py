@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cli_common import UsageError, no_runs, one_run, open_store, printable, state_dir_of, where_runs
+from .cli_common import UsageError, no_runs, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_FAILED, EXIT_OK
 from .model.durations import format_duration
-from .store.journal import read_header
+from .model.state import COMPLETE_OUTCOMES
 from .store.runs import RunDir, RunStore
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     _print_table(rows)
     trends = _trends(infos)
     if trends:
-        print(f"\nduration trend per DAG, oldest to newest (the last {TREND_RUNS} finished runs):")
+        print(f"\nduration trend per DAG, oldest to newest (the last {TREND_RUNS} complete runs):")
         _print_table(trends)
     return EXIT_OK
 
@@ -69,15 +69,15 @@ TREND_RUNS = 20
 
 
 def _trends(infos: list[RunInfo]) -> list[tuple[str, ...]]:
-    """For each DAG with two finished runs or more: a sparkline of its last runs' durations, the latest and the
-    median. Runs still going on or interrupted are left out: their durations say nothing about the DAG."""
+    """For each DAG with two complete runs or more: a sparkline of its last runs' durations, the latest and the
+    median. Runs still going on, interrupted or cancelled are left out: their durations say nothing about the DAG."""
     from statistics import median
 
     from .views.sparkline import sparkline
 
     durations: dict[str, list[float]] = {}
     for info in infos:
-        if info.duration is not None and info.outcome not in ("running", "interrupted"):
+        if info.duration is not None and info.outcome in COMPLETE_OUTCOMES:
             durations.setdefault(info.dag, []).append(info.duration)
     return [(printable(dag), sparkline(values[-TREND_RUNS:]), f"latest {format_duration(values[-1])}",
              f"median {format_duration(median(values[-TREND_RUNS:]))}", _range(values[-TREND_RUNS:]))
@@ -92,7 +92,7 @@ def _range(values: list[float]) -> str:
 def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) -> int:
     """`runs --task NAME`: one task's state, duration and attempts in each run that has it, and its trend."""
     from .model.state import TaskState
-    from .store.history import task_record
+    from .store.history import run_info, task_record
     from .views.sparkline import sparkline
 
     rows = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
@@ -102,13 +102,13 @@ def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) ->
         if record is None:
             continue
         duration = record.duration if not record.reused else None
-        if duration is not None and record.state is TaskState.SUCCEEDED:
-            durations.append(duration)
+        if duration is not None and record.state is TaskState.SUCCEEDED and run_info(run).outcome in COMPLETE_OUTCOMES:
+            durations.append(duration)  # a trend of complete runs only, as the DAG's
         rows.append(tuple(map(printable, (run.run_id, _when(record.started_at),
                                            record.state.value + (" (reused)" if record.reused else ""),
                                            format_duration(duration), record.attempt))))
     if len(rows) == 1:
-        _no_such_task(args.task, runs, f"no run {where_runs(store, args.file)} has a task {args.task!r}")
+        raise no_such_task(args.task, runs, f"no run {where_runs(store, args.file)} has a task {args.task!r}")
     _print_table(rows)
     if len(durations) >= 2:
         last = durations[-TREND_RUNS:]
@@ -152,13 +152,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if args.run_id:
         run = one_run(matching(runs, args.run_id), args.run_id, where)
         if not has_task(run, args.task):
-            _no_such_task(args.task, [run], f"run {run.run_id} has no task {args.task!r}")
+            raise no_such_task(args.task, [run], f"run {run.run_id} has no task {args.task!r}")
     elif not runs:
         raise UsageError(no_runs(store, args))
     else:  # the latest run that has the task: a shared state dir also holds other DAGs' runs
         with_task = [r for r in runs if has_task(r, args.task)]
         if not with_task:
-            _no_such_task(args.task, runs, f"no run {where} has a task {args.task!r}")
+            raise no_such_task(args.task, runs, f"no run {where} has a task {args.task!r}")
         run = with_task[-1]
     path = run.log_path(args.task)
     out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
@@ -169,10 +169,46 @@ def cmd_logs(args: argparse.Namespace) -> int:
         elif os.path.lexists(path):
             copy_log(path, out)
         else:
-            print(f"tuidag: {args.task} has no output yet ({path})", file=sys.stderr)
+            return _no_output(store, run, runs, args)
     except UnsafeLog as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
+
+
+def _no_output(store: RunStore, run: RunDir, runs: list[RunDir], args: argparse.Namespace) -> int:
+    """A task without a log in `run`: one that has not started yet in a live run has no output *yet* (exit 0); one
+    that never ran there (cancelled or skipped before it started, or the run ended first) is said to have never run,
+    why, and which run last has output of it (exit 1)."""
+    from .model.state import TaskState
+    from .store.history import task_record
+
+    task = args.task
+    record = task_record(run, task)
+    live = run.owned()
+    if record is None or record.attempt or (live and not record.state.terminal):
+        print(f"tuidag: {printable(task)} has no output yet ({printable(run.log_path(task))})", file=sys.stderr)
+        return EXIT_OK
+    if record.reused:
+        why = "its result was reused from an earlier run"
+    elif record.state.terminal:
+        reason = f" ({printable(record.reason)})" if record.reason else ""
+        when = "" if record.state is TaskState.SKIPPED else " before it started"
+        why = f"it was {record.state.value.lower()}{when}{reason}"
+    else:
+        why = f"the run ended before it started (it was {record.state.value})"
+    print(f"tuidag: {printable(task)} never ran in run {run.run_id}: {why}", file=sys.stderr)
+    earlier = [r for r in runs if r is not run and os.path.lexists(r.log_path(task))]
+    if earlier:
+        from shlex import quote
+
+        where = (f" --file {quote(printable(args.file))}" if args.file else "") + \
+                (f" --state-dir {quote(printable(args.state_dir))}" if args.state_dir else "")
+        print(f"tuidag: the latest run with output of it is {earlier[-1].run_id}: "
+              f"tuidag logs {printable(task)} --run {earlier[-1].run_id}{where}", file=sys.stderr)
+    else:
+        print(f"tuidag: no run {where_runs(store, args.file)} has output of it",
+              file=sys.stderr)
+    return EXIT_FAILED
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -202,15 +238,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write the report to {printable(path)}: {exc.strerror or exc}") from None
     print(f"tuidag: report of run {run.run_id} ({printable(facts['run']['dag'])}) written to {printable(path)}")
     return EXIT_OK
-
-
-def _no_such_task(task: str, runs: list[RunDir], message: str) -> None:
-    from .model.errors import did_you_mean
-
-    names: dict[str, None] = {}
-    for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
-        names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
-    raise UsageError(printable(message + did_you_mean(task, names)))
 
 
 COMMANDS = {"runs": cmd_runs, "logs": cmd_logs, "report": cmd_report}

@@ -21,11 +21,12 @@ from .engine.executor import Executor
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler
+from .model.counts import counted
 from .model.resources import requests
 from .model.spec import DagSpec, FailurePolicy
-from .model.state import TaskState
 from .store.heartbeat import Heartbeat
-from .store.journal import JournalWriter, replay
+from .store.journal import JournalWriter
+from .store.resume import Reuse, plan_reuse
 from .store.runs import RunDir, RunStore, log_file_name
 
 class RunSession:
@@ -45,6 +46,7 @@ class RunSession:
         self.store_message: str | None = None  # the same, said in full: which folder, what failed, what happens now
         self.on_store_error: Callable[[str], None] | None = None  # how the view tells the user (called once)
         self.control = None  # the control channel's server (control/server.py), once `serve_control` ran
+        self.reuse: Reuse | None = None  # what a resumed run took over from the earlier one, and why not more
         journal.on_error = self._journal_failed
         self.heartbeat = Heartbeat(run.journal).start()  # after a crash, tells when this process was last alive
 
@@ -60,10 +62,10 @@ class RunSession:
         resume_from: RunDir | None = None,
     ) -> "RunSession":
         store = RunStore(state_dir)
-        prints = dag.fingerprints
-        reused = reusable_tasks(dag, prints, resume_from) if resume_from else []
-        extra = {"fingerprints": prints, "resumed_from": resume_from.run_id if resume_from else None,
-                 **dag_header(dag, max_parallel)}
+        reuse = plan_reuse(dag, resume_from) if resume_from else None
+        reused = reuse.values if reuse else {}
+        extra = {"fingerprints": dag.fingerprints, "shared": dag.shared_digests,
+                 "resumed_from": resume_from.run_id if resume_from else None, **dag_header(dag, max_parallel)}
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
         for name in reused:
             _link_log(resume_from.log_path(name), run.log_path(name))
@@ -71,7 +73,9 @@ class RunSession:
                               max_parallel=max_parallel, kill_grace=kill_grace, reused=reused)
         # The first observer: the journal records every event before any view sees it.
         scheduler.subscribe(journal.record, batches=True)
-        return cls(dag, store, run, journal, scheduler)
+        session = cls(dag, store, run, journal, scheduler)
+        session.reuse = reuse
+        return session
 
     def serve_control(self) -> None:
         """Open the run's control socket: viewers (`tuidag attach`) and `tuidag cancel`/`pause`/... reach the run
@@ -101,8 +105,9 @@ class RunSession:
         procs = process.collect_tree(None, run_id=self.run.run_id)
         process.kill_until_empty(procs, None, lambda: process.collect_tree(None, run_id=self.run.run_id))
         name = signal.Signals(signum).name
+        processes = counted(max(killed, len(procs)), "process", "processes")
         self.journal.write({"type": "run", "event": "forced-exit", "t": time.time(), "signal": name,
-                            "detail": f"second {name}: killed {max(killed, len(procs))} process(es)"})
+                            "detail": f"second {name}: killed {processes}"})
         os._exit(SIGNAL_EXIT[signum])
 
     def _journal_failed(self, exc: OSError) -> None:
@@ -176,20 +181,6 @@ def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
 def run_end(snapshots: Iterable[TaskSnapshot], started: float) -> float:
     """When the run ended: the latest end of any of its tasks (`started` if none ended)."""
     return max((s.finished_at for s in snapshots if s.finished_at is not None), default=started)
-
-
-def reusable_tasks(dag: DagSpec, prints: dict[str, str], earlier: RunDir) -> list[str]:
-    """Tasks that SUCCEEDED in `earlier` with the same definition, and whose upstream is all reused too (a task
-    downstream of one that runs again must run again)."""
-    rep = replay(earlier.journal)
-    old_prints = rep.header.get("fingerprints", {})
-    reused: dict[str, None] = {}  # ordered set
-    for name in dag.topological_order:
-        record = rep.tasks.get(name)
-        if (record is not None and record.state is TaskState.SUCCEEDED and old_prints.get(name) == prints[name]
-                and all(dep in reused for dep in dag.tasks[name].depends_on)):
-            reused[name] = None
-    return list(reused)
 
 
 def _link_log(old: Path, new: Path) -> None:

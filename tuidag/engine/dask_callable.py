@@ -10,7 +10,6 @@ from __future__ import annotations
 import pickle
 import sys
 import threading
-import traceback
 from pathlib import Path
 
 
@@ -19,7 +18,7 @@ def main(call_path: str, result_path: str) -> int:
 
     with open(call_path, "rb") as f:
         spec = pickle.load(f)
-    from .inprocess import TaskContext, call_task, describe_exception
+    from .inprocess import TaskContext, call_task, describe_exception, task_traceback
 
     try:
         import cloudpickle
@@ -38,7 +37,7 @@ def main(call_path: str, result_path: str) -> int:
             _write(result_path, ("error", f"exit code {code}" if isinstance(code, int) else f"raised SystemExit: {code}"))
             return code if isinstance(code, int) else 1
     except BaseException as exc:
-        traceback.print_exc()
+        sys.stderr.write(task_traceback(exc))
         _write(result_path, ("error", describe_exception(exc)))
         return 1
     try:

@@ -70,6 +70,21 @@ def call_task(func: Callable[..., Any], ctx: TaskContext) -> Any:
     return func(ctx) if takes_arg else func()
 
 
+#: Where tuidag's own frames above a task's code are: they start every traceback otherwise and say nothing about it.
+_OWN_FRAMES = {os.path.normcase(os.path.abspath(__file__)),
+               os.path.normcase(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask_callable.py"))}
+
+
+def task_traceback(exc: BaseException) -> str:
+    """The traceback a failed callable's log gets: from the task's own code on, without the frames of tuidag that
+    called it (`call_task` and the attempt around it)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and \
+            os.path.normcase(os.path.abspath(tb.tb_frame.f_code.co_filename)) in _OWN_FRAMES:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
 def _exit_result(exc: SystemExit) -> AttemptResult:
     code = exc.code
     if code is None or code == 0:
@@ -142,7 +157,7 @@ class ThreadAttempt(RunningAttempt):
         except SystemExit as exc:
             return _exit_result(exc)
         except BaseException as exc:  # KeyboardInterrupt, GeneratorExit, asyncio.CancelledError...: all end it
-            self._log.write(traceback.format_exc())
+            self._log.write(task_traceback(exc))
             return AttemptResult(False, None, describe_exception(exc))
         finally:
             output_routing.reset_target(token)
@@ -380,7 +395,7 @@ def _child_main(ref: FunctionRef, spec: _ChildSpec, conn: multiprocessing.connec
     except SystemExit as exc:
         outcome, exit_code = ("exit", exc.code), exc.code
     except BaseException as exc:
-        traceback.print_exc()
+        sys.stderr.write(task_traceback(exc))
         outcome, exit_code = ("error", describe_exception(exc)), 1
     else:
         outcome = ("ok", value)

@@ -30,11 +30,12 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
+from ..model.counts import counted
 from ..model.resources import cuda_kind, format_slots, requests, resolve, slot_env
 from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
-from ..model.state import TERMINAL, TaskState, can_move
+from ..model.state import TERMINAL, TaskState, can_move, ended_outcome
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
 from .job_group import JobGroupStopper, stopped_by_group
@@ -130,7 +131,7 @@ class RunSummary(NamedTuple):
     def outcome(self) -> str:
         if self.interrupted_by:
             return "interrupted"
-        return "succeeded" if self.ok else "failed"
+        return ended_outcome((s.state for s in self.snapshots.values()), self.ok)
 
 
 class Scheduler:
@@ -145,8 +146,10 @@ class Scheduler:
         max_parallel: int | None = None,
         kill_grace: float | None = None,
         clock: Callable[[], float] = time.time,
-        reused: Iterable[str] = (),
+        reused: Iterable[str] | Mapping[str, Any] = (),
     ):
+        """`reused`: tasks SUCCEEDED from the start (carried over by --resume); a mapping gives their return
+        values, which their dependents get in `ctx.results` as if they had just run."""
         dag = resolve(dag)  # requests checked against capacities (front ends did it already, with their locations)
         self.dag = dag
         self.executor = executor
@@ -185,13 +188,15 @@ class Scheduler:
         self._unplaced_reasons: set[str] = set()  # QUEUED tasks whose reason says why no worker can run them
         self._group = None if dag.job_group is None else JobGroupStopper(dag.job_group, list(dag.tasks), self._cancel)
         now = clock()
-        reused = set(reused)
+        reused = dict(reused) if isinstance(reused, Mapping) else dict.fromkeys(reused)
+        self._results.update(reused)
         self._tasks: dict[str, _Task] = {}
         logs = str(log_dir)  # joined as strings: a Path per task was a third of setting up a big run
         for name in dag.topological_order:
             snap = TaskSnapshot(name, S.PENDING, changed_at=now, log_path=f"{logs}/{log_name(name)}")
             if name in reused:
-                snap = snap.evolve(state=S.SUCCEEDED, reused=True, reason="reused from an earlier run")
+                snap = snap.evolve(state=S.SUCCEEDED, reused=True, reason="reused from an earlier run",
+                                   value=reused[name])  # journalled again: a run resumed from this one gets it too
             self._tasks[name] = _Task(snap)
         self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
         executor.watch_placement(self._recheck_placement)
@@ -237,7 +242,7 @@ class Scheduler:
             if self._started:
                 return
             self._started = True
-            self._run_event("started", f"{len(self._tasks)} tasks, max_parallel {self.max_parallel}"
+            self._run_event("started", f"{counted(len(self._tasks), 'task')}, max_parallel {self.max_parallel}"
                             + (f" ({self.parallel_note})" if self.parallel_note else ""))
             for t in self._tasks.values():
                 if t.snap.reused:  # journal and observers learn which results were carried over
@@ -639,7 +644,7 @@ class Scheduler:
             for t in self._tasks.values():
                 counts[t.state.value] = counts.get(t.state.value, 0) + 1
             ok = all(t.state is S.SUCCEEDED or stopped_by_group(t.snap) for t in self._tasks.values())
-            outcome = "succeeded" if ok else "failed"
+            outcome = ended_outcome((t.state for t in self._tasks.values()), ok)
             detail = outcome + " " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
             if self._paused:  # everything ended while paused (cancelled): a later re-run must not be held
                 self._paused = False

@@ -28,7 +28,7 @@ from .loader import load_dag
 from .resources import Request
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
 
-FORMAT = 4
+FORMAT = 5
 _MODEL_DIR = os.path.dirname(__file__)
 
 
@@ -145,7 +145,7 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
              for t in dag.tasks.values()]
     group = None if dag.job_group is None else (dag.job_group.primary, dict(dag.job_group.termination_delay))
     return (key, dag.name, dag.max_parallel, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
-            None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location)) for n in notes],
+            None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location), n.unless_kind, n.instead) for n in notes],
             dag.topological_order, dag.fingerprints, group, dict(dag.resources), dag.executor, dag.dask_address)
 
 
@@ -165,4 +165,4 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
                   None if source is None else Path(source), None if group is None else JobGroup(*group), capacities,
                   executor, dask_address)
     dag.prime(topological_order=order, fingerprints=prints)
-    return dag, [Note(message, Location(*where)) for message, where in notes]
+    return dag, [Note(message, Location(*where), kind, instead) for message, where, kind, instead in notes]

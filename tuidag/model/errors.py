@@ -1,7 +1,7 @@
 """Located errors for bad DAG input: every message reads `FILE:LINE:COL: message`."""
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from typing import Any, Iterable, Mapping, NamedTuple
 
 
 class Location(NamedTuple):
@@ -18,9 +18,19 @@ class Note(NamedTuple):
 
     message: str
     location: Location
+    #: A slot kind that makes the note untrue when the run has a capacity for it (`--resources A100=2`: a SkyPilot
+    #: task's accelerators then hold slots), and what is true then instead (None: nothing to say).
+    unless_kind: str | None = None
+    instead: str | None = None
 
     def __str__(self) -> str:
         return f"{self.location}: note: {self.message}"
+
+    def given(self, capacities: Mapping[str, int]) -> Note | None:
+        """The note as it holds for a run with these slot capacities."""
+        if self.unless_kind is None or self.unless_kind not in capacities:
+            return self
+        return None if self.instead is None else Note(self.instead, self.location)
 
 
 class DagError(Exception):
@@ -36,10 +46,13 @@ class DagError(Exception):
 
 
 class DagErrors(Exception):
-    """Every problem found in one DAG definition, in file order."""
+    """Every problem found in one DAG definition, in file order. `partial`: the DAG as far as it could be read
+    (a DagSpec, or None), for the checks that need what the command line adds (`--resources`), so their errors are
+    reported with the others (`resources.with_slot_errors`)."""
 
-    def __init__(self, errors: Iterable[DagError]):
+    def __init__(self, errors: Iterable[DagError], partial: Any = None):
         self.errors = sorted(errors, key=_order)
+        self.partial = partial
         super().__init__("\n".join(map(str, self.errors)))
 
 

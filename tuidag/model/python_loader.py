@@ -32,16 +32,31 @@ def load_python(path: str | os.PathLike[str]) -> DagSpec:
     the one `Dag` it defines at module level. Raises DagErrors (located) for every problem."""
     path = Path(path)
     try:
-        return _load_python(path)
+        return _slots_shown_as(_load_python(path), path)
     except DagErrors as exc:  # Python records files by absolute path: show this one as it was given, like the
-        raise DagErrors([_shown_as(err, path) for err in exc.errors]) from None  # YAML loaders do
+        partial = None if exc.partial is None else _slots_shown_as(exc.partial, path)  # YAML loaders do
+        raise DagErrors([_shown_as(err, path) for err in exc.errors], partial) from None
 
 
 def _shown_as(err: DagError, path: Path) -> DagError:
-    loc = err.location
+    return DagError(err.message, _location_as(err.location, path))
+
+
+def _location_as(loc: Location | None, path: Path) -> Location | None:
     if loc is None or loc.file == str(path) or not _same_file(loc.file, str(path)):
-        return err
-    return DagError(err.message, Location(str(path), loc.line, loc.col))
+        return loc
+    return Location(str(path), loc.line, loc.col)
+
+
+def _slots_shown_as(dag: DagSpec, path: Path) -> DagSpec:
+    """The DAG with its slot requests located in the file as it was given, as its other errors are: checked against
+    the capacities later (`--resources`), they must point at the same file."""
+    tasks = {}
+    for name, task in dag.tasks.items():
+        moved = {kind: request._replace(location=_location_as(request.location, path))
+                 for kind, request in task.resources.items()}
+        tasks[name] = task._replace(resources=moved) if moved != dict(task.resources) else task
+    return dag.replace(tasks=tasks) if any(tasks[n] is not t for n, t in dag.tasks.items()) else dag
 
 
 def _load_python(path: Path) -> DagSpec:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Mapping, NamedTuple
 
+from .counts import counted
 from .errors import DagError, DagErrors, Location
 
 if TYPE_CHECKING:
@@ -92,19 +93,20 @@ def resolve(dag: DagSpec, overrides: Mapping[str, int] | None = None, flag: str 
             continue
         kept = {}
         for kind, request in task.resources.items():
+            slots = counted(request.count, f"'{kind}' slot")
             if kind not in capacities:
                 if request.accelerator:
                     continue
-                errors.append(DagError(f"task '{name}' asks for {request.count} '{kind}' slot(s), but no capacity "
+                errors.append(DagError(f"task '{name}' asks for {slots}, but no capacity "
                                        f"for '{kind}' is declared: add it to the DAG's 'resources' or pass "
                                        f"{flag} {kind}=N", request.location))
             elif request.count > capacities[kind]:
                 if kind in overrides:
                     where = f" ({request.location})" if request.location else ""
-                    errors.append(DagError(f"{flag} {kind}={capacities[kind]} is less than the {request.count} "
-                                           f"'{kind}' slots task '{name}' asks for{where}"))
+                    errors.append(DagError(f"{flag} {kind}={capacities[kind]} is less than the {slots} task "
+                                           f"'{name}' asks for{where}"))
                 else:
-                    errors.append(DagError(f"task '{name}' asks for {request.count} '{kind}' slots, more than the "
+                    errors.append(DagError(f"task '{name}' asks for {slots}, more than the "
                                            f"capacity of {capacities[kind]}", request.location))
             else:
                 kept[kind] = request
@@ -116,6 +118,18 @@ def resolve(dag: DagSpec, overrides: Mapping[str, int] | None = None, flag: str 
     if errors:
         raise DagErrors(errors)
     return dag.replace(tasks=tasks, resources=capacities) if changed else dag
+
+
+def with_slot_errors(exc: DagErrors, overrides: Mapping[str, int] | None = None) -> DagErrors:
+    """`exc` with the errors `resolve` finds in the DAG as far as it was read (its `partial`), so that a file with a
+    bad count, a request over its capacity and an undeclared kind hears of all three at once."""
+    if exc.partial is None:
+        return exc
+    try:
+        resolve(exc.partial, overrides)
+    except DagErrors as more:
+        return DagErrors([*exc.errors, *more.errors])
+    return exc
 
 
 def cuda_kind(task: TaskSpec) -> str | None:

@@ -126,7 +126,7 @@ def load_skypilot(path: Path, documents: list[Node], notes: list[Note] | None = 
     reader = _PipelineReader(str(path), notes if notes is not None else [], env or {})
     dag = reader.pipeline(documents, path)
     if reader.errors:
-        raise DagErrors(reader.errors)
+        raise DagErrors(reader.errors, partial=dag)
     return dag
 
 

@@ -250,8 +250,6 @@ class TaskReader(_Reader):
         if "job_recovery" in fields:
             retries = self.job_recovery(*fields["job_recovery"], what + ".job_recovery")
         ignored = [name for name in fields if name != "job_recovery"]
-        if ignored:
-            self.note(key, "'resources' is ignored when running locally")
         candidates = [fields]
         for alternative in ("any_of", "ordered"):
             if alternative in fields:
@@ -265,6 +263,11 @@ class TaskReader(_Reader):
                 if gpus and name and not kind_problem(name):
                     request = {name: Request(gpus, self.at(accelerators), accelerator=True)}
                 break
+        if ignored:  # all of it, unless the run has slots for the accelerators (`--resources A100=2`)
+            others = [name for name in ignored if name != "accelerators"]
+            instead = f"'resources' other than accelerators is ignored when running locally ({', '.join(others)})"
+            self.notes.append(Note("'resources' is ignored when running locally", self.at(key),
+                                   unless_kind=next(iter(request), None), instead=instead if others else None))
         return retries, gpus, request
 
     def resource_fields(self, node: Node, what: str) -> dict[str, tuple[Node, Node]] | None:

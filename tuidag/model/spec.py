@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, NamedTuple
 
+from .counts import counted
 from .errors import Location
 
 try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
@@ -96,6 +97,14 @@ class TaskSpec(NamedTuple):
 RUN_ID_PLACEHOLDER = "{run_id}"
 
 
+def _callable_action(func: Callable[..., Any], memo: dict) -> str:
+    """What a callable task does: its fingerprint names it too (by its file, not by the name its module was
+    imported under, which `python etl.py` and `tuidag run etl.py` give differently)."""
+    from .code_print import callable_fingerprint  # only DAGs with callables need it
+
+    return f"callable {callable_fingerprint(func, memo)}"
+
+
 class JobGroup(NamedTuple):
     """Tasks that run side by side, all started at once (a SkyPilot job group): once every task in `primary` has
     ended, each other task still running is stopped after its delay in `termination_delay` (seconds; 0 when not
@@ -156,7 +165,7 @@ class DagSpec:
             self.__dict__[name] = value
 
     def __repr__(self) -> str:
-        return f"DagSpec(name={self.name!r}, {len(self.tasks)} tasks, source={self.source})"
+        return f"DagSpec(name={self.name!r}, {counted(len(self.tasks), 'task')}, source={self.source})"
 
     # Graph queries. A DagSpec is immutable, so these are computed once.
     @cached_property
@@ -197,11 +206,13 @@ class DagSpec:
 
     @cached_property
     def fingerprints(self) -> dict[str, str]:
-        """A hash of what each task does, so --resume only reuses results of tasks whose definition is unchanged."""
+        """A hash of what each task does, so --resume only reuses results of tasks whose definition is unchanged.
+        A callable counts by its name and what `code_print.callable_fingerprint` reads of its code and data."""
         prints = {}
         encode = _FINGERPRINT_ENCODER.encode
+        memo: dict = {}  # what the callables' globals hold, described once for all of them
         for name, task in self.tasks.items():
-            action = task.run if task.func is None else f"{task.func.__module__}.{task.func.__qualname__}"
+            action = task.run if task.func is None else _callable_action(task.func, memo)
             fields = [action, task.setup, sorted(task.depends_on), sorted({**self.env, **task.env}.items()),
                       str(task.workdir or self.workdir), task.isolate]
             if task.run_env:  # only then: fingerprints of earlier runs stay valid
@@ -209,6 +220,23 @@ class DagSpec:
             data = encode(fields)
             prints[name] = sha1(data.encode()).hexdigest()[:16]
         return prints
+
+    @cached_property
+    def shared_digests(self) -> dict[str, str]:
+        """Short hashes of what every task's definition shares: each environment variable all tasks get with the
+        same value (`env KEY`), and their working directory (`workdir`) when it is the same for all. Kept in the
+        journal, so a resumed run can say which of them changed every task's definition."""
+        common: dict[str, str] | None = None
+        workdirs = set()
+        for task in self.tasks.values():
+            env = {**self.env, **task.env}
+            common = env if common is None else {k: v for k, v in common.items() if env.get(k) == v}
+            workdirs.add(str(task.workdir or self.workdir))
+        shared = {f"env {key}": value for key, value in sorted((common or {}).items())}
+        if len(workdirs) == 1:
+            shared["workdir"] = workdirs.pop()
+        return {what: sha1(value.encode("utf-8", "backslashreplace")).hexdigest()[:8]
+                for what, value in shared.items()}
 
     @cached_property
     def depth(self) -> dict[str, int]:

@@ -6,6 +6,7 @@ all check against one table instead of each keeping their own idea of what may f
 from __future__ import annotations
 
 from enum import Enum
+from typing import Iterable
 
 
 class TaskState(str, Enum):
@@ -47,6 +48,20 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     _S.CANCELLED: frozenset({_S.PENDING}),
     _S.SKIPPED: frozenset({_S.PENDING}),
 }
+
+
+def ended_outcome(states: Iterable[TaskState], ok: bool) -> str:
+    """How a run whose every task ended went: `succeeded` when `ok` (every task succeeded, or was stopped by its job
+    group), `failed` when a task failed (or was skipped after a failure), else `cancelled`: tasks were cancelled and
+    none failed, which is no failure of the DAG."""
+    if ok:
+        return "succeeded"
+    return "failed" if not {TaskState.FAILED, TaskState.SKIPPED}.isdisjoint(states) else "cancelled"
+
+
+#: Outcomes of runs that ran to their end by themselves: only these say how long the DAG and its tasks take (trends,
+#: expected durations). Not: running, interrupted, cancelled, `incomplete: ...` (the record stopped early).
+COMPLETE_OUTCOMES = frozenset({"succeeded", "failed"})
 
 
 def can_move(src: TaskState, dst: TaskState) -> bool:

@@ -67,8 +67,8 @@ def load_yaml(path: Path, text: str | None = None, root: Node | None = None) -> 
         text = read_source(path)
     reader = _Reader(str(path))
     dag = reader.dag(compose(text, reader.file) if root is None else root, path)
-    if reader.errors:
-        raise DagErrors(reader.errors)
+    if reader.errors:  # requests can't be checked against capacities that are themselves wrong
+        raise DagErrors(reader.errors, partial=None if reader.capacities_wrong else dag)
     assert dag is not None  # every path that yields no spec reports an error
     return dag
 
@@ -210,7 +210,27 @@ def _syntax_error(exc: MarkedYAMLError, file: str) -> DagError:
         started = context_mark and problem_mark and context_mark.line != problem_mark.line
         message += f" ({exc.context}" + (f" started on line {context_mark.line + 1})" if started else ")")
     mark = problem_mark or context_mark
+    if exc.problem == "mapping values are not allowed here" and problem_mark is not None:
+        message += _colon_hint(problem_mark)
     return DagError(message, _location(file, mark) if mark else Location(file, 1, 1))
+
+
+def _colon_hint(mark: Mark) -> str:
+    """What to do about the most common YAML mistake: a plain value with `: ` in it (`run: python3 -c "while True:
+    pass"`) reads as a second key. The key is taken from the line the mark is on (the pure loader's marks carry the
+    text), so the advice names it."""
+    buffer = getattr(mark, "buffer", None)
+    key = None
+    if isinstance(buffer, str):
+        start = buffer.rfind("\n", 0, mark.pointer) + 1
+        found = _KEY_ON_LINE.match(buffer, start, mark.pointer)
+        key = found.group(1) if found else None
+    block = f"write it as a block ({key}: | with the value on the lines below, indented)" if key \
+        else "write it as a block (| with the value on the lines below, indented)"
+    return f": quote a value holding ': ' ('...' or \"...\") or {block}"
+
+
+_KEY_ON_LINE = re.compile(r"[ \t]*(?:-[ \t]+)?([A-Za-z0-9_.-]+):[ \t]")
 
 
 def _location(file: str, mark: Mark) -> Location:
@@ -228,6 +248,7 @@ class _Reader:
     def __init__(self, file: str):
         self.file = file
         self.errors: list[DagError] = []
+        self.capacities_wrong = False  # an error inside the top-level `resources` (then requests go unchecked)
 
     def at(self, node: Node) -> Location:
         return _location(self.file, node.start_mark)
@@ -259,6 +280,10 @@ class _Reader:
             "dask_address": partial(self.text, expected="an address like tcp://HOST:8786"),
         }
         settings = self.settings(fields, converters, ROOT_KEYS, prefix="")
+        if "resources" in fields:
+            start, end = fields["resources"][1].start_mark, fields["resources"][1].end_mark
+            self.capacities_wrong = any(err.location and (start.line + 1, start.column + 1) <= (
+                err.location.line, err.location.col) <= (end.line + 1, end.column + 1) for err in self.errors)
         if "resources" in settings:  # capacities
             settings["resources"] = {kind: count for kind, (count, _) in settings["resources"].items()}
         settings.setdefault("name", path.stem)

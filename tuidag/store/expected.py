@@ -1,7 +1,7 @@
 """How long each task is expected to take, learned from the runs in the state dir.
 
-A task's expected duration is the median of its last successful attempts (`LAST`) in earlier runs of the same DAG
-with the same definition (the fingerprint `--resume` uses: a changed command is a different task), else of its last
+A task's expected duration is the median of its last successful attempts (`LAST`) in earlier complete runs (that ended
+by themselves: succeeded or failed, not cancelled or interrupted) of the same DAG with the same definition (the fingerprint `--resume` uses: a changed command is a different task), else of its last
 successful attempts under the same name whatever their definition, else unknown: the forecast says "no history"
 rather than guess. An attempt's duration is from its RUNNING to its SUCCEEDED record (a retry's earlier attempts and
 delays are not part of it), and results carried over by `--resume` are not attempts at all.
@@ -18,6 +18,7 @@ import os
 from statistics import median
 from typing import Any, Mapping, NamedTuple
 
+from ..model.state import COMPLETE_OUTCOMES
 from .history import read_summary
 from .journal import open_stored, read_header, record_problem
 from .runs import RunDir, RunStore
@@ -64,7 +65,7 @@ def expected_durations(store: RunStore, dag: str, source: str, fingerprints: Map
     for run in reversed(store.runs()):
         if not wanting or seen >= max_runs:
             break
-        if run.run_id == exclude or not _same_dag(run, dag, source):
+        if run.run_id == exclude or not _complete_run_of(run, dag, source):
             continue
         facts = _read(run)
         if facts is None or not _matches(facts, dag, source):
@@ -97,25 +98,27 @@ def _matches(facts: _RunFacts, dag: str, source: str) -> bool:
     return facts.source == source if source else facts.dag == dag
 
 
-def _same_dag(run: RunDir, dag: str, source: str) -> bool:
-    """A quick no for another DAG's finished run, from its summary (a run without one is read to find out). A
-    summary is written once, at the end of its run, so what it says is kept for the life of the process."""
-    cached = _facts.get(str(run.journal))
-    if cached is not None:
-        return _matches(cached, dag, source)
+def _complete_run_of(run: RunDir, dag: str, source: str) -> bool:
+    """Whether `run` is a run of this DAG that ran to its end by itself (see `COMPLETE_OUTCOMES`: a run cancelled
+    after 0.3 s, or one still going, says nothing of how long tasks take), from its summary: a quick no for other
+    DAGs' runs too. A summary is written once, at the end of its run, so what it says is kept for the life of the
+    process; a run without one (still running, or died and not reaped yet) is not complete."""
     known = _summaries.get(str(run.summary))
     if known is None:
         summary = read_summary(run) if run.summary.exists() else None
         if summary is None:
-            return True
+            return False
         found = summary.get("source")
-        known = _summaries[str(run.summary)] = (str(summary.get("dag")), found if isinstance(found, str) else "")
+        known = _summaries[str(run.summary)] = (str(summary.get("dag")), found if isinstance(found, str) else "",
+                                                summary.get("outcome") in COMPLETE_OUTCOMES)
+    if not known[2]:
+        return False
     if source and known[1]:
         return known[1] == source
     return known[0] == dag
 
 
-_summaries: dict[str, tuple[str, str]] = {}  # summary.json path -> (DAG name, source) it names
+_summaries: dict[str, tuple[str, str, bool]] = {}  # summary.json path -> (DAG name, source, complete) it says
 
 
 _RUNNING = b'"to":"RUNNING"'

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..model.state import TERMINAL, TaskState
+from ..model.spec import JOB_GROUP_STOPPED
+from ..model.state import TERMINAL, TaskState, ended_outcome
 from .journal import (Replay, TaskRecord, open_stored, read_header, record_problem, replay, warn_bad_record,
                       warn_unreadable)
 from .runs import RunDir, RunStore
@@ -22,7 +23,7 @@ class RunInfo(NamedTuple):
     started_at: float | None
     duration: float | None
     counts: dict[str, int]
-    outcome: str  # succeeded | failed | interrupted | running (or what a summary says)
+    outcome: str  # succeeded | failed | cancelled | interrupted | running (or what a summary says)
 
 
 def outcome_of(run: RunDir, rep: Replay) -> str:
@@ -31,7 +32,9 @@ def outcome_of(run: RunDir, rep: Replay) -> str:
         return "running"
     if rep.finished_at is not None and all(t.state in TERMINAL for t in rep.tasks.values()):
         # finished but the summary was never written: the process died right at the end
-        return "succeeded" if all(t.state is TaskState.SUCCEEDED for t in rep.tasks.values()) else "failed"
+        ok = all(t.state is TaskState.SUCCEEDED or (t.state is TaskState.CANCELLED and t.reason == JOB_GROUP_STOPPED)
+                 for t in rep.tasks.values())
+        return ended_outcome((t.state for t in rep.tasks.values()), ok)
     return "interrupted"
 
 
@@ -143,6 +146,7 @@ def task_record(run: RunDir, task: str) -> TaskRecord | None:
             record.attempt = rec.get("attempt", 0)
             record.started_at, record.finished_at = rec.get("started_at"), rec.get("finished_at")
             record.reused = rec.get("reused", False)
+            record.reason = rec.get("reason")
         at = data.find(marker, end)
     if record is None and task in read_header(run.journal).get("tasks", ()):
         record = TaskRecord(task)  # listed, never moved: the run ended (or died) before it

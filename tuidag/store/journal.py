@@ -19,7 +19,7 @@ from ..model.state import TaskState
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
 _SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused",
-                    "slots", "worker")
+                    "slots", "worker", "value")
 _SNAPSHOT_DEFAULTS = {"attempt": 0, "reused": False}  # the others default to None
 
 SUMMARY = "summary.json"
@@ -207,11 +207,24 @@ def task_line(event: TaskEvent) -> bytes:
     if snap.worker is not None:
         line += f',"worker":{_ENCODER.encode(snap.worker)}'
     if snap.value is not None and snap.state is TaskState.SUCCEEDED:
-        try:
-            line += f',"value":{_ENCODER.encode(json.loads(json.dumps(snap.value)))}'
-        except (TypeError, ValueError):
+        kept = kept_value(snap.value)
+        if kept is not None:
+            line += f',"value":{kept}'
+        else:
             line += f',"value_repr":{_ENCODER.encode(repr(snap.value)[:200])}'
     return (line + "}\n").encode()
+
+
+def kept_value(value: Any) -> str | None:
+    """A return value's JSON, when reading it back gives the same value: that is what `--resume` hands the task's
+    dependents in place of running it again. None for a value JSON can't hold, or holds only approximately (a tuple
+    reads back as a list, a dict's int keys as strings, NaN is not equal to itself): such a value is journalled as its
+    `value_repr` only, and the task runs again when resumed."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+        return text if json.loads(text) == value else None
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:
@@ -348,6 +361,7 @@ _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     # the header ("created")
     "run_id": _is_str, "dag": _is_str, "source": _optional(_is_str), "host": _is_str, "pid": _is_pid,
     "pid_create_time": _optional(_is_time), "tasks": _is_name_list, "fingerprints": _is_str_map,
+    "shared": _is_str_map,
     "resumed_from": _optional(_is_str), "deps": _is_deps, "capacities": _is_count_map,
     "requests": lambda value: type(value) is dict and all(_is_count_map(item) for item in value.values()),
     "max_parallel": lambda value: _is_int(value) and value > 0,
@@ -385,7 +399,7 @@ def record_problem(record: Any) -> str | None:
 class TaskRecord:
     """A task as the journal last saw it."""
 
-    __slots__ = ("name", "state", *_SNAPSHOT_FIELDS, "pids")
+    __slots__ = ("name", "state", *_SNAPSHOT_FIELDS, "value_kept", "pids")
 
     def __init__(self, name: str):
         self.name = name
@@ -400,6 +414,8 @@ class TaskRecord:
         self.reused = False
         self.slots: str | None = None
         self.worker: str | None = None  # the Dask worker that ran the last attempt
+        self.value: Any = None  # a callable's return value, as journalled when it succeeded (see `kept_value`)
+        self.value_kept = True  # False: it returned a value JSON can't hold exactly (only its repr is journalled)
         self.pids: list[tuple[int, float | None]] = []  # every attempt leader: (pid, create time)
 
     @property
@@ -450,6 +466,7 @@ def replay(path: Path, records: Iterable[dict[str, Any]] | None = None) -> Repla
         task.state = TaskState(rec["to"])
         for key in _SNAPSHOT_FIELDS:
             setattr(task, key, rec.get(key, _SNAPSHOT_DEFAULTS.get(key)))
+        task.value_kept = "value_repr" not in rec
         if task.pid is not None:
             ref = (task.pid, task.create_time)
             if ref not in task.pids:

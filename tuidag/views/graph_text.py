@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from ..model.counts import counted
 from ..model.spec import DagSpec
 
 
@@ -12,7 +13,8 @@ def to_text(dag: DagSpec) -> str:
     for name in dag.topological_order:
         layers.setdefault(dag.depth[name], []).append(name)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    lines = [f"{dag.name}: {len(dag.tasks)} tasks, {edges} edges, {len(layers)} layers"]
+    lines = [f"{dag.name}: {counted(len(dag.tasks), 'task')}, {counted(edges, 'edge')}, "
+             f"{counted(len(layers), 'layer')}"]
     for depth in sorted(layers):
         lines.append(f"layer {depth}:")
         for name in layers[depth]:

@@ -20,6 +20,7 @@ from typing import Iterator, TextIO
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.log_headers import LogHeaders
+from ..model.counts import counted, number as with_commas
 from ..model.durations import format_duration
 from ..model.forecast import shape_of
 from ..model.spec import DagSpec
@@ -210,7 +211,7 @@ class HeadlessReporter:
                 heading, lines = heading + f"its log could not be read ({error.strerror or error})", []
             else:
                 heading += ("it printed nothing" if not lines else "the last line of its log" if len(lines) == 1
-                            else f"the last {len(lines)} lines of its log")
+                            else f"the last {with_commas(len(lines))} lines of its log")
             heading = terminal_line(heading)  # the reason may be a callable's exception message, the task's text
             parts.append(f"\n\x1b[1;31m{heading}\x1b[0m\n" if self.colour else f"\n{heading}\n")
             parts.append(terminal_lines(lines, self._prefix(snap.name)))
@@ -291,10 +292,5 @@ def counts_line(snapshots: dict[str, TaskSnapshot], elapsed: float) -> str:
 
 def recorded_counts_line(counts: dict[str, int], elapsed: float) -> str:
     """`300 tasks: 211 succeeded, 1 failed, 88 cancelled in 0.2s`, from state -> count (as summary.json has it)."""
-    parts = ", ".join(f"{n} {state.lower()}" for state, n in counts.items())
-    return f"{_tasks(sum(counts.values()))}: {parts} in {format_duration(elapsed)}\n"
-
-
-
-def _tasks(count: int) -> str:
-    return "1 task" if count == 1 else f"{count:,} tasks"
+    parts = ", ".join(f"{with_commas(n)} {state.lower()}" for state, n in counts.items())
+    return f"{counted(sum(counts.values()), 'task')}: {parts} in {format_duration(elapsed)}\n"

@@ -21,6 +21,7 @@ body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde1e5}
 .meta{color:#4b535b}.meta span{margin-right:18px}.badge{padding:2px 8px;border-radius:10px;color:#fff;font-weight:600}
 .o-succeeded{background:#2e9e44}.o-failed,.o-interrupted{background:#d43d3d}.o-running{background:#2d7fd3}
+.o-cancelled{background:#a86a00}
 .o-other{background:#6c757d}.scroll{overflow:auto;max-height:80vh;border:1px solid #e3e6e9}
 table{border-collapse:collapse;font-size:13px}th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #eceef0}
 th{background:#f5f6f7;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -63,7 +64,7 @@ def _when(timestamp: float | None) -> str:
 
 def _header(run: dict[str, Any]) -> str:
     outcome = str(run["outcome"])
-    badge = outcome if outcome in ("succeeded", "failed", "interrupted", "running") else "other"
+    badge = outcome if outcome in ("succeeded", "failed", "cancelled", "interrupted", "running") else "other"
     counts = ", ".join(f"{n} {state.lower()}" for state, n in sorted(run["counts"].items()))
     facts = [f"run {esc(run['run_id'])}", f"started {esc(_when(run['started_at']))}",
              f"took {esc(format_duration(run['duration']))}", f"tasks: {esc(counts) or 'none'}",
