@@ -1,6 +1,7 @@
 """The real `tuidag` command in a subprocess: exit codes, headless output, the run store, `runs` and `logs`."""
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -228,7 +229,7 @@ def test_console_script_is_installed():
 
 
 def test_version_is_the_one_the_package_is_built_with():
-    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    version = importlib.metadata.version("tuidag")
     proc = subprocess.run([sys.executable, "-m", "tuidag", "--version"], capture_output=True, text=True)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"tuidag {version}\n", "")
 

@@ -3,7 +3,8 @@
 `from tuidag import Dag` is the Python front end (see `tuidag.api`). It is imported on first use, so `import tuidag`
 stays light and never pulls in the terminal UI.
 """
-__version__ = "0.1.0"
+from .version import __version__
+
 __all__ = ["Dag", "TaskContext", "load_python"]
 
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import __version__
 from .exit_codes import EXIT_OK, EXIT_USAGE
+from .version import __version__
 from .model.counts import counted
 from .model.durations import parse_duration
 from .model.errors import DagErrors
