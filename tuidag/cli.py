@@ -11,9 +11,9 @@ from typing import Sequence
 
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.durations import parse_duration
-from .model.errors import DagErrors
+from .model.errors import DagErrors, short_repr
 from .model.loader import load_dag
-from .model.spec import DagSpec
+from .model.spec import MAX_COUNT, DagSpec
 from . import control_commands, history_commands
 from .cli_common import UsageError, one_run, open_store, state_dir_of
 from .store.journal import read_header
@@ -35,8 +35,8 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_COUNT:,}, got {short_repr(text)}")
     return value
 
 

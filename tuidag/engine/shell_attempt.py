@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     import psutil
 
 _devnull_fd: int | None = None
+#: The longest single wait for a leader with a timeout, in seconds: poll() refuses more than 2**31 - 1 ms, and a
+#: timeout may be up to a year, so longer waits are made of several.
+MAX_POLL_WAIT = 86400.0
 
 
 def devnull() -> int:
@@ -216,7 +219,7 @@ class ShellAttempt(RunningAttempt):
                 left = self._deadline - time.monotonic()
                 if left <= 0:
                     return False
-                poller.poll(left * 1000)
+                poller.poll(min(left, MAX_POLL_WAIT) * 1000)  # poll() takes at most 2**31 - 1 ms (24.8 days)
             return True
         finally:
             os.close(pidfd)
