@@ -173,7 +173,8 @@ class Scheduler:
         self._paused = False
         self._stopping = False       # finish-running / cancel-all: start nothing new
         self._halted: str | None = None  # why `stop()` stopped the run for good
-        self._held: list[str] = []   # QUEUED or due-to-retry tasks held back while paused
+        self._held: dict[str, None] = {}  # QUEUED or due-to-retry tasks held back while paused (an ordered set:
+        # cancelling all of a paused run's held tasks one by one was quadratic as a list)
         self._started = False
         self._done = threading.Event()
         self._results: dict[str, Any] = {}
@@ -353,7 +354,7 @@ class Scheduler:
             if self._paused:
                 self._paused = False
                 self._run_event("resumed")
-                held, self._held = self._held, []
+                held, self._held = self._held, {}
                 for name in held:
                     self._submit(self._tasks[name])
                 self._admit()
@@ -397,8 +398,7 @@ class Scheduler:
         if t.timer is not None:
             t.timer.cancel()
             t.timer = None
-        if t.snap.name in self._held:
-            self._held.remove(t.snap.name)
+        self._held.pop(t.snap.name, None)
 
     def _deps_succeeded(self, name: str) -> bool:
         return all(self._tasks[d].state is S.SUCCEEDED for d in self.dag.tasks[name].depends_on)
@@ -409,7 +409,7 @@ class Scheduler:
 
     def _submit(self, t: _Task) -> None:
         if self._paused:
-            self._held.append(t.snap.name)
+            self._held[t.snap.name] = None
             return
         problem = self.executor.placement_problem(self.dag.tasks[t.snap.name])
         if problem is not None:  # waits here, holding no slot, until the executor says workers changed
@@ -501,7 +501,7 @@ class Scheduler:
             if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING) or self._stopping:
                 return None
             if self._paused:  # queued for a slot before the pause: it waits for resume like anything queued since
-                self._held.append(name)
+                self._held[name] = None
                 return None
             number = t.snap.attempt + 1
             spec = self.dag.tasks[name]
