@@ -36,7 +36,7 @@ from ..model.resources import cuda_kind, format_slots, requests, resolve, slot_e
 from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
 from ..model.state import TERMINAL, TaskState, can_move
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
-from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
+from .executor import Attempt, AttemptResult, Executor, LogFull, RunningAttempt, TaskEnvironment
 from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
 from .slots import SlotPool
@@ -173,6 +173,9 @@ class Scheduler:
         self._paused = False
         self._stopping = False       # finish-running / cancel-all: start nothing new
         self._halted: str | None = None  # why `stop()` stopped the run for good
+        #: Called (on a pool thread, no lock held) when a task's log can't be written for lack of space; it is expected
+        #: to `stop` the run with the reason to show. Without it the scheduler stops the run itself.
+        self.on_log_full: Callable[[OSError], None] | None = None
         self._held: dict[str, None] = {}  # QUEUED or due-to-retry tasks held back while paused (an ordered set:
         # cancelling all of a paused run's held tasks one by one was quadratic as a list)
         self._started = False
@@ -506,6 +509,7 @@ class Scheduler:
             number = t.snap.attempt + 1
             spec = self.dag.tasks[name]
             now = self.clock()
+            before = t.snap
             # RUNNING is announced once the leader's pid is known (one event, not a second one for the pid), or
             # before any other change of the task if one comes first (a cancel while launching, a launch error).
             self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
@@ -522,6 +526,8 @@ class Scheduler:
         )
         try:
             running = self.executor.launch(attempt)
+        except LogFull as exc:
+            return self._log_full(t, before, exc)
         except Exception as exc:  # spawn failures (missing workdir, ...) fail the attempt, not the engine
             result = AttemptResult(False, None, f"could not start: {exc}")
         else:
@@ -542,6 +548,25 @@ class Scheduler:
         with self._lock:
             t.running = None
             self._finish_attempt(t, result)
+        return self._flush(keep=True)
+
+    def _log_full(self, t: _Task, before: TaskSnapshot, exc: LogFull) -> tuple[str, int] | None:
+        """No space for the attempt's log: it did not start, and none would. The run stops starting tasks (through
+        `on_log_full`, which says why, else `stop`) and this task is CANCELLED like every other waiting one, not
+        FAILED: nothing went wrong with it."""
+        if self.on_log_full is not None:
+            self.on_log_full(exc)
+        else:
+            self.stop(f"not started: no space for task logs ({exc.strerror})")
+        with self._lock:
+            reason = self._halted or f"not started: no space for task logs ({exc.strerror})"
+            if t.unannounced is not None:  # never shown RUNNING, and it never ran
+                t.snap, t.unannounced = before, None
+                self._set(t, S.CANCELLED, reason=reason, finished_at=self.clock())
+                self._check_done()
+            else:  # a cancel announced it while it was launching
+                t.cancel_reason = t.cancel_reason or reason
+                self._finish_attempt(t, AttemptResult(False, None, reason))
         return self._flush(keep=True)
 
     def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None) -> None:

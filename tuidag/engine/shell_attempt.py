@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from . import process, spawn
 from .cgroup import Cgroup, RunCgroups
-from .executor import Attempt, AttemptResult, RunningAttempt
+from .executor import Attempt, AttemptResult, LogFull, RunningAttempt, log_full
 from .log_headers import LogHeaders, header_text, own_line
 
 if TYPE_CHECKING:
@@ -37,14 +37,22 @@ def devnull() -> int:
 
 
 def write_header(fd: int, attempt: Attempt) -> None:
-    """Start the attempt's part of the log (see `log_headers`)."""
+    """Start the attempt's part of the log (see `log_headers`). Raises LogFull when there is no space for it."""
     headers = attempt.log_headers or LogHeaders()
-    headers.write(fd, attempt.log_path, header_text(attempt.task.name, attempt.number))
+    try:
+        headers.write(fd, attempt.log_path, header_text(attempt.task.name, attempt.number))
+    except OSError as exc:
+        raise log_full(exc, attempt.log_path) from None
 
 
 def open_log(attempt: Attempt) -> int:
-    """The attempt's log, appended to; never through a symlink planted under its name (ELOOP fails the attempt)."""
-    return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    """The attempt's log, appended to; never through a symlink planted under its name (ELOOP fails the attempt).
+    Raises LogFull when there is no space for it."""
+    try:
+        return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
+                       0o600)
+    except OSError as exc:
+        raise log_full(exc, attempt.log_path) from None
 
 
 class ShellAttempt(RunningAttempt):
@@ -89,6 +97,8 @@ class ShellAttempt(RunningAttempt):
             os.write(fd, f"tuidag: cannot start: {missing} does not exist\n".encode())
             what = "workdir" if missing == str(self.attempt.workdir) else "shell"
             raise RuntimeError(f"{what} {missing} does not exist") from None
+        except LogFull:
+            raise
         except OSError as exc:
             os.write(fd, f"tuidag: cannot start: {exc}\n".encode())
             raise
