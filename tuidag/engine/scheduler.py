@@ -513,7 +513,7 @@ class Scheduler:
             # RUNNING is announced once the leader's pid is known (one event, not a second one for the pid), or
             # before any other change of the task if one comes first (a cancel while launching, a launch error).
             self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
-                      create_time=None, reason=None, exit_code=None, worker=None)
+                      create_time=None, reason=None, exit_code=None, worker=None, log_start=None)
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
             slot_env = self._slot_env(spec, t.held)
         attempt = Attempt(
@@ -531,14 +531,19 @@ class Scheduler:
         except Exception as exc:  # spawn failures (missing workdir, ...) fail the attempt, not the engine
             result = AttemptResult(False, None, f"could not start: {exc}")
         else:
+            # where this attempt's output starts: the journal keeps it, so a report reads the last attempt's lines
+            log_start = self.log_headers.output_start(attempt.log_path)
             with self._lock:
                 t.running = running
                 kill_now = t.state is S.CANCELLING  # a cancel arrived while we were launching
-                if running.pid is not None:
+                if running.pid is not None or log_start is not None:
+                    known = {"log_start": log_start}
+                    if running.pid is not None:
+                        known.update(pid=running.pid, create_time=running.create_time)
                     if t.unannounced is not None:
-                        t.snap = t.snap.evolve(pid=running.pid, create_time=running.create_time)
+                        t.snap = t.snap.evolve(**known)
                     else:  # a cancel announced RUNNING already: the pid comes as an update
-                        self._set(t, t.state, pid=running.pid, create_time=running.create_time)
+                        self._set(t, t.state, **known)
                 if t.unannounced is not None:
                     self._announce(t)
             self._flush()

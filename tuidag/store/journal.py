@@ -19,7 +19,7 @@ from ..model.state import TaskState
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
 _SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused",
-                    "slots", "worker")
+                    "slots", "worker", "log_start")
 _SNAPSHOT_DEFAULTS = {"attempt": 0, "reused": False}  # the others default to None
 
 SUMMARY = "summary.json"
@@ -206,6 +206,8 @@ def task_line(event: TaskEvent) -> bytes:
         line += f',"slots":{_ENCODER.encode(snap.slots)}'
     if snap.worker is not None:
         line += f',"worker":{_ENCODER.encode(snap.worker)}'
+    if snap.log_start is not None:
+        line += f',"log_start":{snap.log_start!r}'
     if snap.value is not None and snap.state is TaskState.SUCCEEDED:
         try:
             line += f',"value":{_ENCODER.encode(json.loads(json.dumps(snap.value)))}'
@@ -359,6 +361,7 @@ _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "started_at": _optional(_is_time), "finished_at": _optional(_is_time), "pid": _optional(_is_pid),
     "create_time": _optional(_is_time), "reason": _optional(_is_str), "reused": lambda value: type(value) is bool,
     "value_repr": _is_str, "slots": _optional(_is_str), "worker": _optional(_is_str),
+    "log_start": _optional(lambda value: type(value) is int and value >= 0),
 }
 _REQUIRED = {"run": ("event",), "task": ("task", "to")}
 
@@ -400,6 +403,7 @@ class TaskRecord:
         self.reused = False
         self.slots: str | None = None
         self.worker: str | None = None  # the Dask worker that ran the last attempt
+        self.log_start: int | None = None  # where the last attempt's output starts in its log
         self.pids: list[tuple[int, float | None]] = []  # every attempt leader: (pid, create time)
 
     @property

@@ -141,6 +141,13 @@ class LineAssembler:
             self._head += text[:max(room, 0)]
             self._extra += len(text) - max(room, 0)
 
+    def skip(self, count: int) -> None:
+        """`count` bytes of the current line were jumped over, not fed (a reader that looked at its start and its
+        end only): they count as cut."""
+        if count > 0:
+            self._started = True
+            self._extra += count
+
     def _finish(self) -> bytes:
         line = bytes(self._head)
         if self._extra:
