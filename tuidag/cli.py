@@ -18,6 +18,7 @@ from . import control_commands, history_commands
 from .cli_common import UsageError, one_run, open_store, state_dir_of
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
+from .views.terminal_text import terminal_line
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -173,10 +174,11 @@ def guarded(command, args: argparse.Namespace) -> int:
         return code
     except DagErrors as exc:
         for err in exc.errors:
-            print(err, file=sys.stderr)
+            print(terminal_line(str(err)), file=sys.stderr)  # keys and values are the file's text
         return EXIT_USAGE
     except (UsageError, StateDirError) as exc:
-        print(f"tuidag: {exc}", file=sys.stderr)
+        # some say several lines (a list of matching runs), each built from printable parts: kept as lines
+        print("tuidag: " + "\n".join(map(terminal_line, str(exc).split("\n"))), file=sys.stderr)
         return EXIT_USAGE
     except OutputLost as lost:  # `graph`, `runs`, `logs` into a reader that had enough, or output that was lost
         if isinstance(lost.error, BrokenPipeError):
@@ -206,14 +208,14 @@ def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None)
     else:
         dag = load_dag(path, notes, env=env)
     for note in notes:  # e.g. SkyPilot keys that only matter on a cloud
-        print(note, file=sys.stderr)
+        print(terminal_line(str(note)), file=sys.stderr)
     return dag
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     dag = with_resources(_load(args.file, args.env), args)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    print(f"{args.file}: ok: {dag.name}, {len(dag.tasks)} task{'' if len(dag.tasks) == 1 else 's'}, "
+    print(f"{terminal_line(args.file)}: ok: {terminal_line(dag.name)}, {len(dag.tasks)} task{'' if len(dag.tasks) == 1 else 's'}, "
           f"{edges} edge{'' if edges == 1 else 's'}")
     return EXIT_OK
 
@@ -307,7 +309,7 @@ def _run_in_background(dag: DagSpec, args: argparse.Namespace, state_dir: Path, 
         return run_viewer(RunDir(started.run_id, runs_dir / started.run_id), foreground=True,
                           engine_pid=started.pid, exit_on_finish=args.exit_on_finish, early_signals=early)
     where = "" if state_dir == default_state_dir(None) else f" --state-dir {_quoted(state_dir)}"
-    print(f"tuidag: run {started.run_id} of {dag.name} started in the background (engine pid {started.pid})\n"
+    print(f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background (engine pid {started.pid})\n"
           f"tuidag: watch it:  tuidag attach {started.run_id}{where}\n"
           f"tuidag: stop it:   tuidag stop --run {started.run_id}{where}\n"
           f"tuidag: logs in {runs_dir / started.run_id / 'logs'}", flush=True)
@@ -357,7 +359,7 @@ def run_headless(session, quiet: bool = False) -> int:
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
-    print(f"tuidag: run {session.run.run_id} of {session.dag.name} ({len(session.dag.tasks)} "
+    print(f"tuidag: run {session.run.run_id} of {terminal_line(session.dag.name)} ({len(session.dag.tasks)} "
           f"task{'' if len(session.dag.tasks) == 1 else 's'}), "
           f"logs in {session.run.logs}", flush=True)
     session.scheduler.start()

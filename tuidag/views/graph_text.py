@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from ..model.spec import DagSpec
+from .terminal_text import terminal_line
 
 
 def to_text(dag: DagSpec) -> str:
@@ -12,7 +13,7 @@ def to_text(dag: DagSpec) -> str:
     for name in dag.topological_order:
         layers.setdefault(dag.depth[name], []).append(name)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    lines = [f"{dag.name}: {len(dag.tasks)} tasks, {edges} edges, {len(layers)} layers"]
+    lines = [f"{terminal_line(dag.name)}: {len(dag.tasks)} tasks, {edges} edges, {len(layers)} layers"]
     for depth in sorted(layers):
         lines.append(f"layer {depth}:")
         for name in layers[depth]:
