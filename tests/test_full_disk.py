@@ -197,3 +197,25 @@ def test_a_task_log_that_fills_the_state_dir_stops_the_run_like_a_full_journal(t
         listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
                                  capture_output=True, text=True, timeout=60)
         assert listing.stdout.splitlines()[1].endswith("incomplete: state dir full")
+
+
+def test_no_room_to_start_the_command_after_its_setup_ends_the_task_cancelled(tmp_path):
+    """A SkyPilot task's setup fills the disk: its `--- run ---` line can't be written, so its command never starts
+    (it was an engine error before, 'internal error (see tuidag's log)')."""
+    with small_disk(tmp_path / "disk") as disk:
+        state = disk / "state"
+        task = write_task(tmp_path / "task.yaml", "name: prep\nsetup: head -c 2000000 /dev/zero || true\n"
+                                                  "run: echo never\n")
+        proc = tuidag("run", "--no-tui", "-q", str(task), "--state-dir", str(state), cwd=tmp_path)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1 and "Traceback" not in err + out, err
+        assert err.splitlines() == [
+            f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "
+            "any more, so no more tasks start; running tasks finish"]
+        assert table(out) == {"prep": ("CANCELLED", 1)}
+        assert "not started: state dir full" in out and "never" not in out
+
+
+def write_task(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

@@ -549,7 +549,10 @@ class Scheduler:
             self._flush()
             if kill_now:
                 running.kill()
-            result = running.wait()
+            try:
+                result = running.wait()
+            except LogFull as exc:  # its setup ran, but there is no room to start its next step
+                result = self._step_log_full(t, exc)
         with self._lock:
             t.running = None
             self._finish_attempt(t, result)
@@ -559,10 +562,7 @@ class Scheduler:
         """No space for the attempt's log: it did not start, and none would. The run stops starting tasks (through
         `on_log_full`, which says why, else `stop`) and this task is CANCELLED like every other waiting one, not
         FAILED: nothing went wrong with it."""
-        if self.on_log_full is not None:
-            self.on_log_full(exc)
-        else:
-            self.stop(f"not started: no space for task logs ({exc.strerror})")
+        self._stop_for_log(exc)
         with self._lock:
             reason = self._halted or f"not started: no space for task logs ({exc.strerror})"
             if t.unannounced is not None:  # never shown RUNNING, and it never ran
@@ -573,6 +573,24 @@ class Scheduler:
                 t.cancel_reason = t.cancel_reason or reason
                 self._finish_attempt(t, AttemptResult(False, None, reason))
         return self._flush(keep=True)
+
+    def _step_log_full(self, t: _Task, exc: LogFull) -> AttemptResult:
+        """A step after the first (the command after its setup) could not start for lack of log space: the run stops
+        as in `_log_full`, and the task ends CANCELLED with the same reason, its next step never started."""
+        self._stop_for_log(exc)
+        with self._lock:
+            reason = self._halted or f"not started: no space for task logs ({exc.strerror})"
+            if t.state is S.RUNNING:
+                t.cancel_reason = reason
+                self._set(t, S.CANCELLING, reason=reason)
+        self._flush()
+        return AttemptResult(False, None, reason, cancelled=True)
+
+    def _stop_for_log(self, exc: LogFull) -> None:
+        if self.on_log_full is not None:
+            self.on_log_full(exc)
+        else:
+            self.stop(f"not started: no space for task logs ({exc.strerror})")
 
     def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None) -> None:
         """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones

@@ -89,7 +89,10 @@ class ShellAttempt(RunningAttempt):
             if index == 0:
                 write_header(fd, self.attempt)
             if kind == "setup" or index > 0:
-                os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))
+                try:
+                    os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))
+                except OSError as exc:  # no room for it: the next step can't start with a log
+                    raise log_full(exc, self.attempt.log_path) from None
             popen = spawn.start([shell, "-c", prefix + command], self.attempt.env, str(self.attempt.workdir),
                                 devnull(), fd)
         except FileNotFoundError as exc:
