@@ -67,9 +67,10 @@ def test_a_disk_that_fills_up_stops_the_run_with_one_clear_error(tmp_path):
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 1, err
         assert "Traceback" not in err + out
+        # each log takes a page of its own, the journal's appends share one: a new log is what fails first
         assert err.splitlines() == [
-            f"tuidag: error: the state dir {state} is full (No space left on device): the run's journal can't be "
-            "written any more, so no more tasks start; running tasks finish"]
+            f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "
+            "any more, so no more tasks start; running tasks finish"]
         assert out.endswith("tuidag: run incomplete: state dir full (see the error above)\n")
         rows = table(out)
         assert len(rows) == 1000
@@ -170,3 +171,51 @@ def test_stop_starts_nothing_more_and_lets_running_tasks_finish(tmp_path):
     assert scheduler.snapshot()["next"].reason == "not started: state dir full"
     with pytest.raises(RerunRefused, match="the run was stopped: not started: state dir full"):
         scheduler.rerun("next")
+
+
+def test_a_task_log_that_fills_the_state_dir_stops_the_run_like_a_full_journal(tmp_path):
+    """A task's output fills the disk; the journal's small appends still fit in its last page, so only the next
+    task's log fails: each later task was started and FAILED "could not start: No space left on device", and the
+    run said failed, not that the state dir was full."""
+    with small_disk(tmp_path / "disk") as disk:
+        state = disk / "state"
+        dag = tmp_path / "fill.yaml"
+        dag.write_text("tasks:\n  fill: {run: 'head -c 2000000 /dev/zero || true'}\n"
+                       + "".join(f"  t{i}: {{run: echo {i}, depends_on: fill}}\n" for i in range(5)))
+        proc = tuidag("run", "--no-tui", "-q", "-j", "1", str(dag), "--state-dir", str(state), cwd=tmp_path)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1 and "Traceback" not in err + out, err
+        assert err.splitlines() == [
+            f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "
+            "any more, so no more tasks start; running tasks finish"]
+        rows = table(out)
+        assert rows == {"fill": ("SUCCEEDED", 1), **{f"t{i}": ("CANCELLED", 0) for i in range(5)}}
+        assert out.count("not started: state dir full") == 5
+        assert out.endswith("tuidag: run incomplete: state dir full (see the error above)\n")
+        (run,) = RunStore(state).runs()
+        assert json.loads(run.summary.read_text())["outcome"] == "incomplete: state dir full"
+        listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
+                                 capture_output=True, text=True, timeout=60)
+        assert listing.stdout.splitlines()[1].endswith("incomplete: state dir full")
+
+
+def test_no_room_to_start_the_command_after_its_setup_ends_the_task_cancelled(tmp_path):
+    """A SkyPilot task's setup fills the disk: its `--- run ---` line can't be written, so its command never starts
+    (it was an engine error before, 'internal error (see tuidag's log)')."""
+    with small_disk(tmp_path / "disk") as disk:
+        state = disk / "state"
+        task = write_task(tmp_path / "task.yaml", "name: prep\nsetup: head -c 2000000 /dev/zero || true\n"
+                                                  "run: echo never\n")
+        proc = tuidag("run", "--no-tui", "-q", str(task), "--state-dir", str(state), cwd=tmp_path)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1 and "Traceback" not in err + out, err
+        assert err.splitlines() == [
+            f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "
+            "any more, so no more tasks start; running tasks finish"]
+        assert table(out) == {"prep": ("CANCELLED", 1)}
+        assert "not started: state dir full" in out and "never" not in out
+
+
+def write_task(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

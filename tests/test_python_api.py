@@ -149,7 +149,7 @@ def test_building_mistakes_are_collected_and_located(tmp_path):
         f"{f}:3:1: on_failure must be one of skip-downstream, finish-running, cancel-all, got 'explode'",
         f"{f}:5:1: task 'transform' depends on unknown task 'extrac' (did you mean 'extract'?)",
         f"{f}:11:1: duplicate task 'extract' (first defined on line 8)",
-        f"{f}:16:1: task 'load': retries must be an integer >= 0, got -1",
+        f"{f}:16:1: task 'load': retries must be an integer from 0 to 1,000,000, got -1",
         f"{f}:16:1: task 'load': timeout must be a duration like 500ms, 5s, 2m or 1h, got 'soon'",
         f"{f}:16:1: task 'load' depends on helper(), which is not a task of this DAG "
         f"(register it with @dag.task())",

@@ -90,7 +90,8 @@ def test_report_writes_the_latest_run_by_default_next_to_the_user(tmp_path, caps
     monkeypatch.chdir(tmp_path)
     assert main(["report", "--state-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out == ("tuidag: report of run 20260102-01 (d) written to "
-                                       "tuidag-report-20260102-01.html\n")
+                                       "tuidag-report-20260102-01.html (only you can read it; --mode 644 lets "
+                                       "others)\n")
     assert "<title>d run 20260102-01" in (tmp_path / "tuidag-report-20260102-01.html").read_text()
     assert main(["report", "20260101", "--state-dir", str(tmp_path), "--format", "json", "-o", "-"]) == 0
     facts = json.loads(capsys.readouterr().out)

@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .model.counts import counted
-from .model.durations import parse_duration
-from .model.errors import DagError, DagErrors, Location
+from .model.durations import DurationTooLong, parse_duration
+from .model.errors import DagError, DagErrors, Location, short_repr
 from .model.resources import Request, kind_problem
-from .model.spec import DEFAULT_KILL_GRACE, DagSpec, FailurePolicy, TaskSpec, nul_problem
+from .model.spec import (DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem,
+                         surrogate_problem)
 from .model.python_loader import PythonDag, load_python
 from .model.validate import graph_errors
 
@@ -81,7 +82,8 @@ class Dag(PythonDag):
             self.name = name
         self.max_parallel: int | None = None
         if max_parallel is not None and self._check(_is_int(max_parallel, 1), at,
-                                                    f"max_parallel must be a positive integer, got {max_parallel!r}"):
+                                                    f"max_parallel must be an integer from 1 to {MAX_COUNT:,}, "
+                                                    f"got {short_repr(max_parallel)}"):
             self.max_parallel = max_parallel
         self.on_failure = FailurePolicy.SKIP_DOWNSTREAM
         choices = [policy.value for policy in FailurePolicy]
@@ -202,6 +204,7 @@ class Dag(PythonDag):
             errors.append(DagError("the DAG has no tasks: add some with @dag.task() or dag.shell()", self.location))
         errors.extend(graph_errors(tasks))
         name = self.name or (src.stem if src is not None else "dag")
+        errors.extend(self._surrogates(name, tasks))
         settings: dict[str, Any] = {"max_parallel": self.max_parallel} if self.max_parallel else {}
         # Slot requests are checked against the capacities when it runs (`--resources` may still declare some).
         dag = DagSpec(name=name, tasks=tasks, on_failure=self.on_failure, kill_grace=self.kill_grace, env=self.env,
@@ -210,6 +213,19 @@ class Dag(PythonDag):
         if errors:
             raise DagErrors(errors, partial=None if self._capacities_wrong else dag)
         return dag
+
+    def _surrogates(self, name: str, tasks: Mapping[str, TaskSpec]) -> list[DagError]:
+        """Strings that can't be encoded (a lone surrogate such as "\\ud800"): no terminal, file or command line
+        takes them, so they are refused here rather than failing a task or a print later."""
+        texts = [("Dag name", name, self.location), *((f"env value for '{k}'", v, self.location)
+                                                     for k, v in self.env.items())]
+        for task in tasks.values():
+            what = f"task '{task.name}': "
+            texts += [(what + "run", task.run or "", task.location), (what + "setup", task.setup or "", task.location),
+                      (what + "workdir", str(task.workdir or ""), task.location)]
+            texts += [(f"{what}env value for '{k}'", v, task.location) for k, v in task.env.items()]
+        return [DagError(problem, at) for what, text, at in texts
+                if (problem := surrogate_problem(what, text)) is not None]
 
     def _resolve(self, task: _Task, errors: list[DagError]) -> tuple[list[str], list[Location]]:
         """Dependency names (functions looked up among this DAG's tasks), each located at the task's call."""
@@ -276,7 +292,8 @@ class Dag(PythonDag):
                  env: Any, workdir: Any, resources: Any) -> dict[str, Any]:
         what = f"task '{name}': "
         options: dict[str, Any] = {}
-        if self._check(_is_int(retries, 0), at, f"{what}retries must be an integer >= 0, got {retries!r}"):
+        if self._check(_is_int(retries, 0), at,
+                       f"{what}retries must be an integer from 0 to {MAX_COUNT:,}, got {short_repr(retries)}"):
             options["retries"] = retries
         options["retry_delay"] = self._duration(retry_delay, what + "retry_delay", at, positive=False, default=0.0)
         if timeout is not None:
@@ -301,8 +318,8 @@ class Dag(PythonDag):
             if problem:
                 self._errors.append(DagError(f"{what}: {problem}", at))
             elif not _is_int(count, minimum):
-                bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-                self._errors.append(DagError(f"{what}: '{kind}' must be {bound}, got {count!r}", at))
+                self._errors.append(DagError(f"{what}: '{kind}' must be an integer from {minimum} to {MAX_COUNT:,}, "
+                                             f"got {short_repr(count)}", at))
             else:
                 slots[kind] = count
         return slots
@@ -310,8 +327,12 @@ class Dag(PythonDag):
     def _duration(self, value: Any, what: str, at: Location, positive: bool, default: Any) -> Any:
         try:
             seconds = parse_duration(value)
+        except DurationTooLong:
+            self._errors.append(DagError(f"{what} is too long: {DurationTooLong.LIMIT}, got {short_repr(value)}", at))
+            return default
         except ValueError:
-            self._errors.append(DagError(f"{what} must be a duration like 500ms, 5s, 2m or 1h, got {value!r}", at))
+            self._errors.append(DagError(f"{what} must be a duration like 500ms, 5s, 2m or 1h, "
+                                         f"got {short_repr(value)}", at))
             return default
         if positive and seconds == 0:
             self._errors.append(DagError(f"{what} must be longer than 0, got {value!r}", at))
@@ -354,7 +375,7 @@ class Dag(PythonDag):
 
 # --- helpers ----------------------------------------------------------------------------------------------------
 def _is_int(value: Any, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+    return isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= MAX_COUNT
 
 
 def _hashable(value: Any) -> bool:

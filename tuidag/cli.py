@@ -13,13 +13,14 @@ from .exit_codes import EXIT_OK, EXIT_USAGE
 from .version import __version__
 from .model.counts import counted
 from .model.durations import parse_duration
-from .model.errors import DagErrors
+from .model.errors import DagErrors, short_repr
 from .model.loader import load_dag
-from .model.spec import DagSpec
+from .model.spec import MAX_COUNT, DagSpec
 from . import control_commands, history_commands
 from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
+from .views.terminal_text import terminal_line
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -37,8 +38,8 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_COUNT:,}, got {short_repr(text)}")
     return value
 
 
@@ -176,10 +177,11 @@ def guarded(command, args: argparse.Namespace) -> int:
         return code
     except DagErrors as exc:
         for err in exc.errors:
-            print(err, file=sys.stderr)
+            print(terminal_line(str(err)), file=sys.stderr)  # keys and values are the file's text
         return EXIT_USAGE
     except (UsageError, StateDirError) as exc:
-        print(f"tuidag: {exc}", file=sys.stderr)
+        # some say several lines (a list of matching runs), each built from printable parts: kept as lines
+        print("tuidag: " + "\n".join(map(terminal_line, str(exc).split("\n"))), file=sys.stderr)
         return EXIT_USAGE
     except OutputLost as lost:  # `graph`, `runs`, `logs` into a reader that had enough, or output that was lost
         if isinstance(lost.error, BrokenPipeError):
@@ -213,7 +215,7 @@ def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None,
     for note in notes:  # e.g. SkyPilot keys that only matter on a cloud
         note = note.given(dag.resources)
         if note is not None:
-            print(note, file=sys.stderr)
+            print(terminal_line(str(note)), file=sys.stderr)
     return dag
 
 
@@ -232,7 +234,8 @@ def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes:
 def cmd_validate(args: argparse.Namespace) -> int:
     dag = _load(args.file, args.env, resources=args.resources)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    print(f"{args.file}: ok: {dag.name}, {counted(len(dag.tasks), 'task')}, {counted(edges, 'edge')}")
+    print(f"{terminal_line(str(args.file))}: ok: {terminal_line(dag.name)}, {counted(len(dag.tasks), 'task')}, "
+          f"{counted(edges, 'edge')}")
     return EXIT_OK
 
 
@@ -324,7 +327,7 @@ def _run_in_background(dag: DagSpec, args: argparse.Namespace, state_dir: Path, 
         return run_viewer(RunDir(started.run_id, runs_dir / started.run_id), foreground=True,
                           engine_pid=started.pid, exit_on_finish=args.exit_on_finish, early_signals=early)
     where = "" if state_dir == default_state_dir(None) else f" --state-dir {_quoted(state_dir)}"
-    print(f"tuidag: run {started.run_id} of {dag.name} started in the background (engine pid {started.pid})\n"
+    print(f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background (engine pid {started.pid})\n"
           f"tuidag: watch it:  tuidag attach {started.run_id}{where}\n"
           f"tuidag: stop it:   tuidag stop --run {started.run_id}{where}\n"
           f"tuidag: logs in {runs_dir / started.run_id / 'logs'}", flush=True)
@@ -374,7 +377,7 @@ def run_headless(session, quiet: bool = False) -> int:
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
-    print(f"tuidag: run {session.run.run_id} of {session.dag.name} ({len(session.dag.tasks)} "
+    print(f"tuidag: run {session.run.run_id} of {terminal_line(session.dag.name)} ({len(session.dag.tasks)} "
           f"task{'' if len(session.dag.tasks) == 1 else 's'}), "
           f"logs in {session.run.logs}", flush=True)
     session.scheduler.start()

@@ -15,6 +15,7 @@ from .exit_codes import EXIT_FAILED, EXIT_OK
 from .model.durations import format_duration
 from .model.state import COMPLETE_OUTCOMES
 from .store.runs import RunDir, RunStore
+from .views.report_file import parse_mode
 
 if TYPE_CHECKING:
     from .store.history import RunInfo
@@ -38,6 +39,9 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
     report.add_argument("-o", "--output", metavar="FILE",
                         help="where to write it (default: tuidag-report-RUN.html or .json here; - for stdout)")
     report.add_argument("--format", choices=["html", "json"], default="html")
+    report.add_argument("--mode", type=_mode_arg, default=None, metavar="OCTAL",
+                        help="the file's permissions (default 600: it holds log lines, which may hold secrets; "
+                             "644 to let others read it)")
     report.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it (and its runs)")
 
 
@@ -216,6 +220,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .store.history import matching, runs_of
     from .views.report import render_html, render_json
     from .views.report_facts import report_facts
+    from .views.report_file import DEFAULT_MODE, ReportFileError, write_report
 
     store = open_store(state_dir_of(args, args.file))
     runs = runs_of(store, args.file)
@@ -232,12 +237,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return EXIT_OK
     path = Path(args.output or f"tuidag-report-{run.run_id}.{args.format}")
+    mode = DEFAULT_MODE if args.mode is None else args.mode
     try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write the report to {printable(path)}: {exc.strerror or exc}") from None
-    print(f"tuidag: report of run {run.run_id} ({printable(facts['run']['dag'])}) written to {printable(path)}")
+        write_report(path, text.encode("utf-8", "replace"), mode)
+    except ReportFileError as exc:
+        raise UsageError(f"cannot write the report to {printable(path)}: {exc}") from None
+    private = " (only you can read it; --mode 644 lets others)" if mode == DEFAULT_MODE else f" (mode {mode:o})"
+    print(f"tuidag: report of run {run.run_id} ({printable(facts['run']['dag'])}) written to {printable(path)}"
+          + private)
     return EXIT_OK
+
+
+def _mode_arg(text: str) -> int:
+    try:
+        return parse_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 COMMANDS = {"runs": cmd_runs, "logs": cmd_logs, "report": cmd_report}

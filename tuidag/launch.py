@@ -48,6 +48,7 @@ class RunSession:
         self.control = None  # the control channel's server (control/server.py), once `serve_control` ran
         self.reuse: Reuse | None = None  # what a resumed run took over from the earlier one, and why not more
         journal.on_error = self._journal_failed
+        scheduler.on_log_full = self._logs_full
         self.heartbeat = Heartbeat(run.journal).start()  # after a crash, tells when this process was last alive
 
     @classmethod
@@ -113,8 +114,16 @@ class RunSession:
     def _journal_failed(self, exc: OSError) -> None:
         """The journal can't be written (a full disk): what it says from here on would be untrue, so the run stops
         starting tasks, as the DAG's failure policy stops it when a task fails; the user is told once."""
+        self._stop_for_store(exc, "the run's journal can't be written any more")
+
+    def _logs_full(self, exc: OSError) -> None:
+        """A task's log could not be created or written for lack of space: the journal's small appends may still
+        fit, but no task can start with a log, so it is the same full state dir, with the same consequences."""
+        self._stop_for_store(exc, "task logs can't be written any more")
+
+    def _stop_for_store(self, exc: OSError, what: str) -> None:
         cancel_all = self.dag.on_failure is FailurePolicy.CANCEL_ALL
-        self._store_failed(exc, "the run's journal can't be written any more, so no more tasks start; running "
+        self._store_failed(exc, f"{what}, so no more tasks start; running "
                                 + ("tasks are cancelled (on_failure: cancel-all)" if cancel_all else "tasks finish"))
         self.scheduler.stop(f"not started: {self.store_error}")
 

@@ -245,7 +245,8 @@ def decode_event(message: dict[str, Any], log_path: str = "") -> TaskEvent | Run
             exit_code=_int(message.get("exit_code")), started_at=_num(message.get("started_at")),
             finished_at=_num(message.get("finished_at")), changed_at=_num(message.get("t")) or 0.0,
             pid=_int(message.get("pid")), create_time=_num(message.get("create_time")), log_path=log_path,
-            reused=message.get("reused") is True, slots=_str(message.get("slots")), worker=_str(message.get("worker")))
+            reused=message.get("reused") is True, slots=_str(message.get("slots")), worker=_str(message.get("worker")),
+            log_start=_offset(message.get("log_start")))
         return TaskEvent(_int(message.get("seq")) or 0, snap.changed_at, old, snap)
     if kind == "run" and type(message.get("event")) is str:
         return RunEvent(_int(message.get("seq")) or 0, _num(message.get("t")) or 0.0, message["event"],
@@ -255,6 +256,10 @@ def decode_event(message: dict[str, Any], log_path: str = "") -> TaskEvent | Run
 
 def _int(value: Any) -> int | None:
     return value if type(value) is int else None
+
+
+def _offset(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
 
 
 def _num(value: Any) -> float | None:

@@ -112,11 +112,15 @@ class ControlServer:
         """The run has ended: stop listening, give viewers up to `timeout` to receive what is queued for them (the
         end of the run), then close every connection and remove the socket."""
         self._unsubscribe()
+        # The control being carried out may be the one that ended the run (a cancel of its last tasks): it still
+        # answers, before the connections close.
+        self._controls.put(None)
+        controls = next(thread for thread in self._threads if thread.name == "tuidag-control")
+        if controls is not threading.current_thread():
+            controls.join(timeout)
         self._closing = True
         self._wake()
         self._stopped.wait(timeout)
-        self._closing = True
-        self._controls.put(None)
         self._stopped.set()
         self._wake()
         for thread in self._threads:
@@ -503,21 +507,22 @@ class ControlServer:
             if unknown:
                 return protocol.reply(rid, False, error=f"no task named {unknown[0][:80]!r}")
         if op == "cancel":
-            changed: list[str] = []
+            cancelled: dict[str, None] = {}  # an ordered set: a list's `in` made cancelling a big branch quadratic
             for task in request["tasks"]:
-                changed += [t for t in scheduler.cancel(task, "cancelled by user (tuidag cancel)") if t not in changed]
-            return protocol.reply(rid, changed=changed)
+                cancelled.update(dict.fromkeys(scheduler.cancel(task, "cancelled by user (tuidag cancel)")))
+            return protocol.reply(rid, changed=list(cancelled))
         if op == "cancel_all":
             return protocol.reply(rid, changed=scheduler.cancel_all("cancelled by user (cancel all)"))
         if op == "stop":
             return protocol.reply(rid, changed=scheduler.cancel_all("cancelled: the run was stopped"))
         if op == "rerun":
-            changed = []
+            rerun: dict[str, None] = {}
             try:
                 for task in request["tasks"]:
-                    changed += [t for t in scheduler.rerun(task) if t not in changed]
+                    rerun.update(dict.fromkeys(scheduler.rerun(task)))
             except RerunRefused as refused:
-                return protocol.reply(rid, False, error=str(refused), changed=changed)
+                return protocol.reply(rid, False, error=str(refused), changed=list(rerun))
+            changed = list(rerun)
             if not changed:
                 states = {t: scheduler.snapshot()[t].state.value.lower() for t in request["tasks"]}
                 return protocol.reply(rid, False, error="nothing to re-run: only failed, cancelled or skipped tasks "

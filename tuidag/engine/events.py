@@ -26,6 +26,7 @@ class TaskSnapshot(NamedTuple):
     value: Any = None                # a callable task's return value
     slots: str | None = None         # resource slots of the current or last attempt, `gpu:0,1 db:0`
     worker: str | None = None        # the Dask worker that ran the last attempt (None: this machine)
+    log_start: int | None = None     # where the current or last attempt's output starts in the log (after its header)
 
     def duration(self, now: float) -> float | None:
         if self.started_at is None:

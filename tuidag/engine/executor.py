@@ -6,6 +6,7 @@ thread calls `launch()` and then blocks in `wait()`; `kill()` comes from any oth
 """
 from __future__ import annotations
 
+import errno
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
@@ -55,6 +56,18 @@ class Attempt(NamedTuple):
     #: (any thread), so the views name the worker while the task runs, not only once it has ended; and, when the
     #: worker numbered the attempt's slots itself (its own devices), with those slots (`format_slots` text).
     on_worker: Callable[..., None] | None = None
+
+
+class LogFull(OSError):
+    """The attempt's log could not be created or written for lack of space (ENOSPC, EDQUOT): the attempt did not
+    start, and no other attempt would, as every log lives in the same place."""
+
+
+def log_full(exc: OSError, path: str) -> OSError:
+    """`exc` as LogFull when it says there is no space, else as it is."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not isinstance(exc, LogFull):
+        return LogFull(exc.errno, exc.strerror, path)
+    return exc
 
 
 class AttemptResult(NamedTuple):

@@ -45,6 +45,12 @@ class LogHeaders:
             self._spans.setdefault(path, []).append(span)
         return span
 
+    def output_start(self, path: str) -> int | None:
+        """Where the last attempt's output starts in the log at `path`: the end of its header (None: no header)."""
+        with self._lock:
+            spans = self._spans.get(path)
+            return spans[-1].end if spans else None
+
     def snapshot(self, fd: int, path: str) -> tuple[int, list[HeaderSpan]]:
         """The size of the log open as `fd` and the headers in it, taken together: every header that lies (even
         partly) below that size is in the list."""

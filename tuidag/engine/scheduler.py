@@ -37,7 +37,7 @@ from ..model.resources import cuda_kind, format_slots, requests, resolve, slot_e
 from ..model.spec import RUN_ID_PLACEHOLDER, DagSpec, FailurePolicy, TaskSpec
 from ..model.state import TERMINAL, TaskState, can_move, ended_outcome
 from .events import Event, RunEvent, TaskEvent, TaskSnapshot
-from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
+from .executor import Attempt, AttemptResult, Executor, LogFull, RunningAttempt, TaskEnvironment
 from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
 from .slots import SlotPool
@@ -176,7 +176,11 @@ class Scheduler:
         self._paused = False
         self._stopping = False       # finish-running / cancel-all: start nothing new
         self._halted: str | None = None  # why `stop()` stopped the run for good
-        self._held: list[str] = []   # QUEUED or due-to-retry tasks held back while paused
+        #: Called (on a pool thread, no lock held) when a task's log can't be written for lack of space; it is expected
+        #: to `stop` the run with the reason to show. Without it the scheduler stops the run itself.
+        self.on_log_full: Callable[[OSError], None] | None = None
+        self._held: dict[str, None] = {}  # QUEUED or due-to-retry tasks held back while paused (an ordered set:
+        # cancelling all of a paused run's held tasks one by one was quadratic as a list)
         self._started = False
         self._done = threading.Event()
         self._results: dict[str, Any] = {}
@@ -358,7 +362,7 @@ class Scheduler:
             if self._paused:
                 self._paused = False
                 self._run_event("resumed")
-                held, self._held = self._held, []
+                held, self._held = self._held, {}
                 for name in held:
                     self._submit(self._tasks[name])
                 self._admit()
@@ -402,8 +406,7 @@ class Scheduler:
         if t.timer is not None:
             t.timer.cancel()
             t.timer = None
-        if t.snap.name in self._held:
-            self._held.remove(t.snap.name)
+        self._held.pop(t.snap.name, None)
 
     def _deps_succeeded(self, name: str) -> bool:
         return all(self._tasks[d].state is S.SUCCEEDED for d in self.dag.tasks[name].depends_on)
@@ -414,7 +417,7 @@ class Scheduler:
 
     def _submit(self, t: _Task) -> None:
         if self._paused:
-            self._held.append(t.snap.name)
+            self._held[t.snap.name] = None
             return
         problem = self.executor.placement_problem(self.dag.tasks[t.snap.name])
         if problem is not None:  # waits here, holding no slot, until the executor says workers changed
@@ -506,15 +509,16 @@ class Scheduler:
             if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING) or self._stopping:
                 return None
             if self._paused:  # queued for a slot before the pause: it waits for resume like anything queued since
-                self._held.append(name)
+                self._held[name] = None
                 return None
             number = t.snap.attempt + 1
             spec = self.dag.tasks[name]
             now = self.clock()
+            before = t.snap
             # RUNNING is announced once the leader's pid is known (one event, not a second one for the pid), or
             # before any other change of the task if one comes first (a cancel while launching, a launch error).
             self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
-                      create_time=None, reason=None, exit_code=None, worker=None)
+                      create_time=None, reason=None, exit_code=None, worker=None, log_start=None)
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
             slot_env = self._slot_env(spec, t.held)
         attempt = Attempt(
@@ -527,27 +531,71 @@ class Scheduler:
         )
         try:
             running = self.executor.launch(attempt)
+        except LogFull as exc:
+            return self._log_full(t, before, exc)
         except Exception as exc:  # spawn failures (missing workdir, ...) fail the attempt, not the engine
             result = AttemptResult(False, None, f"could not start: {exc}")
         else:
+            # where this attempt's output starts: the journal keeps it, so a report reads the last attempt's lines
+            log_start = self.log_headers.output_start(attempt.log_path)
             with self._lock:
                 t.running = running
                 kill_now = t.state is S.CANCELLING  # a cancel arrived while we were launching
-                if running.pid is not None:
+                if running.pid is not None or log_start is not None:
+                    known = {"log_start": log_start}
+                    if running.pid is not None:
+                        known.update(pid=running.pid, create_time=running.create_time)
                     if t.unannounced is not None:
-                        t.snap = t.snap.evolve(pid=running.pid, create_time=running.create_time)
+                        t.snap = t.snap.evolve(**known)
                     else:  # a cancel announced RUNNING already: the pid comes as an update
-                        self._set(t, t.state, pid=running.pid, create_time=running.create_time)
+                        self._set(t, t.state, **known)
                 if t.unannounced is not None:
                     self._announce(t)
             self._flush()
             if kill_now:
                 running.kill()
-            result = running.wait()
+            try:
+                result = running.wait()
+            except LogFull as exc:  # its setup ran, but there is no room to start its next step
+                result = self._step_log_full(t, exc)
         with self._lock:
             t.running = None
             self._finish_attempt(t, result)
         return self._flush(keep=True)
+
+    def _log_full(self, t: _Task, before: TaskSnapshot, exc: LogFull) -> tuple[str, int] | None:
+        """No space for the attempt's log: it did not start, and none would. The run stops starting tasks (through
+        `on_log_full`, which says why, else `stop`) and this task is CANCELLED like every other waiting one, not
+        FAILED: nothing went wrong with it."""
+        self._stop_for_log(exc)
+        with self._lock:
+            reason = self._halted or f"not started: no space for task logs ({exc.strerror})"
+            if t.unannounced is not None:  # never shown RUNNING, and it never ran
+                t.snap, t.unannounced = before, None
+                self._set(t, S.CANCELLED, reason=reason, finished_at=self.clock())
+                self._check_done()
+            else:  # a cancel announced it while it was launching
+                t.cancel_reason = t.cancel_reason or reason
+                self._finish_attempt(t, AttemptResult(False, None, reason))
+        return self._flush(keep=True)
+
+    def _step_log_full(self, t: _Task, exc: LogFull) -> AttemptResult:
+        """A step after the first (the command after its setup) could not start for lack of log space: the run stops
+        as in `_log_full`, and the task ends CANCELLED with the same reason, its next step never started."""
+        self._stop_for_log(exc)
+        with self._lock:
+            reason = self._halted or f"not started: no space for task logs ({exc.strerror})"
+            if t.state is S.RUNNING:
+                t.cancel_reason = reason
+                self._set(t, S.CANCELLING, reason=reason)
+        self._flush()
+        return AttemptResult(False, None, reason, cancelled=True)
+
+    def _stop_for_log(self, exc: LogFull) -> None:
+        if self.on_log_full is not None:
+            self.on_log_full(exc)
+        else:
+            self.stop(f"not started: no space for task logs ({exc.strerror})")
 
     def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None) -> None:
         """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones

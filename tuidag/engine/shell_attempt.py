@@ -16,13 +16,16 @@ from typing import TYPE_CHECKING
 
 from . import process, spawn
 from .cgroup import Cgroup, RunCgroups
-from .executor import Attempt, AttemptResult, RunningAttempt
+from .executor import Attempt, AttemptResult, LogFull, RunningAttempt, log_full
 from .log_headers import LogHeaders, header_text, own_line
 
 if TYPE_CHECKING:
     import psutil
 
 _devnull_fd: int | None = None
+#: The longest single wait for a leader with a timeout, in seconds: poll() refuses more than 2**31 - 1 ms, and a
+#: timeout may be up to a year, so longer waits are made of several.
+MAX_POLL_WAIT = 86400.0
 
 
 def devnull() -> int:
@@ -34,14 +37,22 @@ def devnull() -> int:
 
 
 def write_header(fd: int, attempt: Attempt) -> None:
-    """Start the attempt's part of the log (see `log_headers`)."""
+    """Start the attempt's part of the log (see `log_headers`). Raises LogFull when there is no space for it."""
     headers = attempt.log_headers or LogHeaders()
-    headers.write(fd, attempt.log_path, header_text(attempt.task.name, attempt.number))
+    try:
+        headers.write(fd, attempt.log_path, header_text(attempt.task.name, attempt.number))
+    except OSError as exc:
+        raise log_full(exc, attempt.log_path) from None
 
 
 def open_log(attempt: Attempt) -> int:
-    """The attempt's log, appended to; never through a symlink planted under its name (ELOOP fails the attempt)."""
-    return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    """The attempt's log, appended to; never through a symlink planted under its name (ELOOP fails the attempt).
+    Raises LogFull when there is no space for it."""
+    try:
+        return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
+                       0o600)
+    except OSError as exc:
+        raise log_full(exc, attempt.log_path) from None
 
 
 class ShellAttempt(RunningAttempt):
@@ -78,7 +89,10 @@ class ShellAttempt(RunningAttempt):
             if index == 0:
                 write_header(fd, self.attempt)
             if kind == "setup" or index > 0:
-                os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))
+                try:
+                    os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))
+                except OSError as exc:  # no room for it: the next step can't start with a log
+                    raise log_full(exc, self.attempt.log_path) from None
             popen = spawn.start([shell, "-c", prefix + command], self.attempt.env, str(self.attempt.workdir),
                                 devnull(), fd)
         except FileNotFoundError as exc:
@@ -86,6 +100,8 @@ class ShellAttempt(RunningAttempt):
             os.write(fd, f"tuidag: cannot start: {missing} does not exist\n".encode())
             what = "workdir" if missing == str(self.attempt.workdir) else "shell"
             raise RuntimeError(f"{what} {missing} does not exist") from None
+        except LogFull:
+            raise
         except OSError as exc:
             os.write(fd, f"tuidag: cannot start: {exc}\n".encode())
             raise
@@ -216,7 +232,7 @@ class ShellAttempt(RunningAttempt):
                 left = self._deadline - time.monotonic()
                 if left <= 0:
                     return False
-                poller.poll(left * 1000)
+                poller.poll(min(left, MAX_POLL_WAIT) * 1000)  # poll() takes at most 2**31 - 1 ms (24.8 days)
             return True
         finally:
             os.close(pidfd)

@@ -26,6 +26,7 @@ from typing import Sequence
 from .errors import Location, Note
 from .loader import load_dag
 from .resources import Request
+from .source import read_source_bytes
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
 
 FORMAT = 5
@@ -36,11 +37,11 @@ def load_dag_cached(path: Path, cache_dir: Path, notes: list[Note] | None = None
                     env: Sequence[tuple[str, str]] = ()) -> DagSpec:
     """`load_dag(path, notes, env=env)`, from `cache_dir` when it holds this exact file's model. Errors are not
     cached."""
+    data = read_source_bytes(path)  # refuses what is not a regular file of a sane size, located as usual
     try:
-        data = path.read_bytes()
         real = os.path.realpath(path)
     except OSError:
-        return load_dag(path, notes, env=env)  # reports why the file can't be read, located as usual
+        return load_dag(path, notes, env=env)
     key = _key(data, real, env)
     entry = cache_dir / f"{sha1(real.encode()).hexdigest()[:20]}.dag"
     cached = _read(entry, key)

@@ -74,3 +74,12 @@ def describe_exception(exc: BaseException) -> str:
     message = str(exc).strip().splitlines()
     text = f"raised {type(exc).__name__}" + (f": {message[0]}" if message else "")
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def short_repr(value: object) -> str:
+    """A value as an error message quotes it, cut short: a number may have thousands of digits (and repr() refuses
+    ints of over 4,300), a string may be a whole file."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"(a number of about {int(abs(value).bit_length() * 0.30103) + 1} digits)"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:40] + "..."

@@ -13,7 +13,8 @@ import re
 from typing import TYPE_CHECKING, Mapping, NamedTuple
 
 from .counts import counted
-from .errors import DagError, DagErrors, Location
+from .errors import DagError, DagErrors, Location, short_repr
+from .spec import MAX_COUNT
 
 if TYPE_CHECKING:
     from .spec import DagSpec, TaskSpec
@@ -69,8 +70,11 @@ def parse_capacities(text: str) -> dict[str, int]:
     capacities: dict[str, int] = {}
     for part in text.split(","):
         kind, equals, count = part.strip().partition("=")
-        if not equals or kind_problem(kind) or not count.strip().isdigit():
-            raise ValueError(f"expected KIND=COUNT[,KIND=COUNT...] (e.g. gpu=2,db=1), got {text!r}")
+        count = count.strip()
+        if not equals or kind_problem(kind) or not count.isdigit():
+            raise ValueError(f"expected KIND=COUNT[,KIND=COUNT...] (e.g. gpu=2,db=1), got {short_repr(text)}")
+        if len(count.lstrip("0")) > len(str(MAX_COUNT)) or int(count) > MAX_COUNT:
+            raise ValueError(f"{kind}: at most {MAX_COUNT:,} slots, got {short_repr(count)}")
         capacities[kind] = int(count)
     return capacities
 

@@ -34,6 +34,7 @@ something on a cloud produce one `Note` each.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
+from .durations import MAX_DURATION, DurationTooLong
 from .errors import DagError, DagErrors, Location, Note, did_you_mean
 from .spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, JobGroup, TaskSpec
 from .skypilot_task import IGNORED_TASK_KEYS, TASK_KEYS, TaskReader
@@ -464,4 +466,9 @@ class _PipelineReader(TaskReader):
         if match is None:
             self.fail(node, f"{what} must be a duration like 30, 30s, 5m or 1h, got {_describe(node)}")
             return 0.0
-        return float(int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()])
+        digits = match.group(1).lstrip("0")
+        seconds = float(int(digits or "0") * _UNIT_SECONDS[match.group(2).lower()]) if len(digits) < 16 else math.inf
+        if seconds > MAX_DURATION:
+            self.fail(node, f"{what} is too long: {DurationTooLong.LIMIT}, got {_describe(node)}")
+            return 0.0
+        return seconds

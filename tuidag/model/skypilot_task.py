@@ -20,7 +20,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import DagError, Location, Note, did_you_mean
 from .resources import Request, kind_problem
-from .spec import nul_problem
+from .spec import MAX_COUNT, nul_problem
 from .yaml_loader import _INT, _NULL, _SKIP, _STR, _describe, _Reader, _typed
 
 #: Task keys read here; `name` is read by the pipeline reader.
@@ -299,8 +299,9 @@ class TaskReader(_Reader):
         for name, (knode, value) in self.mapping(node, "key").items():
             if name == "max_restarts_on_errors":
                 count = _typed(value, _INT)
-                if count is None or count < 0:
-                    self.fail(value, f"{what}.max_restarts_on_errors must be an integer >= 0, got {_describe(value)}")
+                if count is None or not 0 <= count <= MAX_COUNT:
+                    self.fail(value, f"{what}.max_restarts_on_errors must be an integer from 0 to {MAX_COUNT:,}, "
+                                     f"got {_describe(value)}")
                 else:
                     retries = count
             else:
@@ -346,4 +347,4 @@ def _number(text: str) -> float | None:
         value = float(text)
     except ValueError:
         return None
-    return value if value >= 0 and math.isfinite(value) else None
+    return value if 0 <= value <= MAX_COUNT else None

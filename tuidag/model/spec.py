@@ -30,6 +30,9 @@ _FINGERPRINT_ENCODER = json.JSONEncoder()  # json.dumps' settings, without build
 TASK_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 #: The longest task name: `<name>.log` must fit every file system's name limit (eCryptfs allows 143 bytes, most 255).
 MAX_TASK_NAME = 128
+#: The largest count a DAG may give (max_parallel, retries, slot capacities and requests): far beyond any machine or
+#: cluster, and small enough that every count stays a plain number in the journal and in JSON.
+MAX_COUNT = 1_000_000
 DEFAULT_KILL_GRACE = 5.0
 DEFAULT_SHELL = "/bin/sh"
 NO_ENV: Mapping[str, str] = MappingProxyType({})  # the shared default of every `env`: read-only, so it stays empty
@@ -61,6 +64,20 @@ def nul_problem(what: str) -> str:
     """The message for text holding a NUL character: no command, path or environment variable can contain one
     (the operating system ends C strings there), so it is refused when the DAG is read, not when the task starts."""
     return f"{what} contains a NUL character (\\0), which no command, path or environment variable can hold"
+
+
+#: A UTF-16 surrogate on its own (YAML's "\\ud800", a Python string): not a character, so no file, terminal or command
+#: line can hold it, and encoding it anywhere fails.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogate_problem(what: str, text: str) -> str | None:
+    """Why `text` can't be used (it holds a lone surrogate), or None when it can."""
+    found = None if text.isascii() else _SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"{what} contains a lone surrogate (\\u{ord(found.group()):04x} at character {found.start() + 1}), " \
+           f"which is not a character: write the character itself or its \\U escape"
 
 
 class TaskSpec(NamedTuple):

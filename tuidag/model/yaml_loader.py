@@ -24,11 +24,11 @@ from yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, Se
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
-from .durations import parse_duration
+from .durations import DurationTooLong, parse_duration
 from .errors import DagError, DagErrors, Location, did_you_mean
 from .resources import Request, kind_problem
 from .source import read_source
-from .spec import DagSpec, FailurePolicy, TaskSpec, nul_problem
+from .spec import MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
 from .validate import graph_errors
 
 ROOT_KEYS = ("name", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "resources", "executor",
@@ -125,7 +125,8 @@ def check_depth(text: str, file: str, always: bool = False) -> None:
 def check_tree_depth(root: Node | None, file: str) -> None:
     """Refuse a composed document nested deeper than MAX_DEPTH (iteratively: nothing recurses into it). Aliases
     make the tree a graph that can be exponentially larger than the file (a "billion laughs"), so a node is walked
-    again only when reached deeper than before: at most MAX_DEPTH times."""
+    again only when reached deeper than before: at most MAX_DEPTH times. On the way, every key and value is checked
+    to be text that can be written anywhere (a "\\ud800" escape makes a lone surrogate, which can't)."""
     if root is None:
         return
     deepest: dict[int, int] = {}
@@ -134,7 +135,11 @@ def check_tree_depth(root: Node | None, file: str) -> None:
     while stack:
         node, depth = pop()
         kind = node.__class__
-        if kind is ScalarNode or deepest.get(id(node), 0) >= depth:
+        if kind is ScalarNode:
+            if not node.value.isascii():
+                _check_text(node, file)
+            continue
+        if deepest.get(id(node), 0) >= depth:
             continue
         if depth > MAX_DEPTH:
             raise _too_deep(file, node.start_mark)
@@ -146,6 +151,12 @@ def check_tree_depth(root: Node | None, file: str) -> None:
         else:
             for item in node.value:
                 push((item, depth + 1))
+
+
+def _check_text(node: ScalarNode, file: str) -> None:
+    problem = surrogate_problem("this value", node.value)
+    if problem:
+        raise DagErrors([DagError(problem, _location(file, node.start_mark))])
 
 
 def recursion_error(loader: Any, text: str, file: str) -> DagErrors:
@@ -382,10 +393,17 @@ class _Reader:
             bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
             self.fail(node, f"{what} must be {bound}, got {_describe(node)}")
             return _SKIP
+        if value > MAX_COUNT:
+            self.fail(node, f"{what} is too large: at most {MAX_COUNT:,} is allowed, got {_describe(node)}")
+            return _SKIP
         return value
 
     def duration(self, node: Node, what: str, positive: bool = False) -> float:
-        seconds = _seconds(node)
+        try:
+            seconds = _seconds(node)
+        except DurationTooLong:
+            self.fail(node, f"{what} is too long: {DurationTooLong.LIMIT}, got {_describe(node)}")
+            return _SKIP
         if seconds is None:
             self.fail(node, f"{what} must be a duration like 500ms, 5s, 2m or 1h, got {_describe(node)}")
             return _SKIP
@@ -498,12 +516,15 @@ def _typed(node: Node, *tags: str) -> Any:
 
 
 def _seconds(node: Node) -> float | None:
-    """A number is seconds; anything else scalar is parsed as written ('5s', and 'true' fails rather than being 1)."""
+    """A number is seconds; anything else scalar is parsed as written ('5s', and 'true' fails rather than being 1).
+    Raises DurationTooLong for one over a year."""
     if not isinstance(node, ScalarNode):
         return None
     value = _typed(node, _INT, _FLOAT)
     try:
         return parse_duration(node.value if value is None else value)
+    except DurationTooLong:
+        raise
     except ValueError:
         return None
 
@@ -516,4 +537,5 @@ def _describe(node: Node) -> str:
         return "a list"
     if node.tag == _NULL:
         return "null"
-    return repr(node.value) if node.tag == _STR else node.value
+    text = repr(node.value) if node.tag == _STR else node.value
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(node.value)} characters)"

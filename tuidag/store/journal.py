@@ -19,7 +19,7 @@ from ..model.state import TaskState
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
 _SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused",
-                    "slots", "worker", "value")
+                    "slots", "worker", "value", "log_start")
 _SNAPSHOT_DEFAULTS = {"attempt": 0, "reused": False}  # the others default to None
 
 SUMMARY = "summary.json"
@@ -206,6 +206,8 @@ def task_line(event: TaskEvent) -> bytes:
         line += f',"slots":{_ENCODER.encode(snap.slots)}'
     if snap.worker is not None:
         line += f',"worker":{_ENCODER.encode(snap.worker)}'
+    if snap.log_start is not None:
+        line += f',"log_start":{snap.log_start!r}'
     if snap.value is not None and snap.state is TaskState.SUCCEEDED:
         kept = kept_value(snap.value)
         if kept is not None:
@@ -373,6 +375,7 @@ _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "started_at": _optional(_is_time), "finished_at": _optional(_is_time), "pid": _optional(_is_pid),
     "create_time": _optional(_is_time), "reason": _optional(_is_str), "reused": lambda value: type(value) is bool,
     "value_repr": _is_str, "slots": _optional(_is_str), "worker": _optional(_is_str),
+    "log_start": _optional(lambda value: type(value) is int and value >= 0),
 }
 _REQUIRED = {"run": ("event",), "task": ("task", "to")}
 
@@ -416,6 +419,7 @@ class TaskRecord:
         self.worker: str | None = None  # the Dask worker that ran the last attempt
         self.value: Any = None  # a callable's return value, as journalled when it succeeded (see `kept_value`)
         self.value_kept = True  # False: it returned a value JSON can't hold exactly (only its repr is journalled)
+        self.log_start: int | None = None  # where the last attempt's output starts in its log
         self.pids: list[tuple[int, float | None]] = []  # every attempt leader: (pid, create time)
 
     @property

@@ -20,6 +20,8 @@ from typing import Callable, Iterable
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
+from textual.markup import escape
+from textual.notifications import SeverityLevel
 from textual.binding import Binding
 from textual.driver import Driver
 from textual.screen import Screen
@@ -143,6 +145,11 @@ class TuidagApp(App[None]):
                 tooltip="Highlight the critical path in the graph and the timeline, listed with durations (again: "
                         "off)"),
     ]
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Textual's notice, with markup off unless asked for: messages hold task and DAG names, paths, searches."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def __init__(self, session: RunSession | RemoteRun, *, exit_on_finish: bool = False, start: bool = True,
                  clock: Callable[[], float] = time.time, usage_interval: float | None = 1.0,
@@ -493,7 +500,7 @@ class TuidagApp(App[None]):
         if not branch:
             self.notify(f"{name} and everything downstream of it already finished")
             return
-        question = f"Cancel [b]{name}[/b] and everything downstream of it? {_these(branch)} will stop:"
+        question = f"Cancel [b]{escape(name)}[/b] and everything downstream of it? {_these(branch)} will stop:"
         self.push_screen(ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
                          partial(self._confirmed, partial(self.scheduler.cancel, name)))
 
@@ -965,7 +972,7 @@ class TuidagApp(App[None]):
         stop, detach = ("stop", "Stop the run", "s"), ("detach", "Detach", "d")
         cancel = ("cancel", "Cancel", "c")
         unfinished = len(self._unfinished())
-        question = (f"Close this view of run [b]{self.session.run.run_id}[/b]? It is not finished: "
+        question = (f"Close this view of run [b]{escape(self.session.run.run_id)}[/b]? It is not finished: "
                     f"{unfinished} task{'' if unfinished == 1 else 's'} to go.")
         note = ("Detach: the run goes on in the background (tuidag attach shows it again). "
                 "Stop: every task is cancelled.")
@@ -1012,7 +1019,8 @@ class TuidagApp(App[None]):
         if source is None or not source.is_file():
             self.notify(f"can't resume: the DAG file {source or '(unknown)'} is gone", severity="warning")
             return
-        question = f"Start a new run of [b]{source}[/b] resuming from [b]{self.session.run.run_id}[/b]?"
+        question = (f"Start a new run of [b]{escape(str(source))}[/b] resuming from "
+                    f"[b]{escape(self.session.run.run_id)}[/b]?")  # markup, with what it names escaped
         snapshots = self.model.snapshots
         items = [f"{name}  ({'reused if unchanged' if snapshots[name].state is S.SUCCEEDED else 'runs again'})"
                  for name in self.session.dag.topological_order]

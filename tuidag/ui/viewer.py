@@ -26,6 +26,7 @@ from ..store.history import summary_problem
 from ..store.journal import replay
 from ..store.runs import RunDir, RunStore, default_state_dir
 from ..views.headless import counts_line, recorded_counts_line
+from ..views.terminal_text import terminal_line
 from .app import DETACHED, RESUME, TuidagApp
 from .terminal import HangupSafeDriver
 
@@ -157,8 +158,8 @@ def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
     """Replace this process with `tuidag run SOURCE --resume RUN_ID` in the same state dir."""
     source = remote.dag.source
     if source is None or not source.is_file():
-        print(f"tuidag: error: can't resume {run.run_id}: its DAG file {source or '(unknown)'} is gone",
-              file=sys.stderr)
+        shown = terminal_line(source or "(unknown)")  # the journal's text
+        print(f"tuidag: error: can't resume {run.run_id}: its DAG file {shown} is gone", file=sys.stderr)
         return
     argv = [sys.executable, "-m", "tuidag", "run", str(source), "--resume", run.run_id,
             "--state-dir", str(store.state_dir)]

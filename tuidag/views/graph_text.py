@@ -5,6 +5,7 @@ import json
 
 from ..model.counts import counted
 from ..model.spec import DagSpec
+from .terminal_text import terminal_line
 
 
 def to_text(dag: DagSpec) -> str:
@@ -13,7 +14,7 @@ def to_text(dag: DagSpec) -> str:
     for name in dag.topological_order:
         layers.setdefault(dag.depth[name], []).append(name)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    lines = [f"{dag.name}: {counted(len(dag.tasks), 'task')}, {counted(edges, 'edge')}, "
+    lines = [f"{terminal_line(dag.name)}: {counted(len(dag.tasks), 'task')}, {counted(edges, 'edge')}, "
              f"{counted(len(layers), 'layer')}"]
     for depth in sorted(layers):
         lines.append(f"layer {depth}:")

@@ -202,7 +202,7 @@ class HeadlessReporter:
             reason = f" ({snap.reason})" if snap.reason else ""
             heading = f"{snap.name}{attempt} failed{reason}: "
             try:
-                lines = last_lines(snap.log_path, self.headers, TAIL_LINES)
+                lines = last_lines(snap.log_path, snap.log_start, TAIL_LINES)
             except FileNotFoundError:
                 heading, lines = heading + f"no log at {snap.log_path}", []
             except UnsafeLog as refused:

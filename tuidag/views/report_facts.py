@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..engine.log_headers import LogHeaders
 from ..model.forecast import shape_of, task_spans
 from ..model.state import TaskState
 from ..model.timeline import SegmentKind, TimelineRecorder
@@ -75,7 +74,8 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
         "critical_path": [{"task": name, "start": spans[name][0], "end": spans[name][1],
                            "duration": spans[name][1] - spans[name][0]} for name in insight.path],
         "speedups": [{"task": name, "saved": saved, "if": "halved"} for name, saved in insight.faster],
-        "failures": [_failure(run, task) for task in tasks if task["state"] == TaskState.FAILED.value],
+        "failures": [_failure(run, task, rep.tasks[task["name"]].log_start) for task in tasks
+                     if task["state"] == TaskState.FAILED.value],
     }
 
 
@@ -86,12 +86,12 @@ def _counts(tasks: list[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def _failure(run: RunDir, task: dict[str, Any]) -> dict[str, Any]:
+def _failure(run: RunDir, task: dict[str, Any], log_start: int | None) -> dict[str, Any]:
     """The failed task's last log lines (its last attempt's; escapes removed), or why there are none."""
     problem = None
     lines: list[str] = []
     try:
-        raw = last_lines(str(run.log_path(task["name"])), LogHeaders(), TAIL_LINES)
+        raw = last_lines(str(run.log_path(task["name"])), log_start, TAIL_LINES)
     except UnicodeEncodeError:  # a name no run could have had (a lone surrogate): a tampered journal
         problem = "no log (its name cannot be a file name)"
     except FileNotFoundError:

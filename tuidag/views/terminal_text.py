@@ -22,9 +22,10 @@ _ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_][^\x07\x1b\n]*(?:\x07|
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 # Characters a terminal would act on rather than print (tab and ESC excepted), plus the ones `str.splitlines` breaks
 # on: left in, they would corrupt the screen or split one log line into several rendered lines.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1a\x1c-\x1f\x7f-\x9f\u2028\u2029]")
+# Lone surrogates (from a name a hostile journal holds) too: no terminal encoding can write them.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1a\x1c-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 # Anything `terminal_line` would change, newlines between lines apart: text without it is printed as it is.
-_NEEDS_WORK = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_NEEDS_WORK = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _RESET = "\x1b[0m"
 
 
@@ -44,10 +45,13 @@ def _keep_sgr(match: re.Match[str]) -> str:
     return match.group() if _SGR.fullmatch(match.group()) else ""
 
 
-def terminal_line(text: str) -> str:
-    """One line (no newline in it) safe to print on a terminal: `printable`, and a colour it sets is reset at its
-    end, so it cannot bleed into the next line or into tuidag's own output."""
-    if not _NEEDS_WORK.search(text):
+def terminal_line(text: object) -> str:
+    """One line safe to print on a terminal: `printable` (a newline in it too is made visible, so it cannot start a
+    line that poses as tuidag's), and a colour it sets is reset at its end, so it cannot bleed into the next line or
+    into tuidag's own output. Every string from a DAG file, the journal or a task (names, reasons, paths, commands)
+    goes through here, or through `terminal_lines`, before a terminal sees it."""
+    text = str(text)
+    if "\n" not in text and not _NEEDS_WORK.search(text):
         return text
     text = printable(text)
     return text + _RESET if "\x1b" in text else text
@@ -140,6 +144,13 @@ class LineAssembler:
         else:
             self._head += text[:max(room, 0)]
             self._extra += len(text) - max(room, 0)
+
+    def skip(self, count: int) -> None:
+        """`count` bytes of the current line were jumped over, not fed (a reader that looked at its start and its
+        end only): they count as cut."""
+        if count > 0:
+            self._started = True
+            self._extra += count
 
     def _finish(self) -> bytes:
         line = bytes(self._head)

@@ -40,10 +40,10 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(self.question, id="choice-question")
+            yield Static(self.question, id="choice-question")  # markup: whoever asks escapes what it names
             with Vertical(id="choice-answer"):
                 if self.note:
-                    yield Static(self.note, id="note")
+                    yield Static(self.note, id="note", markup=False)
                 with Horizontal(id="choices"):
                     for answer, label, key in self.choices:
                         yield Button(f"{label} ({key})", id=f"choice-{answer}", compact=True)

@@ -36,10 +36,10 @@ class ConfirmScreen(ModalScreen[bool]):
         if len(self.items) > MAX_LISTED:
             listed.append(f"  … and {len(self.items) - MAX_LISTED} more")
         with Vertical(id="dialog"):
-            yield Static(self.question, id="question")
+            yield Static(self.question, id="question")  # markup: whoever asks escapes what it names
             with Vertical(id="answer"):
                 if self.note:
-                    yield Static(self.note, id="note")
+                    yield Static(self.note, id="note", markup=False)
                 with Horizontal(id="choices"):
                     yield Button(f"{self.no} (n/Esc)", id="no", compact=True)
                     yield Button(f"{self.yes} (y)", id="yes", compact=True)
@@ -47,7 +47,7 @@ class ConfirmScreen(ModalScreen[bool]):
                              id="keys")
             if listed:
                 with VerticalScroll(id="items", can_focus=False):
-                    yield Static("\n".join(listed))
+                    yield Static("\n".join(listed), markup=False)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -19,6 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
+from textual.content import Content
 from textual.geometry import Region, Size, Spacing
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -427,7 +428,8 @@ class DagCanvas(FocusHint, ScrollView, can_focus=True):
         if self.graph is None:
             return
         arrow = "→" if self.graph.orientation is Orientation.LR else "↓"
-        self.border_title = f"{self.title_prefix} · {self.graph.zoom.value} {arrow}".lstrip(" ·")
+        # Content, not a str: a str title is parsed as markup, and the prefix holds the DAG's name
+        self.border_title = Content(f"{self.title_prefix} · {self.graph.zoom.value} {arrow}".lstrip(" ·"))
 
     def action_zoom(self, step: int) -> None:
         """z / Z: the next / previous zoom level, round the three."""

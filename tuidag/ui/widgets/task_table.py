@@ -17,6 +17,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
+from textual.content import Content
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -141,9 +142,9 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         self._index = {name: row for row, name in enumerate(self.rows)}
         if selected is None and self.rows:
             selected = self.rows[0]
-        self.border_title = (f"{self.dag_name} · {len(self.order):,} tasks" if shown == len(self.order) else
-                             f"{self.dag_name} · {shown} of {len(self.order)} tasks "
-                             f"(filter: {model.state_filter.word})")
+        self.border_title = Content(f"{self.dag_name} · {len(self.order):,} tasks" if shown == len(self.order) else
+                                    f"{self.dag_name} · {shown} of {len(self.order)} tasks "
+                                    f"(filter: {model.state_filter.word})")  # not markup: the DAG's name
         self.virtual_size = Size(0, len(self.rows) + 1)  # as wide as the widget: the columns fit its width
         self._row_cache.clear()
         self._header = None

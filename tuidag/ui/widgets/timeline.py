@@ -19,6 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
+from textual.content import Content
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -140,7 +141,8 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         tasks = f"{total:,} tasks" if shown == total else \
             f"{shown} of {total} tasks (filter: {self.model.state_filter.word})"
         start = time.strftime("%H:%M:%S", time.localtime(self.model.started))
-        self.border_title = f"{self.dag_name} · {tasks} · timeline from {start}, {self.density.value} rows"
+        self.border_title = Content(  # not markup: the DAG's name
+            f"{self.dag_name} · {tasks} · timeline from {start}, {self.density.value} rows")
 
     def repaint(self) -> None:
         """Draw every row again (the view moved in time, the styles or the highlighted path changed)."""
