@@ -79,7 +79,7 @@ def test_cancelling_two_branches_of_30000_tasks_answers_with_every_task(tmp_path
         wait_until(lambda: len(list(state.glob("runs/*/logs/[AB].log"))) == 2, timeout=120, poll=0.2)
         cancel = tuidag("cancel", "A", "B")
         assert cancel.returncode == 0, cancel.stderr
-        assert "cancelling 60002 tasks: A, a00000, a00001," in cancel.stdout + cancel.stderr
+        assert "cancelling 60,002 tasks: A, a00000, a00001," in cancel.stdout + cancel.stderr
     finally:
         tuidag("stop")
     wait_until(lambda: "cancelled=60002" in tuidag("runs").stdout, timeout=60, poll=0.5)
