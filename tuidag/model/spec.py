@@ -140,6 +140,19 @@ class DagSpec:
 
     _FIELDS = ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source", "job_group",
                "resources", "executor", "dask_address")
+    # Declared for type checkers (annotations only: no class attributes, no start-up cost); set once in __init__.
+    name: str
+    tasks: Mapping[str, TaskSpec]
+    max_parallel: int
+    on_failure: FailurePolicy
+    kill_grace: float
+    env: Mapping[str, str]
+    workdir: Path
+    source: Path | None
+    job_group: JobGroup | None
+    resources: Mapping[str, int]  # slot kind -> capacity (see resources.py)
+    executor: str | None  # `executor:` as written (local, dask, dask-local[:N]); None: local
+    dask_address: str | None  # the Dask scheduler for `executor: dask`
 
     def __init__(self, name: str, tasks: Mapping[str, TaskSpec], max_parallel: int | None = None,
                  on_failure: FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM, kill_grace: float = DEFAULT_KILL_GRACE,
@@ -156,9 +169,9 @@ class DagSpec:
         set_field("workdir", workdir if workdir is not None else Path.cwd())
         set_field("source", source)
         set_field("job_group", job_group)
-        set_field("resources", resources)  # slot kind -> capacity (see resources.py)
-        set_field("executor", executor)          # `executor:` as written (local, dask, dask-local[:N]); None: local
-        set_field("dask_address", dask_address)  # the Dask scheduler for `executor: dask`
+        set_field("resources", resources)
+        set_field("executor", executor)
+        set_field("dask_address", dask_address)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"DagSpec is immutable: use replace({name}=...)")
