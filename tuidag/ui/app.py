@@ -23,6 +23,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.driver import Driver
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
@@ -543,35 +544,36 @@ class TuidagApp(App[None]):
         if self.focused in (self.canvas, self.table, self.timeline, self.log_pane):
             self._focus_before_search = self.focused
         self.search_bar.add_class("visible")
-        self.search_bar.focus()
+        self._focus(self.search_bar)
 
     def close_search(self) -> None:
         """Leave the search bar for the pane the user was in (the graph's keys must work again right away)."""
         self.search_bar.remove_class("visible")
-        self._focus_before_search.focus()
+        self._focus(self._focus_before_search)
 
     def action_focus_graph(self) -> None:
         """Esc in the log pane: back to the graph, or to the list when it is shown (unless the log pane is maximised:
         there is no graph to go to)."""
         if not self.panes.maximised:
-            (self.table if self.table.active else self.timeline if self.timeline.active else self.canvas).focus()
+            self._focus(self.table if self.table.active else self.timeline if self.timeline.active else self.canvas)
 
     async def action_list_view(self) -> None:
         """`L`: the list in the graph's place, or the graph back; the selection carries over both ways."""
         if self.table.active:
             self.table.hide()
             self.panes.remove_class("-list")
-            self.canvas.focus()
+            self._focus(self.canvas)
             self.call_after_refresh(self.canvas.scroll_to_selected)  # the list may have moved it out of view
             return
+        width = (self.timeline if self.timeline.active else self.canvas).scrollable_content_region.width
         self._hide_timeline()
         if not self.table.is_attached:
             self.table.styles.height = self.canvas.styles.height  # the split as the user left it
             await self.canvas.parent.mount(self.table, after=self.canvas)
         self.panes.add_class("-list")
         self.table.set_order(self.reading_order)
-        self.table.show(self.canvas.selected)
-        self.table.focus()
+        self.table.show(self.canvas.selected, width)
+        self._focus(self.table)
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
@@ -620,9 +622,9 @@ class TuidagApp(App[None]):
         self.log_pane.one_title_row = maximised
         if maximised:
             self._graph_focused_before_max = self.focused is self.canvas
-            self.log_pane.focus()
+            self._focus(self.log_pane)
         elif self._graph_focused_before_max:
-            self.canvas.focus()
+            self._focus(self.canvas)
 
     def action_grow_log(self) -> None:
         if not self.panes.maximised:
@@ -649,11 +651,11 @@ class TuidagApp(App[None]):
             self._focus_before_task_name = self.focused
         self.task_name_bar.value = self._task_filter.name
         self.task_name_bar.add_class("visible")
-        self.task_name_bar.focus()
+        self._focus(self.task_name_bar)
 
     def close_task_name_bar(self) -> None:
         self.task_name_bar.remove_class("visible")
-        self._focus_before_task_name.focus()
+        self._focus(self._focus_before_task_name)
 
     @on(Input.Submitted, "#task-name")
     def _task_name_submitted(self, event: Input.Submitted) -> None:
@@ -781,7 +783,7 @@ class TuidagApp(App[None]):
         carries over both ways."""
         if self.timeline.active:
             self._hide_timeline()
-            self.canvas.focus()
+            self._focus(self.canvas)
             self.call_after_refresh(self.canvas.scroll_to_selected)
             return
         if self.table.active:
@@ -792,7 +794,7 @@ class TuidagApp(App[None]):
             await self.canvas.parent.mount(self.timeline, after=self.canvas)
         self.panes.add_class("-timeline")
         self.timeline.show(self.canvas.selected)
-        self.timeline.focus()
+        self._focus(self.timeline)
 
     def _hide_timeline(self) -> None:
         if self.timeline.active:
@@ -890,6 +892,11 @@ class TuidagApp(App[None]):
         return {Zoom.FULL: Density.FULL, Zoom.COMPACT: Density.COMPACT, Zoom.DOTS: Density.DENSE}[zoom]
 
     # -------------------------------------------------------------------------------------------------- helpers
+    def _focus(self, widget: Widget) -> None:
+        """Focus `widget` before the next key is handled. `Widget.focus()` defers the move to the app's message
+        queue, behind keys already typed: `t` then `z` at once zoomed the graph the timeline had just replaced."""
+        widget.screen.set_focus(widget)
+
     def _may_control(self) -> bool:
         if self.read_only:
             self.notify(READ_ONLY, timeout=3)

@@ -95,10 +95,14 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
             if self.active:
                 self.rebuild()
 
-    def show(self, selected: str | None) -> None:
-        """Take the graph's place with `selected` (the graph's selection) selected, everything as it is now."""
+    def show(self, selected: str | None, width: int) -> None:
+        """Take the graph's place with `selected` (the graph's selection) selected, everything as it is now; until
+        the list is laid out, its columns are placed for `width` (the place it takes), so a key typed right after
+        the one that showed it (`s`) finds them."""
         self.selected = selected
         self._active = True
+        if self._layout_key is None:
+            self._fit_layout(width)
         self.rebuild(keep_hidden=False)
         self.call_after_refresh(self.scroll_to_selected)  # once laid out: a hidden widget has no size
 
