@@ -288,7 +288,7 @@ def test_d_detaches_the_foreground_viewer_and_the_run_goes_on(foreground):
     viewer.keys("d")
     assert viewer.exit_code() == 0
     screen = viewer.wait_for("to see it again")
-    run_id = re.search(r"tuidag attach (\S+) --state-dir state", screen).group(1)
+    run_id = re.search(r"tuidag attach (\S+) --state-dir \S+/state", screen).group(1)
     assert alive(procs)
     assert tuidag(viewer.workdir, "runs").stdout.count("running (pid") == 1
     assert tuidag(viewer.workdir, "stop", "--run", run_id).returncode == 0
@@ -306,3 +306,33 @@ def test_the_engine_killed_under_the_foreground_viewer(foreground):
     reap(engine)
     assert tuidag(viewer.workdir, "runs").returncode == 0  # the next command reaps what the run left
     until(lambda: gone(procs), timeout=10, what="the tasks reaped")
+
+
+def test_d_in_a_run_started_from_another_folder_prints_an_attach_command_that_works_there(tmp_path):
+    """`cd sub; tuidag run ../dag.yaml`: the run is kept next to the DAG file, not in `sub`; what `d` prints is typed
+    as printed in the same shell, and it attaches."""
+    (tmp_path / "dag.yaml").write_text(DAG)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    shell = Viewer.__new__(Viewer)  # an interactive shell in `sub`, where the user types
+    shell.socket, shell.workdir = f"tuidag-viewer-{os.getpid()}-{time.monotonic_ns()}", tmp_path
+    shell._tmux("new-session", "-d", "-s", "v", "-x", "160", "-y", "45", "-c", str(sub),
+                "env -u COLUMNS -u LINES -u TUIDAG_STATE_DIR PS1='$ ' bash --norc --noprofile")
+    try:
+        shell.keys(f'tuidag() {{ PYTHONPATH={REPO} {sys.executable} -m tuidag "$@"; }}', "Enter")
+        shell.keys("tuidag run ../dag.yaml --kill-grace 0.5", "Enter")
+        engine = int(re.search(r"foreground · engine pid (\d+)", shell.wait_for("foreground · engine pid")).group(1))
+        shell.keys("d")
+        printed = re.search(r"to see it again: (tuidag attach .*)", shell.wait_for("to see it again")).group(1).strip()
+        shell.keys("clear", "Enter", printed, "Enter")
+        shell.wait_for(f"attached · engine pid {engine}")
+        shell.keys("q")
+        shell.wait_for("Detach (d)")
+        shell.keys("s")  # stop the run from the viewer the printed command opened
+        until(lambda: (tmp_path / ".tuidag").is_dir() and list((tmp_path / ".tuidag").glob("runs/*/summary.json")),
+              timeout=15, what="the run stopped")
+    finally:
+        shell.kill_server()
+        subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", ".tuidag"], cwd=tmp_path,
+                       capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+        kill_task_trees(tmp_path)
