@@ -18,6 +18,7 @@ from dags import make_dag, served_run
 from pilot_helpers import screen_text, select, ui_states, until
 from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
+from tuidag.store.journal import replay
 from tuidag.store.runs import RunDir, RunStore
 from tuidag.ui.app import DETACHED, RESUME, TuidagApp
 from tuidag.ui.screens.choice import ChoiceScreen
@@ -101,6 +102,26 @@ async def test_cancel_branch_from_the_viewer_kills_the_real_tree(served):
                     what="branch cancelled")
         assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
         assert session.scheduler.snapshot()["free"].state.value == "RUNNING"  # nothing else was touched
+
+
+async def test_a_cancel_is_recorded_as_coming_from_where_it_was_asked_for(served):
+    """The viewer's `c`, `tuidag cancel` in another shell and the viewer's stop each leave their own reason in the
+    journal (a viewer's cancel used to be blamed on `tuidag cancel`), and the tiles show it."""
+    session, _ = served
+    async with viewer(session.run, session.store) as (app, pilot):
+        await select(app, pilot, "tree")
+        await pilot.press("c", "y")
+        await until(pilot, lambda: ui_states(app)["after"] == "CANCELLED", what="tree's branch cancelled")
+        shell = subprocess.run([sys.executable, "-m", "tuidag", "cancel", "free", "--run", session.run.run_id,
+                                "--state-dir", str(session.store.state_dir)], capture_output=True, text=True,
+                               timeout=60)
+        assert shell.returncode == 0, shell.stderr
+        await until(pilot, lambda: ui_states(app)["free"] == "CANCELLED", what="free cancelled from the shell")
+        await until(pilot, lambda: "in the UI" in screen_text(app) and "by tuidag cancel" in screen_text(app),
+                    what="the tiles to say who cancelled")
+    reasons = {name: task.reason for name, task in replay(session.run.journal).tasks.items()}
+    assert reasons["tree"] == reasons["after"] == "cancelled in the UI"
+    assert reasons["free"] == "cancelled by tuidag cancel"
 
 
 async def test_a_refused_rerun_says_why(served):
@@ -201,6 +222,7 @@ ENGINE = textwrap.dedent("""
     sys.path.insert(0, sys.argv[3])
     from dags import make_dag, served_run
     from tuidag.launch import RunSession
+from tuidag.store.journal import replay
     workdir = Path(sys.argv[1])
     dag = make_dag({"slow": "echo slow starts; sleep 60", "quick": "echo quick done",
                     "next": {"run": "sleep 60", "depends_on": ["quick"]}}, workdir=workdir)

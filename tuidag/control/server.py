@@ -409,13 +409,12 @@ class ControlServer:
                 return protocol.reply(rid, False, error=f"no task named {unknown[0][:80]!r}")
         if op == "cancel":
             changed: list[str] = []
+            reason = protocol.cancel_reason(op, request.get("origin"))
             for task in request["tasks"]:
-                changed += [t for t in scheduler.cancel(task, "cancelled by user (tuidag cancel)") if t not in changed]
+                changed += [t for t in scheduler.cancel(task, reason) if t not in changed]
             return protocol.reply(rid, changed=changed)
-        if op == "cancel_all":
-            return protocol.reply(rid, changed=scheduler.cancel_all("cancelled by user (cancel all)"))
-        if op == "stop":
-            return protocol.reply(rid, changed=scheduler.cancel_all("cancelled: the run was stopped"))
+        if op in ("cancel_all", "stop"):
+            return protocol.reply(rid, changed=scheduler.cancel_all(protocol.cancel_reason(op, request.get("origin"))))
         if op == "rerun":
             changed = []
             try:

@@ -28,6 +28,7 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..control.client import NotLive, Refused
+from ..control.protocol import cancel_reason
 from ..control.remote import ENGINE_GONE, RemoteRun
 from ..model.collector import collector_paused, freeze_survivors
 from ..engine import output_routing
@@ -493,8 +494,9 @@ class TuidagApp(App[None]):
             self.notify(f"{name} and everything downstream of it already finished")
             return
         question = f"Cancel [b]{name}[/b] and everything downstream of it? {_these(branch)} will stop:"
+        cancel = partial(self.scheduler.cancel, name, cancel_reason("cancel", "viewer"))
         self.push_screen(ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
-                         partial(self._confirmed, partial(self.scheduler.cancel, name)))
+                         partial(self._confirmed, cancel))
 
     def action_cancel_all(self) -> None:
         if not self._may_control():
@@ -506,7 +508,8 @@ class TuidagApp(App[None]):
         question = f"Cancel every unfinished task? {_these(unfinished)} will stop:"
         self.push_screen(ConfirmScreen(question, self._describe(unfinished),
                                        "Running tasks get SIGTERM, then SIGKILL."),
-                         partial(self._confirmed, self.scheduler.cancel_all))
+                         partial(self._confirmed, partial(self.scheduler.cancel_all,
+                                                          cancel_reason("cancel_all", "viewer"))))
 
     def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
         if yes:
