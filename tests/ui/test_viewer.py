@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -222,7 +223,6 @@ ENGINE = textwrap.dedent("""
     sys.path.insert(0, sys.argv[3])
     from dags import make_dag, served_run
     from tuidag.launch import RunSession
-from tuidag.store.journal import replay
     workdir = Path(sys.argv[1])
     dag = make_dag({"slow": "echo slow starts; sleep 60", "quick": "echo quick done",
                     "next": {"run": "sleep 60", "depends_on": ["quick"]}}, workdir=workdir)
@@ -450,3 +450,27 @@ async def test_a_signal_noted_before_the_app_took_over_still_closes_it(finished_
             await until(pilot, lambda: not app.is_running, what="the app closing on the noted hang-up")
     finally:
         remote.close()
+
+
+async def test_paused_the_header_says_eta_paused_with_the_work_left_until_resumed(tmp_path):
+    """A first run of the DAG gives the history; on the second, `p` in the viewer: the header no longer gives a
+    time of day (it moved on a second a second while nothing started), but the work left once resumed."""
+    first = make_dag({"a": "sleep 0.3", "b": {"run": "sleep 0.3", "depends_on": ["a"]}}, workdir=tmp_path)
+    with served_run(first, tmp_path) as session:
+        assert session.scheduler.wait(30)
+    second = make_dag({"a": "sleep 0.3", "b": {"run": "sleep 30", "depends_on": ["a"]}}, workdir=tmp_path,
+                      kill_grace=0.5)
+    with served_run(second, tmp_path) as session:
+        async with viewer(session.run, session.store) as (app, pilot):
+            await pilot.press("p")
+            await until(pilot, lambda: app.model.paused and app._expected, what="paused, the history read")
+            await until(pilot, lambda: app.model.snapshots["a"].state.value == "SUCCEEDED", what="a's end")
+            await until(pilot, lambda: "ETA: paused (" in screen_text(app).splitlines()[0], what="ETA: paused")
+            header = screen_text(app).splitlines()[0]
+            left = float(header.split("ETA: paused (")[1].split("s of work left)")[0])
+            assert 0.2 <= left <= 3  # b's expected duration, from the first run (its name's: its command changed)
+            assert re.search(r"ETA \d\d:\d\d:\d\d", header) is None  # no time of day
+            assert app.model.snapshots["b"].state.value != "RUNNING"
+            await pilot.press("p")
+            await until(pilot, lambda: "ETA: paused" not in screen_text(app).splitlines()[0]
+                        and "ETA" in screen_text(app).splitlines()[0], what="an ETA again once resumed")

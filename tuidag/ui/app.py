@@ -330,8 +330,9 @@ class TuidagApp(App[None]):
             self.timeline.refresh_tasks(changed)
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
-            if not self._outlook_due:
-                self._outlook_due = any(type(e) is TaskEvent and e.old is not e.snapshot.state for e in batch)
+            if not self._outlook_due:  # a task changed state, or the run was paused or resumed
+                self._outlook_due = any(e.old is not e.snapshot.state if type(e) is TaskEvent else
+                                        type(e) is RunEvent and e.kind in ("paused", "resumed") for e in batch)
             self._header_dirty = True
             if self.model.finished and not was_finished:
                 self._on_finished()

@@ -55,7 +55,7 @@ class RunHeader(Widget):
         role = Text(f"  ◆ {self.role}", "bold #00afd7") if self.role else Text()
         times = [(f"   elapsed {elapsed} ", f"  {elapsed} ")]
         etas = [] if self.model.stopping or self.model.finished else \
-            eta_forms(self.forecast, self.model.clock(), self.history)
+            eta_forms(self.forecast, self.model.clock(), self.history, self.model.paused)
         # The ETA goes after the run id and the badge (its fuller form first), before the status' words.
         times[:0] = [(f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} ") for eta in etas]
         forms = [(left, Text.assemble(status, time))
