@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 import psutil
 import pytest
+from textual.widgets import Button
 
 from dags import make_dag, served_run
 from pilot_helpers import screen_text, select, ui_states, until
@@ -191,7 +192,10 @@ async def test_stop_from_a_foreground_viewer_cancels_every_task_then_exits(serve
     async with viewer(session.run, session.store, foreground=True) as (app, pilot):
         assert "foreground · engine pid" in screen_text(app)
         await pilot.press("q")
-        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "cancel"
+        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "back"
+        # The way out is called what it does: `Cancel (c)` under "Stop: every task is cancelled" read as the stop.
+        assert [str(button.label) for button in app.screen.query(Button)] == \
+               ["Stop the run (s)", "Detach (d)", "Back (Esc)"]
         await pilot.press("enter")  # the safe answer: the question closes, nothing is stopped
         assert not isinstance(app.screen, ChoiceScreen) and not session.scheduler.finished
         assert all(p.is_running() for p in procs)
@@ -328,6 +332,10 @@ async def test_the_post_mortem_shows_every_state_duration_and_log_read_only(fini
         assert app.model.finished and app.model.elapsed() == pytest.approx(session.duration, abs=0.05)
         text = screen_text(app)
         assert "post-mortem · read-only" in text and "loss 0.25" in text  # the failure selected, its log shown
+        # The footer offers only the keys that work here (c, C and p only say "read-only"); r starts a resumed run.
+        shown = footer(app)
+        assert not any(word in shown for word in ("Cancel", "Pause", "Re-run"))
+        assert all(key in shown for key in ("? Help", "r Resume", "/ Search", "a All logs", "q Quit", "L List"))
         for key in ("c", "C", "p"):
             await pilot.press(key)
             assert not isinstance(app.screen, (ConfirmScreen, ChoiceScreen))
@@ -374,6 +382,12 @@ async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):
         await until(pilot, lambda: "post-mortem · read-only" in screen_text(app), what="the header to say so")
         assert not any(n.severity == "error" for n in app._notifications)  # an end, not a crash
         assert ui_states(app)["free"] == "CANCELLED"
+        await until(pilot, lambda: "Cancel" not in footer(app), what="the footer to drop the controls")
+        assert "r Resume" in footer(app) and "Pause" not in footer(app)
+
+
+def footer(app: TuidagApp) -> str:
+    return screen_text(app).splitlines()[-1]
 
 
 def test_a_foreground_viewer_ends_with_the_summarys_counts_where_the_journal_stopped_early(finished_run, capsys):

@@ -210,7 +210,7 @@ class TuidagApp(App[None]):
         # search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
         self._focus_before_search: DagCanvas | TaskTable | LogView = self.canvas
-        self.footer = KeyFooter(priority=FOOTER_PRIORITY)
+        self.footer = KeyFooter(priority=FOOTER_PRIORITY, label=self._key_label)
         self.panes = SplitPanes(id="panes")
         self._graph_focused_before_max = False
         self._task_filter = TaskFilter()
@@ -952,8 +952,17 @@ class TuidagApp(App[None]):
                 pass
 
     def _offers(self, binding: Binding) -> bool:
-        """The help and the palette list `d` only where it works: on a run of another process."""
+        """The help, the palette and the footer list `d` only where it works, on a run of another process, and no
+        control that only answers "read-only" in the post-mortem view."""
+        if self.read_only:
+            return binding.action not in READ_ONLY_REFUSES
         return binding.action != "detach" or self.viewing
+
+    def _key_label(self, binding: Binding) -> str | None:
+        """A key as the footer names it here (None: not offered); `r` in the post-mortem view starts a resumed run."""
+        if not self._offers(binding):
+            return None
+        return "Resume" if binding.action == "rerun" and self.read_only else binding.description
 
     def action_detach(self) -> None:
         """`d`: close this view and leave the run running in its own process."""
@@ -970,17 +979,17 @@ class TuidagApp(App[None]):
         if self.model.stopping:
             self.notify("stopping: waiting for every process to exit")
             return
-        stop, detach = ("stop", "Stop the run", "s"), ("detach", "Detach", "d")
-        cancel = ("cancel", "Cancel", "c")
+        # Going back is Esc (any dialog's way out); `c` would read as cancelling tasks, which it is not.
+        stop, detach, back = ("stop", "Stop the run", "s"), ("detach", "Detach", "d"), ("back", "Back", "Esc")
         unfinished = len(self._unfinished())
         question = (f"Close this view of run [b]{self.session.run.run_id}[/b]? It is not finished: "
                     f"{unfinished} task{'' if unfinished == 1 else 's'} to go.")
         note = ("Detach: the run goes on in the background (tuidag attach shows it again). "
                 "Stop: every task is cancelled.")
         if self.session.foreground:
-            self.push_screen(ChoiceScreen(question, [stop, detach, cancel], "cancel", note), self._viewer_quit_chosen)
+            self.push_screen(ChoiceScreen(question, [stop, detach, back], "back", note), self._viewer_quit_chosen)
         else:
-            self.push_screen(ChoiceScreen(question, [detach, stop, cancel], "detach", note), self._viewer_quit_chosen)
+            self.push_screen(ChoiceScreen(question, [detach, stop, back], "detach", note), self._viewer_quit_chosen)
 
     def _viewer_quit_chosen(self, answer: str | None) -> None:
         if answer == "detach":
@@ -994,6 +1003,7 @@ class TuidagApp(App[None]):
         self._drain()
         self.header.role = self._role()
         self.header.refresh()
+        self.footer.refresh()  # the controls that only answer "read-only" leave it
         if self.model.stopping:
             self.exit()
         elif self.session.lost:
@@ -1018,6 +1028,7 @@ class TuidagApp(App[None]):
 DETACHED = "detach"  # the app's result when the user left the run running
 RESUME = "resume"    # ... when the user asked for a new run resuming from this one
 READ_ONLY = "read-only: the run is over"
+READ_ONLY_REFUSES = ("cancel_branch", "cancel_all", "pause")  # keys that only say READ_ONLY in the post-mortem view
 
 
 def _these(names: list[str]) -> str:
