@@ -488,3 +488,28 @@ async def test_paused_the_header_says_eta_paused_with_the_work_left_until_resume
             await pilot.press("p")
             await until(pilot, lambda: "ETA: paused" not in screen_text(app).splitlines()[0]
                         and "ETA" in screen_text(app).splitlines()[0], what="an ETA again once resumed")
+
+
+async def test_the_first_failure_does_not_take_a_selection_the_user_just_acted_on(tmp_path):
+    """The user never moved the selection (the first task) but cancels it; a failure right after must not take
+    the selection, or the next `c` lands on the failed task. With no one acting, the first failure is selected."""
+    go = tmp_path / "go"
+    dag = make_dag({"first": "sleep 60", "second": "sleep 60", "breaks": f"while [ ! -e {go} ]; do sleep 0.02; done;"
+                    " echo broken; exit 3"}, workdir=tmp_path, kill_grace=0.5)
+    with served_run(dag, tmp_path) as session:
+        async with viewer(session.run, session.store) as (app, pilot):
+            await until(pilot, lambda: app.selected_task is not None, what="a first selection")
+            chosen = app.selected_task
+            assert chosen != "breaks"
+            await pilot.press("c", "y")
+            await until(pilot, lambda: ui_states(app)[chosen] == "CANCELLED", what="the user's cancel")
+            go.touch()
+            await until(pilot, lambda: ui_states(app)["breaks"] == "FAILED", what="the failure")
+            await pilot.pause()
+            assert app.selected_task == chosen
+    (tmp_path / "go").unlink()
+    with served_run(dag, tmp_path) as session:  # the same, nobody acting: the failure is selected for the user
+        async with viewer(session.run, session.store) as (app, pilot):
+            await until(pilot, lambda: app.selected_task is not None, what="a first selection")
+            go.touch()
+            await until(pilot, lambda: app.selected_task == "breaks", what="the failure selected")

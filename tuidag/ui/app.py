@@ -70,6 +70,7 @@ TICK_INTERVAL = 1.0
 OUTLOOK_EVERY = 5.0  # seconds between two forecasts of a live run when no task changed
 GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the youngest generation (Python default: 700)
 RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
+USER_HOLD = 5.0  # seconds after the user acted on the selection during which the app does not move it
 #: The footer's keys, most important first: on a narrow terminal it drops them from the end of this list.
 FOOTER_PRIORITY = ("quit", "help", "cancel_branch", "rerun", "pause", "search", "combined", "cancel_all", "follow",
                    "wrap", "list_view")
@@ -181,6 +182,7 @@ class TuidagApp(App[None]):
         self._finder: FuzzyFinder | None = None  # built on the first `:`
         self._reading_order: tuple[GraphLayout | None, list[str]] = (None, [])  # of which layout, for ] [ } {
         self._user_moved = False       # the user moved the selection (the app's own moves don't count)
+        self._user_acted_at = -USER_HOLD  # when the user last acted on the selection (c, r, a confirmation)
         self._moving_for_user = False  # the app is moving the selection itself (to the first failure)
         self._first_failure_seen = False
         dag = session.dag
@@ -429,13 +431,18 @@ class TuidagApp(App[None]):
             self._user_moved = True
         self._show_log_of(task)
 
+    def _user_acts(self) -> None:
+        """The user acts on the selection as it is (it was never moved: the first task): it is theirs now too."""
+        self._user_acted_at = time.monotonic()
+
     def _select_first_failure(self, snapshots: Iterable[TaskSnapshot]) -> None:
-        """The first task of the run to fail is selected, so its log shows, unless the user moved the selection."""
+        """The first task of the run to fail is selected, so its log shows, unless the user moved the selection or
+        acted on it in the last USER_HOLD seconds (a failure selected right after `c` took the next `c`)."""
         failed = [snap for snap in snapshots if snap.state is S.FAILED]
         if not failed:
             return
         self._first_failure_seen = True
-        if not self._user_moved:
+        if not self._user_moved and time.monotonic() - self._user_acted_at >= USER_HOLD:
             first = min(failed, key=lambda snap: snap.finished_at or 0.0)
             self._moving_for_user = True
             try:
@@ -490,6 +497,7 @@ class TuidagApp(App[None]):
         name = self.selected_task
         if name is None or not self._may_control():
             return
+        self._user_acts()
         branch = self.scheduler.branch(name)
         if not branch:
             self.notify(f"{name} and everything downstream of it already finished")
@@ -513,6 +521,7 @@ class TuidagApp(App[None]):
                                                           cancel_reason("cancel_all", "viewer"))))
 
     def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
+        self._user_acts()
         if yes:
             self.run_worker(partial(self._control, control), thread=True, group="control", description="cancel")
 
@@ -523,6 +532,7 @@ class TuidagApp(App[None]):
         name = self.selected_task
         if name is None or self.model.stopping or not self.run_started:
             return
+        self._user_acts()
         snap = self.model.snapshots[name]
         if snap.state not in RERUNNABLE:
             self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
