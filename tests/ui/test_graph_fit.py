@@ -31,8 +31,9 @@ async def test_z_and_o_step_through_every_zoom_and_orientation_keeping_the_selec
 
 async def test_the_users_choice_sticks_through_a_resize_and_the_fit_follows_the_screen_until_then(new_session):
     async with open_app(new_session(CHAIN), start=False, size=(160, 45)) as (app, pilot):
-        assert app.graph.orientation is Orientation.TD  # a deep chain: top down needs no sideways scrolling
-        assert app.graph.width <= app.canvas.scrollable_content_region.width
+        # a 20-step chain wraps into bands left to right: every step on screen, full tiles
+        assert (app.graph.zoom, app.graph.orientation) == (Zoom.FULL, Orientation.LR)
+        assert app.graph.fits(tuple(app.canvas.scrollable_content_region.size))
         await pilot.resize_terminal(40, 60)  # too narrow for full tiles side by side: the fit changes
         await until(pilot, lambda: app.canvas.size.width < 60, what="resized")
         assert app.graph.zoom is Zoom.COMPACT or app.graph.width <= app.canvas.scrollable_content_region.width
@@ -40,7 +41,7 @@ async def test_the_users_choice_sticks_through_a_resize_and_the_fit_follows_the_
         await until(pilot, lambda: app.canvas.size.width > 100, what="resized back")
         await pilot.press("o")
         choice = (app.graph.zoom, app.graph.orientation)
-        assert choice[1] is Orientation.LR
+        assert choice[1] is Orientation.TD
         for size in ((80, 24), (220, 60), (160, 45)):
             await pilot.resize_terminal(*size)
             await until(pilot, lambda: tuple(app.size) == size, what=f"resized to {size}")
