@@ -122,5 +122,7 @@ async def test_top_down_a_tiles_exit_never_cuts_its_details(new_session):
         app.engine_event(UsageSample({"busy": (12.0, 5 << 20)}))
         await until(pilot, lambda: "busy" in app.model.usage, what="usage applied")
         bottom = app.canvas._lines_of("busy")[2].text
-        assert "cpu 12% mem 5.0M" in bottom and "┬" not in bottom and "┳" not in bottom
-        assert app.canvas._lines_of("next")[2].text == "╰" + "─" * 10 + "┬" + "─" * 9 + "╯"  # nothing to cut
+        details = bottom.index("cpu 12% mem 5.0M") + len("cpu 12% mem 5.0M")
+        assert all(mark not in bottom or bottom.index(mark) > details for mark in "┬┳")
+        w = app.graph.tiles["next"].width
+        assert app.canvas._lines_of("next")[2].text == "╰" + "─" * (w // 2 - 1) + "┬" + "─" * (w - w // 2 - 2) + "╯"

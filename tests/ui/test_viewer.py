@@ -513,3 +513,21 @@ async def test_the_first_failure_does_not_take_a_selection_the_user_just_acted_o
             await until(pilot, lambda: app.selected_task is not None, what="a first selection")
             go.touch()
             await until(pilot, lambda: app.selected_task == "breaks", what="the failure selected")
+
+
+async def test_a_running_tiles_slots_and_usage_are_whole_when_the_screen_has_room(tmp_path):
+    """At 160x45 a three-task DAG leaves 100 columns free: its tiles grow to hold `gpu:0 cpu 0% mem 1.2M` (they
+    stayed 22 cells wide and cut it to `gpu:0 cpu 0% me…`)."""
+    from tuidag.model.loader import load_dag
+
+    source = tmp_path / "dag.yaml"
+    source.write_text("name: gpus\nresources: {gpu: 2}\ntasks:\n  prep: {run: 'true'}\n"
+                      "  train: {run: 'sleep 60', resources: {gpu: 1}, depends_on: [prep]}\n"
+                      "  report: {run: 'true', depends_on: [train]}\n")
+    with served_run(load_dag(source), tmp_path) as session:
+        async with viewer(session.run, session.store) as (app, pilot):
+            await until(pilot, lambda: "train" in app.model.usage, what="train's usage")
+            await until(pilot, lambda: "mem" in app.canvas._lines_of("train")[2].text, what="the tile's details")
+            bottom = app.canvas._lines_of("train")[2].text
+            assert re.search(r"gpu:0 cpu \d+% mem [\d.]+[KMG]?i?B? ─", bottom) and "…" not in bottom, bottom
+            assert app.graph.fits(tuple(app.canvas.scrollable_content_region.size))

@@ -48,6 +48,8 @@ ARROW_DOWN = "▼"     # ... top down
 LAYOUT_FORMAT = 2    # of `GraphLayout.to_data`, for the layout cache
 EDGE_CHUNK = 256     # edge text is made and cached per line in pieces this wide: a screen needs one or two
 DOTS_MIN_TASKS = 200  # fewer tasks than this are never shown as dots on their own: their names matter more
+DETAIL_WIDTH = 34    # full tiles grow to this where the screen has room: `gpu:0,1 cpu 100% mem 12.3G` in the border
+TRACK_SPARE = 3      # cells a gap between layers may need beyond the narrowest, for its edges' tracks
 
 _U, _D, _L, _R = 1, 2, 4, 8
 _BOX = {
@@ -414,12 +416,22 @@ class DagShape:
             for lay in range(self.layer[d] + 1, end):
                 self.dummies[lay] += 1
         self.names = list(deps)
-        self._widths: dict[Zoom, int] = {}
+        self._widths: dict[LayoutStyle, int] = {}
 
     def tile_width(self, style: LayoutStyle) -> int:
-        width = self._widths.get(style.zoom)
+        """Wide enough for the longest name (within the zoom's bounds); full tiles wider still, up to DETAIL_WIDTH,
+        while the graph fits the screen so (with a few cells a gap to spare for the edges' tracks): the bottom
+        border's details (`gpu:0 cpu 12% mem 1.2G`) were cut at 20 cells with 100 columns free."""
+        width = self._widths.get(style)
         if width is None:
-            width = self._widths[style.zoom] = tile_width(self.names, style)
+            width = tile_width(self.names, style)
+            if style.zoom is Zoom.FULL and style.view[0] and len(self.names) < DOTS_MIN_TASKS:
+                base = self._size(style, width)
+                spare = (len(self.tasks) - 1) * TRACK_SPARE if style.orientation is Orientation.LR else 0
+                width = next((w for w in range(DETAIL_WIDTH, width, -1)
+                              if (size := self._size(style, w))[0] + spare <= style.view[0]
+                              and size[1] <= max(style.view[1], base[1])), width)
+            self._widths[style] = width
         return width
 
     def packing(self, style: LayoutStyle) -> tuple[_Block | None, ...]:
@@ -427,7 +439,7 @@ class DagShape:
 
     def key(self, style: LayoutStyle) -> tuple:
         """What a layout for `style` depends on besides the graph, zoom and orientation (see `layout_key`)."""
-        return self.packing(style), (style.view[0] if self.bands(style) else None)
+        return self.packing(style), self.tile_width(style), (style.view[0] if self.bands(style) else None)
 
     def bands(self, style: LayoutStyle) -> bool:
         """Whether a layout for `style` wraps into bands: it may, and it is wider than the screen as estimated (so a
@@ -436,12 +448,14 @@ class DagShape:
 
     def size(self, style: LayoutStyle) -> tuple[int, int]:
         """The layout's size (columns, rows) in `style`, estimated: the gaps at their narrowest."""
+        return self._size(style, self.tile_width(style))
+
+    def _size(self, style: LayoutStyle, w: int) -> tuple[int, int]:
         m = style.metrics
-        w = self.tile_width(style)
         lr = style.orientation is Orientation.LR
         size_across, size_along = (m.tile_height, w) if lr else (w, m.tile_height)
         along = across = 0
-        for n, dummies, block in zip(self.tasks, self.dummies, self.packing(style)):
+        for n, dummies, block in zip(self.tasks, self.dummies, _packing(self.tasks, style, w)):
             if block is None:
                 span = n * (size_across + m.slot_gap)
                 depth = size_along
@@ -464,7 +478,7 @@ class _Graph:
         self.m = m = style.metrics
         self.lr = style.orientation is Orientation.LR
         self.task_layer = task_layer = _layers(deps)
-        self.tile_width = w = tile_width(list(deps), style)
+        self.tile_width = w = DagShape(deps).tile_width(style)
         self.tile_across, self.tile_along = (m.tile_height, w) if self.lr else (w, m.tile_height)
         counts = _layer_counts(task_layer)
         count = len(counts)
