@@ -531,3 +531,18 @@ async def test_a_running_tiles_slots_and_usage_are_whole_when_the_screen_has_roo
             bottom = app.canvas._lines_of("train")[2].text
             assert re.search(r"gpu:0 cpu \d+% mem [\d.]+[KMG]?i?B? ─", bottom) and "…" not in bottom, bottom
             assert app.graph.fits(tuple(app.canvas.scrollable_content_region.size))
+
+
+@pytest.mark.parametrize("foreground", [False, True])
+async def test_at_80x24_a_viewers_header_keeps_its_role_and_the_run_id(served, foreground):
+    session, _ = served
+    remote = RemoteRun.attach(session.run, session.store, foreground=foreground)
+    app = TuidagApp(remote)
+    try:
+        async with app.run_test(headless=True, size=(80, 24)) as pilot:
+            await until(pilot, lambda: "● running" in screen_text(app).splitlines()[0], what="the header")
+            header = screen_text(app).splitlines()[0]
+            role = "◆ foreground" if foreground else "◆ attached"
+            assert role in header and session.run.run_id in header, header
+    finally:
+        remote.close()
