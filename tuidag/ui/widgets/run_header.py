@@ -3,7 +3,7 @@
 Each line is laid out for the width it gets, dropping what matters least first instead of wrapping or cutting the
 end off: on a narrow terminal the run id goes, then the `tuidag` badge and the words around the status and the
 counts, then the progress bar shrinks. A viewer keeps its role (`◆ attached`) and the run id longer: the engine's
-pid, the badge and the ETA go first. What the run is doing, its elapsed time and the counts stay, and so does a
+pid and the badge go first, then the ETA's words. What the run is doing, its elapsed time and the counts stay, and so does a
 state filter (`F`), on the right of the second line: it may lose words but never its tag. Resource slots in use
 (`gpu 1/2`), when the DAG declares capacities, follow the counts: the bar shrinks before they go, the counts' words
 after. A running run's ETA (the app's forecast) sits before the elapsed time; it goes before the status' words do.
@@ -60,8 +60,9 @@ class RunHeader(Widget):
         # The ETA goes after the run id and the badge (its fuller form first), before the status' words.
         times[:0] = [(f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} ") for eta in etas]
         viewer = []
-        if self.role:  # a viewer keeps saying which one it is, and the run's id: the engine's pid and the ETA go first
-            role_word = Text(f"  ◆ {self.role.split(' · ')[0]}", "bold #00afd7")
+        if self.role:  # a viewer keeps saying which one it is, and the run's id: the engine's pid and the badge go first
+            brief = " · ".join(part for part in self.role.split(" · ") if not part.startswith("engine pid"))
+            role_word = Text(f"  ◆ {brief}", "bold #00afd7")
             viewer = [(left, Text.assemble(status, time))
                       for status in statuses
                       for time in [long for long, _ in times] + [short for _, short in times]
