@@ -472,12 +472,14 @@ async def test_paused_the_header_says_eta_paused_with_the_work_left_until_resume
     first = make_dag({"a": "sleep 0.3", "b": {"run": "sleep 0.3", "depends_on": ["a"]}}, workdir=tmp_path)
     with served_run(first, tmp_path) as session:
         assert session.scheduler.wait(30)
-    second = make_dag({"a": "sleep 0.3", "b": {"run": "sleep 30", "depends_on": ["a"]}}, workdir=tmp_path,
-                      kill_grace=0.5)
-    with served_run(second, tmp_path) as session:
+    gate = tmp_path / "go"
+    second = make_dag({"a": f"while [ ! -e {gate} ]; do sleep 0.02; done",
+                       "b": {"run": "sleep 30", "depends_on": ["a"]}}, workdir=tmp_path, kill_grace=0.5)
+    with served_run(second, tmp_path, gate) as session:
         async with viewer(session.run, session.store) as (app, pilot):
             await pilot.press("p")
             await until(pilot, lambda: app.model.paused and app._expected, what="paused, the history read")
+            gate.touch()  # a ends while paused: b waits
             await until(pilot, lambda: app.model.snapshots["a"].state.value == "SUCCEEDED", what="a's end")
             await until(pilot, lambda: "ETA: paused (" in screen_text(app).splitlines()[0], what="ETA: paused")
             header = screen_text(app).splitlines()[0]

@@ -59,23 +59,23 @@ class RunHeader(Widget):
             eta_forms(self.forecast, self.model.clock(), self.history, self.model.paused)
         # The ETA goes after the run id and the badge (its fuller form first), before the status' words.
         times[:0] = [(f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} ") for eta in etas]
-        viewer = []
-        if self.role:  # a viewer keeps saying which one it is, and the run's id: the engine's pid and the badge go first
-            brief = " · ".join(part for part in self.role.split(" · ") if not part.startswith("engine pid"))
-            role_word = Text(f"  ◆ {brief}", "bold #00afd7")
-            viewer = [(left, Text.assemble(status, time))
-                      for status in statuses
-                      for time in [long for long, _ in times] + [short for _, short in times]
-                      for left in (Text.assemble(badge, name, run, role), Text.assemble(badge, name, run, role_word),
-                                   Text.assemble(" ", name, run, role_word))]
-        forms = viewer + [(left, Text.assemble(status, time))
-                 for status in statuses  # the fullest status first: it matters more than anything else dropped
-                 for long, short in times
-                 for left, time in ((Text.assemble(badge, name, run, role), long),
-                                    (Text.assemble(badge, name, role), long),
-                                    (Text.assemble(badge, name, run), long),
-                                    (Text.assemble(badge, name), long),
-                                    (Text.assemble(" ", name), short))]
+        # A viewer keeps saying which one it is, and the run's id: the engine's pid and the badge go first, then
+        # the ETA's words; only then, as for any run, the run id and the rest (the fullest status still comes first).
+        brief = " · ".join(part for part in self.role.split(" · ") if not part.startswith("engine pid"))
+        role_word = Text(f"  ◆ {brief}", "bold #00afd7")
+        viewer = (Text.assemble(badge, name, run, role), Text.assemble(badge, name, run, role_word),
+                  Text.assemble(" ", name, run, role_word)) if self.role else ()
+        forms = []
+        for status in statuses:
+            forms += [(left, Text.assemble(status, time))
+                      for time in [long for long, _ in times] + [short for _, short in times] for left in viewer]
+            forms += [(left, Text.assemble(status, time))
+                      for long, short in times
+                      for left, time in ((Text.assemble(badge, name, run, role), long),
+                                         (Text.assemble(badge, name, role), long),
+                                         (Text.assemble(badge, name, run), long),
+                                         (Text.assemble(badge, name), long),
+                                         (Text.assemble(" ", name), short))]
         for left, right in forms:
             if left.cell_len + 1 + right.cell_len <= width:
                 return _spread(left, right, width)
