@@ -336,3 +336,14 @@ def test_d_in_a_run_started_from_another_folder_prints_an_attach_command_that_wo
         subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", ".tuidag"], cwd=tmp_path,
                        capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
         kill_task_trees(tmp_path)
+
+
+def test_an_attached_viewer_at_80x24_says_so_and_which_run_in_its_header(detached):
+    workdir, run_id, engine, viewers = detached
+    small = Viewer(workdir, run_id, size=(80, 24))
+    viewers.append(small)
+    small.wait_for("● running")
+    header = small.wait_for("◆ attached").splitlines()[0]
+    assert run_id in header and "● running" in header, header
+    small.keys("d")
+    assert small.exit_code() == 0
