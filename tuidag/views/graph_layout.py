@@ -474,11 +474,13 @@ class _Graph:
 
     def __init__(self, deps: Mapping[str, Sequence[str]], style: LayoutStyle):
         self.style = style
-        self.deps = deps
         self.m = m = style.metrics
         self.lr = style.orientation is Orientation.LR
         self.task_layer = task_layer = _layers(deps)
-        self.tile_width = w = DagShape(deps).tile_width(style)
+        # A DAG small enough for its tiles to grow to the screen, or to wrap into bands, is weighed as the canvas
+        # weighs it (a big one is not: working its shape out again would cost a big layout a third more).
+        self.shape = DagShape(deps) if len(deps) < DOTS_MIN_TASKS else None
+        self.tile_width = w = self.shape.tile_width(style) if self.shape else tile_width(list(deps), style)
         self.tile_across, self.tile_along = (m.tile_height, w) if self.lr else (w, m.tile_height)
         counts = _layer_counts(task_layer)
         count = len(counts)
@@ -716,7 +718,7 @@ class _Graph:
     # -------------------------------------------------------------------------------------------------- bands
     def _band_cuts(self) -> set[int]:
         """The layers after which the graph wraps to a new band (none when it fits the screen's width as it is)."""
-        if not DagShape(self.deps).bands(self.style):
+        if self.shape is None or not self.shape.bands(self.style):
             return set()
         depths = [self._depth(lay) for lay in self.layers]
         mid = [self.top[v] + self.mid_offset(v) for v in range(len(self.layer))]
