@@ -89,7 +89,8 @@ def test_hostile_clients_get_errors_and_never_stall_the_run(live):
     lines = LineReader(sock)
     bad = [b"not json", b"[1,2]", b'{"op": "format_disk"}', b'{"v": 99, "op": "status"}', b'{"op": "cancel"}',
            b'{"op": "cancel", "tasks": [1]}', b'{"op": "interrupt", "signal": "SIGKILL"}', b"\xff\xfe",
-           b'{"op": "status", "id": {"deep": 1}}', b'{"op":' + b" " * 100]
+           b'{"op": "status", "id": {"deep": 1}}', b'{"op":' + b" " * 100,
+           b'{"op": "cancel_all", "origin": "cancelled by the boss"}']
     for i in range(200):
         sock.sendall(bad[i % len(bad)] + b"\n")
     for _ in range(200):

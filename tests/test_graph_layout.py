@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from dags import make_dag
-from tuidag.views.graph_layout import (ARROW, LayoutStyle, Orientation, Zoom, choose_style, layout_dag, layout_graph,
-                                      render_text)
+from tuidag.views.graph_layout import (ARROW, DagShape, LayoutStyle, Orientation, Zoom, choose_style, layout_dag,
+                                      layout_graph, render_text)
 
 
 def text(deps: dict) -> str:
@@ -253,10 +253,55 @@ def test_the_chosen_style_fits_the_screen_when_anything_does():
     assert layout_graph(WIDE, wide).fits(VIEW) and wide.zoom is not Zoom.DOTS  # 66 names still readable
     big = choose_style(_layered(500, 25, seed=11), VIEW)
     assert big.zoom is Zoom.DOTS and layout_graph(_layered(500, 25, seed=11), big).fits(VIEW)
-    # nothing fits a 20-step chain at 160 columns: top down, so only vertical scrolling is needed
+    # a 20-step chain is far wider than 160 columns in one row: it wraps into bands, full tiles, every step on screen
     chain = choose_style(CHAIN, VIEW)
-    assert chain.orientation is Orientation.TD and layout_graph(CHAIN, chain).width <= VIEW[0]
-    assert layout_graph(CHAIN, LayoutStyle(Zoom.FULL, Orientation.LR, VIEW)).width > VIEW[0]
+    assert chain == LayoutStyle(Zoom.FULL, Orientation.LR, VIEW) and layout_graph(CHAIN, chain).fits(VIEW)
+
+
+def test_a_long_chain_wraps_into_bands_joined_end_to_start_like_lines_of_text():
+    layout = layout_graph(CHAIN, LayoutStyle(Zoom.FULL, Orientation.LR, VIEW))
+    lines = render_text(layout)
+    tiles = layout.tiles
+    rows = sorted({tile.y for tile in tiles.values()})
+    assert len(rows) == 4 and layout.width <= VIEW[0]  # 5 steps a band
+    for name, tile in tiles.items():
+        assert f"─ {name} ─" in lines[tile.y][tile.x:tile.x + tile.width]  # every name whole
+    for i in range(1, 20):
+        parent, child = tiles[f"step-{i - 1:02d}"], tiles[f"step-{i:02d}"]
+        assert lines[child.mid][child.x - 1] == "▶"  # every step has its edge in
+        if child.y != parent.y:  # a band's end: out right, down, back left to the margin, down and in
+            exit_x = parent.x + parent.width + 1
+            assert lines[parent.mid][parent.x + parent.width:exit_x + 1] == "─┐"
+            turn = parent.y + parent.height
+            assert lines[turn][0] == "┌" and lines[turn][exit_x] == "┘" and set(lines[turn][1:exit_x]) == {"─"}
+            assert lines[child.mid][:2] == "└▶" and child.y == turn + 1
+
+
+def test_a_band_never_ends_where_an_edge_passes_over_the_cut():
+    """Only after a layer of one task whose edges all reach the next layer: anywhere else two lines (or a line that
+    skips a layer) would have to wrap."""
+    deps = {}
+    for name, parents in CHAIN.items():  # late (layer 3) skips layer 4
+        deps[name] = parents + ["late"] if name == "step-05" else parents
+        if name == "step-02":
+            deps["late"] = ["step-02"]
+    layout = layout_graph(deps, LayoutStyle(Zoom.FULL, Orientation.LR, VIEW))
+    tiles = layout.tiles
+    wrapped = [(parent, child) for child, parents in deps.items() for parent in parents
+               if tiles[child].x < tiles[parent].x]  # the child starts the next band
+    assert wrapped and layout.width <= VIEW[0]
+    for parent, child in wrapped:
+        layer = tiles[parent].layer
+        assert layer not in (3, 4) and layout.columns[layer] == [parent], (parent, child)
+
+
+def test_a_graph_that_fits_is_never_wrapped_and_a_resize_of_it_keeps_its_layout():
+    short = {f"s{i}": [f"s{i - 1}"] if i else [] for i in range(3)}
+    layout = layout_graph(short, LayoutStyle(Zoom.FULL, Orientation.LR, VIEW))
+    assert len({tile.y for tile in layout.tiles.values()}) == 1 and layout.tiles["s0"].x == 0
+    shape = DagShape(short)
+    assert shape.key(LayoutStyle(Zoom.FULL, Orientation.LR, VIEW)) == \
+        shape.key(LayoutStyle(Zoom.FULL, Orientation.LR, (VIEW[0] + 7, VIEW[1])))
 
 
 def test_every_style_of_big_dags_lays_out_and_keeps_tiles_apart():

@@ -43,6 +43,20 @@ def test_a_live_runs_path_goes_through_the_remaining_work_by_expected_durations(
     assert rows[0] == ("a", "1.0s", False) and rows[1] == ("quick", "10.0s", True)
 
 
+def test_a_paused_run_has_no_eta_only_the_work_left_once_resumed():
+    """Paused, nothing new starts: a time of day would move on by itself (it did, a second a second); the work left
+    is the forecast's end less the moment it was worked out, and stays put as the clock goes on."""
+    snaps = {"a": snap("a", S.SUCCEEDED, 0, 1), "slow": snap("slow", S.RUNNING, 1), "quick": snap("quick", S.PENDING),
+             "end": snap("end", S.PENDING), "lone": snap("lone", S.SUCCEEDED, 0, 0.5)}
+    result = outlook(SHAPE, snaps, {}, now=2, expected={"slow": 4.0, "quick": 10.0, "end": 2.0}, finished=False)
+    assert eta_forms(result, 2, True, paused=True) == ["ETA: paused (12.0s of work left)", "ETA: paused"]
+    assert eta_forms(result, 30, True, paused=True) == ["ETA: paused (12.0s of work left)", "ETA: paused"]
+    assert eta_forms(result, 2, False, paused=True) == ["ETA: paused"]  # no history: no work to tell
+    unknown = outlook(SHAPE, snaps, {}, now=2, expected={}, finished=False)
+    assert eta_forms(unknown, 2, True, paused=True) == ["ETA: paused"]
+    assert eta_forms(result, 2, True)[0].startswith("ETA ") and "(in 12.0s)" in eta_forms(result, 2, True)[0]
+
+
 def test_without_history_the_eta_says_so():
     snaps = {name: snap(name, S.PENDING) for name in DEPS}
     result = outlook(SHAPE, snaps, {}, now=0, expected={}, finished=False)

@@ -19,7 +19,7 @@ from .model.spec import MAX_COUNT, DagSpec
 from . import control_commands, history_commands
 from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
 from .store.journal import read_header
-from .store.runs import RunDir, RunStore, StateDirError, default_state_dir
+from .store.runs import RunDir, RunStore, StateDirError, default_state_dir, run_command
 from .views.terminal_text import terminal_line
 
 
@@ -326,18 +326,11 @@ def _run_in_background(dag: DagSpec, args: argparse.Namespace, state_dir: Path, 
 
         return run_viewer(RunDir(started.run_id, runs_dir / started.run_id), foreground=True,
                           engine_pid=started.pid, exit_on_finish=args.exit_on_finish, early_signals=early)
-    where = "" if state_dir == default_state_dir(None) else f" --state-dir {_quoted(state_dir)}"
     print(f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background (engine pid {started.pid})\n"
-          f"tuidag: watch it:  tuidag attach {started.run_id}{where}\n"
-          f"tuidag: stop it:   tuidag stop --run {started.run_id}{where}\n"
+          f"tuidag: watch it:  {run_command('attach', started.run_id, state_dir)}\n"
+          f"tuidag: stop it:   {run_command('stop', started.run_id, state_dir)}\n"
           f"tuidag: logs in {runs_dir / started.run_id / 'logs'}", flush=True)
     return EXIT_OK
-
-
-def _quoted(path: Path) -> str:
-    import shlex
-
-    return shlex.quote(str(path.resolve()))
 
 
 def make_executor(dag: DagSpec, args: argparse.Namespace):

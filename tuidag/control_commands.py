@@ -134,8 +134,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         return f"cancelling {_tasks(answer['changed'])}" if answer["changed"] else nothing
 
     if args.all:
-        return _act(args, "cancel_all", "cancel", said)
-    return _act(args, "cancel", "cancel", said, tasks=args.tasks)
+        return _act(args, "cancel_all", "cancel", said, origin="cli")
+    return _act(args, "cancel", "cancel", said, tasks=args.tasks, origin="cli")
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
@@ -153,7 +153,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     return _act(args, "stop", "stop", lambda answer: "stopping: " + (
-        f"cancelling {_tasks(answer['changed'])}" if answer["changed"] else "every task already finished"))
+        f"cancelling {_tasks(answer['changed'])}" if answer["changed"] else "every task already finished"),
+                origin="cli")
 
 
 COMMANDS = {"cancel": cmd_cancel, "rerun": cmd_rerun, "pause": cmd_pause, "resume": cmd_resume, "stop": cmd_stop,

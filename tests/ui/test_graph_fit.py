@@ -31,8 +31,9 @@ async def test_z_and_o_step_through_every_zoom_and_orientation_keeping_the_selec
 
 async def test_the_users_choice_sticks_through_a_resize_and_the_fit_follows_the_screen_until_then(new_session):
     async with open_app(new_session(CHAIN), start=False, size=(160, 45)) as (app, pilot):
-        assert app.graph.orientation is Orientation.TD  # a deep chain: top down needs no sideways scrolling
-        assert app.graph.width <= app.canvas.scrollable_content_region.width
+        # a 20-step chain wraps into bands left to right: every step on screen, full tiles
+        assert (app.graph.zoom, app.graph.orientation) == (Zoom.FULL, Orientation.LR)
+        assert app.graph.fits(tuple(app.canvas.scrollable_content_region.size))
         await pilot.resize_terminal(40, 60)  # too narrow for full tiles side by side: the fit changes
         await until(pilot, lambda: app.canvas.size.width < 60, what="resized")
         assert app.graph.zoom is Zoom.COMPACT or app.graph.width <= app.canvas.scrollable_content_region.width
@@ -40,7 +41,7 @@ async def test_the_users_choice_sticks_through_a_resize_and_the_fit_follows_the_
         await until(pilot, lambda: app.canvas.size.width > 100, what="resized back")
         await pilot.press("o")
         choice = (app.graph.zoom, app.graph.orientation)
-        assert choice[1] is Orientation.LR
+        assert choice[1] is Orientation.TD
         for size in ((80, 24), (220, 60), (160, 45)):
             await pilot.resize_terminal(*size)
             await until(pilot, lambda: tuple(app.size) == size, what=f"resized to {size}")
@@ -121,5 +122,8 @@ async def test_top_down_a_tiles_exit_never_cuts_its_details(new_session):
         app.engine_event(UsageSample({"busy": (12.0, 5 << 20)}))
         await until(pilot, lambda: "busy" in app.model.usage, what="usage applied")
         bottom = app.canvas._lines_of("busy")[2].text
-        assert "cpu 12% mem 5.0M" in bottom and "┬" not in bottom and "┳" not in bottom
-        assert app.canvas._lines_of("next")[2].text == "╰" + "─" * 10 + "┬" + "─" * 9 + "╯"  # nothing to cut
+        details = bottom.index("cpu 12% mem 5.0M") + len("cpu 12% mem 5.0M")
+        assert all(mark not in bottom or bottom.index(mark) > details for mark in "┬┳")
+        w = app.graph.tiles["next"].width
+        exit_in_middle = "╰" + "─" * (w // 2 - 1) + "┬" + "─" * (w - w // 2 - 2) + "╯"
+        assert app.canvas._lines_of("next")[2].text == exit_in_middle  # nothing to cut

@@ -108,6 +108,27 @@ async def test_a_column_only_some_tasks_have_appears_once_one_has_a_value(new_se
         assert "SLOTS" not in titles(app)
 
 
+async def test_columns_are_sized_by_their_content_at_160_columns_not_the_name_by_the_slack(new_session):
+    """A worker's address whole (it was cut to `tcp://127.0.0…`) and the name as wide as the longest name (it took
+    about 80 cells): the columns are sized by what they hold, the rest of the width stays blank."""
+
+    class OnAWorker(TaskSnapshot):
+        worker = "tcp://127.0.0.1:45221"
+
+    tasks = {"download-imagenet-subset": "true", "train": {"run": "true", "depends_on": ["download-imagenet-subset"]}}
+    async with open_app(new_session(tasks), start=False) as (app, pilot):
+        await show_list(pilot, app)
+        app.model.snapshots["train"] = OnAWorker(*app.model.snapshots["train"])
+        app.table.refresh_tasks(["train"])
+        await until(pilot, lambda: "WORKER" in titles(app), what="the worker column")
+        header = table_lines(app)[0]
+        assert header.index("DURATION") - header.index("NAME") <= len("download-imagenet-subset") + 10
+        assert "tcp://127.0.0.1:45221" in row_of(app, "train")
+        await pilot.resize_terminal(80, 24)  # narrow: the least important columns go, the name stays whole
+        await until(pilot, lambda: "ATTEMPT" not in titles(app), what="layout at 80 columns")
+        assert "download-imagenet-subset" in row_of(app, "download-imagenet-subset")
+
+
 RACE = {
     "step-10": "sleep 0.4",
     "step-2": "exit 3",

@@ -117,14 +117,16 @@ def test_the_selection_is_in_view_at_start(tmp_path):
 def test_the_selection_stays_in_view_after_a_resize(tmp_path):
     chain = Tmux(tmp_path, CHAIN, size=(160, 45))
     try:
-        chain.wait_for("· compact →")  # six tiles fit 160 columns as one-line tiles only
-        chain.keys("Z")  # back to full tiles, the user's choice from now on
+        chain.wait_for("· full →")  # six full tiles fit 160 columns, wrapped into two bands
+        chain.keys("z", "Z")  # to one-line tiles and back to full ones, the user's choice from now on
         chain.wait_for("╭─ s5 ")
         for _ in range(5):
             chain.keys("l")
         chain.wait_for("┏━ s5 ")
         chain.resize(*SMALL)
-        chain.wait_for("┏━ s5 ")  # scrolled sideways to keep it in view
-        assert "s0 " not in chain.screen()
+        deadline = time.monotonic() + 15
+        while not ("┏━ s5 " in chain.screen() and "s0 " not in chain.screen()):  # scrolled to keep it in view
+            assert time.monotonic() < deadline, chain.screen()
+            time.sleep(0.05)
     finally:
         chain.kill()

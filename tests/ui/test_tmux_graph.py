@@ -2,6 +2,7 @@
 find, filter, list and read still work on the real binary."""
 from __future__ import annotations
 
+import re
 import shutil
 import time
 
@@ -64,6 +65,29 @@ def test_a_wide_dag_fills_a_220x60_screen_and_z_o_change_the_view(tmp_path):
         quit_unfinished(wide, procs)
     finally:
         wide.kill()
+
+
+STEPS = ["fetch", "unpack", "validate", "clean", "dedupe", "normalise", "tokenise", "embed", "index", "split",
+         "train", "tune", "evaluate", "calibrate", "compare", "report", "package", "sign", "upload", "announce"]
+CHAIN = "name: chain\ntasks:\n" + "".join(
+    f"  step-{i:02d}-{step}: {{run: 'echo $$ >> pids; sleep 30'" + (f", depends_on: step-{i - 1:02d}-{STEPS[i - 2]}"
+                                                                     if i > 1 else "") + "}\n"
+    for i, step in enumerate(STEPS, 1))
+
+
+def test_a_20_step_chain_shows_every_step_by_name_at_160x45_from_the_start(tmp_path):
+    """Wrapped into bands left to right, full tiles: not 8 steps of 20 in any zoom, as one row or one column."""
+    chain = Tmux(tmp_path, CHAIN, size=(160, 45))
+    try:
+        screen = chain.wait_for("● running")
+        screen = chain.wait_for("step-20-announce")
+        names = [f"step-{i:02d}-{step}" for i, step in enumerate(STEPS, 1)]
+        # each whole, in its tile's top border (heavy for the selected tile)
+        assert all(re.search(f"[─━] {name} [─━]", screen) for name in names), screen
+        assert "· full →" in screen
+        quit_unfinished(chain, task_pids(tmp_path, 1))
+    finally:
+        chain.kill()
 
 
 def test_find_filter_list_and_a_maximised_log_at_80x24(tmp_path):

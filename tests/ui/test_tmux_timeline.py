@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -50,6 +51,31 @@ def test_t_toggles_the_timeline_of_a_live_run(tmp_path):
             assert time.monotonic() < deadline, term.screen()
             time.sleep(0.05)
         assert "─ live · 3 tasks · " in term.screen()  # the graph's title again
+        quit_unfinished(term, procs)
+    finally:
+        term.kill()
+
+
+def test_a_key_typed_with_t_in_one_write_zooms_the_timeline_not_the_graph(tmp_path):
+    """`tmux send-keys t Z`: both keys reach tuidag in one read. Z belongs to the timeline `t` shows (it zoomed the
+    graph behind it, which went from full tiles to dots)."""
+    term = Tmux(tmp_path, LIVE, size=(120, 32))
+    try:
+        term.wait_for("1 running")
+        procs = task_pids(tmp_path, 1)
+        screen = term.wait_for("─ live · 3 tasks · ")
+        title = next(line for line in screen.splitlines() if "─ live · 3 tasks · " in line)
+        zoom = title.split("3 tasks · ")[1].split()[0]
+        subprocess.run([*term.tmux, "send-keys", "-t", term.name, "t", "Z"], check=True)
+        term.wait_for("timeline from")
+        term.keys("t")  # the graph back: its zoom as it was
+        deadline = time.monotonic() + 10
+        while "timeline from" in term.screen():
+            assert time.monotonic() < deadline, term.screen()
+            time.sleep(0.05)
+        assert f"3 tasks · {zoom} " in term.screen(), term.screen()
+        term.keys("t", "0")  # the timeline again; 0 fits the whole run again, so Z had zoomed it
+        term.wait_for("timeline from")
         quit_unfinished(term, procs)
     finally:
         term.kill()

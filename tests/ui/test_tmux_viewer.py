@@ -330,7 +330,7 @@ def test_d_detaches_the_foreground_viewer_and_the_run_goes_on(foreground):
     viewer.keys("d")
     assert viewer.exit_code() == 0
     screen = viewer.wait_for("to see it again")
-    run_id = re.search(r"tuidag attach (\S+) --state-dir state", screen).group(1)
+    run_id = re.search(r"tuidag attach (\S+) --state-dir \S+/state", screen).group(1)
     assert alive(procs)
     assert tuidag(viewer.workdir, "runs").stdout.count("running (pid") == 1
     assert tuidag(viewer.workdir, "stop", "--run", run_id).returncode == 0
@@ -352,3 +352,44 @@ def test_the_engine_killed_under_the_foreground_viewer_and_the_viewer_ends_what_
     assert "this view ended 6 processes its tasks left" in " ".join(screen.split())
     assert viewer.summary()["outcome"] == "interrupted"
     reap(engine)
+
+
+def test_d_in_a_run_started_from_another_folder_prints_an_attach_command_that_works_there(tmp_path):
+    """`cd sub; tuidag run ../dag.yaml`: the run is kept next to the DAG file, not in `sub`; what `d` prints is typed
+    as printed in the same shell, and it attaches."""
+    (tmp_path / "dag.yaml").write_text(DAG)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    shell = Viewer.__new__(Viewer)  # an interactive shell in `sub`, where the user types
+    shell.socket, shell.workdir = f"tuidag-viewer-{os.getpid()}-{time.monotonic_ns()}", tmp_path
+    shell._tmux("new-session", "-d", "-s", "v", "-x", "160", "-y", "45", "-c", str(sub),
+                "env -u COLUMNS -u LINES -u TUIDAG_STATE_DIR PS1='$ ' bash --norc --noprofile")
+    try:
+        shell.keys(f'tuidag() {{ PYTHONPATH={REPO} {sys.executable} -m tuidag "$@"; }}', "Enter")
+        shell.keys("tuidag run ../dag.yaml --kill-grace 0.5", "Enter")
+        engine = int(re.search(r"foreground · engine pid (\d+)", shell.wait_for("foreground · engine pid")).group(1))
+        shell.keys("d")
+        printed = re.search(r"to see it again: (tuidag attach .*)", shell.wait_for("to see it again")).group(1).strip()
+        shell.keys("clear", "Enter", printed, "Enter")
+        shell.wait_for(f"attached · engine pid {engine}")
+        shell.keys("q")
+        shell.wait_for("Detach (d)")
+        shell.keys("s")  # stop the run from the viewer the printed command opened
+        until(lambda: (tmp_path / ".tuidag").is_dir() and list((tmp_path / ".tuidag").glob("runs/*/summary.json")),
+              timeout=15, what="the run stopped")
+    finally:
+        shell.kill_server()
+        subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", ".tuidag"], cwd=tmp_path,
+                       capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+        kill_task_trees(tmp_path)
+
+
+def test_an_attached_viewer_at_80x24_says_so_and_which_run_in_its_header(detached):
+    workdir, run_id, engine, viewers = detached
+    small = Viewer(workdir, run_id, size=(80, 24))
+    viewers.append(small)
+    small.wait_for("● running")
+    header = small.wait_for("◆ attached").splitlines()[0]
+    assert run_id in header and "● running" in header, header
+    small.keys("d")
+    assert small.exit_code() == 0

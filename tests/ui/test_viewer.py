@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,11 +14,13 @@ from contextlib import asynccontextmanager
 
 import psutil
 import pytest
+from textual.widgets import Button
 
 from dags import make_dag, served_run
 from pilot_helpers import screen_text, select, ui_states, until
 from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
+from tuidag.store.journal import replay
 from tuidag.store.runs import RunDir, RunStore
 from tuidag.ui.app import DETACHED, RESUME, TuidagApp
 from tuidag.ui.screens.choice import ChoiceScreen
@@ -103,6 +106,26 @@ async def test_cancel_branch_from_the_viewer_kills_the_real_tree(served):
         assert session.scheduler.snapshot()["free"].state.value == "RUNNING"  # nothing else was touched
 
 
+async def test_a_cancel_is_recorded_as_coming_from_where_it_was_asked_for(served):
+    """The viewer's `c`, `tuidag cancel` in another shell and the viewer's stop each leave their own reason in the
+    journal (a viewer's cancel used to be blamed on `tuidag cancel`), and the tiles show it."""
+    session, _ = served
+    async with viewer(session.run, session.store) as (app, pilot):
+        await select(app, pilot, "tree")
+        await pilot.press("c", "y")
+        await until(pilot, lambda: ui_states(app)["after"] == "CANCELLED", what="tree's branch cancelled")
+        shell = subprocess.run([sys.executable, "-m", "tuidag", "cancel", "free", "--run", session.run.run_id,
+                                "--state-dir", str(session.store.state_dir)], capture_output=True, text=True,
+                               timeout=60)
+        assert shell.returncode == 0, shell.stderr
+        await until(pilot, lambda: ui_states(app)["free"] == "CANCELLED", what="free cancelled from the shell")
+        await until(pilot, lambda: "in the UI" in screen_text(app) and "by tuidag cancel" in screen_text(app),
+                    what="the tiles to say who cancelled")
+    reasons = {name: task.reason for name, task in replay(session.run.journal).tasks.items()}
+    assert reasons["tree"] == reasons["after"] == "cancelled in the UI"
+    assert reasons["free"] == "cancelled by tuidag cancel"
+
+
 async def test_a_refused_rerun_says_why(served):
     session, _ = served
     await_until(lambda: session.scheduler.snapshot()["blocked"].state.value == "SKIPPED")
@@ -169,7 +192,10 @@ async def test_stop_from_a_foreground_viewer_cancels_every_task_then_exits(serve
     async with viewer(session.run, session.store, foreground=True) as (app, pilot):
         assert "foreground · engine pid" in screen_text(app)
         await pilot.press("q")
-        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "cancel"
+        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "back"
+        # The way out is called what it does: `Cancel (c)` under "Stop: every task is cancelled" read as the stop.
+        assert [str(button.label) for button in app.screen.query(Button)] == \
+               ["Stop the run (s)", "Detach (d)", "Back (Esc)"]
         await pilot.press("enter")  # the safe answer: the question closes, nothing is stopped
         assert not isinstance(app.screen, ChoiceScreen) and not session.scheduler.finished
         assert all(p.is_running() for p in procs)
@@ -306,6 +332,10 @@ async def test_the_post_mortem_shows_every_state_duration_and_log_read_only(fini
         assert app.model.finished and app.model.elapsed() == pytest.approx(session.duration, abs=0.05)
         text = screen_text(app)
         assert "post-mortem · read-only" in text and "loss 0.25" in text  # the failure selected, its log shown
+        # The footer offers only the keys that work here (c, C and p only say "read-only"); r starts a resumed run.
+        shown = footer(app)
+        assert not any(word in shown for word in ("Cancel", "Pause", "Re-run"))
+        assert all(key in shown for key in ("? Help", "r Resume", "/ Search", "a All logs", "q Quit", "L List"))
         for key in ("c", "C", "p"):
             await pilot.press(key)
             assert not isinstance(app.screen, (ConfirmScreen, ChoiceScreen))
@@ -352,6 +382,12 @@ async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):
         await until(pilot, lambda: "post-mortem · read-only" in screen_text(app), what="the header to say so")
         assert not any(n.severity == "error" for n in app._notifications)  # an end, not a crash
         assert ui_states(app)["free"] == "CANCELLED"
+        await until(pilot, lambda: "Cancel" not in footer(app), what="the footer to drop the controls")
+        assert "r Resume" in footer(app) and "Pause" not in footer(app)
+
+
+def footer(app: TuidagApp) -> str:
+    return screen_text(app).splitlines()[-1]
 
 
 def test_a_foreground_viewer_ends_with_the_summarys_counts_where_the_journal_stopped_early(finished_run, capsys):
@@ -426,5 +462,89 @@ async def test_a_signal_noted_before_the_app_took_over_still_closes_it(finished_
     try:
         async with app.run_test(headless=True, size=SIZE) as pilot:
             await until(pilot, lambda: not app.is_running, what="the app closing on the noted hang-up")
+    finally:
+        remote.close()
+
+
+async def test_paused_the_header_says_eta_paused_with_the_work_left_until_resumed(tmp_path):
+    """A first run of the DAG gives the history; on the second, `p` in the viewer: the header no longer gives a
+    time of day (it moved on a second a second while nothing started), but the work left once resumed."""
+    first = make_dag({"a": "sleep 0.3", "b": {"run": "sleep 0.3", "depends_on": ["a"]}}, workdir=tmp_path)
+    with served_run(first, tmp_path) as session:
+        assert session.scheduler.wait(30)
+    gate = tmp_path / "go"
+    second = make_dag({"a": f"while [ ! -e {gate} ]; do sleep 0.02; done",
+                       "b": {"run": "sleep 30", "depends_on": ["a"]}}, workdir=tmp_path, kill_grace=0.5)
+    with served_run(second, tmp_path, gate) as session:
+        async with viewer(session.run, session.store) as (app, pilot):
+            await pilot.press("p")
+            await until(pilot, lambda: app.model.paused and app._expected, what="paused, the history read")
+            gate.touch()  # a ends while paused: b waits
+            await until(pilot, lambda: app.model.snapshots["a"].state.value == "SUCCEEDED", what="a's end")
+            await until(pilot, lambda: "ETA: paused (" in screen_text(app).splitlines()[0], what="ETA: paused")
+            header = screen_text(app).splitlines()[0]
+            left = float(header.split("ETA: paused (")[1].split("s of work left)")[0])
+            assert 0.2 <= left <= 3  # b's expected duration, from the first run (its name's: its command changed)
+            assert re.search(r"ETA \d\d:\d\d:\d\d", header) is None  # no time of day
+            assert app.model.snapshots["b"].state.value != "RUNNING"
+            await pilot.press("p")
+            await until(pilot, lambda: "ETA: paused" not in screen_text(app).splitlines()[0]
+                        and "ETA" in screen_text(app).splitlines()[0], what="an ETA again once resumed")
+
+
+async def test_the_first_failure_does_not_take_a_selection_the_user_just_acted_on(tmp_path):
+    """The user never moved the selection (the first task) but cancels it; a failure right after must not take
+    the selection, or the next `c` lands on the failed task. With no one acting, the first failure is selected."""
+    go = tmp_path / "go"
+    dag = make_dag({"first": "sleep 60", "second": "sleep 60", "breaks": f"while [ ! -e {go} ]; do sleep 0.02; done;"
+                    " echo broken; exit 3"}, workdir=tmp_path, kill_grace=0.5)
+    with served_run(dag, tmp_path) as session:
+        async with viewer(session.run, session.store) as (app, pilot):
+            await until(pilot, lambda: app.selected_task is not None, what="a first selection")
+            chosen = app.selected_task
+            assert chosen != "breaks"
+            await pilot.press("c", "y")
+            await until(pilot, lambda: ui_states(app)[chosen] == "CANCELLED", what="the user's cancel")
+            go.touch()
+            await until(pilot, lambda: ui_states(app)["breaks"] == "FAILED", what="the failure")
+            await pilot.pause()
+            assert app.selected_task == chosen
+    (tmp_path / "go").unlink()
+    with served_run(dag, tmp_path) as session:  # the same, nobody acting: the failure is selected for the user
+        async with viewer(session.run, session.store) as (app, pilot):
+            await until(pilot, lambda: app.selected_task is not None, what="a first selection")
+            go.touch()
+            await until(pilot, lambda: app.selected_task == "breaks", what="the failure selected")
+
+
+async def test_a_running_tiles_slots_and_usage_are_whole_when_the_screen_has_room(tmp_path):
+    """At 160x45 a three-task DAG leaves 100 columns free: its tiles grow to hold `gpu:0 cpu 0% mem 1.2M` (they
+    stayed 22 cells wide and cut it to `gpu:0 cpu 0% me…`)."""
+    from tuidag.model.loader import load_dag
+
+    source = tmp_path / "dag.yaml"
+    source.write_text("name: gpus\nresources: {gpu: 2}\ntasks:\n  prep: {run: 'true'}\n"
+                      "  train: {run: 'sleep 60', resources: {gpu: 1}, depends_on: [prep]}\n"
+                      "  report: {run: 'true', depends_on: [train]}\n")
+    with served_run(load_dag(source), tmp_path) as session:
+        async with viewer(session.run, session.store) as (app, pilot):
+            await until(pilot, lambda: "train" in app.model.usage, what="train's usage")
+            await until(pilot, lambda: "mem" in app.canvas._lines_of("train")[2].text, what="the tile's details")
+            bottom = app.canvas._lines_of("train")[2].text
+            assert re.search(r"gpu:0 cpu \d+% mem [\d.]+[KMG]?i?B? ─", bottom) and "…" not in bottom, bottom
+            assert app.graph.fits(tuple(app.canvas.scrollable_content_region.size))
+
+
+@pytest.mark.parametrize("foreground", [False, True])
+async def test_at_80x24_a_viewers_header_keeps_its_role_and_the_run_id(served, foreground):
+    session, _ = served
+    remote = RemoteRun.attach(session.run, session.store, foreground=foreground)
+    app = TuidagApp(remote)
+    try:
+        async with app.run_test(headless=True, size=(80, 24)) as pilot:
+            await until(pilot, lambda: "● running" in screen_text(app).splitlines()[0], what="the header")
+            header = screen_text(app).splitlines()[0]
+            role = "◆ foreground" if foreground else "◆ attached"
+            assert role in header and session.run.run_id in header, header
     finally:
         remote.close()

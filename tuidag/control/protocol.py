@@ -16,6 +16,9 @@ connections). A viewer sends `subscribe` once; from then on the engine also send
 - `{"type": "usage", "usage": {task: [cpu_percent, rss_bytes]}}` once a second while tasks run;
 - `{"type": "notice", "text": ...}` for what a viewer must tell its user (the state dir filled up).
 
+A `cancel`, `cancel_all` or `stop` request may say where it comes from (`"origin": "viewer"` from a terminal UI,
+`"cli"` from `tuidag cancel`/`stop`): the journal records the cancel's reason with it (`cancel_reason`).
+
 Requests are limited to `MAX_REQUEST` bytes: a longer line is refused and the connection closed. Within that, a
 request is decoded with limits (`MAX_DEPTH` levels of nesting, `MAX_ITEMS` values, strings of `MAX_STRING`
 characters) and every string must be valid Unicode (a lone surrogate such as `"\\ud800"` can't be written back as
@@ -45,6 +48,17 @@ OPS: dict[str, tuple[str, ...]] = {
     "rerun": ("tasks",), "pause": (), "resume": (), "stop": (), "interrupt": ("signal",), "detach": (),
 }
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+ORIGINS = ("viewer", "cli")
+#: op -> origin (None: the request did not say) -> the reason a cancelled task records; the state word is already on
+#: a tile, so the UI shows what follows `cancelled` (`in the UI`, `by tuidag cancel`).
+_REASONS: dict[str, dict[str | None, str]] = {
+    "cancel": {"viewer": "cancelled in the UI", "cli": "cancelled by tuidag cancel",
+               None: "cancelled over the control socket"},
+    "cancel_all": {"viewer": "cancelled in the UI (cancel all)", "cli": "cancelled by tuidag cancel --all",
+                   None: "cancelled over the control socket (cancel all)"},
+    "stop": {"viewer": "cancelled: the run was stopped in the UI", "cli": "cancelled: stopped by tuidag stop",
+             None: "cancelled: the run was stopped over the control socket"},
+}
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
 
@@ -132,6 +146,8 @@ def parse_request(line: bytes) -> dict[str, Any]:
     deadline = message.get("deadline")
     if deadline is not None and (type(deadline) not in (int, float) or not math.isfinite(deadline)):
         raise ProtocolError("'deadline' must be a time (seconds since the epoch)")
+    if "origin" in message and message["origin"] not in ORIGINS:
+        raise ProtocolError(f"'origin' must be one of {', '.join(ORIGINS)}")
     request_id = message.get("id")
     if request_id is not None and (type(request_id) not in (int, str) or len(str(request_id)) > 64):
         raise ProtocolError("'id' must be a short string or an integer")
@@ -140,3 +156,8 @@ def parse_request(line: bytes) -> dict[str, Any]:
 
 def reply(request_id: Any, ok: bool = True, **fields: Any) -> bytes:
     return encode({"type": "reply", "id": request_id, "ok": ok, **fields})
+
+
+def cancel_reason(op: str, origin: str | None) -> str:
+    """What a task cancelled by `op` (cancel, cancel_all, stop) records as its reason: where the request came from."""
+    return _REASONS[op][origin]

@@ -495,15 +495,16 @@ class RemoteRun:
         with self._lock:
             return [n for n in [name, *self.dag.descendants(name)] if not self._snaps[n].state.terminal]
 
+    # A viewer's controls: the engine words the reason, and records that they came from a viewer.
     def cancel(self, name: str, reason: str = "") -> list[str]:
-        return self.request("cancel", tasks=[name])["changed"]
+        return self.request("cancel", tasks=[name], origin="viewer")["changed"]
 
     def cancel_all(self, reason: str = "") -> list[str]:
-        return self.request("cancel_all")["changed"]
+        return self.request("cancel_all", origin="viewer")["changed"]
 
     def stop(self) -> list[str]:
-        """Cancel every task and end the run (`tuidag stop`)."""
-        return self.request("stop")["changed"]
+        """Cancel every task and end the run (as `tuidag stop` does)."""
+        return self.request("stop", origin="viewer")["changed"]
 
     def rerun(self, name: str) -> list[str]:
         """As Scheduler.rerun: RerunRefused says why not."""

@@ -508,13 +508,12 @@ class ControlServer:
                 return protocol.reply(rid, False, error=f"no task named {unknown[0][:80]!r}")
         if op == "cancel":
             cancelled: dict[str, None] = {}  # an ordered set: a list's `in` made cancelling a big branch quadratic
+            reason = protocol.cancel_reason(op, request.get("origin"))
             for task in request["tasks"]:
-                cancelled.update(dict.fromkeys(scheduler.cancel(task, "cancelled by user (tuidag cancel)")))
+                cancelled.update(dict.fromkeys(scheduler.cancel(task, reason)))
             return protocol.reply(rid, changed=list(cancelled))
-        if op == "cancel_all":
-            return protocol.reply(rid, changed=scheduler.cancel_all("cancelled by user (cancel all)"))
-        if op == "stop":
-            return protocol.reply(rid, changed=scheduler.cancel_all("cancelled: the run was stopped"))
+        if op in ("cancel_all", "stop"):
+            return protocol.reply(rid, changed=scheduler.cancel_all(protocol.cancel_reason(op, request.get("origin"))))
         if op == "rerun":
             rerun: dict[str, None] = {}
             try:

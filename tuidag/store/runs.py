@@ -66,6 +66,18 @@ def default_state_dir(dag_file: Path | None) -> Path:
     return base / ".tuidag"
 
 
+def run_command(command: str, run_id: str, state_dir: Path) -> str:
+    """`tuidag attach RUN` (or `stop`, ...) as the user can type it in the folder they are in: such a command looks
+    in this folder's `.tuidag` (or `$TUIDAG_STATE_DIR`) unless told otherwise, so a run kept elsewhere (next to a
+    DAG file in another folder) gets `--state-dir` with the absolute path."""
+    import shlex
+
+    run = run_id if command == "attach" else f"--run {run_id}"
+    where = "" if state_dir.resolve() == default_state_dir(None).resolve() else \
+        f" --state-dir {shlex.quote(str(state_dir.resolve()))}"
+    return f"tuidag {command} {run}{where}"
+
+
 def new_run_id(now: float | None = None) -> str:
     now = time.time() if now is None else now
     ms = int((now % 1) * 1000)

@@ -25,10 +25,12 @@ from textual.notifications import SeverityLevel
 from textual.binding import Binding
 from textual.driver import Driver
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..control.client import NotLive, Refused
+from ..control.protocol import cancel_reason
 from ..control.remote import ANSWERING, ENGINE_GONE, NOT_ANSWERING, REAPED, RemoteRun
 from ..model.collector import collector_paused, freeze_survivors
 from ..engine import output_routing
@@ -70,6 +72,7 @@ TICK_INTERVAL = 1.0
 OUTLOOK_EVERY = 5.0  # seconds between two forecasts of a live run when no task changed
 GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the youngest generation (Python default: 700)
 RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
+USER_HOLD = 5.0  # seconds after the user acted on the selection during which the app does not move it
 #: The footer's keys, most important first: on a narrow terminal it drops them from the end of this list.
 FOOTER_PRIORITY = ("quit", "help", "cancel_branch", "rerun", "pause", "search", "combined", "cancel_all", "follow",
                    "wrap", "list_view")
@@ -186,6 +189,7 @@ class TuidagApp(App[None]):
         self._finder: FuzzyFinder | None = None  # built on the first `:`
         self._reading_order: tuple[GraphLayout | None, list[str]] = (None, [])  # of which layout, for ] [ } {
         self._user_moved = False       # the user moved the selection (the app's own moves don't count)
+        self._user_acted_at = -USER_HOLD  # when the user last acted on the selection (c, r, a confirmation)
         self._moving_for_user = False  # the app is moving the selection itself (to the first failure)
         self._first_failure_seen = False
         dag = session.dag
@@ -215,7 +219,7 @@ class TuidagApp(App[None]):
         # search.
         self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
         self._focus_before_search: DagCanvas | TaskTable | LogView = self.canvas
-        self.footer = KeyFooter(priority=FOOTER_PRIORITY)
+        self.footer = KeyFooter(priority=FOOTER_PRIORITY, label=self._key_label)
         self.panes = SplitPanes(id="panes")
         self._graph_focused_before_max = False
         self._task_filter = TaskFilter()
@@ -337,8 +341,9 @@ class TuidagApp(App[None]):
             self.timeline.refresh_tasks(changed)
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
-            if not self._outlook_due:
-                self._outlook_due = any(type(e) is TaskEvent and e.old is not e.snapshot.state for e in batch)
+            if not self._outlook_due:  # a task changed state, or the run was paused or resumed
+                self._outlook_due = any(e.old is not e.snapshot.state if type(e) is TaskEvent else
+                                        type(e) is RunEvent and e.kind in ("paused", "resumed") for e in batch)
             self._header_dirty = True
             if self.model.finished and not was_finished:
                 self._on_finished()
@@ -435,13 +440,18 @@ class TuidagApp(App[None]):
             self._user_moved = True
         self._show_log_of(task)
 
+    def _user_acts(self) -> None:
+        """The user acts on the selection as it is (it was never moved: the first task): it is theirs now too."""
+        self._user_acted_at = time.monotonic()
+
     def _select_first_failure(self, snapshots: Iterable[TaskSnapshot]) -> None:
-        """The first task of the run to fail is selected, so its log shows, unless the user moved the selection."""
+        """The first task of the run to fail is selected, so its log shows, unless the user moved the selection or
+        acted on it in the last USER_HOLD seconds (a failure selected right after `c` took the next `c`)."""
         failed = [snap for snap in snapshots if snap.state is S.FAILED]
         if not failed:
             return
         self._first_failure_seen = True
-        if not self._user_moved:
+        if not self._user_moved and time.monotonic() - self._user_acted_at >= USER_HOLD:
             first = min(failed, key=lambda snap: snap.finished_at or 0.0)
             self._moving_for_user = True
             try:
@@ -496,13 +506,15 @@ class TuidagApp(App[None]):
         name = self.selected_task
         if name is None or not self._may_control():
             return
+        self._user_acts()
         branch = self.scheduler.branch(name)
         if not branch:
             self.notify(f"{name} and everything downstream of it already finished")
             return
         question = f"Cancel [b]{escape(name)}[/b] and everything downstream of it? {_these(branch)} will stop:"
+        cancel = partial(self.scheduler.cancel, name, cancel_reason("cancel", "viewer"))
         self.push_screen(ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
-                         partial(self._confirmed, partial(self.scheduler.cancel, name)))
+                         partial(self._confirmed, cancel))
 
     def action_cancel_all(self) -> None:
         if not self._may_control():
@@ -514,9 +526,11 @@ class TuidagApp(App[None]):
         question = f"Cancel every unfinished task? {_these(unfinished)} will stop:"
         self.push_screen(ConfirmScreen(question, self._describe(unfinished),
                                        "Running tasks get SIGTERM, then SIGKILL."),
-                         partial(self._confirmed, self.scheduler.cancel_all))
+                         partial(self._confirmed, partial(self.scheduler.cancel_all,
+                                                          cancel_reason("cancel_all", "viewer"))))
 
     def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
+        self._user_acts()
         if yes:
             self.run_worker(partial(self._control, control), thread=True, group="control", description="cancel")
 
@@ -527,6 +541,7 @@ class TuidagApp(App[None]):
         name = self.selected_task
         if name is None or self.model.stopping or not self.run_started:
             return
+        self._user_acts()
         snap = self.model.snapshots[name]
         if snap.state not in RERUNNABLE:
             self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
@@ -552,35 +567,36 @@ class TuidagApp(App[None]):
         if self.focused in (self.canvas, self.table, self.timeline, self.log_pane):
             self._focus_before_search = self.focused
         self.search_bar.add_class("visible")
-        self.search_bar.focus()
+        self._focus(self.search_bar)
 
     def close_search(self) -> None:
         """Leave the search bar for the pane the user was in (the graph's keys must work again right away)."""
         self.search_bar.remove_class("visible")
-        self._focus_before_search.focus()
+        self._focus(self._focus_before_search)
 
     def action_focus_graph(self) -> None:
         """Esc in the log pane: back to the graph, or to the list when it is shown (unless the log pane is maximised:
         there is no graph to go to)."""
         if not self.panes.maximised:
-            (self.table if self.table.active else self.timeline if self.timeline.active else self.canvas).focus()
+            self._focus(self.table if self.table.active else self.timeline if self.timeline.active else self.canvas)
 
     async def action_list_view(self) -> None:
         """`L`: the list in the graph's place, or the graph back; the selection carries over both ways."""
         if self.table.active:
             self.table.hide()
             self.panes.remove_class("-list")
-            self.canvas.focus()
+            self._focus(self.canvas)
             self.call_after_refresh(self.canvas.scroll_to_selected)  # the list may have moved it out of view
             return
+        width = (self.timeline if self.timeline.active else self.canvas).scrollable_content_region.width
         self._hide_timeline()
         if not self.table.is_attached:
             self.table.styles.height = self.canvas.styles.height  # the split as the user left it
             await self.canvas.parent.mount(self.table, after=self.canvas)
         self.panes.add_class("-list")
         self.table.set_order(self.reading_order)
-        self.table.show(self.canvas.selected)
-        self.table.focus()
+        self.table.show(self.canvas.selected, width)
+        self._focus(self.table)
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
@@ -629,9 +645,9 @@ class TuidagApp(App[None]):
         self.log_pane.one_title_row = maximised
         if maximised:
             self._graph_focused_before_max = self.focused is self.canvas
-            self.log_pane.focus()
+            self._focus(self.log_pane)
         elif self._graph_focused_before_max:
-            self.canvas.focus()
+            self._focus(self.canvas)
 
     def action_grow_log(self) -> None:
         if not self.panes.maximised:
@@ -658,11 +674,11 @@ class TuidagApp(App[None]):
             self._focus_before_task_name = self.focused
         self.task_name_bar.value = self._task_filter.name
         self.task_name_bar.add_class("visible")
-        self.task_name_bar.focus()
+        self._focus(self.task_name_bar)
 
     def close_task_name_bar(self) -> None:
         self.task_name_bar.remove_class("visible")
-        self._focus_before_task_name.focus()
+        self._focus(self._focus_before_task_name)
 
     @on(Input.Submitted, "#task-name")
     def _task_name_submitted(self, event: Input.Submitted) -> None:
@@ -790,7 +806,7 @@ class TuidagApp(App[None]):
         carries over both ways."""
         if self.timeline.active:
             self._hide_timeline()
-            self.canvas.focus()
+            self._focus(self.canvas)
             self.call_after_refresh(self.canvas.scroll_to_selected)
             return
         if self.table.active:
@@ -801,7 +817,7 @@ class TuidagApp(App[None]):
             await self.canvas.parent.mount(self.timeline, after=self.canvas)
         self.panes.add_class("-timeline")
         self.timeline.show(self.canvas.selected)
-        self.timeline.focus()
+        self._focus(self.timeline)
 
     def _hide_timeline(self) -> None:
         if self.timeline.active:
@@ -899,6 +915,11 @@ class TuidagApp(App[None]):
         return {Zoom.FULL: Density.FULL, Zoom.COMPACT: Density.COMPACT, Zoom.DOTS: Density.DENSE}[zoom]
 
     # -------------------------------------------------------------------------------------------------- helpers
+    def _focus(self, widget: Widget) -> None:
+        """Focus `widget` before the next key is handled. `Widget.focus()` defers the move to the app's message
+        queue, behind keys already typed: `t` then `z` at once zoomed the graph the timeline had just replaced."""
+        widget.screen.set_focus(widget)
+
     def _may_control(self) -> bool:
         if self.read_only:
             self.notify(READ_ONLY, timeout=3)
@@ -951,8 +972,17 @@ class TuidagApp(App[None]):
                 pass
 
     def _offers(self, binding: Binding) -> bool:
-        """The help and the palette list `d` only where it works: on a run of another process."""
+        """The help, the palette and the footer list `d` only where it works, on a run of another process, and no
+        control that only answers "read-only" in the post-mortem view."""
+        if self.read_only:
+            return binding.action not in READ_ONLY_REFUSES
         return binding.action != "detach" or self.viewing
+
+    def _key_label(self, binding: Binding) -> str | None:
+        """A key as the footer names it here (None: not offered); `r` in the post-mortem view starts a resumed run."""
+        if not self._offers(binding):
+            return None
+        return "Resume" if binding.action == "rerun" and self.read_only else binding.description
 
     def action_detach(self) -> None:
         """`d`: close this view and leave the run running in its own process."""
@@ -969,17 +999,17 @@ class TuidagApp(App[None]):
         if self.model.stopping:
             self.notify("stopping: waiting for every process to exit")
             return
-        stop, detach = ("stop", "Stop the run", "s"), ("detach", "Detach", "d")
-        cancel = ("cancel", "Cancel", "c")
+        # Going back is Esc (any dialog's way out); `c` would read as cancelling tasks, which it is not.
+        stop, detach, back = ("stop", "Stop the run", "s"), ("detach", "Detach", "d"), ("back", "Back", "Esc")
         unfinished = len(self._unfinished())
         question = (f"Close this view of run [b]{escape(self.session.run.run_id)}[/b]? It is not finished: "
                     f"{unfinished} task{'' if unfinished == 1 else 's'} to go.")
         note = ("Detach: the run goes on in the background (tuidag attach shows it again). "
                 "Stop: every task is cancelled.")
         if self.session.foreground:
-            self.push_screen(ChoiceScreen(question, [stop, detach, cancel], "cancel", note), self._viewer_quit_chosen)
+            self.push_screen(ChoiceScreen(question, [stop, detach, back], "back", note), self._viewer_quit_chosen)
         else:
-            self.push_screen(ChoiceScreen(question, [detach, stop, cancel], "detach", note), self._viewer_quit_chosen)
+            self.push_screen(ChoiceScreen(question, [detach, stop, back], "detach", note), self._viewer_quit_chosen)
 
     def _viewer_quit_chosen(self, answer: str | None) -> None:
         if answer == "detach":
@@ -993,6 +1023,7 @@ class TuidagApp(App[None]):
         self._drain()
         self.header.role = self._role()
         self.header.refresh()
+        self.footer.refresh()  # the controls that only answer "read-only" leave it
         if self.model.stopping:
             self.exit()
         elif self.session.lost:
@@ -1032,6 +1063,7 @@ class TuidagApp(App[None]):
 DETACHED = "detach"  # the app's result when the user left the run running
 RESUME = "resume"    # ... when the user asked for a new run resuming from this one
 READ_ONLY = "read-only: the run is over"
+READ_ONLY_REFUSES = ("cancel_branch", "cancel_all", "pause")  # keys that only say READ_ONLY in the post-mortem view
 
 
 def _these(names: list[str]) -> str:

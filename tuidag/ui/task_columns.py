@@ -2,7 +2,9 @@
 
 Each column is one `Column` in `COLUMNS`, so adding one (the slots a task holds, the worker it runs on) is one entry.
 An optional column is shown only once some task has a value for it. On a narrow screen the least important columns
-are dropped (by `drop`, lowest first) until the name gets the room it wants; the name then takes whatever is left.
+are dropped (by `drop`, lowest first) until the name gets the room it wants. Room left over goes to the columns
+sized by their content (the name, slots, worker), up to their longest value: at 160 columns the name no longer
+takes 80 cells while the worker's address is cut (`tcp://127.0.0…`); what no column needs stays blank.
 Plain data and functions (no textual), so the layout and the sort orders are easy to check apart from the widget.
 """
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 from ..engine.events import TaskSnapshot
 from ..model.durations import format_duration
@@ -39,6 +41,7 @@ class Column:
     drop: int | None = None                                # dropped on a narrow screen, lowest first; None: never
     descending_first: bool = False                         # the first sort by it puts the largest first
     optional: bool = False                                 # shown only when some task has a value
+    grows: bool = False                                    # sized by its longest value when there is room
 
     def has_value(self, snap: TaskSnapshot, model: RunModel) -> bool:
         return self.value(snap, model, 0.0) is not None
@@ -95,16 +98,20 @@ COLUMNS: tuple[Column, ...] = (
            lambda s, v: (format_bytes(v) if v is not None else "", None), drop=5, descending_first=True),
     # The slots a task holds (or last held: `gpu:0,1 db:0`) and, one day, the worker that runs it; until a task has
     # a value the columns stay hidden.
-    Column("slots", "SLOTS", 12, lambda s, m, now: getattr(s, "slots", None), _plain, drop=2, optional=True),
+    Column("slots", "SLOTS", 12, lambda s, m, now: getattr(s, "slots", None), _plain, drop=2, optional=True,
+           grows=True),
     Column("worker", "WORKER", 14, lambda s, m, now: getattr(s, "worker", None), _plain, right=False, drop=3,
-           optional=True),
+           optional=True, grows=True),
 )
 BY_KEY = {column.key: column for column in COLUMNS}
 
 
-def fit_columns(columns: list[Column], width: int, longest_name: int) -> list[Placed]:
+def fit_columns(columns: list[Column], width: int, longest_name: int,
+                longest: Mapping[str, int] | None = None) -> list[Placed]:
     """Place `columns` (in their order) in `width` cells: a space before each, the least important dropped while
-    the name would get less than it wants, the name given the slack."""
+    the name would get less than it wants; the slack goes to the name up to its longest, then to the other columns
+    that grow, the most important first, up to their `longest` values (cells)."""
+    longest = longest or {}
     wanted = max(NAME_MIN, min(longest_name, NAME_WANTED))
     kept = list(columns)
 
@@ -116,10 +123,16 @@ def fit_columns(columns: list[Column], width: int, longest_name: int) -> list[Pl
         if not droppable:
             break
         kept.remove(min(droppable, key=lambda c: c.drop))
-    name_width = max(1, wanted + width - used(kept))
+    slack = width - used(kept)
+    widths = {c.key: max(1, wanted + min(0, slack)) if c.key == "name" else c.width for c in kept}
+    growing = sorted((c for c in kept if c.grows), key=lambda c: -(c.drop or 0))
+    for column, most in [(BY_KEY["name"], longest_name)] + [(c, longest.get(c.key, 0)) for c in growing]:
+        if column.key in widths and slack > 0:
+            extra = min(slack, max(0, most - widths[column.key]))
+            widths[column.key] += extra
+            slack -= extra
     placed, x = [], 1
     for column in kept:
-        w = name_width if column.key == "name" else column.width
-        placed.append(Placed(column, x, w))
-        x += w + 1
+        placed.append(Placed(column, x, widths[column.key]))
+        x += widths[column.key] + 1
     return placed

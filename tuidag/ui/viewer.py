@@ -24,7 +24,7 @@ from ..control.run_record import journal_snapshots, process_alive
 from ..exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, SIGNAL_EXIT
 from ..store.history import summary_problem
 from ..store.journal import replay
-from ..store.runs import RunDir, RunStore, default_state_dir
+from ..store.runs import RunDir, RunStore, run_command
 from ..views.headless import counts_line, recorded_counts_line
 from ..views.terminal_text import terminal_line
 from .app import DETACHED, RESUME, TuidagApp
@@ -134,23 +134,10 @@ def _stop_quietly(remote: RemoteRun) -> None:
     _quietly(remote.stop)
 
 
-def _attach_command(run: RunDir, store: RunStore, remote: RemoteRun) -> str:
-    command = f"tuidag attach {run.run_id}"
-    if default_state_dir(remote.dag.source).resolve() != store.state_dir.resolve():
-        command += f" --state-dir {_quoted(store.state_dir)}"
-    return command
-
-
-def _quoted(path: Path) -> str:
-    import shlex
-
-    return shlex.quote(str(path))
-
-
 def _detached(run: RunDir, store: RunStore, remote: RemoteRun) -> int:
     pid = f" (engine pid {remote.engine_pid})" if remote.engine_pid else ""
     _say(f"tuidag: run {run.run_id} goes on in the background{pid}\n"
-         f"tuidag: to see it again: {_attach_command(run, store, remote)}\n")
+         f"tuidag: to see it again: {run_command('attach', run.run_id, store.state_dir)}\n")
     return EXIT_OK
 
 

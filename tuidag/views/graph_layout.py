@@ -23,6 +23,8 @@ unit-testable as text.
   are ordered so that a parent's line never runs into another parent's junction on its own row: read along the
   edges, a line only joins what it really feeds.
 - Edge text is made per line on demand and cached: a big DAG's edges cover far more cells than a screen shows.
+- Left to right, a graph wider than the screen wraps into bands stacked down it where it can (`graph_bands`): a
+  long chain reads like lines of text, each band's end joined to the next band's start.
 """
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Sequence
 
+from .graph_bands import WRAP_EXIT, WRAP_MARGIN, choose_cuts
+
 ORDER_SWEEPS = 4     # down+up barycenter sweep pairs, at most
 SETTLED = 0.05       # a sweep pair that removes less than this share of the crossings left is the last one
 POSITION_PASSES = 4  # down/up placement passes
@@ -44,6 +48,8 @@ ARROW_DOWN = "▼"     # ... top down
 LAYOUT_FORMAT = 2    # of `GraphLayout.to_data`, for the layout cache
 EDGE_CHUNK = 256     # edge text is made and cached per line in pieces this wide: a screen needs one or two
 DOTS_MIN_TASKS = 200  # fewer tasks than this are never shown as dots on their own: their names matter more
+DETAIL_WIDTH = 34    # full tiles grow to this where the screen has room: `gpu:0,1 cpu 100% mem 12.3G` in the border
+TRACK_SPARE = 3      # cells a gap between layers may need beyond the narrowest, for its edges' tracks
 
 _U, _D, _L, _R = 1, 2, 4, 8
 _BOX = {
@@ -225,7 +231,7 @@ def layout_dag(dag, style: LayoutStyle = LayoutStyle(), *, cache_dir: Path | Non
     from ..model.cache import code_stamp, read_entry, sha1, write_entry
 
     key = sha1(repr((LAYOUT_FORMAT, code_stamp(os.path.dirname(__file__)), style.zoom.value, style.orientation.name,
-                     packing_of(deps, style), list(deps.items()))).encode()).hexdigest()
+                     layout_key(deps, style), list(deps.items()))).encode()).hexdigest()
     entry = cache_dir / f"layout-{key[:20]}.marshal"
     record = read_entry(entry, key)
     if record is not None:
@@ -238,10 +244,18 @@ def layout_dag(dag, style: LayoutStyle = LayoutStyle(), *, cache_dir: Path | Non
     return layout
 
 
-def packing_of(deps: Mapping[str, Sequence[str]], style: LayoutStyle) -> tuple:
-    """Which layers a layout for `style` packs, and how: besides the graph, the zoom and the orientation, all a layout
-    depends on (the view only through this), so two styles that pack alike make the same layout."""
-    return DagShape(deps).packing(style)
+def layout_key(deps: Mapping[str, Sequence[str]], style: LayoutStyle) -> tuple:
+    """Which layers a layout for `style` packs, and how, and the width it may wrap into bands at: besides the graph,
+    the zoom and the orientation, all a layout depends on (the view only through this), so two styles with the same
+    key make the same layout."""
+    return DagShape(deps).key(style)
+
+
+def may_band(style: LayoutStyle, tasks: int) -> bool:
+    """Whether a layout for `style` may wrap into bands: left to right, on a known screen, tiles with names (a
+    graph of hundreds of tasks is a map to scroll, not a pipeline to read)."""
+    return (style.orientation is Orientation.LR and style.zoom is not Zoom.DOTS and style.view[0] > 0
+            and tasks < DOTS_MIN_TASKS)
 
 
 def dag_deps(dag) -> dict[str, Sequence[str]]:
@@ -402,25 +416,46 @@ class DagShape:
             for lay in range(self.layer[d] + 1, end):
                 self.dummies[lay] += 1
         self.names = list(deps)
-        self._widths: dict[Zoom, int] = {}
+        self._widths: dict[LayoutStyle, int] = {}
 
     def tile_width(self, style: LayoutStyle) -> int:
-        width = self._widths.get(style.zoom)
+        """Wide enough for the longest name (within the zoom's bounds); full tiles wider still, up to DETAIL_WIDTH,
+        while the graph fits the screen so (with a few cells a gap to spare for the edges' tracks): the bottom
+        border's details (`gpu:0 cpu 12% mem 1.2G`) were cut at 20 cells with 100 columns free."""
+        width = self._widths.get(style)
         if width is None:
-            width = self._widths[style.zoom] = tile_width(self.names, style)
+            width = tile_width(self.names, style)
+            if style.zoom is Zoom.FULL and style.view[0] and len(self.names) < DOTS_MIN_TASKS:
+                base = self._size(style, width)
+                spare = (len(self.tasks) - 1) * TRACK_SPARE if style.orientation is Orientation.LR else 0
+                width = next((w for w in range(DETAIL_WIDTH, width, -1)
+                              if (size := self._size(style, w))[0] + spare <= style.view[0]
+                              and size[1] <= max(style.view[1], base[1])), width)
+            self._widths[style] = width
         return width
 
     def packing(self, style: LayoutStyle) -> tuple[_Block | None, ...]:
         return _packing(self.tasks, style, self.tile_width(style))
 
+    def key(self, style: LayoutStyle) -> tuple:
+        """What a layout for `style` depends on besides the graph, zoom and orientation (see `layout_key`)."""
+        return self.packing(style), self.tile_width(style), (style.view[0] if self.bands(style) else None)
+
+    def bands(self, style: LayoutStyle) -> bool:
+        """Whether a layout for `style` wraps into bands: it may, and it is wider than the screen as estimated (so a
+        resize of a graph that fits keeps its layout)."""
+        return may_band(style, len(self.names)) and self.size(style)[0] > style.view[0]
+
     def size(self, style: LayoutStyle) -> tuple[int, int]:
         """The layout's size (columns, rows) in `style`, estimated: the gaps at their narrowest."""
+        return self._size(style, self.tile_width(style))
+
+    def _size(self, style: LayoutStyle, w: int) -> tuple[int, int]:
         m = style.metrics
-        w = self.tile_width(style)
         lr = style.orientation is Orientation.LR
         size_across, size_along = (m.tile_height, w) if lr else (w, m.tile_height)
         along = across = 0
-        for n, dummies, block in zip(self.tasks, self.dummies, self.packing(style)):
+        for n, dummies, block in zip(self.tasks, self.dummies, _packing(self.tasks, style, w)):
             if block is None:
                 span = n * (size_across + m.slot_gap)
                 depth = size_along
@@ -442,7 +477,10 @@ class _Graph:
         self.m = m = style.metrics
         self.lr = style.orientation is Orientation.LR
         self.task_layer = task_layer = _layers(deps)
-        self.tile_width = w = tile_width(list(deps), style)
+        # A DAG small enough for its tiles to grow to the screen, or to wrap into bands, is weighed as the canvas
+        # weighs it (a big one is not: working its shape out again would cost a big layout a third more).
+        self.shape = DagShape(deps) if len(deps) < DOTS_MIN_TASKS else None
+        self.tile_width = w = self.shape.tile_width(style) if self.shape else tile_width(list(deps), style)
         self.tile_across, self.tile_along = (m.tile_height, w) if self.lr else (w, m.tile_height)
         counts = _layer_counts(task_layer)
         count = len(counts)
@@ -630,13 +668,15 @@ class _Graph:
 
     # ----------------------------------------------------------------------------------------------- routing
     def route(self) -> GraphLayout:
+        wraps = self._stack_bands(self._band_cuts())  # layer -> the row its band's connector runs on
         mid = [self.top[v] + self.mid_offset(v) for v in range(len(self.layer))]
         edges = _EdgeDrawing(transposed=not self.lr)
-        x = 0
+        x = margin = WRAP_MARGIN if wraps else 0
+        widest = 0
         col_x = []
         for li, lay in enumerate(self.layers):
             col_x.append(x)
-            depth = max([self.along(v) for v in lay], default=0) or self.tile_along
+            depth = self._depth(lay)
             for v in lay:
                 if v >= self.real:  # a dummy: the edge passes straight through the layer
                     edges.hline(mid[v], x, x + depth - 1, lead_in=True, lead_out=True)
@@ -645,8 +685,15 @@ class _Graph:
                 elif self.along(v) < depth:  # a tile in a layer with a deeper block: its line reaches the gap
                     edges.hline(mid[v], x + self.along(v), x + depth - 1, lead_in=True, lead_out=True)
             x += depth
-            if li + 1 < len(self.layers):
+            if li in wraps:
+                self._wrap(lay[0], x, mid, wraps[li], edges)
+                widest, x = max(widest, x + WRAP_EXIT), margin
+            elif li + 1 < len(self.layers):
                 x += self._route_gap(lay, mid, x, edges)
+        x = max(x, widest)
+        if wraps:  # the bands' tracks went in band by band: in order along again, as the drawing looks them up
+            ordered = sorted(zip(edges.track_xs, edges.tracks), key=lambda pair: pair[0])
+            edges.track_xs, edges.tracks = [tx for tx, _ in ordered], [t for _, t in ordered]
         across = max((self.top[v] + self.across(v) for v in range(len(self.layer))), default=0)
         tiles: dict[str, Tile] = {}
         columns: list[list[str]] = []
@@ -664,6 +711,60 @@ class _Graph:
             columns.append(column)
         width, height = (x, across) if self.lr else (across, x)
         return GraphLayout(self.style, tiles, columns, width, height, edges, self.has_children)
+
+    def _depth(self, lay: list[int]) -> int:
+        return max([self.along(v) for v in lay], default=0) or self.tile_along
+
+    # -------------------------------------------------------------------------------------------------- bands
+    def _band_cuts(self) -> set[int]:
+        """The layers after which the graph wraps to a new band (none when it fits the screen's width as it is)."""
+        if self.shape is None or not self.shape.bands(self.style):
+            return set()
+        depths = [self._depth(lay) for lay in self.layers]
+        mid = [self.top[v] + self.mid_offset(v) for v in range(len(self.layer))]
+        gaps = [self._route_gap(lay, mid, 0, _EdgeDrawing()) for lay in self.layers[:-1]]  # measured, not drawn
+        return choose_cuts(depths, gaps, {li for li in range(len(self.layers) - 1) if self._cuttable(li)},
+                           self.style.view[0] - WRAP_MARGIN - WRAP_EXIT)
+
+    def _cuttable(self, li: int) -> bool:
+        """A band may end after layer li when its only node is one task whose edges all end in the next layer, on
+        tasks (no edge passes over the cut, and one connector feeds the next band)."""
+        lay = self.layers[li]
+        if len(lay) != 1 or lay[0] >= self.real or lay[0] in self.blocks:
+            return False
+        kids = self.succ[lay[0]]
+        return bool(kids) and all(c < self.real and c not in self.blocks and self.layer[c] == li + 1 for c in kids)
+
+    def _stack_bands(self, cuts: set[int]) -> dict[int, int]:
+        """Move each band's nodes across so the bands stack, each below the previous one's connector row. Returns
+        layer -> connector row for the layers a band ends after."""
+        rows: dict[int, int] = {}
+        if not cuts:
+            return rows
+        offset, first = 0, 0
+        for last in sorted(cuts) + [len(self.layers) - 1]:
+            nodes = [v for lay in self.layers[first:last + 1] for v in lay]
+            low = min(self.top[v] for v in nodes)
+            high = max(self.top[v] + self.across(v) for v in nodes)
+            for v in nodes:
+                self.top[v] += offset - low
+            rows[last] = offset + high - low
+            offset, first = rows[last] + 1, last + 1
+        del rows[len(self.layers) - 1]
+        return rows
+
+    def _wrap(self, u: int, gx: int, mid: list[int], row: int, edges: _EdgeDrawing) -> None:
+        """The connector from u (the last task of a band, its right side at gx) to its children at the start of the
+        next band: right, down to `row`, left to the margin, down, and into each child."""
+        exit_x = gx + WRAP_EXIT - 1
+        edges.hline(mid[u], gx, exit_x, lead_in=True)
+        edges.track(exit_x, _span_track(mid[u], row, ("wrap", u)))
+        edges.hline(row, 0, exit_x)
+        kids = self.succ[u]
+        edges.track(0, _span_track(row, max(mid[c] for c in kids), ("wrap", u)))
+        for c in kids:
+            edges.hline(mid[c], 0, WRAP_MARGIN - 1, lead_out=True)
+            edges.arrows.setdefault(mid[c], set()).add(WRAP_MARGIN - 1)
 
     def _tile(self, name: str, layer: int, along: int, across: int, packed: bool = False) -> Tile:
         x, y = (along, across) if self.lr else (across, along)
@@ -902,6 +1003,12 @@ class _Track:
         i = bisect_right(self.tops, lo)
         self.tops.insert(i, lo)
         self.blocks.insert(i, (lo, hi, key))
+
+
+def _span_track(lo: int, hi: int, key: object) -> _Track:
+    track = _Track()
+    track.add((lo, hi), key)
+    return track
 
 
 def _isotonic(values: list[float]) -> list[float]:

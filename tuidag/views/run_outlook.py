@@ -21,6 +21,7 @@ class Outlook(NamedTuple):
     path: list[str]              # the critical path, first task first
     spans: dict[str, Span]       # what the path was computed from: actual, and forecast for a live run
     forecast: Forecast | None    # a live run's forecast (None: the run is finished)
+    at: float = 0.0              # when it was worked out (the forecast plays the remaining work forward from then)
 
     @property
     def finished(self) -> bool:
@@ -46,20 +47,26 @@ def outlook(shape: ForecastShape, snapshots: Mapping[str, TaskSnapshot], segment
         actual = actual_spans(snapshots, segments, now)
         return Outlook(critical_path(shape.dag_deps, actual), actual, None)
     forecast = live_forecast(shape, snapshots, expected, now)
-    return Outlook(critical_path(shape.dag_deps, forecast.spans), forecast.spans, forecast)
+    return Outlook(critical_path(shape.dag_deps, forecast.spans), forecast.spans, forecast, now)
 
 
-def eta_forms(result: Outlook | None, now: float, history: bool | None) -> list[str]:
+def eta_forms(result: Outlook | None, now: float, history: bool | None, paused: bool = False) -> list[str]:
     """The header's ETA of a live run, fullest first (`ETA 14:32:05 (in 3m20s)`, then `ETA 3m20s`); `ETA: no
     history` when no task has run before (`history` False: nothing to simulate); none while the durations are not
-    read yet (`history` None) or the forecast not worked out, or when the run is finished."""
+    read yet (`history` None) or the forecast not worked out, or when the run is finished. While `paused` there is
+    no time of day to give (nothing new starts until the user resumes): `ETA: paused (3m20s of work left)`, the
+    time the rest takes once resumed."""
     if history is None:
         return []
     if not history:
-        return ["ETA: no history"]
+        return ["ETA: paused"] if paused else ["ETA: no history"]
     if result is None or result.forecast is None:
-        return []
+        return ["ETA: paused"] if paused else []
     forecast = result.forecast
+    if paused:
+        if forecast.end is None:
+            return ["ETA: paused"]
+        return [f"ETA: paused ({format_duration(max(0.0, forecast.end - result.at))} of work left)", "ETA: paused"]
     full = eta_text(forecast, now)
     if forecast.end is None:
         return [full, f"ETA: no history ({len(forecast.unknown)})"]

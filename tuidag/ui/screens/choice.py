@@ -1,6 +1,6 @@
 """A question with a few answers, each on a button with its own key (the viewer's quit: detach, stop the run,
-cancel). It looks like the yes/no dialog; the default answer is the highlighted one, so Enter takes it, and Esc
-always means "do nothing" (dismissed with None). Unlike the yes/no dialog there is no list to scroll, so nothing is
+back). It looks like the yes/no dialog; the default answer is the highlighted one, so Enter takes it, and Esc
+always means "do nothing" (dismissed with None; an answer whose key is `Esc` is that one). Unlike the yes/no dialog there is no list to scroll, so nothing is
 docked (with only docked children the dialog's height came out as nothing)."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class ChoiceScreen(ModalScreen[str | None]):
     }
     """
     BINDINGS = [
-        Binding("escape", "answer('')", "Cancel", show=False),
+        Binding("escape", "answer('')", "Back", show=False),
         Binding("left,h", "app.focus_previous", "Other answer", show=False),
         Binding("right,l", "app.focus_next", "Other answer", show=False),
     ]

@@ -417,8 +417,9 @@ class DagCanvas(FocusHint, ScrollView, can_focus=True):
         self.call_after_refresh(self.scroll_to_selected)  # in case the scrollbars changed the room
 
     def _laid_out(self, style: LayoutStyle) -> GraphLayout:
-        """The layout for `style`, made once per zoom, orientation and packing (a resize that packs alike reuses it)."""
-        key = (style.zoom, style.orientation, self._shape.packing(style))
+        """The layout for `style`, made once per zoom, orientation, packing and band width (a resize that lays out
+        alike reuses it)."""
+        key = (style.zoom, style.orientation, self._shape.key(style))
         graph = self._layouts.get(key)
         if graph is None:
             graph = self._layouts[key] = self._layout(style)

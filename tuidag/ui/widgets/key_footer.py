@@ -11,11 +11,12 @@ last ones, and a `… N more` key says so (it opens the help, which lists every 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.binding import Binding
 from textual.widget import Widget
 
 if TYPE_CHECKING:
@@ -64,11 +65,15 @@ class KeyFooter(Widget, can_focus=False):
     }
     """
 
-    def __init__(self, *, priority: Sequence[str] = (), more_key: str = "question_mark", id: str | None = None) -> None:
+    def __init__(self, *, priority: Sequence[str] = (), more_key: str = "question_mark",
+                 label: Callable[[Binding], str | None] = lambda binding: binding.description,
+                 id: str | None = None) -> None:
         """`priority`: actions, most important first, kept longest when the line is too narrow (the others follow in
-        the order they are shown). `more_key` is pressed by a click on the `… N more` key."""
+        the order they are shown). `more_key` is pressed by a click on the `… N more` key. `label`: what a key is
+        called where the app is now, or None to leave it out (a key that only answers that it does not work here)."""
         super().__init__(id=id)
         self.priority = {action: rank for rank, action in enumerate(priority)}
+        self.label = label
         self.more_key = more_key
         self._spans: list[tuple[int, int, _Key]] = []  # (first cell, end cell, key) as last rendered, for clicks
 
@@ -88,8 +93,10 @@ class KeyFooter(Widget, can_focus=False):
         shown: dict[str, _Key] = {}
         for key, (_, binding, enabled, _tooltip) in bindings.items():
             if binding.show and binding.action not in shown:
-                shown[binding.action] = _Key(key, self.app.get_key_display(binding), binding.description, enabled,
-                                             binding.action)
+                label = self.label(binding)
+                if label is not None:
+                    shown[binding.action] = _Key(key, self.app.get_key_display(binding), label, enabled,
+                                                 binding.action)
         palette = None
         if self.app.ENABLE_COMMAND_PALETTE and self.app.COMMAND_PALETTE_BINDING in bindings:
             _, binding, enabled, _tooltip = bindings[self.app.COMMAND_PALETTE_BINDING]

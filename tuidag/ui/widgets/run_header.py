@@ -2,7 +2,8 @@
 
 Each line is laid out for the width it gets, dropping what matters least first instead of wrapping or cutting the
 end off: on a narrow terminal the run id goes, then the `tuidag` badge and the words around the status and the
-counts, then the progress bar shrinks. What the run is doing, its elapsed time and the counts stay, and so does a
+counts, then the progress bar shrinks. A viewer keeps its role (`◆ attached`) and the run id longer: the engine's
+pid and the badge go first, then the ETA's words. What the run is doing, its elapsed time and the counts stay, and so does a
 state filter (`F`), on the right of the second line: it may lose words but never its tag. Resource slots in use
 (`gpu 1/2`), when the DAG declares capacities, follow the counts: the bar shrinks before they go, the counts' words
 after. A running run's ETA (the app's forecast) sits before the elapsed time; it goes before the status' words do.
@@ -55,17 +56,26 @@ class RunHeader(Widget):
         role = Text(f"  ◆ {self.role}", "bold #00afd7") if self.role else Text()
         times = [(f"   elapsed {elapsed} ", f"  {elapsed} ")]
         etas = [] if self.model.stopping or self.model.finished else \
-            eta_forms(self.forecast, self.model.clock(), self.history)
+            eta_forms(self.forecast, self.model.clock(), self.history, self.model.paused)
         # The ETA goes after the run id and the badge (its fuller form first), before the status' words.
         times[:0] = [(f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} ") for eta in etas]
-        forms = [(left, Text.assemble(status, time))
-                 for status in statuses  # the fullest status first: it matters more than anything else dropped
-                 for long, short in times
-                 for left, time in ((Text.assemble(badge, name, run, role), long),
-                                    (Text.assemble(badge, name, role), long),
-                                    (Text.assemble(badge, name, run), long),
-                                    (Text.assemble(badge, name), long),
-                                    (Text.assemble(" ", name), short))]
+        # A viewer keeps saying which one it is, and the run's id: the engine's pid and the badge go first, then
+        # the ETA's words; only then, as for any run, the run id and the rest (the fullest status still comes first).
+        brief = " · ".join(part for part in self.role.split(" · ") if not part.startswith("engine pid"))
+        role_word = Text(f"  ◆ {brief}", "bold #00afd7")
+        viewer = (Text.assemble(badge, name, run, role), Text.assemble(badge, name, run, role_word),
+                  Text.assemble(" ", name, run, role_word)) if self.role else ()
+        forms = []
+        for status in statuses:
+            forms += [(left, Text.assemble(status, time))
+                      for time in [long for long, _ in times] + [short for _, short in times] for left in viewer]
+            forms += [(left, Text.assemble(status, time))
+                      for long, short in times
+                      for left, time in ((Text.assemble(badge, name, run, role), long),
+                                         (Text.assemble(badge, name, role), long),
+                                         (Text.assemble(badge, name, run), long),
+                                         (Text.assemble(badge, name), long),
+                                         (Text.assemble(" ", name), short))]
         for left, right in forms:
             if left.cell_len + 1 + right.cell_len <= width:
                 return _spread(left, right, width)

@@ -64,6 +64,7 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         self._kept: str | None = None     # the selected task, listed though the filter no longer shows it
         self._longest = max((len(name) for name in self.order), default=0)
         self._present: set[str] = set()   # optional columns some task has a value for
+        self._widest: dict[str, int] = {c.key: 0 for c in COLUMNS if c.grows}  # their longest values, in cells
         self._scanned = False             # every task looked at for them (then only the changed ones are)
         self._layout: list[Placed] = []
         self._layout_key: tuple | None = None
@@ -96,10 +97,14 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
             if self.active:
                 self.rebuild()
 
-    def show(self, selected: str | None) -> None:
-        """Take the graph's place with `selected` (the graph's selection) selected, everything as it is now."""
+    def show(self, selected: str | None, width: int) -> None:
+        """Take the graph's place with `selected` (the graph's selection) selected, everything as it is now; until
+        the list is laid out, its columns are placed for `width` (the place it takes), so a key typed right after
+        the one that showed it (`s`) finds them."""
         self.selected = selected
         self._active = True
+        if self._layout_key is None:
+            self._fit_layout(width)
         self.rebuild(keep_hidden=False)
         self.call_after_refresh(self.scroll_to_selected)  # once laid out: a hidden widget has no size
 
@@ -190,13 +195,22 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
             self._rebuild_soon()
 
     def _find_values(self, snaps: Iterable[TaskSnapshot]) -> bool:
-        """Note the optional columns these tasks have a value for; whether one had none before."""
+        """Note the optional columns these tasks have a value for, and the longest values of the columns that grow;
+        whether a column appeared or grew."""
+        snaps = list(snaps)
+        grew = False
+        for column in COLUMNS:
+            if column.grows:
+                cells = max((len(column.cell(snap, column.value(snap, self.model, 0.0))[0]) for snap in snaps),
+                            default=0)
+                if cells > self._widest[column.key]:
+                    self._widest[column.key], grew = cells, True
         missing = [c for c in COLUMNS if c.optional and c.key not in self._present]
         if not missing:
-            return False
+            return grew
         found = {c.key for snap in snaps for c in missing if c.has_value(snap, self.model)}
         self._present |= found
-        return bool(found)
+        return bool(found) or grew
 
     def _rebuild_soon(self) -> None:
         if self._resort is not None:
@@ -232,11 +246,11 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         return strip
 
     def _fit_layout(self, width: int) -> None:
-        key = (width, frozenset(self._present))
+        key = (width, frozenset(self._present), tuple(self._widest.items()))
         if key != self._layout_key:
             self._layout_key = key
             columns = [c for c in COLUMNS if not c.optional or c.key in self._present]
-            self._layout = fit_columns(columns, width, self._longest)
+            self._layout = fit_columns(columns, width, self._longest, self._widest)
             self._row_cache.clear()
             self._header = None
 
