@@ -23,8 +23,8 @@ def fill(disk) -> None:
 
 
 async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
-    """A gate task holds the run while the test fills the disk; the 300 tasks after it meet a full disk, so the
-    journal fails within a few dozen of them and the rest never start."""
+    """A gate task holds the run while the test fills the disk; the 300 tasks after it meet a full disk: the first
+    task log that can't be written stops the run (as a full journal does), and the rest never start."""
     caplog.set_level(logging.WARNING)
     go = tmp_path / "go"
     with small_disk(tmp_path / "disk") as disk:
@@ -47,8 +47,8 @@ async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
                 session.scheduler.cancel_all("test teardown")
                 assert session.scheduler.wait(10)
             session.finish()
-        assert notes == [(f"the state dir {disk / 'state'} is full (No space left on device): the run's journal "
-                          "can't be written any more, so no more tasks start; running tasks finish", "error")]
+        assert notes == [(f"the state dir {disk / 'state'} is full (No space left on device): task logs can't "
+                          "be written any more, so no more tasks start; running tasks finish", "error")]
         assert "CANCELLED" in states and states <= {"SUCCEEDED", "FAILED", "CANCELLED"}
         assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # no observer traceback
         assert json.loads(session.run.summary.read_text())["outcome"] == "incomplete: state dir full"
