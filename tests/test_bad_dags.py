@@ -50,7 +50,7 @@ def cli_results(tmp_path_factory) -> dict[Path, tuple[subprocess.CompletedProces
         state = base / path.stem
         relative = str(path.relative_to(REPO))  # as a user would type it, from the project folder
         proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "--state-dir", str(state),
-                               relative], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+                               relative], cwd=REPO, env=env, capture_output=True, text=True, timeout=patience(60))
         return proc, state
 
     with ThreadPoolExecutor(4) as pool:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from tuidag.model.loader import load_dag
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -26,7 +28,8 @@ def test_the_pipeline_demos_shards_take_random_durations(tmp_path):
         task = dag.tasks[name]
         env = {**os.environ, **dag.env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLEEP_LOG": str(log),
                "TMPDIR": str(tmp_path), "TUIDAG_RUN_ID": "r", "TUIDAG_TASK": name}
-        proc = subprocess.run([task.shell, "-c", task.run], env=env, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run([task.shell, "-c", task.run], env=env, capture_output=True, text=True,
+                              timeout=patience(30))
         assert proc.returncode == 0, proc.stderr
         assert f"shard {name[-1]} done" in proc.stdout
     sleeps = [float(line) for line in log.read_text().split()]

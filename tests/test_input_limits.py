@@ -20,6 +20,8 @@ from tuidag.model.loader import load_dag
 from tuidag.model.spec import MAX_TASK_NAME, task_name_problem
 from tuidag.model.yaml_loader import MAX_DEPTH, _depth_bound
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 NUL = "contains a NUL character (\\0), which no command, path or environment variable can hold"
 
@@ -134,7 +136,7 @@ def test_deep_file_through_the_cli_exits_2_without_a_traceback(tmp_path):
     path = tmp_path / "deep.yaml"
     path.write_text(flow(100_000))
     proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "--state-dir", str(tmp_path / "s"),
-                           str(path)], capture_output=True, text=True, timeout=60,
+                           str(path)], capture_output=True, text=True, timeout=patience(60),
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2
     assert proc.stderr == f"{path}:4:107: nesting too deep: more than {MAX_DEPTH} levels of lists and mappings\n"

@@ -18,6 +18,8 @@ from tuidag.engine import LocalExecutor, Scheduler
 from tuidag.engine.process import TAG_RUN, ProcRef
 from tuidag.store.journal import JournalWriter, replay
 
+from slowness import patience
+
 EXAMPLES = int(os.environ.get("TUIDAG_STRESS_EXAMPLES", "200"))
 
 
@@ -60,7 +62,7 @@ def test_stress(tmp_path_factory, case):
 
     thread = threading.Thread(target=canceller)
     thread.start()
-    assert scheduler.wait(60)
+    assert scheduler.wait(patience(60))
     thread.join()
     scheduler.close()
     journal.close()
