@@ -20,5 +20,6 @@ def pytest_configure(config):
         config.option.timeout = float(timeout) * slowness()
 
 
-def pytest_report_header(config):
-    return f"machine slowness: {slowness():.2f} (deadlines that wait for processes, and the test timeout, scaled by it)"
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"machine slowness {slowness():.2f}: deadlines that wait for processes, and the test "
+                                "timeout, were scaled by it")
