@@ -1,9 +1,9 @@
 """How many times slower than a quiet machine this one runs now, measured once per test session.
 
 Deadlines that wait for real processes (a task to start, a tree to be gone, a line on a screen, a command to exit)
-are multiplied by it, never below 1. At load average 8 on 2 cores, a fixed piece of Python work and a process
-start each took 4-8 times as long as on the quiet machine the deadlines were set on, and fixed deadlines failed
-tests that passed there. A wait that succeeds ends as soon as its condition holds, so a generous factor costs
+are multiplied by it, never below 1. Beside two CPU-bound processes on a shared 2-core machine (load average 5 to
+6), a fixed piece of Python work and a process start each took 4-8 times as long as on the quiet machine the
+deadlines were set on, and at load average 8 fixed deadlines failed tests that passed there. A wait that succeeds ends as soon as its condition holds, so a generous factor costs
 nothing while the tests pass; waits that must run out (nothing may happen within a while) are not scaled.
 
 The controller of a session measures it in `pytest_configure` and leaves it in the environment, where pytest-xdist
@@ -18,8 +18,8 @@ import time
 from functools import cache
 
 ENV = "TUIDAG_TEST_SLOWNESS"
-#: Wall time of `_work` and of starting `sh -c true` on that quiet machine (2 cores): 10.5 ms and 1.0-1.5 ms
-#: measured, rounded up so that noise on a quiet machine stays at 1.
+#: `_work` and starting `sh -c true` on that machine (2 cores), unhindered: 10.7 ms of CPU time and 1.0-1.3 ms
+#: (the fastest tries), rounded up so that noise on a quiet machine stays at 1.
 _QUIET_WORK = 0.012
 _QUIET_SPAWN = 0.002
 #: Beyond this, the machine is too busy for the suite to be worth running: a hiccup during the measurement is more
