@@ -15,6 +15,8 @@ import pytest
 from tuidag.model.errors import DagErrors
 from tuidag.model.loader import load_dag
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "bad_dags"
 CASES = sorted(CORPUS.glob("*.yaml"))

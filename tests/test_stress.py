@@ -38,7 +38,7 @@ def stress_case(draw):
     return seed, tasks, cancels, policy
 
 
-@pytest.mark.timeout(max(120, EXAMPLES // 2))  # the suite's 120 s covers the default 200 examples, not 1,000
+@pytest.mark.timeout(patience(max(120, EXAMPLES // 2)))  # 120 s covers the default 200 examples, not 1,000
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(stress_case())

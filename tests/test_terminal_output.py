@@ -125,7 +125,7 @@ class Tmux:
     def wait_for(self, text: str, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + patience(timeout)
         while text not in (screen := self.run("capture-pane", "-p")):
-            assert time.monotonic() < deadline, f"{text!r} not on screen within {timeout}s:\n{screen}"
+            assert time.monotonic() < deadline, f"{text!r} not on screen within {patience(timeout):.0f}s:\n{screen}"
             time.sleep(0.05)
         return screen
 

@@ -38,7 +38,7 @@ async def until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 10
     deadline = time.monotonic() + patience(timeout)
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout}s")
+            raise AssertionError(f"{what} not reached within {patience(timeout):.0f}s")
         await pilot.pause(0.05)
 
 

@@ -72,7 +72,7 @@ class Tmux:
             if text in screen:
                 return screen
             if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} not on screen within {timeout}s:\n{screen}")
+                raise AssertionError(f"{text!r} not on screen within {patience(timeout):.0f}s:\n{screen}")
             time.sleep(0.05)
 
     def wait_exit(self, timeout: float = 15.0) -> int:
@@ -80,7 +80,7 @@ class Tmux:
         deadline = time.monotonic() + patience(timeout)
         while not code.exists() or self.alive() and not code.read_text():
             if time.monotonic() > deadline:
-                raise AssertionError(f"tuidag did not exit within {timeout}s:\n{self.screen()}")
+                raise AssertionError(f"tuidag did not exit within {patience(timeout):.0f}s:\n{self.screen()}")
             time.sleep(0.05)
         return int(code.read_text())
 

@@ -36,7 +36,7 @@ def wait_gone(tmux: Tmux, text: str, timeout: float = 10.0) -> str:
     deadline = time.monotonic() + patience(timeout)
     while text in (screen := tmux.screen()):
         if time.monotonic() > deadline:
-            raise AssertionError(f"{text!r} still on screen after {timeout}s:\n{screen}")
+            raise AssertionError(f"{text!r} still on screen after {patience(timeout):.0f}s:\n{screen}")
         time.sleep(0.05)
     return screen
 

@@ -59,7 +59,7 @@ def until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
     deadline = time.monotonic() + patience(timeout)
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout}s")
+            raise AssertionError(f"{what} not reached within {patience(timeout):.0f}s")
         time.sleep(0.05)
 
 
