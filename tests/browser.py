@@ -14,6 +14,9 @@ import tempfile
 import time
 from typing import Any
 
+from slowness import patience
+
+
 
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
@@ -49,7 +52,7 @@ class Browser:
         except (OSError, TimeoutError, RuntimeError):
             pass
         try:
-            self.proc.wait(10)
+            self.proc.wait(patience(10))
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -64,7 +67,7 @@ class Browser:
         if session and self.session:
             message["sessionId"] = self.session
         os.write(self._to_browser, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + patience(self.timeout)
         while True:
             reply = self._receive(deadline)
             if reply.get("id") == self._next_id:
@@ -94,7 +97,7 @@ class Browser:
             self.send(f"{domain}.enable")
         self.events.clear()
         self.send("Page.navigate", {"url": url})
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + patience(self.timeout)
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
             self.events.append(self._receive(deadline))
 

@@ -14,6 +14,8 @@ from tuidag.engine import LocalExecutor, Scheduler
 from tuidag.engine.events import Event, TaskEvent
 from tuidag.model import DagSpec, FailurePolicy, TaskSpec
 
+from slowness import patience
+
 
 #: A diamond (a -> b, c -> d) beside a lone task e.
 DIAMOND = {
@@ -68,7 +70,8 @@ class Recorder:
         return [e.new.value for e in self.task_events(task) if e.is_transition]
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
+        """Until `predicate` holds, for `timeout` seconds of a quiet machine (longer on a busy one)."""
+        deadline = time.monotonic() + patience(timeout)
         with self._cond:
             while not predicate():
                 left = deadline - time.monotonic()
@@ -119,18 +122,19 @@ def served_run(dag: DagSpec, tmp_path: Path, gate: Path | None = None) -> Iterat
         if gate is not None:
             gate.touch()
         session.scheduler.cancel_all("test over")
-        session.scheduler.wait(30)
+        session.scheduler.wait(patience(30))
         session.finish()
 
 
 def finish(scheduler: Scheduler, timeout: float = 30.0) -> dict:
-    assert scheduler.wait(timeout), "run did not finish before the deadline"
+    assert scheduler.wait(patience(timeout)), "run did not finish before the deadline"
     scheduler.close()
     return {name: snap.state.value for name, snap in scheduler.snapshot().items()}
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, poll: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout
+    """Until `predicate` holds, for `timeout` seconds of a quiet machine (longer on a busy one)."""
+    deadline = time.monotonic() + patience(timeout)
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached before the deadline")

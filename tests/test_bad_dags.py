@@ -15,6 +15,8 @@ import pytest
 from tuidag.model.errors import DagErrors
 from tuidag.model.loader import load_dag
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "bad_dags"
 CASES = sorted(CORPUS.glob("*.yaml"))
@@ -50,7 +52,7 @@ def cli_results(tmp_path_factory) -> dict[Path, tuple[subprocess.CompletedProces
         state = base / path.stem
         relative = str(path.relative_to(REPO))  # as a user would type it, from the project folder
         proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "--state-dir", str(state),
-                               relative], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+                               relative], cwd=REPO, env=env, capture_output=True, text=True, timeout=patience(60))
         return proc, state
 
     with ThreadPoolExecutor(4) as pool:

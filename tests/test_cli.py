@@ -15,6 +15,8 @@ from dags import alive, read_pids, stubborn_trees, wait_until
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 pytestmark = pytest.mark.cli
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,7 +25,7 @@ def tuidag(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60) 
     full_env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     full_env.update({"NO_COLOR": "1", **(env or {})})
     return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=patience(timeout))
 
 
 def write(path: Path, text: str) -> Path:
@@ -186,7 +188,7 @@ def test_logs_follow_until_the_task_ends(tmp_path):
         assert follow.returncode == 0
         assert follow.stdout.splitlines()[-3:] == ["line 1", "line 2", "line 3"]
     finally:
-        runner.wait(30)
+        runner.wait(patience(30))
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -199,7 +201,7 @@ def test_signal_cancels_every_tree_and_exits_with_128_plus_signal(tmp_path, sig,
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3)
     refs = read_pids(pids)
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=patience(30))
     assert proc.returncode == code, err
     assert not any(alive(*r) for r in refs)
     (run,) = RunStore(tmp_path / ".tuidag").runs()
@@ -265,7 +267,7 @@ def test_second_sigint_kills_at_once(tmp_path):
     (run,) = RunStore(tmp_path / ".tuidag").runs()
     wait_until(lambda: any(r.get("to") == "CANCELLING" for r in read_journal(run.journal)))
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=20)
+    proc.communicate(timeout=patience(20))
     assert proc.returncode == 130
     assert not any(alive(*r) for r in refs)
     assert any(r.get("event") == "forced-exit" for r in read_journal(run.journal))

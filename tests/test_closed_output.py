@@ -12,6 +12,8 @@ import pytest
 
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 pytestmark = pytest.mark.cli
 
 DAG = """\
@@ -47,7 +49,7 @@ def test_a_closed_stdout_keeps_the_run_and_its_exit_code(tmp_path, when):
         with os.fdopen(read_end, "rb") as reader:
             assert reader.readline().startswith(b"tuidag: run ")
         (tmp_path / "go").touch()
-    assert proc.wait(timeout=60) == 1  # b failed
+    assert proc.wait(timeout=patience(60)) == 1  # b failed
     assert (tmp_path / "stderr").read_text() == ""  # no traceback, no "Exception ignored"
     assert (tmp_path / "ran-a").exists() and (tmp_path / "ran-c").exists()
     summary = latest_summary(tmp_path)
@@ -60,13 +62,13 @@ def test_resume_into_a_closed_pipe_still_runs_and_tells_the_truth(tmp_path):
     dag.write_text(DAG.format(tmp=tmp_path))
     (tmp_path / "go").touch()
     first = start(tmp_path, str(dag), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    assert first.wait(timeout=60) == 1
+    assert first.wait(timeout=patience(60)) == 1
     (tmp_path / "ran-a").unlink()
     read_end, write_end = os.pipe()
     os.close(read_end)
     proc = start(tmp_path, str(dag), "--resume", stdout=write_end, stderr=write_end)
     os.close(write_end)
-    assert proc.wait(timeout=60) == 1  # b failed again
+    assert proc.wait(timeout=patience(60)) == 1  # b failed again
     summary = latest_summary(tmp_path)
     assert summary["outcome"] == "failed" and summary["counts"] == {"SUCCEEDED": 2, "FAILED": 1}
     assert not (tmp_path / "ran-a").exists()  # reused, not run again
@@ -88,7 +90,7 @@ def test_output_that_cannot_be_written_stops_the_printing_not_the_run(tmp_path, 
     # stderr, where it is not redirected, goes to a file the test reads: tracebacks would show there
     with open(tmp_path / "stderr", "w") as err:
         proc = subprocess.run(["sh", "-c", f'exec "$0" -m tuidag run --no-tui p.yaml {redirect[streams]}',
-                               sys.executable], cwd=tmp_path, env=env, stderr=err, timeout=60)
+                               sys.executable], cwd=tmp_path, env=env, stderr=err, timeout=patience(60))
     assert proc.returncode == 1  # b failed
     assert (tmp_path / "stderr").read_text() == ""
     assert (tmp_path / "ran-a").exists() and (tmp_path / "ran-c").exists()
@@ -111,4 +113,4 @@ def test_a_command_whose_output_is_lost_says_so_and_a_reader_that_had_enough_is_
     reader = subprocess.Popen(tuidag, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     reader.stdout.read(1)
     reader.stdout.close()  # had enough
-    assert reader.wait(30) == 0 and b"Traceback" not in reader.stderr.read()
+    assert reader.wait(patience(30)) == 0 and b"Traceback" not in reader.stderr.read()

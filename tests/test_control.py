@@ -15,6 +15,7 @@ from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
 
 from dags import make_dag, served_run, wait_until
+from slowness import patience
 
 S = TaskState
 
@@ -128,7 +129,7 @@ def test_after_the_run_the_socket_is_gone_and_clients_are_told(tmp_path):
     session = RunSession.create(make_dag({"a": "true"}, workdir=tmp_path), tmp_path / "state")
     session.serve_control()
     session.scheduler.start()
-    session.scheduler.wait(30)
+    session.scheduler.wait(patience(30))
     summary = session.finish()
     assert not (session.run.path / protocol.SOCKET_NAME).exists()
     with pytest.raises(NotLive, match="not running"):

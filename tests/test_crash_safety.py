@@ -17,6 +17,8 @@ from test_cli import tuidag, write
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 LONG_DAG = """\
 tasks:
   quick:
@@ -51,7 +53,7 @@ def start_and_kill9(tmp_path: Path) -> tuple[list[tuple[int, float]], Path]:
 
     wait_until(slow_running_on_record)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(10)
+    proc.wait(patience(10))
     return refs, dag
 
 
@@ -174,12 +176,12 @@ def test_two_tuidags_on_one_state_dir(tmp_path):
     results = [subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(fast)], cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     for proc in results:
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=patience(60))
         assert proc.returncode == 0 and "interrupted" not in err
     assert alive(*ref)  # the slow run's task was left alone
     assert "still running" in tuidag("run", str(slow), "--resume", cwd=tmp_path).stderr
     go.touch()
-    assert runner.wait(30) == 0
+    assert runner.wait(patience(30)) == 0
     runs = RunStore(tmp_path / ".tuidag").runs()
     assert len(runs) == 3
     for run in runs:

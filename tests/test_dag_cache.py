@@ -14,6 +14,8 @@ from tuidag.model.cache import load_dag_cached
 from tuidag.model.errors import DagErrors
 from tuidag.model.loader import load_dag
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 DAG = """\
 name: cached
@@ -176,7 +178,7 @@ def test_a_second_run_does_not_even_import_the_yaml_parser(tmp_path):
     path.write_text("tasks:\n  a: {run: 'true'}\n  b: {run: 'true', depends_on: a}\n")
     env = {**os.environ, "TUIDAG_STATE_DIR": str(tmp_path / "state")}
     command = [sys.executable, "-X", "importtime", "-m", "tuidag", "run", "--no-tui", "-q", str(path)]
-    runs = [subprocess.run(command, capture_output=True, text=True, env=env, timeout=60) for _ in range(2)]
+    runs = [subprocess.run(command, capture_output=True, text=True, env=env, timeout=patience(60)) for _ in range(2)]
     assert [r.returncode for r in runs] == [0, 0]
     imported = [{line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
                 for r in runs]

@@ -17,6 +17,8 @@ from tuidag.engine import process
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 pytestmark = pytest.mark.cli
 
 
@@ -60,7 +62,7 @@ def test_a_signal_kills_every_tree_and_closes_the_local_cluster(tmp_path, sig, c
     workers = [(p.pid, p.create_time()) for p in children if "resource_tracker" not in " ".join(p.cmdline())]
     assert len(workers) == 2
     os.killpg(proc.pid, sig)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=patience(30))
     assert proc.returncode == code, out + err
     assert not any(alive(*r) for r in refs)
     assert not any(alive(*r) for r in workers), "a Dask worker process outlived the run"
@@ -123,7 +125,7 @@ def test_a_scheduler_that_goes_away_fails_the_running_tasks_and_exits_1(tmp_path
         wait_until(lambda: started.exists() and len(started.read_text().split()) == 2, timeout=60)
         tasks = [psutil.Process(int(pid)) for pid in started.read_text().split()]
         scheduler.kill()
-        out, err = run.communicate(timeout=60)
+        out, err = run.communicate(timeout=patience(60))
         assert run.returncode == 1, err
         for name in ("slow", "slower"):
             line = next(line for line in out.splitlines() if line.startswith(f"[{name}]") and "--> FAILED" in line)

@@ -14,6 +14,7 @@ from distributed import Client, LocalCluster, Worker
 
 import dags
 from dags import alive, finish, make_dag, read_pids, start_run, wait_until
+from slowness import patience
 from tuidag.engine.dask_executor import DaskExecutor
 from tuidag.model.spec import TaskSpec
 from tuidag.model.state import TaskState
@@ -165,7 +166,7 @@ def test_cancel_a_task_queued_inside_dask_never_starts_it(tmp_path):
             assert finish(scheduler) == {"waiting": "CANCELLED"}
         finally:
             gate.touch()
-        blocker.result(timeout=30)
+        blocker.result(timeout=patience(30))
     assert not marker.exists()
     assert log_of(tmp_path, "waiting").count(b"\n") == 1  # the header alone
 

@@ -16,6 +16,7 @@ from distributed import Client, LocalCluster
 
 import dags
 from dags import alive, finish, make_dag, start_run, wait_until
+from slowness import patience
 from tuidag.engine import dask_executor, dask_worker
 from tuidag.engine.dask_executor import DaskExecutor
 from tuidag.model.state import TaskState
@@ -110,7 +111,7 @@ def thread_held(client, gate):
         yield
     finally:
         gate.touch()
-        future.result(timeout=30)
+        future.result(timeout=patience(30))
 
 
 def test_each_attempt_of_a_group_ends_on_its_own(tmp_path, client, grouped):

@@ -11,6 +11,8 @@ from tuidag.engine import LocalExecutor, Scheduler
 from tuidag.engine.scheduler import RerunRefused, RunSummary
 from tuidag.model.state import TaskState
 
+from slowness import patience
+
 
 def test_states_of_a_successful_chain(tmp_path):
     dag = make_dag({"a": "echo a", "b": {"run": "echo b", "depends_on": ["a"]}})
@@ -260,7 +262,7 @@ def test_rerun_failed_task_and_its_skipped_descendants(tmp_path):
     flag = tmp_path / "ok"
     dag = make_dag({"a": f"test -e {flag}", "b": {"run": "true", "depends_on": ["a"]}, "c": "true"})
     scheduler, rec = start_run(dag, tmp_path)
-    scheduler.wait(10)
+    scheduler.wait(patience(10))
     assert {n: s.state.value for n, s in scheduler.snapshot().items()} == {
         "a": "FAILED", "b": "SKIPPED", "c": "SUCCEEDED"}
     flag.touch()
@@ -307,7 +309,7 @@ def test_pause_is_refused_once_the_run_finished_and_a_rerun_then_runs(tmp_path):
     flag = tmp_path / "flag"
     dag = make_dag({"a": f"test -e {flag}"})
     scheduler, rec = start_run(dag, tmp_path)
-    assert scheduler.wait(10)
+    assert scheduler.wait(patience(10))
     assert scheduler.pause() is False and not scheduler.paused
     flag.touch()
     assert scheduler.rerun("a") == ["a"]
@@ -322,7 +324,7 @@ def test_a_run_that_ends_while_paused_ends_the_pause(tmp_path):
     rec.wait_state("a", "RUNNING")
     assert scheduler.pause() is True
     scheduler.cancel_all()
-    assert scheduler.wait(10)
+    assert scheduler.wait(patience(10))
     assert not scheduler.paused
 
     def kinds() -> list[str]:
@@ -383,7 +385,7 @@ def test_daemon_left_by_a_successful_task_is_ended_with_the_run(tmp_path):
 def test_rerun_refuses_when_a_dependency_is_a_dead_end(tmp_path):
     dag = make_dag({"a": "exit 1", "b": {"run": "true", "depends_on": ["a"]}})
     scheduler, rec = start_run(dag, tmp_path)
-    assert scheduler.wait(10)
+    assert scheduler.wait(patience(10))
     with pytest.raises(RerunRefused, match="re-run 'a' first"):
         scheduler.rerun("b")
     scheduler.close()
@@ -395,7 +397,7 @@ def test_rerun_leaves_descendants_that_wait_on_another_dead_end(tmp_path):
                     "both": {"run": "true", "depends_on": ["a", "x"]},
                     "only_a": {"run": "true", "depends_on": ["a"]}})
     scheduler, rec = start_run(dag, tmp_path)
-    assert scheduler.wait(10)
+    assert scheduler.wait(patience(10))
     flag.touch()
     assert scheduler.rerun("a") == ["a", "only_a"]
     assert finish(scheduler) == {"a": "SUCCEEDED", "x": "FAILED", "both": "SKIPPED", "only_a": "SUCCEEDED"}
@@ -423,7 +425,7 @@ def test_a_cancel_while_launching_still_reports_every_step_in_order(tmp_path):
     rec = Recorder()
     scheduler.subscribe(rec)
     scheduler.start()
-    assert executor.entered.wait(10)
+    assert executor.entered.wait(patience(10))
     assert scheduler.cancel("a") == ["a"]
     executor.go.set()
     assert finish(scheduler) == {"a": "CANCELLED"}

@@ -27,6 +27,8 @@ from tuidag.engine import LocalExecutor, Scheduler, cgroup, process
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 
 def _cgroups_work() -> bool:
     groups = cgroup.RunCgroups.create(f"probe-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -115,7 +117,7 @@ def test_untagged_daemon_ends_with_its_attempt_or_the_run(tmp_path, cgroups, kin
         rec.wait_state("t", expected, timeout=20)
         if cgroups and ending != "succeeds":
             assert not alive(*ref), "a cgroup's attempt ended with a process of it alive"
-        assert scheduler.wait(20)
+        assert scheduler.wait(patience(20))
     finally:
         scheduler.close()
     assert not alive(*ref), "the daemon outlived the run"
@@ -136,7 +138,7 @@ def test_attempts_running_at_once_have_cgroups_of_their_own(tmp_path):
         scheduler.cancel("t0")
         rec.wait_state("t0", "CANCELLED", timeout=10)
         go.touch()
-        assert scheduler.wait(20)
+        assert scheduler.wait(patience(20))
     finally:
         scheduler.close()
     assert [s.state.value for s in scheduler.snapshot().values()] == ["CANCELLED"] + ["SUCCEEDED"] * 7
@@ -181,7 +183,7 @@ def test_a_process_that_relaunches_itself_is_ended(tmp_path, cgroups, tags, endi
         wait_until(lambda: pids.exists() and len(pids.read_text().split()) >= 3, timeout=15)  # it has hopped
         if ending == "cancelled":
             scheduler.cancel("t")
-        assert scheduler.wait(30)
+        assert scheduler.wait(patience(30))
     finally:
         scheduler.close()
     assert hoppers(tmp_path) == [], "a generation outlived the run"
@@ -242,7 +244,7 @@ def test_orphans_are_reaped_while_the_task_runs_and_exit_codes_stay_true(tmp_pat
             event = rec.wait_state(f"exit{i}", "SUCCEEDED" if i % 5 == 0 else "FAILED", timeout=30)
             assert event.snapshot.exit_code == i % 5
         scheduler.cancel("zombies")
-        assert scheduler.wait(20)
+        assert scheduler.wait(patience(20))
     finally:
         scheduler.close()
 
@@ -262,7 +264,7 @@ def test_processes_a_callable_starts_end_with_the_run(tmp_path):
         assert rec.wait_state("py", "SUCCEEDED", timeout=20).snapshot.value == 7
         (ref,) = read_pids(pids)
         assert alive(*ref)  # the task succeeded: what it started may serve later tasks until the run ends
-        assert scheduler.wait(20)
+        assert scheduler.wait(patience(20))
     finally:
         scheduler.close()
     assert not alive(*ref)
@@ -279,7 +281,7 @@ def test_any_exception_from_a_callable_fails_its_attempt(tmp_path, exc):
     try:
         event = rec.wait_state("py", "FAILED", timeout=10)
         assert event.snapshot.reason == f"raised {exc.__name__}: from the task"
-        assert scheduler.wait(10)
+        assert scheduler.wait(patience(10))
     finally:
         scheduler.close()
     assert scheduler.snapshot()["after"].state.value == "SKIPPED"
@@ -323,7 +325,7 @@ def test_out_of_descriptors_fails_attempts_instead_of_hanging(tmp_path):
     try:
         assert proc.stdout.readline() == "started\n"
         (tmp_path / "go").touch()
-        stdout, stderr = proc.communicate(timeout=180)
+        stdout, stderr = proc.communicate(timeout=patience(180))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -341,7 +343,7 @@ def test_parallelism_is_capped_by_the_descriptor_limit(tmp_path):
     dag = write(tmp_path / "dag.yaml", "tasks:\n" + tasks)
     proc = subprocess.run(["sh", "-c", f'ulimit -n 256 && exec "$@"', "sh", sys.executable, "-m", "tuidag", "run",
                            "--no-tui", "--quiet", "-j", "300", str(dag)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=240)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=patience(240))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "max_parallel 300 capped to 64 by the open-file limit (256" in proc.stderr
     (run,) = RunStore(tmp_path / ".tuidag").runs()
@@ -375,7 +377,7 @@ def crash(tmp_path: Path, command: str, mode: str) -> Path:
                    timeout=15)
     finally:
         proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        proc.wait(patience(10))
     return dag
 
 
@@ -425,7 +427,7 @@ def test_second_sigint_kills_untagged_processes_too(tmp_path, mode):
         (run,) = RunStore(tmp_path / ".tuidag").runs()
         wait_until(lambda: any(r.get("to") == "CANCELLING" for r in read_journal(run.journal)))
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
+        _, err = proc.communicate(timeout=patience(20))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -446,7 +448,7 @@ def test_untagged_daemon_ends_with_a_headless_run(tmp_path, mode):
     proc = run_headless(dag, mode)
     try:
         (ref,) = recorded(pids, 1)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=patience(30))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -479,7 +481,7 @@ def test_os_exit_in_a_callable_leaves_nothing_after_the_next_command(tmp_path):
             dag.main()
         """))
     proc = subprocess.run([sys.executable, str(source), "--no-tui"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=patience(60))
     assert proc.returncode == 3
     refs = read_pids(pids)
     assert len(refs) == 3 and all(alive(*r) for r in refs)

@@ -9,6 +9,8 @@ from tuidag.store.expected import Expected, expected_durations, expected_for_run
 from tuidag.store.journal import read_header
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 
 def runs_of(state, durations: list[float], *, task="a", fp="f1", dag="d", source=None, start=0):
     """One run per duration, oldest first, each with `task` succeeding in one attempt of that duration."""
@@ -81,7 +83,7 @@ def test_a_real_run_is_learned_from(tmp_path):
     dag = tmp_path / "dag.yaml"
     dag.write_text("tasks:\n  a:\n    run: sleep 0.3\n  b:\n    run: 'true'\n    depends_on: [a]\n")
     proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", str(dag)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=patience(60))
     assert proc.returncode == 0, proc.stderr
     store = RunStore(tmp_path / ".tuidag")
     got = expected_for_run(store, read_header(store.runs()[-1].journal))

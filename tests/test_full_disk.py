@@ -19,6 +19,8 @@ from tuidag.engine.scheduler import RerunRefused
 from tuidag.store.journal import read_journal
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 pytestmark = pytest.mark.cli
 
 
@@ -64,7 +66,7 @@ def test_a_disk_that_fills_up_stops_the_run_with_one_clear_error(tmp_path):
         # page fails within a few dozen more, so many tasks are certainly still waiting when the run stops
         dag = echo_dag(tmp_path / "echoes.yaml", 1000)
         proc = tuidag("run", "--no-tui", "-q", "-j", "4", str(dag), "--state-dir", str(state), cwd=tmp_path)
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=patience(120))
         assert proc.returncode == 1, err
         assert "Traceback" not in err + out
         # each log takes a page of its own, the journal's appends share one: a new log is what fails first
@@ -89,7 +91,7 @@ def test_a_disk_that_fills_up_stops_the_run_with_one_clear_error(tmp_path):
         assert 0 < len(ends) < 1000  # it stops where the disk filled up: not every task's end is in it
 
         listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
-                                 capture_output=True, text=True, timeout=60)
+                                 capture_output=True, text=True, timeout=patience(60))
         assert listing.returncode == 0 and listing.stderr == ""
         assert listing.stdout.splitlines()[1].endswith("incomplete: state dir full")
 
@@ -112,7 +114,7 @@ def test_a_running_task_is_treated_by_the_failure_policy(tmp_path, policy):
             go.touch()
         else:
             assert error.rstrip().endswith("running tasks are cancelled (on_failure: cancel-all)")
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=patience(60))
         assert proc.returncode == 1 and "Traceback" not in err, err
         if policy == "cancel-all":
             assert table(out)["long"] == ("CANCELLED", 1) and not finished.exists()
@@ -134,7 +136,7 @@ def test_runs_closes_a_crashed_run_on_a_full_disk(tmp_path):
         proc.communicate()
         fill(disk)
         listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
-                                 capture_output=True, text=True, timeout=60)
+                                 capture_output=True, text=True, timeout=patience(60))
         assert listing.returncode == 0 and "Traceback" not in listing.stderr, listing.stderr
         assert "was interrupted; killed 1 leftover process: slow: pid" in listing.stderr
         assert listing.stdout.splitlines()[1].endswith("interrupted")
@@ -151,7 +153,7 @@ def test_a_full_disk_at_the_start_is_refused_before_anything_starts(tmp_path):
         dag = tmp_path / "one.yaml"
         dag.write_text(f"tasks:\n  a: {{run: touch {tmp_path}/started}}\n")
         proc = tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), cwd=tmp_path)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=patience(60))
         assert proc.returncode == 2 and err == f"tuidag: state dir {state} is full (No space left on device)\n"
         assert not (tmp_path / "started").exists()
         assert [n for n in os.listdir(state / "runs") if n != ".reap.lock"] == []  # the half-made run is gone

@@ -17,6 +17,7 @@ from dags import alive, make_dag, read_pids, start_run, wait_until
 from test_cli import write
 from test_escapes import CGROUPS
 from trees import TREE_IDS, TREES
+from slowness import patience
 
 GRACE = 0.3
 
@@ -63,7 +64,7 @@ def test_engine_endings(tmp_path, tree, way):
     assert survivors(refs) == [], f"survived {expected}: {survivors(refs)}"
     if way == "timeout":
         assert event.snapshot.reason == "timeout"
-    assert scheduler.wait(20)
+    assert scheduler.wait(patience(20))
     scheduler.close()
     assert scheduler.snapshot()["downstream"].state.value in ("CANCELLED", "SKIPPED")
 
@@ -79,7 +80,7 @@ def test_signals_to_headless_tuidag(tmp_path, tree, sig):
     try:
         refs = started(pids, tree)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=patience(30))
     finally:
         if proc.poll() is None:
             proc.kill()

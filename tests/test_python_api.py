@@ -29,6 +29,8 @@ from tuidag.model import DagErrors, Location
 from tuidag.store.journal import read_journal
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -59,7 +61,7 @@ def tuidag(*args: str, cwd: Path, python: bool = False) -> subprocess.CompletedP
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     command = [sys.executable, *args] if python else [sys.executable, "-m", "tuidag", *args]
     return subprocess.run(command, cwd=cwd, env={**env, "NO_COLOR": "1"}, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=patience(60))
 
 
 # --- building and loading ---------------------------------------------------------------------------------------
@@ -217,7 +219,7 @@ def test_results_flow_to_dependents_and_values_are_journalled(tmp_path):
 
     session = RunSession.create(dag.spec(source=tmp_path / "flow.py"), tmp_path / "state")
     session.scheduler.start()
-    assert session.scheduler.wait(20)
+    assert session.scheduler.wait(patience(20))
     summary = session.finish()
     assert summary.ok
     assert seen["thread"].startswith("tuidag-task") and seen["pid"] == os.getpid()
@@ -380,7 +382,7 @@ def test_cancelling_a_running_callable_is_cooperative(tmp_path):
 
     dag.shell("after", "true", depends_on=[waits])
     scheduler, rec = start_run(dag.spec(source=tmp_path / "cancel.py"), tmp_path)
-    assert started.wait(10)
+    assert started.wait(patience(10))
     scheduler.cancel("waits")
     assert finish(scheduler) == {"waits": "CANCELLED", "after": "CANCELLED"}
     assert rec.states("waits") == ["QUEUED", "RUNNING", "CANCELLING", "CANCELLED"]
@@ -401,7 +403,7 @@ def test_a_callable_that_ignores_cancellation_stays_cancelling_until_it_returns(
         release.wait(20)  # never looks at ctx.cancelled: the documented limit of in-thread tasks
 
     scheduler, rec = start_run(dag.spec(source=tmp_path / "stubborn.py"), tmp_path)
-    assert started.wait(10)
+    assert started.wait(patience(10))
     scheduler.cancel("stubborn")
     rec.wait_state("stubborn", "CANCELLING")
     assert not scheduler.wait(0.2) and scheduler.snapshot()["stubborn"].state.value == "CANCELLING"
@@ -591,7 +593,7 @@ def test_sigint_stops_in_process_and_isolated_tasks(tmp_path):
                    and pid_file.read_text().endswith("\n"), timeout=30)
         hard = read_pids(pid_file)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=patience(30))
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -14,6 +14,7 @@ from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
 
 from dags import Recorder, make_dag, served_run, wait_until
+from slowness import patience
 
 S = TaskState
 
@@ -94,7 +95,7 @@ def test_the_end_of_the_run_is_an_end_not_a_death(live):
     seen = Recorder()
     remote.subscribe(seen)
     gate.touch()
-    session.scheduler.wait(10)
+    session.scheduler.wait(patience(10))
     session.finish()
     wait_until(lambda: any(type(e) is RunEvent and e.kind == ENGINE_GONE for e in seen.events), timeout=2)
     assert remote.lost is None and not remote.live and remote.finished
@@ -157,5 +158,5 @@ def test_an_engine_that_holds_the_run_but_does_not_answer_is_not_answering_and_c
             viewer.close()
         listener.close()
         session.scheduler.start()
-        session.scheduler.wait(10)
+        session.scheduler.wait(patience(10))
         session.finish()

@@ -17,6 +17,8 @@ from tuidag.views.report import render_html, render_json
 from tuidag.views.report_facts import report_facts
 from tuidag.views.report_svg import clock, tick_step
 
+from slowness import patience
+
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
@@ -134,4 +136,4 @@ def test_a_report_of_a_run_still_going_draws_its_running_attempt_to_now(tmp_path
         assert len(re.findall(r'<rect class="attempt s-RUNNING', page)) == 1
     finally:
         (tmp_path / "go").touch()
-        assert proc.wait(30) == 0
+        assert proc.wait(patience(30)) == 0

@@ -8,6 +8,8 @@ import sys
 from tuidag.model.forecast import ForecastShape
 from tuidag.views.run_insight import path_text, run_insight, summary_lines
 
+from slowness import patience
+
 DIAMOND = ForecastShape({"b": ["a"], "c": ["a"], "d": ["b", "c"]}, "abcd", 4, {}, {})
 
 
@@ -51,7 +53,7 @@ def test_the_headless_summary_ends_with_the_path_then_the_verdict(tmp_path):
                    "  quick:\n    run: 'true'\n    depends_on: [a]\n  end:\n    run: 'true'\n"
                    "    depends_on: [slow, quick]\n")
     proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", str(dag)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=patience(60))
     assert proc.returncode == 0, proc.stderr
     last = proc.stdout.rstrip("\n").splitlines()[-3:]
     # slow's 0.4 s may measure longer on a loaded machine: the path and who comes first are what is checked

@@ -20,6 +20,8 @@ from tuidag.store.history import run_info, summary_problem
 from tuidag.store.journal import read_journal, record_problem, replay, task_line
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 DAG = "tasks:\n  x:\n    run: echo hello x\n  y:\n    run: echo hello y\n    depends_on: x\n"
 
@@ -28,7 +30,7 @@ def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedPr
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     env.update({"NO_COLOR": "1", "PYTHONPATH": str(REPO)})
     return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=patience(timeout))
 
 
 def finished_run(tmp_path: Path):
@@ -181,7 +183,7 @@ def test_an_interrupted_run_lasts_until_its_owner_died(tmp_path):
     finally:
         if proc.poll() is None:  # the test failed before the kill: stop the run, its task with it
             proc.terminate()
-        proc.wait(30)
+        proc.wait(patience(30))
     (run,) = RunStore(tmp_path / ".tuidag").runs()
     rep = replay(run.journal)
     assert rep.last_time - rep.tasks["quiet"].started_at >= 1.5  # the heartbeat, not the last event (~0 s)

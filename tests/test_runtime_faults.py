@@ -10,6 +10,8 @@ import pytest
 from test_cli import tuidag, write
 from tuidag.store.runs import RunStore, log_file_name
 
+from slowness import patience
+
 HEADER = b"=== tuidag: "
 
 WRITERS = {
@@ -36,7 +38,7 @@ def test_log_holds_exactly_what_the_task_wrote(tmp_path, name):
     code = WRITERS[name]
     dag = write(tmp_path / "dag.yaml", f"tasks:\n  t:\n    run: {sys.executable} -c \"{code}\"\n")
     proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=tmp_path,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=patience(120))
     assert proc.returncode == 0, proc.stderr
     (run,) = RunStore(tmp_path / ".tuidag").runs()
     data = run.log_path("t").read_bytes()
@@ -44,7 +46,7 @@ def test_log_holds_exactly_what_the_task_wrote(tmp_path, name):
     got = without_headers(data)
     assert len(got) == len(want) and hashlib.sha256(got).digest() == hashlib.sha256(want).digest()
     logs = subprocess.run([sys.executable, "-m", "tuidag", "logs", "t"], cwd=tmp_path, capture_output=True,
-                          timeout=60)
+                          timeout=patience(60))
     assert logs.returncode == 0 and logs.stdout == data
 
 

@@ -19,6 +19,8 @@ from tuidag.model.loader import load_dag
 from tuidag.model.errors import Note
 from tuidag.model.skypilot_loader import SKYPILOT_ENV
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "skypilot"
 BAD = sorted(FIXTURES.glob("bad_*.yaml"))
@@ -48,7 +50,7 @@ def edges(dag) -> set[tuple[str, str]]:
 def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env={**env, "NO_COLOR": "1"},
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=patience(60))
 
 
 # --- loading ----------------------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from tuidag.model.errors import Note
 from tuidag.model.loader import load_dag
 from tuidag.model.spec import JOB_GROUP_STOPPED, JobGroup
 
+from slowness import patience
+
 FIXTURES = Path(__file__).resolve().parent / "skypilot"
 GRAPHS = sorted(FIXTURES.glob("graph_*.yaml"))
 
@@ -49,7 +51,8 @@ def edges(dag) -> set[tuple[str, str]]:
 def tuidag(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd,
-                          env={**base, "NO_COLOR": "1", **(env or {})}, capture_output=True, text=True, timeout=60)
+                          env={**base, "NO_COLOR": "1", **(env or {})}, capture_output=True, text=True,
+                          timeout=patience(60))
 
 
 @pytest.fixture
@@ -165,7 +168,7 @@ def test_cli_env_flag_mistakes_are_usage_errors(tmp_path):
     shutil.copy(FIXTURES / "bad_null_env.yaml", tmp_path / "p.yaml")
     env = {k: v for k, v in os.environ.items() if k != "TOKEN"}
     proc = subprocess.run([sys.executable, "-m", "tuidag", "validate", "--env", "TOKEN", "p.yaml"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=60)
+                          env=env, capture_output=True, text=True, timeout=patience(60))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "TOKEN is not set in tuidag's environment: give its value, TOKEN=VALUE" in proc.stderr
     proc = tuidag("validate", "--env", "1X=2", "p.yaml", cwd=tmp_path)

@@ -11,6 +11,9 @@ import pytest
 from tuidag.engine import process, spawn
 from tuidag.engine.executor import TaskEnvironment
 
+from slowness import patience
+
+
 STARTERS = [pytest.param(spawn.start_popen, id="popen")]
 if spawn.libc_available():
     STARTERS.append(pytest.param(spawn.start_libc, id="libc"))
@@ -131,7 +134,7 @@ def test_poll_and_wait_with_a_timeout(start, tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         child.wait(0.05)
     flag.touch()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + patience(10)
     while child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert child.returncode == 7

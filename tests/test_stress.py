@@ -18,6 +18,8 @@ from tuidag.engine import LocalExecutor, Scheduler
 from tuidag.engine.process import TAG_RUN, ProcRef
 from tuidag.store.journal import JournalWriter, replay
 
+from slowness import patience
+
 EXAMPLES = int(os.environ.get("TUIDAG_STRESS_EXAMPLES", "200"))
 
 
@@ -36,7 +38,7 @@ def stress_case(draw):
     return seed, tasks, cancels, policy
 
 
-@pytest.mark.timeout(max(120, EXAMPLES // 2))  # the suite's 120 s covers the default 200 examples, not 1,000
+@pytest.mark.timeout(patience(max(120, EXAMPLES // 2)))  # 120 s covers the default 200 examples, not 1,000
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(stress_case())
@@ -60,7 +62,7 @@ def test_stress(tmp_path_factory, case):
 
     thread = threading.Thread(target=canceller)
     thread.start()
-    assert scheduler.wait(60)
+    assert scheduler.wait(patience(60))
     thread.join()
     scheduler.close()
     journal.close()

@@ -20,6 +20,9 @@ from tuidag.engine.log_headers import LogHeaders, header_text
 from tuidag.model.state import TaskState
 from tuidag.views.headless import LINE_CAP, HeadlessReporter
 
+from slowness import patience
+
+
 pytestmark = pytest.mark.cli
 REPO = Path(__file__).resolve().parent.parent
 SGR = re.compile(rb"\x1b\[[0-9;:]*m")
@@ -49,7 +52,7 @@ def env(**extra: str) -> dict[str, str]:
 
 def tuidag(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env(**extra), capture_output=True,
-                          timeout=60)
+                          timeout=patience(60))
 
 
 def task_lines(out: bytes, task: str) -> list[bytes]:
@@ -76,7 +79,7 @@ def on_pty(*args: str, cwd: Path) -> bytes:
                                 stdout=slave, stderr=subprocess.PIPE)
     finally:
         os.close(slave)
-    chunks, deadline = [], time.monotonic() + 30
+    chunks, deadline = [], time.monotonic() + patience(30)
     try:
         while time.monotonic() < deadline:
             if select.select([master], [], [], 0.5)[0]:
@@ -91,7 +94,7 @@ def on_pty(*args: str, cwd: Path) -> bytes:
                 break
     finally:
         os.close(master)
-    assert proc.wait(10) == 0, proc.stderr.read()
+    assert proc.wait(patience(10)) == 0, proc.stderr.read()
     return b"".join(chunks)
 
 
@@ -120,9 +123,9 @@ class Tmux:
         return subprocess.run([*self.tmux, command, "-t", self.name, *args], capture_output=True, text=True).stdout
 
     def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         while text not in (screen := self.run("capture-pane", "-p")):
-            assert time.monotonic() < deadline, f"{text!r} not on screen within {timeout}s:\n{screen}"
+            assert time.monotonic() < deadline, f"{text!r} not on screen within {patience(timeout):.0f}s:\n{screen}"
             time.sleep(0.05)
         return screen
 

@@ -11,6 +11,9 @@ from tuidag.launch import RunSession
 from tuidag.ui.app import TuidagApp
 from tuidag.views.graph_layout import Orientation, Zoom
 
+from slowness import patience
+
+
 SIZE = (160, 45)
 
 
@@ -26,16 +29,16 @@ async def open_app(session: RunSession, *, size: tuple[int, int] = SIZE,
     finally:
         if app.run_started and not session.scheduler.finished:
             session.scheduler.cancel_all("test teardown")
-            assert session.scheduler.wait(10)
+            assert session.scheduler.wait(patience(10))
         session.finish()
 
 
 async def until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    """Let the app run until `predicate()` holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
+    """Let the app run until `predicate()` holds; fail after `timeout` seconds (of a quiet machine)."""
+    deadline = time.monotonic() + patience(timeout)
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout}s")
+            raise AssertionError(f"{what} not reached within {patience(timeout):.0f}s")
         await pilot.pause(0.05)
 
 

@@ -7,6 +7,8 @@ import pytest
 from pilot_helpers import open_app, screen_text, select, until
 from tuidag.ui.run_model import StateFilter
 
+from slowness import patience
+
 WAIT_GO = "while ! test -f go; do sleep 0.02; done"
 
 
@@ -154,7 +156,7 @@ async def test_a_task_that_failed_before_the_app_was_built_is_selected(new_sessi
     """`tuidag run` starts the run before it builds the app: a quick failure may already be in the first snapshot."""
     session = new_session({"a-first": "true", "z-bad": "echo early; exit 5"})
     session.scheduler.start()
-    assert session.scheduler.wait(10)
+    assert session.scheduler.wait(patience(10))
     async with open_app(session, start=False) as (app, pilot):
         assert app.graph.columns[0][0] == "a-first" and failed(app) == {"z-bad"}  # not the initial selection
         await until(pilot, lambda: app.selected_task == "z-bad" and log_shown(app, "z-bad"), what="failure shown")

@@ -25,6 +25,8 @@ from tuidag.launch import RunSession
 from tuidag.model.durations import format_duration
 from tuidag.ui.app import TuidagApp
 
+from slowness import patience
+
 TASKS = '''
 import logging
 import os
@@ -188,7 +190,7 @@ async def test_a_callable_that_outlives_the_app_still_writes_to_its_log(tmp_path
         await until(pilot, lambda: "while the app is up" in log_text(session, "late"), what="late's start")
     try:
         (tmp_path / "app-closed").touch()
-        assert session.scheduler.wait(30)
+        assert session.scheduler.wait(patience(30))
     finally:
         session.finish()
     assert body_lines(session, "late") == ["late while the app is up", "late after the app"]

@@ -19,6 +19,9 @@ from tuidag.ui.widgets.dag_canvas import SELECTED_BG
 from tuidag.views import timeline_layout as tl
 from tuidag.views.graph_layout import Orientation, Zoom
 
+from slowness import patience
+
+
 S = TaskState
 
 
@@ -204,7 +207,7 @@ async def test_the_timeline_of_a_run_started_before_the_app_has_each_wait_and_at
     journal, what happens after from the events, and nothing is recorded twice."""
     session = new_session({"first": "true", "second": {"run": "sleep 0.3", "depends_on": ["first"]}})
     session.scheduler.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + patience(10)
     while session.scheduler.snapshot()["first"].state is not S.SUCCEEDED:
         assert time.monotonic() < deadline, "first never finished"
         time.sleep(0.01)

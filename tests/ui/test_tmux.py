@@ -16,6 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from slowness import patience
+
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,21 +66,21 @@ class Tmux:
         return subprocess.run([*self.tmux, "has-session", "-t", self.name], capture_output=True).returncode == 0
 
     def wait_for(self, text: str, timeout: float = 15.0) -> str:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         while True:
             screen = self.screen()
             if text in screen:
                 return screen
             if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} not on screen within {timeout}s:\n{screen}")
+                raise AssertionError(f"{text!r} not on screen within {patience(timeout):.0f}s:\n{screen}")
             time.sleep(0.05)
 
     def wait_exit(self, timeout: float = 15.0) -> int:
         code = self.workdir / "exit.code"
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         while not code.exists() or self.alive() and not code.read_text():
             if time.monotonic() > deadline:
-                raise AssertionError(f"tuidag did not exit within {timeout}s:\n{self.screen()}")
+                raise AssertionError(f"tuidag did not exit within {patience(timeout):.0f}s:\n{self.screen()}")
             time.sleep(0.05)
         return int(code.read_text())
 
@@ -94,7 +97,7 @@ def tmux(tmp_path):
 
 def task_pids(workdir: Path, count: int = 4) -> list[psutil.Process]:
     path = workdir / "pids"
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + patience(15)
     while not path.exists() or len(path.read_text().split()) < count:
         assert time.monotonic() < deadline, "tasks did not start"
         time.sleep(0.05)

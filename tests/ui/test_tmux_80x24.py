@@ -8,6 +8,7 @@ import time
 import pytest
 
 from test_tmux import DAG, Tmux, leftovers, task_pids
+from slowness import patience
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -32,10 +33,10 @@ def lines(tmux: Tmux) -> list[str]:
 
 
 def wait_gone(tmux: Tmux, text: str, timeout: float = 10.0) -> str:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while text in (screen := tmux.screen()):
         if time.monotonic() > deadline:
-            raise AssertionError(f"{text!r} still on screen after {timeout}s:\n{screen}")
+            raise AssertionError(f"{text!r} still on screen after {patience(timeout):.0f}s:\n{screen}")
         time.sleep(0.05)
     return screen
 
@@ -53,12 +54,12 @@ def test_every_screen_is_usable_at_80x24(small):
     screen = small.wait_for("tuidag keys")
     assert "Esc/? close" in screen and "In the graph" in screen
     rows = ("PgUp PgDn", "Home End", "Toggle wrapping", "bottom of the log", "combined view", "^c")
-    seen, deadline = screen, time.monotonic() + 60  # a dozen pages or more; a loaded machine paints each slowly
+    seen, deadline = screen, time.monotonic() + patience(60)  # a dozen pages or more, each painted slowly when busy
     while not all(row in seen for row in rows):  # page down, a page at a time, until every row was on screen
         assert time.monotonic() < deadline, [row for row in rows if row not in seen]
         before = small.screen()
         small.keys("PageDown")
-        page_deadline = time.monotonic() + 3
+        page_deadline = time.monotonic() + patience(3)
         while (page := small.screen()) == before and time.monotonic() < page_deadline:
             time.sleep(0.02)
         while time.monotonic() < page_deadline:  # the page painted in full before the next key: none is skipped

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from test_tmux import Tmux, leftovers, task_pids
+from slowness import patience
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -37,7 +38,7 @@ def quit_unfinished(tmux: Tmux, procs) -> None:
 
 def wait_title(tmux: Tmux, ok, timeout: float = 10.0) -> str:
     """The graph's title line once `ok(line)` holds."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while True:
         line = next((line for line in tmux.screen().splitlines() if "· 66 tasks ·" in line), "")
         if ok(line):

@@ -10,6 +10,7 @@ import pytest
 
 from test_tmux import Tmux, task_pids
 from test_tmux_graph import quit_unfinished
+from slowness import patience
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -37,7 +38,7 @@ def test_t_toggles_the_timeline_of_a_live_run(tmp_path):
         term.keys("t")
         screen = term.wait_for("timeline from")
         assert "╵0s" in screen and "prepare" in screen and "side" in screen
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + patience(10)
         first = bar_of(term.screen(), "train")
         while bar_of(term.screen(), "train") <= first:  # the running bar grows, a second at a time
             assert time.monotonic() < deadline, term.screen()
@@ -46,7 +47,7 @@ def test_t_toggles_the_timeline_of_a_live_run(tmp_path):
         screen = term.wait_for("◆ train")  # worked out on a thread: the panel says so until then
         assert "critical path (x)" in screen and "◆ prepare" in screen
         term.keys("x", "t")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + patience(10)
         while "timeline from" in term.screen():
             assert time.monotonic() < deadline, term.screen()
             time.sleep(0.05)

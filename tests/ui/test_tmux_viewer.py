@@ -16,6 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from slowness import patience
+
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,14 +51,15 @@ def kill_task_trees(workdir) -> None:
 
 def tuidag(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tuidag", *args, "--state-dir", "state"], cwd=workdir,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          timeout=patience(60))
 
 
 def until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout}s")
+            raise AssertionError(f"{what} not reached within {patience(timeout):.0f}s")
         time.sleep(0.05)
 
 

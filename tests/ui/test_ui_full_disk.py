@@ -11,6 +11,8 @@ from pilot_helpers import SIZE, until
 from tuidag.launch import RunSession
 from tuidag.ui.app import TuidagApp
 
+from slowness import patience
+
 
 def fill(disk) -> None:
     """Take the disk's last free block."""
@@ -45,7 +47,7 @@ async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
         finally:
             if not session.scheduler.finished:
                 session.scheduler.cancel_all("test teardown")
-                assert session.scheduler.wait(10)
+                assert session.scheduler.wait(patience(10))
             session.finish()
         assert notes == [(f"the state dir {disk / 'state'} is full (No space left on device): task logs can't "
                           "be written any more, so no more tasks start; running tasks finish", "error")]

@@ -27,6 +27,8 @@ from tuidag.engine.events import TaskEvent
 from tuidag.store.journal import replay
 from tuidag.ui.screens.confirm import ConfirmScreen
 
+from slowness import patience
+
 START_TIMEOUT = 30.0  # six trees (62 processes) starting at once, on 2 loaded cores
 END_TIMEOUT = 20.0
 
@@ -109,7 +111,7 @@ class Trees:
                 proc.kill()
             except psutil.Error:
                 pass
-        psutil.wait_procs(targets, timeout=5)
+        psutil.wait_procs(targets, timeout=patience(5))
 
 
 def running(session, name: str) -> bool:

@@ -26,6 +26,9 @@ from tuidag.ui.app import DETACHED, RESUME, TuidagApp
 from tuidag.ui.screens.choice import ChoiceScreen
 from tuidag.ui.screens.confirm import ConfirmScreen
 
+from slowness import patience
+
+
 SIZE = (160, 45)
 
 
@@ -214,7 +217,7 @@ async def test_sigterm_to_a_foreground_viewer_interrupts_the_run(served):
 
 
 def await_until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.02)
@@ -314,7 +317,7 @@ def finished_run(tmp_path):
     source.write_text(POST_MORTEM)
     session = RunSession.create(load_dag(source), tmp_path / "state")
     session.scheduler.start()
-    session.scheduler.wait(30)
+    session.scheduler.wait(patience(30))
     session.finish()
     return session, source
 
@@ -376,7 +379,7 @@ async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):
     session, _ = served
     async with viewer(session.run, session.store) as (app, pilot):
         session.scheduler.cancel_all("ended from elsewhere")
-        session.scheduler.wait(10)
+        session.scheduler.wait(patience(10))
         session.finish()
         await until(pilot, lambda: app.read_only, what="post-mortem")
         await until(pilot, lambda: "post-mortem · read-only" in screen_text(app), what="the header to say so")
@@ -438,11 +441,11 @@ async def test_the_post_mortem_of_a_run_a_signal_stopped_stays_open(tmp_path):
     """The record says the run was interrupted; that is not this view being asked to stop."""
     session = RunSession.create(make_dag({"a": "sleep 60"}, workdir=tmp_path, kill_grace=0.5), tmp_path / "state")
     session.scheduler.start()
-    until_running = time.monotonic() + 10
+    until_running = time.monotonic() + patience(10)
     while session.scheduler.snapshot()["a"].pid is None and time.monotonic() < until_running:
         time.sleep(0.02)
     session.interrupt(signal.SIGTERM)
-    session.scheduler.wait(30)
+    session.scheduler.wait(patience(30))
     session.finish()
     remote = RemoteRun.stored(session.run, session.store)
     assert remote.interrupted_by == "SIGTERM"

@@ -75,7 +75,9 @@ def load_yaml(path: Path, text: str | None = None, root: Node | None = None) -> 
 
 #: The deepest nesting of lists and mappings a DAG file may have: a DAG needs half a dozen levels. PyYAML's composer
 #: recurses twice per level (Python's recursion limit stops it near 450 levels) and libyaml's recurses in C (its stack
-#: overflows near 25,000), so depth is checked before composing where it could be dangerous, and after.
+#: overflows near 25,000), so depth is checked before composing where it could be dangerous, and after. The check
+#: counts levels itself rather than relying on libyaml's own limit, which only libyaml 0.2.6 (in PyYAML 6.0.4's
+#: wheels) has, at 1,000 flow levels by default.
 MAX_DEPTH = 100
 #: Files whose nesting can't exceed this (by `_depth_bound`) are composed by libyaml without looking first.
 _SAFE_TO_COMPOSE = 5000
@@ -100,10 +102,20 @@ def _too_deep(file: str, mark: Mark) -> DagErrors:
 def check_depth(text: str, file: str, always: bool = False) -> None:
     """Refuse a file nested too deeply to compose safely, before anything composes it. The parser's event stream is
     flat (no recursion), so this pass is safe on any input, but it costs a fifth of composing: it runs only when
-    `_depth_bound` can't rule deep nesting out. A syntax error ends it quietly: composing reports that."""
+    `_depth_bound` can't rule deep nesting out. A syntax error ends it quietly: composing reports that.
+
+    libyaml 0.2.6 refuses a flow collection 1,000 levels deep, and its scanner reads up to 1,024 characters ahead,
+    so on `[[[[…` it stops with that error before handing over the level past MAX_DEPTH: whenever libyaml stops on
+    an error, PyYAML's own parser (no nesting limit, no recursion either) scans the file again."""
     if not always and _depth_bound(text) <= _SAFE_TO_COMPOSE:
         return
-    loader = (CSafeLoader or SafeLoader)(text)
+    if CSafeLoader is None or not _scan_depth(CSafeLoader, text, file):
+        _scan_depth(SafeLoader, text, file)
+
+
+def _scan_depth(loader_class: type, text: str, file: str) -> bool:
+    """Raise if the file's events nest deeper than MAX_DEPTH; False if the parser stopped on an error before."""
+    loader = loader_class(text)
     check, get = loader.check_event, loader.get_event
     depth = 0
     try:
@@ -117,9 +129,10 @@ def check_depth(text: str, file: str, always: bool = False) -> None:
             elif kind is MappingEndEvent or kind is SequenceEndEvent:
                 depth -= 1
     except YAMLError:
-        pass
+        return False
     finally:
         loader.dispose()
+    return True
 
 
 def check_tree_depth(root: Node | None, file: str) -> None:

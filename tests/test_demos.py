@@ -1,0 +1,38 @@
+"""The demos show what their comments say, run by the shell tuidag runs tasks with (`/bin/sh`, often dash)."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from tuidag.model.loader import load_dag
+
+from slowness import patience
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_pipeline_demos_shards_take_random_durations(tmp_path):
+    """Each shard sleeps a random 0.3-0.8 s per step. `$RANDOM` is bash's: under dash it is empty, so every step of
+    every shard slept 0.3 s and the shards always finished together. The steps' `sleep` is replaced by one that
+    records its argument, so the 16 draws are read without waiting for them."""
+    dag = load_dag(REPO / "demos" / "pipeline.yaml")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    recorder = bin_dir / "sleep"
+    recorder.write_text('#!/bin/sh\necho "$1" >> "$SLEEP_LOG"\n')
+    recorder.chmod(0o755)
+    (tmp_path / "tuidag-demo-r.rows").write_text("".join(f"{i}\n" for i in range(1, 21)))
+    log = tmp_path / "sleeps"
+    for name in ["shard-0", "shard-1", "shard-2", "shard-3"]:
+        task = dag.tasks[name]
+        env = {**os.environ, **dag.env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLEEP_LOG": str(log),
+               "TMPDIR": str(tmp_path), "TUIDAG_RUN_ID": "r", "TUIDAG_TASK": name}
+        proc = subprocess.run([task.shell, "-c", task.run], env=env, capture_output=True, text=True,
+                              timeout=patience(30))
+        assert proc.returncode == 0, proc.stderr
+        assert f"shard {name[-1]} done" in proc.stdout
+    sleeps = [float(line) for line in log.read_text().split()]
+    assert len(sleeps) == 16
+    assert all(0.3 <= seconds <= 0.8 for seconds in sleeps)
+    assert len(set(sleeps)) > 1  # 16 draws of 6 values all alike: once in 470 billion runs
