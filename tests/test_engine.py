@@ -391,6 +391,17 @@ def test_rerun_refuses_when_a_dependency_is_a_dead_end(tmp_path):
     scheduler.close()
 
 
+def test_a_rerun_that_arrives_as_the_run_is_closed_is_refused(tmp_path):
+    """A `rerun` control reaching the engine after its run ended re-queued the task on a closed journal and a pool
+    that takes no more work ("state dir not writable (Bad file descriptor)")."""
+    dag = make_dag({"a": "exit 1"})
+    scheduler, rec = start_run(dag, tmp_path)
+    assert finish(scheduler) == {"a": "FAILED"}
+    with pytest.raises(RerunRefused, match="the run has ended"):
+        scheduler.rerun("a")
+    assert scheduler.snapshot()["a"].state is TaskState.FAILED
+
+
 def test_rerun_leaves_descendants_that_wait_on_another_dead_end(tmp_path):
     flag = tmp_path / "ok"
     dag = make_dag({"a": f"test -e {flag}", "x": "exit 1",

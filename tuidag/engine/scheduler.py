@@ -176,6 +176,7 @@ class Scheduler:
         self._paused = False
         self._stopping = False       # finish-running / cancel-all: start nothing new
         self._halted: str | None = None  # why `stop()` stopped the run for good
+        self._closed = False  # `close()` began: the run is over for good
         #: Called (on a pool thread, no lock held) when a task's log can't be written for lack of space; it is expected
         #: to `stop` the run with the reason to show. Without it the scheduler stops the run itself.
         self.on_log_full: Callable[[OSError], None] | None = None
@@ -270,7 +271,11 @@ class Scheduler:
         return RunSummary(self.snapshot())
 
     def close(self) -> None:
-        """Wait for pool threads, release the executor and deliver every remaining event."""
+        """Wait for pool threads, release the executor and deliver every remaining event. From here on the run's
+        record is being closed: a re-run (a control that arrives as the run ends) is refused, not started on a
+        closed journal and a pool that takes no more work."""
+        with self._lock:
+            self._closed = True
         self._pool.shutdown(wait=True)
         if self._group is not None:
             self._group.close()
@@ -314,6 +319,8 @@ class Scheduler:
         with self._lock:
             if self._halted:
                 raise RerunRefused(f"the run was stopped: {self._halted}")
+            if self._closed:
+                raise RerunRefused("the run has ended")
             t = self._tasks[name]
             if t.state not in (S.FAILED, S.CANCELLED, S.SKIPPED):
                 return []
