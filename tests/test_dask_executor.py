@@ -379,10 +379,10 @@ def test_a_cancel_while_the_worker_starts_the_attempt_waits_for_its_tree(tmp_pat
 
     real_start = dask_worker._Tail.start
 
-    def start_later(tail, offset):
+    def start_later(tail):
         """The processes exist; the worker does not list the attempt as running until the cancel has reached it."""
         wait_until(lambda: dask_worker._cancelled, timeout=20)
-        real_start(tail, offset)
+        real_start(tail)
 
     monkeypatch.setattr(dask_worker._Tail, "start", start_later)
     pids = tmp_path / "pids"

@@ -129,6 +129,8 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "dask-local[:N] (a local Dask cluster of N worker processes, one per CPU by default)")
     run.add_argument("--dask-address", metavar="tcp://HOST:8786",
                      help="the Dask scheduler for --executor dask (default: from the file, or $DASK_SCHEDULER_ADDRESS)")
+    run.add_argument("--dask-timeout", type=_duration_arg, metavar="DURATION",
+                     help="how long to wait for the Dask scheduler to answer (default 5s)")
     _add_env(run)
     _add_resources(run)
     _add_state_dir(run)
@@ -336,10 +338,12 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
 
     if dask_missing():
         raise UsageError(INSTALL_HINT)
-    from .engine.dask_executor import DaskExecutor, DaskUnreachable
+    from .engine.dask_executor import CONNECT_TIMEOUT, DaskExecutor, DaskUnreachable
 
+    timeout = getattr(args, "dask_timeout", None) or CONNECT_TIMEOUT
     try:
-        return DaskExecutor(choice.address, local_workers=choice.workers, dag_env=dag.env, resources=dag.resources)
+        return DaskExecutor(choice.address, local_workers=choice.workers, dag_env=dag.env, resources=dag.resources,
+                            timeout=timeout)
     except DaskUnreachable as exc:
         raise UsageError(str(exc)) from None
 

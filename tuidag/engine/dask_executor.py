@@ -9,19 +9,21 @@ What Dask does and does not do for us:
 - A future's `cancel()` stops a task that has not started, and returns True for a running one without stopping it.
   So a running attempt is stopped on its worker (`Client.run(cancel_key, ...)`, which starts the tree kill there),
   and `wait()` returns when the worker says the tree is gone (its end event), never on the future's word alone.
-- Output travels as events on one topic per executor (`Worker.log_event` -> `Client.subscribe_topic`), in order,
-  and is appended to the run's local log file as it comes, so everything that reads local logs works unchanged.
-  The scheduler keeps only the last events of a topic: the local file and the worker's copy are the record.
+- Output is read from the worker directly (`dask_worker.read_output`) and appended to the run's local log file as
+  it comes, so everything that reads local logs works unchanged. Only small events (an attempt started, an attempt
+  ended and how much output it wrote) travel through the scheduler, on one topic per executor
+  (`Worker.log_event` -> `Client.subscribe_topic`); the scheduler stores a topic's events for as long as it runs,
+  so the topic is dropped there when the executor closes.
 - Resource slots: a task's `resources` are asked of Dask too (`submit(resources=...)`), so only a worker that
   advertises them runs it. tuidag's own slots still decide when a task may start and which slot numbers it holds (the
   cluster-wide limit); Dask only picks a worker that has what the task asks for. A task no worker can run waits in
   tuidag, QUEUED with the reason (`waiting: no Dask worker has gpu=2`), not inside Dask where nothing would say why
   (`placement_problem`); it is tried again when workers join or leave (the scheduler's `all` topic) and every
   `RECHECK_INTERVAL` while anything waits (a worker's resources can change without either).
-- A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply). Dask would
-  run the task again elsewhere; a local cluster is told not to (allowed-failures 0), and on another cluster the
-  scheduler's `remove-worker` event (which lists the tasks the worker was running) or a second start of the same
-  attempt is taken as the sign, and that second run is stopped.
+- A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply), from the
+  scheduler's `remove-worker` event (which lists the tasks the worker was running) or the task's `KilledWorker`.
+  Dask never runs the attempt again itself (`dask_guard.AttemptsRunOnce`), and what the attempt left on the lost
+  worker's host is killed there (`dask_guard.HostGuard`).
 """
 from __future__ import annotations
 
@@ -36,11 +38,12 @@ from typing import Any, Callable, Mapping
 from ..model.resources import cuda_kind, requests
 from ..model.spec import TaskSpec
 from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
+from .dask_connect import DaskUnreachable  # noqa: F401  (the CLI's name for a bad address)
 from .shell_attempt import open_log, write_header
 
 INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip install 'dask[distributed]')"
 LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (its threads mostly wait for processes)
-CONNECT_TIMEOUT = "10s"
+CONNECT_TIMEOUT = 5.0  # seconds to reach a scheduler given by its address and hear it answer (--dask-timeout)
 END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
 RECHECK_INTERVAL = 1.0  # seconds between looks at the workers' resources while a task waits for a worker
 GATHER_SUBMISSIONS = 0.001  # seconds a submission waits for others while attempts run (see DaskExecutor.submit)
@@ -90,8 +93,13 @@ def _signals_ignored():
             signal.signal(sig, handler)
 
 
-class DaskUnreachable(Exception):
-    """The Dask scheduler given can't be reached (the message says which and why)."""
+def _install_guards(client: Any) -> None:
+    """The scheduler plugin that keeps Dask from running an attempt twice and the workers' guard of their hosts
+    (`dask_guard`); the cluster keeps them, for the workers that join later too, and ignores a second registration."""
+    from .dask_guard import AttemptsRunOnce, HostGuard
+
+    client.register_plugin(AttemptsRunOnce())
+    client.register_plugin(HostGuard())
 
 
 def dask_missing() -> bool:
@@ -137,7 +145,7 @@ class DaskExecutor(Executor):
     def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
                  dag_env: Mapping[str, str] | None = None, client: Any = None,
                  resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None,
-                 group_attempts: bool | None = None):
+                 group_attempts: bool | None = None, timeout: float = CONNECT_TIMEOUT):
         import uuid
 
         import logging
@@ -180,11 +188,11 @@ class DaskExecutor(Executor):
                 client = _in_process_client(self._cluster)
                 _scheduler_sends_sooner(self._cluster.scheduler)
             else:
-                try:
-                    client = Client(address, timeout=CONNECT_TIMEOUT)
-                except (OSError, TimeoutError, ValueError) as exc:
-                    raise DaskUnreachable(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+                from .dask_connect import connect
+
+                client = connect(address, timeout)
         self.client = client
+        _install_guards(client)
         # Several attempts to a Dask task (`_submit_batch`): by default on a local cluster started here.
         self.group_attempts = self._cluster is not None if group_attempts is None else group_attempts
         _send_sooner(client)
@@ -364,6 +372,13 @@ class DaskExecutor(Executor):
                 self.client.unsubscribe_topic(topic)
             except Exception:
                 pass
+        if self.client.status == "running":
+            from .dask_guard import forget_topic
+
+            try:
+                self.client.run_on_scheduler(forget_topic, self.topic)
+            except Exception:
+                pass
         if self._own_client:
             self.client.close()
             if self._cluster is not None:
@@ -431,6 +446,9 @@ class DaskAttempt(RunningAttempt):
         self._result: AttemptResult | None = None
         self._kill_reason: str | None = None
         self.group: _Group | None = None  # the Dask task that carries it, once `executor.submit` handed it to Dask
+        self._read = 0  # bytes of output read from the worker (`_reader`)
+        self._reading = False
+        self._ending: tuple[AttemptResult, int] | None = None  # the end, while output is still being read
         self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
         self._fd: int | None = open_log(attempt)
         try:
@@ -459,20 +477,63 @@ class DaskAttempt(RunningAttempt):
 
     # --- events from the worker (on the client's event loop) ---------------------------------------------------
     def on_event(self, kind: str, payload: Any) -> None:
-        if kind == "o":
-            with self._fd_lock:
-                if self._fd is not None:
-                    os.write(self._fd, payload)
-        elif kind == "s":
+        if kind == "s":
             self._started_on(payload)
+            self._read_output(payload[0])
         elif kind == "e":
-            ok, exit_code, reason, cancelled, where = payload
+            ok, exit_code, reason, cancelled, where, size = payload
             if where is not None:  # over before it said where it ran
                 self._started_on(where)
             with self._lock:
                 if self._kill_reason is not None and not ok:
                     cancelled, reason = True, self._kill_reason
-            self._end(AttemptResult(ok, exit_code, reason, cancelled))
+            result = AttemptResult(ok, exit_code, reason, cancelled)
+            if size > self._read:
+                self._ending = (result, size)
+                self._read_output(self.worker or where[0])
+            else:
+                self._end(result)
+
+    def _read_output(self, worker: str) -> None:
+        """Read the attempt's output from its worker (never through the scheduler, see `dask_worker`), appending
+        it to the local log as it comes, until the end event's size is reached. On the client's event loop."""
+        if self._reading:
+            return
+        self._reading = True
+        import asyncio
+
+        asyncio.ensure_future(self._reader(worker))
+
+    async def _reader(self, worker: str) -> None:
+        from .dask_guard import OUTPUT_OP
+        from .dask_worker import READ_WAIT
+
+        read = getattr(self.executor.client.rpc(worker), OUTPUT_OP)
+        try:
+            while self._result is None:
+                try:
+                    reply = await read(key=self.key, offset=self._read, wait=READ_WAIT)
+                except Exception:  # the worker is gone: the attempt ends as `worker lost` (or already has)
+                    break
+                data = reply["data"]
+                if data:
+                    with self._fd_lock:
+                        if self._fd is not None:
+                            os.write(self._fd, data)
+                    self._read += len(data)
+                end = reply["end"]
+                if end == -1 or (end is not None and self._read >= end):
+                    break
+        finally:
+            self._reading = False
+            ending, self._ending = self._ending, None
+            if ending is not None:
+                if self._read < ending[1]:  # (the worker went away before all of it was read)
+                    with self._fd_lock:
+                        if self._fd is not None:
+                            os.write(self._fd, f"\ntuidag: {ending[1] - self._read} bytes of output could not be "
+                                               f"read from worker {worker}\n".encode())
+                self._end(ending[0])
 
     def _started_on(self, where: list) -> None:
         worker, slots = where
