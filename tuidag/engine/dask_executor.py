@@ -197,7 +197,7 @@ class DaskExecutor(Executor):
         self.group_attempts = self._cluster is not None if group_attempts is None else group_attempts
         _send_sooner(client)
         self.address = self._cluster.scheduler_address if self._cluster is not None else client.scheduler.address
-        self.topic = f"tuidag-{uuid.uuid4().hex}"
+        self.topic = f"tuidag-{client.id}-{uuid.uuid4().hex}"  # (the scheduler drops it when the client leaves)
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}  # attempt key -> attempt, while it runs
         self._groups: dict[str, _Group] = {}  # Dask key -> its attempts, until each has ended

@@ -76,6 +76,20 @@ class AttemptsRunOnce(SchedulerPlugin):
         elif finish == "forgotten":
             self.started.discard(key)
 
+    def log_event(self, topic: str, msg) -> None:
+        """An attempt's event that comes after its client left (its guard killed it): not kept either."""
+        if topic.startswith(KEY_PREFIX):
+            client = topic[len(KEY_PREFIX):].rpartition("-")[0]
+            if client not in self.scheduler.clients:
+                _topics(self.scheduler).pop(topic, None)
+
+    def remove_client(self, scheduler, client: str) -> None:
+        """A client left (closed, or died): drop its runs' topics (`DaskExecutor.topic`), whose events the scheduler
+        would otherwise keep for as long as it runs, even if the client could not say so itself."""
+        topics = _topics(scheduler)
+        for name in [name for name in topics if name.startswith(f"{KEY_PREFIX}{client}-")]:
+            topics.pop(name, None)
+
 
 class HostGuard(WorkerPlugin):
     """Runs in each worker (see the module's docstring)."""
@@ -142,7 +156,10 @@ def _last_write(path: str) -> float:
 def forget_topic(topic: str, dask_scheduler=None) -> None:
     """Run in the scheduler by `Client.run_on_scheduler` when a run ends: drop the run's topic and its events (the
     scheduler keeps every topic, and the last events of each, for as long as it runs)."""
-    broker = getattr(dask_scheduler, "_broker", None)
-    topics = getattr(broker, "_topics", None)
-    if isinstance(topics, dict):
-        topics.pop(topic, None)
+    _topics(dask_scheduler).pop(topic, None)
+
+
+def _topics(scheduler) -> dict:
+    """The scheduler's topics (`Scheduler._broker._topics`, internal: nothing when it is not there)."""
+    topics = getattr(getattr(scheduler, "_broker", None), "_topics", None)
+    return topics if isinstance(topics, dict) else {}

@@ -1,0 +1,239 @@
+"""tuidag on a Dask cluster started with the `dask` command line (a scheduler and two workers, each a process group of
+its own, one advertising `gpu=2`), its parts killed with real signals: an attempt runs once whatever Dask would do,
+nothing an attempt started outlives it on the worker's host when its worker, its client or its scheduler dies, the
+scheduler keeps no output, and a wrong address is said clearly and soon."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from dags import alive, read_pids, wait_until
+from dask_cluster import CliCluster, free_port
+from test_cli import tuidag, write
+from tuidag.engine import process
+from tuidag.store.journal import read_journal
+from tuidag.store.runs import RunStore
+
+pytestmark = pytest.mark.cli
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Started once for the module (a few seconds); a test that kills a worker waits for its nanny to restart it."""
+    cluster = CliCluster(tmp_path_factory.mktemp("cluster"), [("w1", 2, None), ("w2", 2, "gpu=2")])
+    yield cluster
+    cluster.stop()
+
+
+def start(dag, cluster, tmp_path, *options) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--no-tui", "--executor", "dask",
+                             "--dask-address", cluster.address, *options], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "NO_COLOR": "1"})
+    process.LEADERS.add(proc.pid)  # (see test_dask_cli: an engine test's OrphanReaper must not take its status)
+    return proc
+
+
+def test_a_lost_worker_fails_its_attempt_once_and_its_tree_dies_on_that_host_while_the_retry_runs(cluster, tmp_path):
+    """`kill -9` of the worker process only (its nanny lives on and restarts it): Dask would start attempt 1 again
+    on the other worker (allowed-failures) and the tree of the lost one would run on, re-parented to init. Attempt 1
+    starts once, its processes (leader and child) die while the retry runs (it waits for that, then succeeds), the
+    journal says `worker lost`."""
+    marks, pids = tmp_path / "marks", tmp_path / "pids"
+    dag = write(tmp_path / "dag.yaml", f"""\
+tasks:
+  long:
+    retries: 1
+    run: |
+      echo "$TUIDAG_ATTEMPT $PPID" >> {marks}
+      if [ "$TUIDAG_ATTEMPT" = 1 ]; then sleep 60 & echo $! >> {pids}; echo $$ >> {pids}; wait; fi
+      for i in $(seq 300); do  # the retry ends once attempt 1's tree is gone (the run ends all trees at its end)
+        kill -0 $(cat {pids}) 2>/dev/null || exit 0
+        sleep 0.05
+      done
+      exit 3
+  after: {{run: "echo done", depends_on: long}}
+""")
+    run = start(dag, cluster, tmp_path)
+    try:
+        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, timeout=60)
+        tree = read_pids(pids)
+        worker_pid = int(marks.read_text().split()[1])
+        os.kill(worker_pid, signal.SIGKILL)
+        wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=10)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        process.LEADERS.discard(run.pid)
+    assert run.returncode == 0, out + err
+    assert [line.split()[0] for line in marks.read_text().splitlines()] == ["1", "2"]  # each attempt started once
+    (stored,) = RunStore(tmp_path / ".tuidag").runs()
+    ends = [r for r in read_journal(stored.journal) if r.get("type") == "task" and r["task"] == "long"
+            and r["to"] in ("RETRYING", "FAILED", "SUCCEEDED")]
+    assert ends[0]["to"] == "RETRYING" and ends[0]["reason"].startswith("worker lost: tcp://127.0.0.1:")
+    assert ends[-1]["to"] == "SUCCEEDED"
+    cluster.wait_for_workers(2)
+
+
+def test_a_killed_client_leaves_nothing_running_on_the_workers(cluster, tmp_path):
+    """`kill -9` of tuidag mid-run: the scheduler drops its tasks as the client's connection closes, and each worker's
+    guard kills their trees (a child that ignores SIGTERM and a grandchild in a session of its own included)."""
+    pids = tmp_path / "pids"
+    dag = write(tmp_path / "dag.yaml", f"""\
+kill_grace: 200ms
+tasks:
+  a:
+    run: sh -c 'trap "" TERM; echo $$ >> {pids}; sleep 60' & echo $$ >> {pids}; wait
+  b:
+    run: setsid sleep 60 & echo $! >> {pids}; wait
+""")
+    run = start(dag, cluster, tmp_path)
+    try:
+        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=60)
+        tree = read_pids(pids)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+    finally:
+        process.LEADERS.discard(run.pid)
+    wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=10)
+
+
+def test_the_scheduler_keeps_no_output_of_a_run(cluster, tmp_path):
+    """Output goes from the worker to the client directly: the local log is byte for byte the task's output, and
+    the scheduler holds none of it, during the run or after it (no topic of tuidag's is left)."""
+    dag = write(tmp_path / "dag.yaml", """\
+tasks:
+  big: {run: "python3 -c \\"import sys; sys.stdout.buffer.write(bytes(range(256)) * 20000)\\""}
+""")
+    proc = tuidag("run", str(dag), "--no-tui", "--quiet", "--executor", "dask", "--dask-address", cluster.address,
+                  cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (stored,) = RunStore(tmp_path / ".tuidag").runs()
+    log = (stored.logs / "big.log").read_bytes()
+    assert bytes(range(256)) * 20000 in log
+    from distributed import Client
+
+    def topic_sizes(dask_scheduler=None) -> dict[str, int]:  # (nested: pickled by value, run in the scheduler)
+        import pickle
+
+        return {name: len(pickle.dumps(list(topic.events))) for name, topic in dask_scheduler._broker._topics.items()}
+
+    with Client(cluster.address, timeout="20s") as client:
+        topics = client.run_on_scheduler(topic_sizes)
+    assert not [topic for topic in topics if topic.startswith("tuidag-")]
+    assert sum(topics.values()) < 200_000, topics  # 5 MB of output went by
+
+
+class _Talker(threading.Thread):
+    """A service that sends first (as SSH does)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = self.sock.getsockname()[1]
+
+    def run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+            conn.close()
+
+
+@pytest.mark.parametrize("where", ["dashboard", "talker", "closed"])
+def test_a_wrong_address_is_said_clearly_within_the_timeout(cluster, tmp_path, where):
+    """The scheduler's dashboard (HTTP: it waits for a request), a service that sends first, a closed port: exit 2
+    with a message naming the address and what is there, well within a few seconds, no traceback."""
+    talker = None
+    if where == "dashboard":
+        from distributed import Client
+
+        with Client(cluster.address, timeout="20s") as client:
+            port = client.scheduler_info()["services"]["dashboard"]
+        expected = "an HTTP server"
+    elif where == "talker":
+        talker = _Talker()
+        talker.start()
+        port = talker.port
+        expected = "a service that sent 'SSH-2.0-OpenSSH_9.6..'"
+    else:
+        port = free_port()
+        expected = "cannot reach the Dask scheduler"
+    dag = write(tmp_path / "dag.yaml", "tasks:\n  a: {run: 'true'}\n")
+    began = time.monotonic()
+    try:
+        proc = tuidag("run", str(dag), "--no-tui", "--executor", "dask", "--dask-address",
+                      f"tcp://127.0.0.1:{port}", "--dask-timeout", "1s", cwd=tmp_path, timeout=60)
+    finally:
+        if talker is not None:
+            talker.sock.close()
+    took = time.monotonic() - began
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"tcp://127.0.0.1:{port}" in proc.stderr and expected in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert took < 30, took  # (not a speed figure: the hang it replaces was 607 s)
+    assert not (tmp_path / ".tuidag").exists() or not RunStore(tmp_path / ".tuidag").runs()
+
+
+def test_another_tuidag_version_on_the_cluster_is_named_host_by_host():
+    """Checked at connect: which host has which version (a task would otherwise fail to deserialise)."""
+    from tuidag import __version__
+    from tuidag.engine.dask_connect import DaskUnreachable, check_versions
+
+    class Client:
+        class scheduler:
+            address = "tcp://10.0.0.1:8786"
+
+        def get_versions(self, packages):
+            return {"scheduler": {"packages": {"tuidag": __version__}},
+                    "workers": {"tcp://10.0.0.2:4000": {"packages": {"tuidag": "0.0.9"}},
+                                "tcp://10.0.0.3:4000": {"packages": {"tuidag": None}},
+                                "tcp://10.0.0.4:4000": {"packages": {"tuidag": __version__}}}}
+
+    with pytest.raises(DaskUnreachable) as caught:
+        check_versions(Client())
+    assert str(caught.value) == (f"this tuidag is {__version__}, but worker tcp://10.0.0.2:4000 has 0.0.9; "
+                                 f"worker tcp://10.0.0.3:4000 has no tuidag: install tuidag {__version__} there")
+
+
+def test_killing_an_attempt_leaves_another_attempt_of_the_same_task_running(tmp_path):
+    """Two attempts of one task on one host (a retry beside what is left of the attempt before it): each carries the
+    same run and task tags, so a kill that picked processes by those alone killed the other attempt too (`long -->
+    FAILED: killed by SIGKILL` 1-5 s into the retry). An attempt's tree is its run, task and attempt number."""
+    from tuidag.engine.executor import Attempt
+    from tuidag.engine.shell_attempt import ShellAttempt
+    from tuidag.model.spec import TaskSpec
+
+    pids = tmp_path / "pids"
+
+    def attempt(number: int) -> ShellAttempt:
+        env = {**os.environ, "TUIDAG_RUN_ID": "r1", "TUIDAG_TASK": "t", "TUIDAG_ATTEMPT": str(number)}
+        spec = Attempt(run_id="r1", task=TaskSpec("t"), number=number, env=env, workdir=tmp_path,
+                       log_path=str(tmp_path / f"t.{number}.log"), timeout=None, kill_grace=0.2)
+        # A child in a session of its own: found only by its tags.
+        return ShellAttempt(spec, [("run", f"setsid sleep 60 & echo $! >> {pids}; wait")])
+
+    first, second = attempt(1), attempt(2)
+    wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2)
+    refs = read_pids(pids)
+    first.kill()
+    assert first.wait().cancelled
+    survivors = [ref for ref in refs if alive(*ref)]
+    assert len(survivors) == 1, "the kill of attempt 1 took attempt 2's process too (or left its own)"
+    assert second.usage() is not None  # attempt 2 still runs
+    second.kill()
+    second.wait()
+    assert not any(alive(*ref) for ref in refs)
