@@ -33,9 +33,9 @@ tasks:
     assert proc.stderr == ""  # Dask's own log lines stay out of the user's terminal
     (run,) = RunStore(tmp_path / ".tuidag").runs()
     final = [r for r in read_journal(run.journal) if r.get("type") == "task" and r["to"] == "SUCCEEDED"]
-    assert len(final) == 2 and all(r["worker"].startswith("tcp://127.0.0.1:") for r in final)
+    assert len(final) == 2 and all(r["worker"].startswith("127.0.0.1:") for r in final)  # (host:port: no --name)
     live = {r["task"]: r["worker"] for r in read_journal(run.journal)
-            if r.get("type") == "task" and r["from"] == r["to"] == "RUNNING" and r.get("worker")}
+            if r.get("type") == "task" and r["from"] == "QUEUED" and r["to"] == "RUNNING" and r.get("worker")}
     assert live == {r["task"]: r["worker"] for r in final}  # named while it ran, by the worker that ran it
     assert replay(run.journal).tasks["world"].worker == final[-1]["worker"]
     logs = tuidag("logs", "world", "--file", str(dag), cwd=tmp_path)

@@ -18,7 +18,7 @@ from dags import alive, read_pids, wait_until
 from dask_cluster import CliCluster, free_port
 from test_cli import tuidag, write
 from tuidag.engine import process
-from tuidag.store.journal import read_journal
+from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
 pytestmark = pytest.mark.cli
@@ -237,3 +237,35 @@ def test_killing_an_attempt_leaves_another_attempt_of_the_same_task_running(tmp_
     second.kill()
     second.wait()
     assert not any(alive(*ref) for ref in refs)
+
+
+def test_a_task_is_queued_until_its_process_starts_on_a_worker_and_shows_what_it_got(cluster, tmp_path):
+    """-j 6 on 4 worker threads: the tasks Dask holds back are QUEUED, saying why, and RUNNING only from their start,
+    so each `sleep 1` runs about 1 s, not its wait too. Two `gpu: 2` tasks (tuidag's cluster-wide slots 0,1 and 2,3)
+    run one after the other on the worker with gpu=2: the RUNNING line, the journal and the task all say 0,1, and
+    the worker is named by its --name."""
+    dag = write(tmp_path / "dag.yaml", """\
+resources: {gpu: 4}
+tasks:
+  g1: {run: "echo $CUDA_VISIBLE_DEVICES; sleep 1", resources: {gpu: 2}}
+  g2: {run: "echo $CUDA_VISIBLE_DEVICES; sleep 1", resources: {gpu: 2}}
+  c1: {run: "sleep 1"}
+  c2: {run: "sleep 1"}
+  c3: {run: "sleep 1"}
+  c4: {run: "sleep 1"}
+""")
+    proc = tuidag("run", str(dag), "--no-tui", "-j", "6", "--executor", "dask", "--dask-address", cluster.address,
+                  cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (stored,) = RunStore(tmp_path / ".tuidag").runs()
+    records = [r for r in read_journal(stored.journal) if r.get("type") == "task"]
+    waited = {r["task"] for r in records if r["to"] == "QUEUED" and r.get("reason") == "waiting for a Dask worker"}
+    assert len(waited) >= 2  # 6 launched at once, 4 threads (and one gpu=2 worker for g1 and g2)
+    tasks = replay(stored.journal).tasks
+    for name, task in tasks.items():
+        assert task.finished_at - task.started_at < 1.8, (name, task.finished_at - task.started_at)
+    assert {tasks["g1"].worker, tasks["g2"].worker} == {"w2"}
+    assert {tasks["g1"].slots, tasks["g2"].slots} == {"gpu:0,1"}
+    running = [line for line in proc.stdout.splitlines() if line.startswith(("[g1]", "[g2]")) and "RUNNING" in line]
+    assert len(running) == 2 and all("[slots gpu:0,1]" in line for line in running), running
+    assert "[g1] 0,1" in proc.stdout and "[g2] 0,1" in proc.stdout

@@ -142,6 +142,9 @@ class DaskExecutor(Executor):
     numbers a task's slots within its own (TUIDAG_SLOTS_<KIND>, CUDA_VISIBLE_DEVICES: the devices of the machine the
     task runs on), reported back with the worker's name so the views and the journal show the numbers the task got."""
 
+    starts_later = True  # an attempt waits in the cluster's queue until a worker thread is free
+    waiting_reason = "waiting for a Dask worker"
+
     def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
                  dag_env: Mapping[str, str] | None = None, client: Any = None,
                  resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None,
@@ -440,7 +443,8 @@ class DaskAttempt(RunningAttempt):
         self.executor = executor
         self.attempt = attempt
         self.key = f"tuidag-{attempt.run_id}-{attempt.task.name}-{attempt.number}"
-        self.worker: str | None = None
+        self.worker: str | None = None  # the address of the worker it runs on
+        self.shown: str | None = None  # that worker as the views name it (`dask_worker.shown_name`)
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._result: AttemptResult | None = None
@@ -451,12 +455,13 @@ class DaskAttempt(RunningAttempt):
         self._ending: tuple[AttemptResult, int] | None = None  # the end, while output is still being read
         self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
         self._fd: int | None = open_log(attempt)
+        self._headed = False  # the attempt's header is in the log (written when it starts: `_started_on`)
         try:
-            write_header(self._fd, attempt)
             packed = pickle.dumps(worker_spec(attempt, self.key, executor.topic, executor.dag_env,
                                               workers_number_slots=executor.workers_number_slots), protocol=5)
         except BaseException as exc:
             if not isinstance(exc, OSError):
+                self._head()
                 os.write(self._fd, f"tuidag: cannot start: {exc}\n".encode())
             os.close(self._fd)
             raise
@@ -535,13 +540,24 @@ class DaskAttempt(RunningAttempt):
                                                f"read from worker {worker}\n".encode())
                 self._end(ending[0])
 
+    def _head(self) -> None:
+        """The attempt's header, once: as it starts on its worker (so its time is the start's, not the time it was
+        handed to Dask), or as it ends if it never started."""
+        if not self._headed and self._fd is not None:
+            self._headed = True
+            write_header(self._fd, self.attempt)
+
     def _started_on(self, where: list) -> None:
-        worker, slots = where
+        worker, slots, name, started = where
         with self._lock:
             first, self.worker = self.worker, self.worker or worker
+            self.shown = self.shown or name
             reason = self._kill_reason
-        if first is None and self.attempt.on_worker is not None:
-            self.attempt.on_worker(worker, slots)
+        if first is None:
+            with self._fd_lock:
+                self._head()
+            if self.attempt.on_worker is not None:
+                self.attempt.on_worker(name, slots, started)
         if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
             self._end(AttemptResult(False, None, f"worker lost: {first}"))
             threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,
@@ -576,6 +592,8 @@ class DaskAttempt(RunningAttempt):
             if self._result is not None:
                 return
             self._result = result
+        with self._fd_lock:
+            self._head()
         self._done.set()
 
     # --- control ------------------------------------------------------------------------------------------------
@@ -629,7 +647,7 @@ class DaskAttempt(RunningAttempt):
             assert result is not None
             if result.ok and self.attempt.task.func is not None:
                 result = self._value(result)
-            return result._replace(worker=self.worker)
+            return result._replace(worker=self.shown or self.worker)
         finally:
             self._forget()
 

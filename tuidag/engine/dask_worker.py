@@ -16,10 +16,12 @@ client, counting slots cluster-wide, cannot know. Dask never runs more than a wo
 numbers never run out.
 
 Events on the executor's topic (through the scheduler: small, no output), each a list `[kind, key, payload]`:
-- `["s", key, [worker address, slots or None]]`: the attempt runs on that worker (holding those slots there); sent
+- `["s", key, [worker address, slots or None, worker's shown name, start time]]`: the attempt runs on that worker
+  (holding those slots there; `shown_name`) since that time (the worker's clock); sent
   at the first look after the start, TAIL_INTERVAL later, so that a quick attempt (most of a big DAG's) costs one
   event fewer: one over sooner says it in its end event instead;
-- `["e", key, [ok, exit_code, reason, cancelled, [worker address, slots] or None, output size]]`: the attempt and its
+- `["e", key, [ok, exit_code, reason, cancelled, [worker address, slots, name, time] or None, output
+  size]]`: the attempt and its
   whole tree are gone, with where it ran when no "s" event said so, and how many bytes of output it wrote (the
   client reads what it has not read yet before it ends the attempt).
 """
@@ -117,7 +119,8 @@ def _failed(packed: bytes, worker: Any, exc: BaseException) -> None:
 
     spec = pickle.loads(packed)
     reason = " ".join(f"could not run on worker {worker.address}: {type(exc).__name__}: {exc}".split())[:200]
-    worker.log_event(spec["topic"], ["e", spec["key"], [False, None, reason, False, [worker.address, None], 0]])
+    where = [worker.address, None, shown_name(worker), None]
+    worker.log_event(spec["topic"], ["e", spec["key"], [False, None, reason, False, where, 0]])
 
 
 def run_attempt(packed: bytes, worker: Any, carrier: str | None = None) -> bytes | None:
@@ -140,9 +143,9 @@ def run_attempt(packed: bytes, worker: Any, carrier: str | None = None) -> bytes
     try:
         if held is not None:
             spec = {**spec, "env": {**spec["env"], **slot_env(held, spec["cuda"])}}
-        start = _Start(send, [address, format_slots(held) if held else None])
+        start = _Start(send, [address, format_slots(held) if held else None, shown_name(worker), None])
         output = _Output()
-        result, value = _run(spec, address, start.announce, output, carrier or key)
+        result, value = _run(spec, address, start, output, carrier or key)
     finally:
         if held is not None:
             _give_back(address, held)
@@ -158,6 +161,12 @@ class _Start:
         self._where: list | None = where
         self._lock = threading.Lock()
 
+    def started(self) -> None:
+        """The attempt's process has started (now, by this worker's clock)."""
+        with self._lock:
+            if self._where is not None:
+                self._where[3] = time.time()
+
     def announce(self) -> None:
         where = self.unsent()
         if where is not None:
@@ -167,6 +176,15 @@ class _Start:
         with self._lock:
             where, self._where = self._where, None
         return where
+
+
+def shown_name(worker: Any) -> str:
+    """How the views name a worker: its `--name` when it was given one, else its host:port."""
+    name = getattr(worker, "name", None)
+    if isinstance(name, str) and name and name != worker.address:
+        return name
+    address = worker.address
+    return address.split("://", 1)[1] if address.startswith(("tcp://", "tls://")) else address
 
 
 def _take_slots(worker: Any, request: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -198,7 +216,7 @@ def _own_environment() -> dict[str, str]:
     return _environment
 
 
-def _run(spec: dict[str, Any], address: str, started, output: _Output,
+def _run(spec: dict[str, Any], address: str, start: _Start, output: _Output,
          carrier: str) -> tuple[AttemptResult, bytes | None]:
     key = spec["key"]
     folder = worker_log_dir() / spec["run_id"]
@@ -213,13 +231,13 @@ def _run(spec: dict[str, Any], address: str, started, output: _Output,
     if reason is not None:
         return AttemptResult(False, None, reason, cancelled=True), None
     try:
-        return _start_and_wait(spec, key, folder, log_path, address, started, output, carrier)
+        return _start_and_wait(spec, key, folder, log_path, address, start, output, carrier)
     finally:
         with _lock:
             _starting.discard(key)
 
 
-def _start_and_wait(spec: dict[str, Any], key: str, folder: Path, log_path: str, address: str, started,
+def _start_and_wait(spec: dict[str, Any], key: str, folder: Path, log_path: str, address: str, start: _Start,
                     output: _Output, carrier: str) -> tuple[AttemptResult, bytes | None]:
     workdir = spec["workdir"]
     if not os.path.isdir(workdir):
@@ -239,9 +257,10 @@ def _start_and_wait(spec: dict[str, Any], key: str, folder: Path, log_path: str,
     attempt = Attempt(run_id=spec["run_id"], task=TaskSpec(spec["task"], shell=spec["shell"]),
                       number=spec["attempt"], env=env, workdir=Path(workdir), log_path=log_path,
                       timeout=spec["timeout"], kill_grace=spec["kill_grace"], log_headers=headers)
-    tail = _Tail(started)
+    tail = _Tail(start.announce)
     try:
         running = ShellAttempt(attempt, steps)
+        start.started()
     except Exception as exc:
         output.follow(key, log_path, headers.span.end if headers.span else None)
         return AttemptResult(False, None, f"could not start on worker {address}: {exc}"), None

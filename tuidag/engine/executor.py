@@ -53,7 +53,8 @@ class Attempt(NamedTuple):
     log_headers: LogHeaders | None = None  # where the header is put on record (None: nobody asks; see `log_headers`)
     #: Called by an executor that runs attempts elsewhere with the worker's name as soon as the attempt started there
     #: (any thread), so the views name the worker while the task runs, not only once it has ended; and, when the
-    #: worker numbered the attempt's slots itself (its own devices), with those slots (`format_slots` text).
+    #: worker numbered the attempt's slots itself (its own devices), with those slots (`format_slots` text), and
+    #: when the process started there (`started`, a time.time() of the worker's clock).
     on_worker: Callable[..., None] | None = None
 
 
@@ -86,6 +87,11 @@ class RunningAttempt(ABC):
 
 
 class Executor(ABC):
+    #: An attempt it launches may wait before its process starts (in a Dask cluster's queue): the task stays QUEUED
+    #: ("waiting for a worker") until `Attempt.on_worker` says it started, and is RUNNING from then on.
+    starts_later = False
+    waiting_reason = "waiting for a worker"
+
     @abstractmethod
     def launch(self, attempt: Attempt) -> RunningAttempt:
         """Start the attempt. Raising is allowed: the scheduler turns the exception into a failed attempt."""

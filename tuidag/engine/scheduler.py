@@ -508,6 +508,8 @@ class Scheduler:
             now = self.clock()
             # RUNNING is announced once the leader's pid is known (one event, not a second one for the pid), or
             # before any other change of the task if one comes first (a cancel while launching, a launch error).
+            # With an executor whose attempts start later (Dask), once the attempt has started (`_started_on`).
+            first = t.snap.started_at is None
             self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
                       create_time=None, reason=None, exit_code=None, worker=None)
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
@@ -518,7 +520,8 @@ class Scheduler:
                                                  "TUIDAG_ATTEMPT": str(number)}),
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
-            on_worker=lambda worker, slots=None: self._started_on(t, generation, number, worker, slots),
+            on_worker=lambda worker, slots=None, started=None: self._started_on(t, generation, number, worker, slots,
+                                                                                started if first else None),
         )
         try:
             running = self.executor.launch(attempt)
@@ -534,7 +537,12 @@ class Scheduler:
                     else:  # a cancel announced RUNNING already: the pid comes as an update
                         self._set(t, t.state, pid=running.pid, create_time=running.create_time)
                 if t.unannounced is not None:
-                    self._announce(t)
+                    if not self.executor.starts_later:
+                        self._announce(t)
+                    elif t.unannounced is S.QUEUED:  # it waits inside the executor: QUEUED says so, with why
+                        self._seq += 1
+                        self._outbox.append(TaskEvent(self._seq, self.clock(), S.QUEUED, t.snap.evolve(
+                            state=S.QUEUED, reason=self.executor.waiting_reason)))
             self._flush()
             if kill_now:
                 running.kill()
@@ -544,14 +552,25 @@ class Scheduler:
             self._finish_attempt(t, result)
         return self._flush(keep=True)
 
-    def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None) -> None:
+    def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None,
+                    started: float | None = None) -> None:
         """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones
-        it has there): an update event (old == new state), so the views and the journal say so while it runs."""
+        it has there): an update event (old == new state), so the views and the journal say so while it runs. With
+        an executor whose attempts start later, this is the attempt's start: RUNNING is announced now, from when
+        the process started (`started`, for the task's first attempt; never later than now, whatever the worker's
+        clock says)."""
         with self._lock:
-            if t.generation != generation or t.snap.attempt != number or t.state not in (S.RUNNING, S.CANCELLING) \
-                    or (t.snap.worker == worker and slots in (None, t.snap.slots)):
+            if t.generation != generation or t.snap.attempt != number or t.state not in (S.RUNNING, S.CANCELLING):
                 return
-            self._set(t, t.state, worker=worker, **({"slots": slots} if slots else {}))
+            if t.unannounced is not None:
+                now = self.clock()
+                since = {"started_at": min(started, now)} if started is not None else {}
+                t.snap = t.snap.evolve(worker=worker, changed_at=now, **since, **({"slots": slots} if slots else {}))
+                self._announce(t)
+            elif t.snap.worker == worker and slots in (None, t.snap.slots):
+                return
+            else:
+                self._set(t, t.state, worker=worker, **({"slots": slots} if slots else {}))
         self._flush()
 
     def _run_env(self, spec: TaskSpec) -> dict[str, str]:
