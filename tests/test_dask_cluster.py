@@ -269,3 +269,49 @@ tasks:
     running = [line for line in proc.stdout.splitlines() if line.startswith(("[g1]", "[g2]")) and "RUNNING" in line]
     assert len(running) == 2 and all("[slots gpu:0,1]" in line for line in running), running
     assert "[g1] 0,1" in proc.stdout and "[g2] 0,1" in proc.stdout
+
+
+LOGGING_DAG = '''
+import logging
+from tuidag import Dag
+
+dag = Dag("etl")
+log = logging.getLogger("etl")
+
+@dag.task(isolate=True)
+def extract():
+    log.info("info line")
+    log.warning("careful: %s", "formatted")
+    raise ValueError("bad row")
+'''
+
+
+def test_a_callable_on_a_worker_logs_as_an_isolated_one_does_locally(cluster, tmp_path):
+    """Its INFO lines and formatted WARNINGs, and a traceback naming the DAG's file with its source lines (the code
+    travels pickled by value, which names its file `<dynamic-code>`)."""
+    dag = write(tmp_path / "etl.py", LOGGING_DAG)
+    logs = {}
+    for options in ([], ["--executor", "dask", "--dask-address", cluster.address]):
+        proc = tuidag("run", str(dag), "--no-tui", "--quiet", *options, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        stored = RunStore(tmp_path / ".tuidag").runs()[-1]
+        text = (stored.logs / "extract.log").read_text()
+        logs[bool(options)] = _without_tuidag_frames([line.split(" ", 2)[-1] if line[:2].isdigit() else line
+                                                      for line in text.splitlines()[1:]])  # (times differ)
+    assert logs[True] == logs[False]
+    assert "INFO etl: info line" in logs[True] and "WARNING etl: careful: formatted" in logs[True]
+    assert f'  File "{dag}", line 12, in extract' in logs[True]
+    assert '    raise ValueError("bad row")' in logs[True]
+
+
+def _without_tuidag_frames(lines: list[str]) -> list[str]:
+    """The lines without the traceback frames of tuidag's own code (the function that calls the task differs)."""
+    kept, skipping = [], False
+    for line in lines:
+        if line.startswith("  File "):
+            skipping = "/tuidag/engine/" in line
+        elif not line.startswith("    "):
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    return kept

@@ -695,6 +695,7 @@ def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, st
         except Exception as exc:
             raise RuntimeError(f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}") \
                 from None
+        spec["source"] = function_source(task.func)
         try:
             spec["results"] = cloudpickle.dumps(dict(attempt.results))
         except Exception as exc:
@@ -722,6 +723,26 @@ def pickle_by_value(func: Any) -> bytes:
             return cloudpickle.dumps(func)
         finally:
             cloudpickle.unregister_pickle_by_value(module)
+
+
+SOURCE_LIMIT = 1 << 20  # bytes of a DAG module's source sent along with its callables, at most
+
+
+def function_source(func: Any) -> tuple[str, str] | None:
+    """The file and source text of the module a callable comes from, for the worker's tracebacks: cloudpickle names
+    the file of code it pickles by value `<dynamic-code>`, so a traceback on the worker had neither the file nor
+    its lines (`dask_callable.restore_source` puts both back)."""
+    module = sys.modules.get(getattr(func, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    try:
+        if os.path.getsize(path) > SOURCE_LIMIT:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return path, f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def describe_error(exc: BaseException | None, worker: str | None) -> str:

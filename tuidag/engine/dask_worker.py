@@ -444,7 +444,8 @@ class _CallableFiles:
         import pickle
 
         payload = {"func": spec["func"], "name": spec["task"], "run_id": spec["run_id"], "attempt": spec["attempt"],
-                   "results": spec["results"], "workdir": spec["workdir"], "log_path": log_path}
+                   "results": spec["results"], "workdir": spec["workdir"], "log_path": log_path,
+                   "source": spec.get("source")}
         fd = os.open(self.input, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as f:
             pickle.dump(payload, f)
