@@ -315,3 +315,56 @@ def _without_tuidag_frames(lines: list[str]) -> list[str]:
         if not skipping:
             kept.append(line)
     return kept
+
+
+def test_a_starting_worker_kills_what_dead_workers_of_its_host_left_and_old_log_copies(tmp_path):
+    """A process tagged by a worker process that no longer exists (a worker killed with its watchdog) is killed by
+    the next guard that starts on the host; one whose worker lives is left alone. Log copies of runs not written to
+    for the retention time are removed, recent ones kept."""
+    from tuidag.engine import dask_guard, dask_watchdog
+
+    def tagged_sleep(token: str) -> subprocess.Popen:
+        return subprocess.Popen(["sleep", "60"], env={**os.environ, dask_watchdog.GUARD_TAG: token},
+                                start_new_session=True)
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = tagged_sleep(f"{dead.pid}-12345.0")  # (no process has that pid and start time)
+    kept = tagged_sleep(dask_watchdog.token())
+    try:
+        assert dask_watchdog.kill_tagged(None) >= 1
+        orphan.wait(timeout=5)
+        assert kept.poll() is None
+    finally:
+        for proc in (orphan, kept):
+            proc.kill()
+            proc.wait()
+    old, recent = tmp_path / "run-old", tmp_path / "run-recent"
+    for run in (old, recent):
+        run.mkdir()
+        (run / "a.log").write_text("x")
+    for path in (old, old / "a.log"):
+        os.utime(path, (time.time() - 3 * 86400,) * 2)
+    dask_guard.prune_logs(tmp_path, dask_guard.LOG_RETENTION)
+    assert not old.exists() and recent.exists()
+
+
+def test_a_remote_task_has_its_cpu_and_memory_sampled_on_its_worker(cluster, tmp_path, monkeypatch):
+    """As locally (`Scheduler.usage`, which the views show): the worker samples the task's tree and says so with the
+    output it sends; nothing once the task has ended."""
+    import dags
+    from dags import finish, make_dag, start_run
+    from tuidag.engine.dask_executor import DaskExecutor
+
+    go = tmp_path / "go"
+    spin = f"import os; x = bytearray(80 << 20)\nwhile not os.path.exists('{go}'): pass"
+    dag = make_dag({"busy": f"python3 -c \"{spin}\""})
+    monkeypatch.setattr(dags, "new_executor", lambda dag: DaskExecutor(cluster.address, dag_env=dag.env))
+    scheduler, rec = start_run(dag, tmp_path)
+    rec.wait_state("busy", "RUNNING", timeout=30)
+    samples = []
+    wait_until(lambda: samples.append(scheduler.usage("busy")) or
+               (samples[-1] is not None and samples[-1][0] > 20 and samples[-1][1] > 80 << 20), timeout=15)
+    go.touch()
+    assert finish(scheduler) == {"busy": "SUCCEEDED"}
+    assert scheduler.usage("busy") is None

@@ -451,6 +451,7 @@ class DaskAttempt(RunningAttempt):
         self._kill_reason: str | None = None
         self.group: _Group | None = None  # the Dask task that carries it, once `executor.submit` handed it to Dask
         self._read = 0  # bytes of output read from the worker (`_reader`)
+        self._usage: tuple[float, int] | None = None  # CPU % and RSS of its tree, as the worker last said
         self._reading = False
         self._ending: tuple[AttemptResult, int] | None = None  # the end, while output is still being read
         self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
@@ -520,6 +521,7 @@ class DaskAttempt(RunningAttempt):
                     reply = await read(key=self.key, offset=self._read, wait=READ_WAIT)
                 except Exception:  # the worker is gone: the attempt ends as `worker lost` (or already has)
                     break
+                self._usage = reply.get("usage")
                 data = reply["data"]
                 if data:
                     with self._fd_lock:
@@ -595,6 +597,11 @@ class DaskAttempt(RunningAttempt):
         with self._fd_lock:
             self._head()
         self._done.set()
+
+    def usage(self) -> tuple[float, int] | None:
+        """Sampled on the worker, sent with each read of the output (at least every READ_WAIT while it runs)."""
+        usage = self._usage
+        return tuple(usage) if usage and self._result is None else None
 
     # --- control ------------------------------------------------------------------------------------------------
     def kill(self, reason: str = "cancelled") -> None:

@@ -45,6 +45,7 @@ TAIL_INTERVAL = 0.01  # seconds between the looks that say an attempt runs ("s" 
 SEND_INTERVAL = 0.001  # seconds the worker's stream to the scheduler may hold messages back to send them together
 READ_CHUNK = 1 << 20  # bytes of output one read by the client returns at most
 READ_WAIT = 1.0  # seconds a read by the client waits for new output before it answers with none
+USAGE_INTERVAL = 0.5  # seconds between samples of a running attempt's CPU and memory
 KEPT_OUTPUTS = 10_000  # ended attempts whose output the client may still read (the oldest are forgotten first)
 
 _lock = threading.Lock()
@@ -354,6 +355,19 @@ class _Output:
                 _outputs.pop(next(iter(_outputs)))
         return self.size
 
+    _sampled = 0.0
+    _usage: tuple[float, int] | None = None
+
+    def usage(self, running: ShellAttempt | None) -> tuple[float, int] | None:
+        now = time.monotonic()
+        if running is not None and now - self._sampled >= USAGE_INTERVAL:
+            self._sampled = now
+            try:
+                self._usage = running.usage()
+            except Exception:
+                self._usage = None
+        return self._usage
+
     def read(self, offset: int) -> bytes:
         if self.path is None:
             return self.note_bytes[offset:offset + READ_CHUNK]
@@ -368,16 +382,18 @@ class _Output:
 async def read_output(key: str, offset: int, wait: float = READ_WAIT) -> dict[str, Any]:
     """Request handler on the worker (`dask_guard.HostGuard` installs it): the attempt's output from `offset` on,
     as soon as there is some, or none after `wait` seconds; `end` is the attempt's output size once it has ended
-    (None while it runs, -1 when this worker knows nothing of the attempt). The file is read on the worker's event
-    loop: a read of at most READ_CHUNK from the page cache takes well under a millisecond."""
+    (None while it runs, -1 when this worker knows nothing of the attempt); `usage` the CPU % and RSS of its tree
+    while it runs (sampled at most every USAGE_INTERVAL, as the views ask locally). The file is read on the worker's
+    event loop: a read of at most READ_CHUNK from the page cache takes well under a millisecond."""
     import asyncio
 
     deadline = time.monotonic() + wait
     while True:
         with _lock:
             output = _outputs.get(key)
+            running = _running.get(key)
         if output is None:
-            return {"data": b"", "end": -1}
+            return {"data": b"", "end": -1, "usage": None}
         end = output.size
         try:
             data = output.read(offset)
@@ -388,7 +404,7 @@ async def read_output(key: str, offset: int, wait: float = READ_WAIT) -> dict[st
                 if _outputs.get(key) is output:
                     del _outputs[key]  # all read
         if data or end is not None or time.monotonic() >= deadline:
-            return {"data": data, "end": end}
+            return {"data": data, "end": end, "usage": output.usage(running) if end is None else None}
         await asyncio.sleep(TAIL_INTERVAL)
 
 
