@@ -269,6 +269,8 @@ tasks:
     running = [line for line in proc.stdout.splitlines() if line.startswith(("[g1]", "[g2]")) and "RUNNING" in line]
     assert len(running) == 2 and all("[slots gpu:0,1]" in line for line in running), running
     assert "[g1] 0,1" in proc.stdout and "[g2] 0,1" in proc.stdout
+    assert f"(6 tasks on dask {cluster.address})" in proc.stdout.splitlines()[0]  # and in the run record:
+    assert next(read_journal(stored.journal))["executor"] == f"dask {cluster.address}"
 
 
 LOGGING_DAG = '''

@@ -361,8 +361,9 @@ def run_headless(session, quiet: bool = False) -> int:
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
+    where = session.scheduler.executor.description
     print(f"tuidag: run {session.run.run_id} of {session.dag.name} ({len(session.dag.tasks)} "
-          f"task{'' if len(session.dag.tasks) == 1 else 's'}), "
+          f"task{'' if len(session.dag.tasks) == 1 else 's'}{'' if where == 'local' else ' on ' + where}), "
           f"logs in {session.run.logs}", flush=True)
     session.scheduler.start()
     while not session.scheduler.wait(0.2):  # a timeout lets signal handlers run promptly

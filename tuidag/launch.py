@@ -63,6 +63,7 @@ class RunSession:
         prints = dag.fingerprints
         reused = reusable_tasks(dag, prints, resume_from) if resume_from else []
         extra = {"fingerprints": prints, "resumed_from": resume_from.run_id if resume_from else None,
+                 "executor": executor.description if executor is not None else "local",
                  **dag_header(dag, max_parallel)}
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
         for name in reused:

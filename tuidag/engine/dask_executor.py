@@ -200,6 +200,8 @@ class DaskExecutor(Executor):
         self.group_attempts = self._cluster is not None if group_attempts is None else group_attempts
         _send_sooner(client)
         self.address = self._cluster.scheduler_address if self._cluster is not None else client.scheduler.address
+        self.description = f"dask-local:{len(self._cluster.workers)}" if self._cluster is not None else \
+            f"dask {self.address}"
         self.topic = f"tuidag-{client.id}-{uuid.uuid4().hex}"  # (the scheduler drops it when the client leaves)
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}  # attempt key -> attempt, while it runs

@@ -91,6 +91,8 @@ class Executor(ABC):
     #: ("waiting for a worker") until `Attempt.on_worker` says it started, and is RUNNING from then on.
     starts_later = False
     waiting_reason = "waiting for a worker"
+    #: Where the run's attempts run, for the run record (`executor` in the journal's header).
+    description = "local"
 
     @abstractmethod
     def launch(self, attempt: Attempt) -> RunningAttempt:
