@@ -84,6 +84,41 @@ tasks:
     cluster.wait_for_workers(2)
 
 
+def test_a_worker_retired_in_an_orderly_way_does_not_get_its_attempt_run_again_by_dask(cluster, tmp_path):
+    """`retire_workers` removes the worker as expected (no failure counted), so Dask sends its running task to
+    another worker at once: that second start is refused there before it runs, and tuidag's retry runs instead."""
+    from distributed import Client
+
+    marks = tmp_path / "marks"
+    dag = write(tmp_path / "dag.yaml", f"""\
+tasks:
+  long:
+    retries: 1
+    run: |
+      echo "$TUIDAG_ATTEMPT $PPID" >> {marks}
+      if [ "$TUIDAG_ATTEMPT" = 1 ]; then exec sleep 60; fi
+""")
+    run = start(dag, cluster, tmp_path)
+    try:
+        wait_until(lambda: marks.exists() and marks.read_text().strip(), timeout=60)
+        with Client(cluster.address, timeout="20s") as client:
+            (busy,) = [worker for worker, keys in client.processing().items() if keys]
+            name = client.scheduler_info(n_workers=-1)["workers"][busy]["name"]
+            client.retire_workers([busy], close_workers=True)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        process.LEADERS.discard(run.pid)
+    assert run.returncode == 0, out + err
+    # (Dask's second start of attempt 1 comes at the retirement, before tuidag even hears of it: before attempt 2.)
+    assert [line.split()[0] for line in marks.read_text().splitlines()] == ["1", "2"]
+    cluster.workers[name].wait(timeout=30)
+    cluster.add_worker(name, 2, "gpu=2" if name == "w2" else None)
+    cluster.wait_for_workers(2)
+
+
 def test_a_killed_client_leaves_nothing_running_on_the_workers(cluster, tmp_path):
     """`kill -9` of tuidag mid-run: the scheduler drops its tasks as the client's connection closes, and each worker's
     guard kills their trees (a child that ignores SIGTERM and a grandchild in a session of its own included)."""

@@ -154,7 +154,7 @@ class DaskExecutor(Executor):
         import logging
 
         import dask
-        from distributed import Client, LocalCluster
+        from distributed import LocalCluster
 
         self.dag_env = dict(dag_env or {})
         self._cluster = None
