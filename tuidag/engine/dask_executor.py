@@ -46,6 +46,7 @@ LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (it
 CONNECT_TIMEOUT = 5.0  # seconds to reach a scheduler given by its address and hear it answer (--dask-timeout)
 END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
 RECHECK_INTERVAL = 1.0  # seconds between looks at the workers' resources while a task waits for a worker
+WAITING_AFTER = 0.05  # seconds after its submission an attempt that has not started is said to wait for a worker
 GATHER_SUBMISSIONS = 0.001  # seconds a submission waits for others while attempts run (see DaskExecutor.submit)
 
 
@@ -473,12 +474,19 @@ class DaskAttempt(RunningAttempt):
         executor.submit(self, packed)
 
     def submitted(self, group: _Group) -> None:
+        """On the client's event loop, as the attempt goes to the scheduler."""
         with self._lock:
             self.group = group
             reason = self._kill_reason if self.worker is None and self._result is None else None
         group.future.add_done_callback(self._future_done)
+        if self.attempt.on_waiting is not None:
+            self.executor.client.loop.call_later(WAITING_AFTER, self._still_waiting)
         if reason is not None:  # cancelled before it was handed to Dask (see `kill`)
             self._cancel_future(reason)
+
+    def _still_waiting(self) -> None:
+        if self.worker is None and self._result is None:
+            threading.Thread(target=self.attempt.on_waiting, daemon=True, name="tuidag-dask-waiting").start()
 
     def not_submitted(self, exc: Exception) -> None:
         self._end(AttemptResult(False, None, f"could not start: {exc}"))
@@ -491,7 +499,7 @@ class DaskAttempt(RunningAttempt):
         elif kind == "e":
             ok, exit_code, reason, cancelled, where, size = payload
             if where is not None:  # over before it said where it ran
-                self._started_on(where)
+                self._started_on(where, ending=size <= self._read)
             with self._lock:
                 if self._kill_reason is not None and not ok:
                     cancelled, reason = True, self._kill_reason
@@ -551,7 +559,7 @@ class DaskAttempt(RunningAttempt):
             self._headed = True
             write_header(self._fd, self.attempt)
 
-    def _started_on(self, where: list) -> None:
+    def _started_on(self, where: list, ending: bool = False) -> None:
         worker, slots, name, started = where
         with self._lock:
             first, self.worker = self.worker, self.worker or worker
@@ -561,7 +569,7 @@ class DaskAttempt(RunningAttempt):
             with self._fd_lock:
                 self._head()
             if self.attempt.on_worker is not None:
-                self.attempt.on_worker(name, slots, started)
+                self.attempt.on_worker(name, slots, started, ending)
         if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
             self._end(AttemptResult(False, None, f"worker lost: {first}"))
             threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,

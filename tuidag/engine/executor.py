@@ -54,8 +54,12 @@ class Attempt(NamedTuple):
     #: Called by an executor that runs attempts elsewhere with the worker's name as soon as the attempt started there
     #: (any thread), so the views name the worker while the task runs, not only once it has ended; and, when the
     #: worker numbered the attempt's slots itself (its own devices), with those slots (`format_slots` text), and
-    #: when the process started there (`started`, a time.time() of the worker's clock).
+    #: when the process started there (`started`, a time.time() of the worker's clock); `ending=True` when the
+    #: attempt is over already (its end is about to be reported: the event goes out with it).
     on_worker: Callable[..., None] | None = None
+    #: Called by an executor whose attempts start later (`Executor.starts_later`) when this one still waits for a
+    #: worker a moment after it was launched (not for the many that start at once), so QUEUED says why.
+    on_waiting: Callable[[], None] | None = None
 
 
 class AttemptResult(NamedTuple):

@@ -520,8 +520,9 @@ class Scheduler:
                                                  "TUIDAG_ATTEMPT": str(number)}),
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
-            on_worker=lambda worker, slots=None, started=None: self._started_on(t, generation, number, worker, slots,
-                                                                                started if first else None),
+            on_worker=lambda worker, slots=None, started=None, ending=False: self._started_on(
+                t, generation, number, worker, slots, started if first else None, ending),
+            on_waiting=lambda: self._waiting(t, generation, number),
         )
         try:
             running = self.executor.launch(attempt)
@@ -539,10 +540,6 @@ class Scheduler:
                 if t.unannounced is not None:
                     if not self.executor.starts_later:
                         self._announce(t)
-                    elif t.unannounced is S.QUEUED:  # it waits inside the executor: QUEUED says so, with why
-                        self._seq += 1
-                        self._outbox.append(TaskEvent(self._seq, self.clock(), S.QUEUED, t.snap.evolve(
-                            state=S.QUEUED, reason=self.executor.waiting_reason)))
             self._flush()
             if kill_now:
                 running.kill()
@@ -552,13 +549,24 @@ class Scheduler:
             self._finish_attempt(t, result)
         return self._flush(keep=True)
 
+    def _waiting(self, t: _Task, generation: int, number: int) -> None:
+        """The executor says attempt `number` still waits for a worker (`Executor.starts_later`): QUEUED says so,
+        with why (an update event; it holds its slot meanwhile)."""
+        with self._lock:
+            if t.generation != generation or t.snap.attempt != number or t.unannounced is not S.QUEUED:
+                return
+            self._seq += 1
+            self._outbox.append(TaskEvent(self._seq, self.clock(), S.QUEUED, t.snap.evolve(
+                state=S.QUEUED, reason=self.executor.waiting_reason)))
+        self._flush()
+
     def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None,
-                    started: float | None = None) -> None:
+                    started: float | None = None, ending: bool = False) -> None:
         """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones
         it has there): an update event (old == new state), so the views and the journal say so while it runs. With
         an executor whose attempts start later, this is the attempt's start: RUNNING is announced now, from when
         the process started (`started`, for the task's first attempt; never later than now, whatever the worker's
-        clock says)."""
+        clock says). `ending`: the attempt is over already, and its end delivers the event with its own."""
         with self._lock:
             if t.generation != generation or t.snap.attempt != number or t.state not in (S.RUNNING, S.CANCELLING):
                 return
@@ -571,7 +579,8 @@ class Scheduler:
                 return
             else:
                 self._set(t, t.state, worker=worker, **({"slots": slots} if slots else {}))
-        self._flush()
+        if not ending:
+            self._flush()
 
     def _run_env(self, spec: TaskSpec) -> dict[str, str]:
         return {key: value.replace(RUN_ID_PLACEHOLDER, self.run_id) for key, value in spec.run_env.items()}
