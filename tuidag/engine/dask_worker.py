@@ -224,6 +224,10 @@ def _run(spec: dict[str, Any], address: str, start: _Start, output: _Output,
     if folder not in _folders_made:
         folder.mkdir(parents=True, exist_ok=True)
         _folders_made.add(folder)
+        from .dask_guard import LOG_RETENTION, prune_logs  # a new run here: the copies of old ones go
+
+        threading.Thread(target=prune_logs, args=(folder.parent, LOG_RETENTION), daemon=True,
+                         name="tuidag-dask-prune").start()
     log_path = str(folder / f"{spec['task']}.log")
     with _lock:
         reason = _cancelled.pop(key, None)
