@@ -130,7 +130,7 @@ def test_a_scheduler_that_goes_away_fails_the_running_tasks_and_its_worker_kills
             line = next(line for line in out.splitlines() if line.startswith(f"[{name}]") and "--> FAILED" in line)
             assert f"the Dask scheduler {address} is unreachable" in line, line
         assert "Traceback" not in err
-        wait_until(lambda: not any(alive(*task) for task in tasks), timeout=10)
+        wait_until(lambda: not any(alive(*task) for task in tasks), timeout=30)
     finally:
         for proc in (scheduler, worker):
             proc.kill()

@@ -67,7 +67,7 @@ tasks:
         tree = read_pids(pids)
         worker_pid = int(marks.read_text().split()[1])
         os.kill(worker_pid, signal.SIGKILL)
-        wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=10)
+        wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=30)
         out, err = run.communicate(timeout=60)
     finally:
         if run.poll() is None:
@@ -139,7 +139,7 @@ tasks:
         run.wait()
     finally:
         process.LEADERS.discard(run.pid)
-    wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=10)
+    wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=30)
 
 
 def test_the_scheduler_keeps_no_output_of_a_run(cluster, tmp_path):
@@ -369,7 +369,7 @@ def test_a_starting_worker_kills_what_dead_workers_of_its_host_left_and_old_log_
     orphan = tagged_sleep(f"{dead.pid}-12345.0")  # (no process has that pid and start time)
     kept = tagged_sleep(dask_watchdog.token())
     try:
-        assert dask_watchdog.kill_tagged(None) >= 1
+        dask_watchdog.kill_tagged(None)  # (a worker starting meanwhile, another test's, may have killed it first)
         orphan.wait(timeout=5)
         assert kept.poll() is None
     finally:
@@ -405,3 +405,38 @@ def test_a_remote_task_has_its_cpu_and_memory_sampled_on_its_worker(cluster, tmp
     go.touch()
     assert finish(scheduler) == {"busy": "SUCCEEDED"}
     assert scheduler.usage("busy") is None
+
+
+def test_without_max_parallel_a_run_follows_the_cluster_s_worker_threads(cluster, tmp_path):
+    """No -j and no max_parallel in the file: the default is the cluster's worker threads (4, not this machine's
+    CPU count), said at the start and in the run record, and followed as a worker joins (a run event and the
+    headless output say so, and that many tasks run at once)."""
+    gate, started = tmp_path / "gate", tmp_path / "started"
+    tasks = "".join(f"  t{i}: {{run: 'echo {i} >> {started}; while [ ! -e {gate} ]; do sleep 0.05; done'}}\n"
+                    for i in range(8))
+    dag = write(tmp_path / "dag.yaml", "tasks:\n" + tasks)
+    run = start(dag, cluster, tmp_path)
+    try:
+        wait_until(lambda: started.exists() and len(started.read_text().split()) == 4, timeout=60)
+        cluster.add_worker("w3", 2)
+        wait_until(lambda: len(started.read_text().split()) == 6, timeout=60)
+        gate.touch()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        process.LEADERS.discard(run.pid)
+        gate.touch()
+        proc = cluster.workers.pop("w3", None)
+        if proc is not None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert run.returncode == 0, out + err
+    assert "max_parallel 4: the Dask cluster's worker threads" in out.splitlines()[0]
+    assert "tuidag: max_parallel 6 (the Dask cluster's worker threads)" in out
+    (stored,) = RunStore(tmp_path / ".tuidag").runs()
+    records = list(read_journal(stored.journal))
+    assert records[0]["max_parallel"] == 4
+    assert [r["detail"] for r in records if r.get("event") == "parallel"] == \
+        ["max_parallel 6 (the Dask cluster's worker threads)"]

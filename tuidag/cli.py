@@ -361,9 +361,12 @@ def run_headless(session, quiet: bool = False) -> int:
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
-    where = session.scheduler.executor.description
+    scheduler = session.scheduler
+    where = scheduler.executor.description
+    follows = f", max_parallel {scheduler.max_parallel}: {scheduler.parallel_source}" \
+        if scheduler.parallel_source else ""
     print(f"tuidag: run {session.run.run_id} of {session.dag.name} ({len(session.dag.tasks)} "
-          f"task{'' if len(session.dag.tasks) == 1 else 's'}{'' if where == 'local' else ' on ' + where}), "
+          f"task{'' if len(session.dag.tasks) == 1 else 's'}{'' if where == 'local' else ' on ' + where}{follows}), "
           f"logs in {session.run.logs}", flush=True)
     session.scheduler.start()
     while not session.scheduler.wait(0.2):  # a timeout lets signal handlers run promptly

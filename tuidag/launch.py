@@ -20,7 +20,7 @@ from .engine.events import TaskSnapshot
 from .engine.executor import Executor
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
-from .engine.scheduler import RunSummary, Scheduler
+from .engine.scheduler import RunSummary, Scheduler, default_parallel
 from .model.resources import requests
 from .model.spec import DagSpec, FailurePolicy
 from .model.state import TaskState
@@ -64,7 +64,7 @@ class RunSession:
         reused = reusable_tasks(dag, prints, resume_from) if resume_from else []
         extra = {"fingerprints": prints, "resumed_from": resume_from.run_id if resume_from else None,
                  "executor": executor.description if executor is not None else "local",
-                 **dag_header(dag, max_parallel)}
+                 **dag_header(dag, default_parallel(dag, max_parallel, executor)[0])}
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
         for name in reused:
             _link_log(resume_from.log_path(name), run.log_path(name))

@@ -145,6 +145,7 @@ class DaskExecutor(Executor):
 
     starts_later = True  # an attempt waits in the cluster's queue until a worker thread is free
     waiting_reason = "waiting for a Dask worker"
+    parallelism_source = "the Dask cluster's worker threads"
 
     def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
                  dag_env: Mapping[str, str] | None = None, client: Any = None,
@@ -214,6 +215,11 @@ class DaskExecutor(Executor):
         self._closed = False
         client.subscribe_topic(self.topic, self._on_event)
         self._workers: list[dict[str, float]] = []
+        self._threads = 0  # the workers' threads, all together
+        self._parallelism_changed: Callable[[int], None] | None = None
+        # The default max_parallel follows the worker threads of a cluster given by its address (a local cluster's
+        # workers have threads to spare: the CPU count is the default there).
+        self._follows_threads = address is not None
         self._workers = self._advertised()  # what each worker advertises, for placement_problem
         self._recheck: Callable[[], None] | None = None
         self._waiting = False  # a task waits for a worker: look again every RECHECK_INTERVAL
@@ -235,14 +241,27 @@ class DaskExecutor(Executor):
         self._recheck = recheck
 
     def _advertised(self) -> list[dict[str, float]]:
-        """The resources of each worker the scheduler knows (one request to it)."""
+        """The resources of each worker the scheduler knows (one request to it); their threads, all together, into
+        `_threads` (max_parallel follows them: `watch_parallelism`)."""
         if self.client.status != "running":
             return self._workers
         try:
             info = self.client.scheduler_info(n_workers=-1)
         except Exception:
             return self._workers
-        return [dict(worker.get("resources") or {}) for worker in info.get("workers", {}).values()]
+        workers = info.get("workers", {}).values()
+        threads = sum(int(worker.get("nthreads") or 0) for worker in workers)
+        if threads != self._threads:
+            self._threads = threads
+            if threads and self._parallelism_changed is not None:
+                self._parallelism_changed(threads)
+        return [dict(worker.get("resources") or {}) for worker in workers]
+
+    def parallelism(self) -> int | None:
+        return self._threads or None if self._follows_threads else None
+
+    def watch_parallelism(self, changed: Callable[[int], None]) -> None:
+        self._parallelism_changed = changed
 
     def _on_cluster_event(self, event: tuple[float, dict]) -> None:
         """On the client's event loop: a worker joined or left (look from the watcher thread: never block the loop).

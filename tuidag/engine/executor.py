@@ -97,6 +97,16 @@ class Executor(ABC):
     waiting_reason = "waiting for a worker"
     #: Where the run's attempts run, for the run record (`executor` in the journal's header).
     description = "local"
+    #: What `parallelism` counts, said with the max_parallel it gives (`the Dask cluster's worker threads`).
+    parallelism_source = ""
+
+    def parallelism(self) -> int | None:
+        """How many attempts the executor can run at once, the default max_parallel when neither the DAG nor the
+        command line sets one; None: this machine's CPU count."""
+        return None
+
+    def watch_parallelism(self, changed: Callable[[int], None]) -> None:
+        """Have `changed(n)` called when `parallelism` changes (workers join or leave)."""
 
     @abstractmethod
     def launch(self, attempt: Attempt) -> RunningAttempt:

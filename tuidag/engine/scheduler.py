@@ -88,6 +88,16 @@ class InvalidTransition(RuntimeError):
     """The scheduler tried a move the state table forbids: a bug, never a user error."""
 
 
+def default_parallel(dag: DagSpec, max_parallel: int | None, executor: Executor | None) -> tuple[int, str]:
+    """max_parallel, and what it follows ("" when it is fixed): `max_parallel` (the command line), else the DAG's
+    when it sets one, else the executor's parallelism (a Dask cluster's worker threads), else the CPU count."""
+    if max_parallel is None and not dag.max_parallel_given and executor is not None:
+        threads = executor.parallelism()
+        if threads:
+            return max(1, threads), executor.parallelism_source
+    return max(1, max_parallel or dag.max_parallel), ""
+
+
 class _Task:
     """The scheduler's mutable record of one task. Only touched with the scheduler lock held."""
 
@@ -151,7 +161,7 @@ class Scheduler:
         self.dag = dag
         self.executor = executor
         self.run_id = run_id
-        wanted = max(1, max_parallel or dag.max_parallel)
+        wanted, self.parallel_source = default_parallel(dag, max_parallel, executor)
         if dag.job_group is not None:
             # Every task of a job group runs at once: with fewer slots, a task could wait for a server that never ends.
             wanted = max(wanted, len(dag.tasks))
@@ -195,6 +205,8 @@ class Scheduler:
             self._tasks[name] = _Task(snap)
         self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
         executor.watch_placement(self._recheck_placement)
+        if self.parallel_source and dag.job_group is None:
+            executor.watch_parallelism(self._parallelism_changed)
 
     # ------------------------------------------------------------------------------------------------ observers
     def subscribe(self, observer: Observer | BatchObserver, *, batches: bool = False) -> Callable[[], None]:
@@ -238,7 +250,8 @@ class Scheduler:
                 return
             self._started = True
             self._run_event("started", f"{len(self._tasks)} tasks, max_parallel {self.max_parallel}"
-                            + (f" ({self.parallel_note})" if self.parallel_note else ""))
+                            + (f" ({self.parallel_note})" if self.parallel_note else "")
+                            + (f" ({self.parallel_source})" if self.parallel_source else ""))
             for t in self._tasks.values():
                 if t.snap.reused:  # journal and observers learn which results were carried over
                     self._set(t, S.SUCCEEDED)
@@ -357,6 +370,19 @@ class Scheduler:
                 for name in held:
                     self._submit(self._tasks[name])
                 self._admit()
+        self._flush()
+
+    def _parallelism_changed(self, threads: int) -> None:
+        """The executor's parallelism changed (Dask workers joined or left) and max_parallel follows it: a run
+        event says so (the journal and the headless output)."""
+        limit, _ = parallel_limit()
+        new = max(1, min(threads, limit) if limit else threads)
+        with self._lock:
+            if new == self.max_parallel or self._done.is_set():
+                return
+            self.max_parallel = new
+            self._pool.resize(new)
+            self._run_event("parallel", f"max_parallel {new} ({self.parallel_source})")
         self._flush()
 
     def slots_in_use(self) -> dict[str, tuple[int, int]]:

@@ -144,7 +144,7 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
               [(kind, r.count, _loc(r.location), r.accelerator) for kind, r in t.resources.items()])
              for t in dag.tasks.values()]
     group = None if dag.job_group is None else (dag.job_group.primary, dict(dag.job_group.termination_delay))
-    return (key, dag.name, dag.max_parallel, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
+    return (key, dag.name, dag.max_parallel if dag.max_parallel_given else None, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
             None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location)) for n in notes],
             dag.topological_order, dag.fingerprints, group, dict(dag.resources), dag.executor, dag.dask_address)
 
