@@ -1,8 +1,8 @@
 """tuidag on a Dask cluster started with the `dask` command line (a scheduler and three workers of 2 threads, one with
 `--resources gpu=2`, each a process group of its own), side by side:
 
-- layered: the 200-task layered DAG of `true` commands (core_bench's), whole wall time of `tuidag run --executor dask
-  -j 6` (6 = the cluster's worker threads) against a plain script that submits the same DAG with `client.submit`
+- layered: the 200-task layered DAG of `true` commands (core_bench's), whole wall time of `tuidag run --executor dask`
+  (no -j: max_parallel is the cluster's 6 worker threads) against a plain script that submits the same DAG with `client.submit`
   (each task a `subprocess.run(["sh", "-c", "true"])`, dependencies as futures) and waits for it, both as fresh
   processes (importing Dask and connecting included); and the local executor on the same DAG;
 - scheduler RSS: before, at its peak during, and after a run whose one task prints 1 GB (the output goes to the
@@ -121,7 +121,7 @@ def layered_figures(cluster: Cluster, work: Path, repeats: int) -> None:
     for _ in range(repeats):  # alternately, so drift hits all alike
         times.setdefault("plain", []).append(timed([sys.executable, str(script), cluster.address, str(listing)],
                                                    work, ENV))
-        times.setdefault("tuidag", []).append(tuidag(dag, work, "-j", "6", "--executor", "dask", "--dask-address",
+        times.setdefault("tuidag", []).append(tuidag(dag, work, "--executor", "dask", "--dask-address",
                                                      cluster.address))
         times.setdefault("local", []).append(tuidag(dag, work, "-j", "6"))
     med = {key: statistics.median(values) for key, values in times.items()}
