@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+import psutil
 import pytest
 
 from dags import alive, read_pids, wait_until
@@ -440,3 +441,23 @@ def test_without_max_parallel_a_run_follows_the_cluster_s_worker_threads(cluster
     assert records[0]["max_parallel"] == 4
     assert [r["detail"] for r in records if r.get("event") == "parallel"] == \
         ["max_parallel 6 (the Dask cluster's worker threads)"]
+
+
+def test_ctrl_c_while_connecting_says_so_without_a_traceback(cluster, tmp_path):
+    """Waiting on the dashboard's port (with a long --dask-timeout), the user presses Ctrl+C: exit 130, a line
+    saying what was interrupted, no KeyboardInterrupt traceback, no run."""
+    from distributed import Client
+
+    with Client(cluster.address, timeout="20s") as client:
+        port = client.scheduler_info()["services"]["dashboard"]
+    dag = write(tmp_path / "dag.yaml", "tasks:\n  a: {run: 'true'}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--no-tui", "--executor", "dask",
+                             "--dask-address", f"tcp://127.0.0.1:{port}", "--dask-timeout", "60s"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: any(conn.raddr and conn.raddr.port == port
+                           for conn in psutil.Process(proc.pid).net_connections()), timeout=30)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert f"tuidag: interrupted while connecting to the Dask scheduler at tcp://127.0.0.1:{port}" in err
+    assert "Traceback" not in err

@@ -346,6 +346,10 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
                             timeout=timeout)
     except DaskUnreachable as exc:
         raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:  # Ctrl+C while connecting: nothing started yet, nothing to stop
+        where = f"the Dask scheduler at {choice.address}" if choice.address else "the local Dask cluster"
+        print(f"tuidag: interrupted while connecting to {where}", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
 
 
 def run_headless(session, quiet: bool = False) -> int:
