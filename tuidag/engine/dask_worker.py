@@ -77,9 +77,9 @@ class _FirstHeader(LogHeaders):
 
 
 def run_attempts(packs: list[bytes]) -> list[bytes | None]:
-    """The Dask task: run its attempts on this worker (`dask_executor._Group`: one, or on a local cluster several
+    """The Dask task: run its attempts on this worker (`dask_attempt._Group`: one, or on a local cluster several
     launched together), each at once and on its own, and return their values. Each pack is the pickled spec
-    `dask_executor.worker_spec` made (plain data, the callable already pickled): bytes, which Dask sizes and searches
+    `dask_attempt.worker_spec` made (plain data, the callable already pickled): bytes, which Dask sizes and searches
     for futures in O(1), where it walked every item of a dict (the environment above all) on the client, the
     scheduler and the worker.
 
