@@ -4,6 +4,7 @@ nothing an attempt started outlives it on the worker's host when its worker, its
 scheduler keeps no output, and a wrong address is said clearly and soon."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -82,6 +83,14 @@ tasks:
             and r["to"] in ("RETRYING", "FAILED", "SUCCEEDED")]
     assert ends[0]["to"] == "RETRYING" and ends[0]["reason"].startswith("worker lost: tcp://127.0.0.1:")
     assert ends[-1]["to"] == "SUCCEEDED"
+    # The report says where the run ran and which worker ran each attempt.
+    state = str(tmp_path / ".tuidag")
+    facts = json.loads(tuidag("report", "--state-dir", state, "--format", "json", "-o", "-", cwd=tmp_path).stdout)
+    assert facts["run"]["executor"] == f"dask {cluster.address}"
+    (long,) = [task for task in facts["tasks"] if task["name"] == "long"]
+    assert set(long["workers"]) == {"1", "2"} and set(long["workers"].values()) <= {"w1", "w2"}
+    html = tuidag("report", "--state-dir", state, "-o", "-", cwd=tmp_path).stdout
+    assert f"executor dask {cluster.address}" in html and "<th>workers</th>" in html
     cluster.wait_for_workers(2)
 
 
