@@ -91,6 +91,8 @@ tasks:
     assert set(long["workers"]) == {"1", "2"} and set(long["workers"].values()) <= {"w1", "w2"}
     html = tuidag("report", "--state-dir", state, "-o", "-", cwd=tmp_path).stdout
     assert f"executor dask {cluster.address}" in html and "<th>workers</th>" in html
+    runs = tuidag("runs", "--state-dir", state, cwd=tmp_path).stdout.splitlines()
+    assert runs[0].split()[-1] == "EXECUTOR" and runs[1].endswith(f"dask {cluster.address}")
     cluster.wait_for_workers(2)
 
 
