@@ -279,7 +279,8 @@ class DaskAttempt(RunningAttempt):
             assert result is not None
             if result.ok and self.attempt.task.func is not None:
                 result = self._value(result)
-            return result._replace(worker=self.shown or self.worker)
+            # (a worker lost before the attempt said it ran there is named as the cluster last listed it)
+            return result._replace(worker=self.shown or self.executor.names.get(self.worker) or self.worker)
         finally:
             self._forget()
 

@@ -213,6 +213,7 @@ class DaskExecutor(Executor):
         client.subscribe_topic(self.topic, self._on_event)
         self._workers: list[dict[str, float]] = []
         self._threads = 0  # the workers' threads, all together
+        self.names: dict[str, str] = {}  # worker address -> its name as the views show it (kept after it left)
         self._parallelism_changed: Callable[[int], None] | None = None
         # The default max_parallel follows the worker threads of a cluster given by its address (a local cluster's
         # workers have threads to spare: the CPU count is the default there).
@@ -246,6 +247,10 @@ class DaskExecutor(Executor):
             info = self.client.scheduler_info(n_workers=-1)
         except Exception:
             return self._workers
+        from .dask_worker import name_to_show
+
+        self.names.update((address, name_to_show(worker.get("name"), address))
+                          for address, worker in info.get("workers", {}).items())
         workers = info.get("workers", {}).values()
         threads = sum(int(worker.get("nthreads") or 0) for worker in workers)
         if threads != self._threads:

@@ -181,10 +181,12 @@ class _Start:
 
 def shown_name(worker: Any) -> str:
     """How the views name a worker: its `--name` when it was given one, else its host:port."""
-    name = getattr(worker, "name", None)
-    if isinstance(name, str) and name and name != worker.address:
+    return name_to_show(getattr(worker, "name", None), worker.address)
+
+
+def name_to_show(name: Any, address: str) -> str:
+    if isinstance(name, str) and name and name != address:
         return name
-    address = worker.address
     return address.split("://", 1)[1] if address.startswith(("tcp://", "tls://")) else address
 
 
