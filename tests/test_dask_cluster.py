@@ -472,3 +472,42 @@ def test_ctrl_c_while_connecting_says_so_without_a_traceback(cluster, tmp_path):
     assert proc.returncode == 130, out + err
     assert f"tuidag: interrupted while connecting to the Dask scheduler at tcp://127.0.0.1:{port}" in err
     assert "Traceback" not in err
+
+
+def test_the_task_thread_pool_grows_at_once_and_shrinks_as_threads_finish():
+    """What following the cluster's worker threads rests on: a larger pool starts threads for waiting items at once;
+    a smaller one lets running items finish and then runs no more at once than its new size."""
+    from tuidag.engine.workers import WorkerPool
+
+    pool = WorkerPool(1, "test")
+    lock, running, peak, release = threading.Lock(), [0], [0], threading.Event()
+
+    def item() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        release.wait(10)
+        with lock:
+            running[0] -= 1
+
+    try:
+        for _ in range(3):
+            pool.submit(item)
+        wait_until(lambda: running[0] == 1)
+        pool.resize(3)
+        wait_until(lambda: running[0] == 3)
+        pool.resize(1)
+        release.set()
+        wait_until(lambda: running[0] == 0 and pool.idle())
+        release.clear()
+        peak[0] = 0
+        for _ in range(3):
+            pool.submit(item)
+        wait_until(lambda: running[0] == 1)
+        assert peak[0] == 1
+        release.set()
+        wait_until(lambda: running[0] == 0 and pool.idle())
+        assert peak[0] == 1
+    finally:
+        release.set()
+        pool.shutdown()
