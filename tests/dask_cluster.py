@@ -25,11 +25,11 @@ def free_port() -> int:
 class CliCluster:
     """`workers`: (name, threads, resources or None). Worker log copies go to `folder`/worker-logs."""
 
-    def __init__(self, folder: Path, workers: list[tuple[str, int, str | None]]):
+    def __init__(self, folder: Path, workers: list[tuple[str, int, str | None]], env: dict | None = None):
         self.folder = folder
         self.port = free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "TUIDAG_WORKER_LOG_DIR": str(folder / "worker-logs")}
+        self.env = {**os.environ, "TUIDAG_WORKER_LOG_DIR": str(folder / "worker-logs"), **(env or {})}
         self.scheduler = self._start("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port",
                                                    str(self.port), "--dashboard-address", ":0"])
         self.workers: dict[str, subprocess.Popen] = {}

@@ -154,6 +154,26 @@ tasks:
     wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=30)
 
 
+def test_a_silent_client_is_dropped_and_its_trees_killed(tmp_path):
+    """A client whose machine vanished keeps its connection open but sends no heartbeat (here: tuidag stopped with
+    SIGSTOP): after the stated silence (8 s here, 60 s by default) the scheduler drops it, and the worker kills its
+    tasks' trees. A cluster of its own: the silence is the scheduler's setting."""
+    small = CliCluster(tmp_path, [("w1", 2, None)], env={"TUIDAG_DASK_CLIENT_SILENCE": "8"})
+    pids = tmp_path / "pids"
+    dag = write(tmp_path / "dag.yaml", f"tasks:\n  a: {{run: 'sleep 60 & echo $! >> {pids}; wait'}}\n")
+    run = start(dag, small, tmp_path)
+    try:
+        wait_until(lambda: pids.exists() and pids.read_text().strip(), timeout=60)
+        tree = read_pids(pids)
+        os.kill(run.pid, signal.SIGSTOP)
+        wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=40)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+        process.LEADERS.discard(run.pid)
+        small.stop()
+
+
 def test_the_scheduler_keeps_no_output_of_a_run(cluster, tmp_path):
     """Output goes from the worker to the client directly: the local log is byte for byte the task's output, and
     the scheduler holds none of it, during the run or after it (no topic of tuidag's is left)."""

@@ -12,8 +12,9 @@ for the workers that join later):
 - `HostGuard`, a worker plugin: the guard of the attempts' trees on its worker's host. Every attempt's processes carry
   its worker's tag (`TUIDAG_DASK_GUARD=pid-start time` of the worker process) in their environment. The guard
   * kills an attempt's tree when no client wants its Dask task any more (the run's client died or lost the
-    scheduler: the scheduler drops its tasks as soon as their client's connection closes) or when the worker has
-    lost its scheduler, looking every `CHECK_INTERVAL`;
+    scheduler: the scheduler drops its tasks as soon as their client's connection closes, or, by the plugin above,
+    once the client has sent no heartbeat for `CLIENT_SILENCE` seconds) or when the worker has lost its scheduler,
+    looking every `CHECK_INTERVAL`;
   * kills every tree of its worker when the worker closes (plugin teardown);
   * starts a watchdog process (`python -m tuidag.engine.dask_guard TOKEN`, in a session of its own) that waits on a
     pipe only the worker process holds: when the worker process dies in any way, `kill -9` included, the pipe
@@ -35,6 +36,7 @@ from .dask_watchdog import kill_tagged, start_watchdog
 
 KEY_PREFIX = "tuidag-"
 CHECK_INTERVAL = 0.1  # seconds between the guard's looks at its attempts (a dict lookup each: cheap)
+CLIENT_SILENCE = 60.0  # seconds without a heartbeat after which a tuidag client is taken for gone
 LOG_RETENTION = 24 * 3600.0  # seconds a worker keeps a run's log copies after their last write
 REFUSE_OP = "tuidag-refuse"
 OUTPUT_OP = "tuidag_output"
@@ -51,8 +53,30 @@ class AttemptsRunOnce(SchedulerPlugin):
     idempotent = True  # one instance per cluster, whichever client registers it first
 
     def start(self, scheduler) -> None:
+        from tornado.ioloop import PeriodicCallback
+
         self.scheduler = scheduler
         self.started: set[str] = set()  # tuidag keys that went to a worker, until the scheduler forgets them
+        self.silence = float(os.environ.get("TUIDAG_DASK_CLIENT_SILENCE") or CLIENT_SILENCE)
+        check = PeriodicCallback(self._drop_silent_clients, min(5.0, self.silence / 4) * 1000)
+        scheduler.periodic_callbacks["tuidag-silent-clients"] = check
+        check.start()
+
+    def _drop_silent_clients(self) -> None:
+        """A tuidag client whose heartbeats stopped (a machine gone without closing its connection, a stopped
+        process) is dropped after `silence` seconds, as a closed connection is at once: its tasks are released, so
+        each worker's guard kills their trees; should it come back, its connection is closed and it says so."""
+        now = time.time()
+        owners = {topic[len(KEY_PREFIX):].rpartition("-")[0] for topic in _topics(self.scheduler)
+                  if topic.startswith(KEY_PREFIX)}
+        for client in owners:
+            state = self.scheduler.clients.get(client)
+            if state is None or now - state.last_seen <= self.silence:
+                continue
+            comm = self.scheduler.client_comms.get(client)
+            if comm is not None:
+                comm.abort()
+            self.scheduler.remove_client(client, stimulus_id=f"tuidag-silent-client-{now}")
 
     def update_graph(self, scheduler, *, keys=(), tasks=(), **kwargs) -> None:
         limit = scheduler.allowed_failures
