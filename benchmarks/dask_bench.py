@@ -10,6 +10,7 @@ the run), on the layered DAG of `core_bench` and on a chain.
     python benchmarks/dask_bench.py                # 3 repeats, medians
     python benchmarks/dask_bench.py --repeats 5
     python benchmarks/dask_bench.py --repeats 5 --dir /dev/shm
+    python benchmarks/dask_bench.py --cluster      # on a cluster started with the dask CLI (dask_cluster_bench.py)
 """
 from __future__ import annotations
 
@@ -42,7 +43,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dir", help="where the DAGs, logs and journals are written (default: the temp dir; "
                                       "/dev/shm keeps the file system out of it, see core_bench.py)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="instead: the figures on a cluster started with the dask CLI (dask_cluster_bench.py)")
     args = parser.parse_args()
+    if args.cluster:
+        import dask_cluster_bench
+
+        sys.argv = [sys.argv[0], "--repeats", str(args.repeats), *(["--dir", args.dir] if args.dir else [])]
+        dask_cluster_bench.main()
+        return
     with tempfile.TemporaryDirectory(prefix="tuidag-dask-bench-", dir=args.dir) as folder:
         work = Path(folder)
         dags = {"layered": (layered(1000), work / "layered.yaml"), "chain": (chain(200), work / "chain.yaml"),

@@ -150,7 +150,7 @@ def test_missing_workdir_names_the_worker_and_the_path(tmp_path):
 
 def test_cancel_a_task_queued_inside_dask_never_starts_it(tmp_path):
     """The one worker thread is taken by a Dask task of our own, so `waiting` sits in Dask's queue (tuidag launched
-    it); cancelling it cancels its future, and it never runs."""
+    it): it is QUEUED, saying so, not RUNNING; cancelling it cancels its future, and it never runs."""
     marker, gate = tmp_path / "ran", tmp_path / "gate"
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
             Client(cluster) as one:
@@ -160,8 +160,10 @@ def test_cancel_a_task_queued_inside_dask_never_starts_it(tmp_path):
                        timeout=30)
             dags.new_executor = lambda dag: DaskExecutor(client=one, dag_env=dag.env)  # undone by monkeypatch
             scheduler, rec = start_run(make_dag({"waiting": f"touch {marker}"}), tmp_path)
-            rec.wait_state("waiting", "RUNNING", timeout=30)
+            rec.wait_for(lambda: any(e.snapshot.reason == "waiting for a Dask worker"
+                                     for e in rec.task_events("waiting")), timeout=30)
             wait_until(lambda: len(cluster.scheduler.tasks) == 2, timeout=30)  # Dask's, behind the blocker
+            assert "RUNNING" not in rec.states("waiting")
             scheduler.cancel("waiting")
             assert finish(scheduler) == {"waiting": "CANCELLED"}
         finally:
@@ -265,12 +267,13 @@ def test_a_worker_that_dies_fails_the_attempt_and_the_retry_runs_elsewhere(tmp_p
 
 # --- where tasks run: resources and the worker ----------------------------------------------------------------------
 def test_the_worker_is_named_as_soon_as_the_task_runs_there(tmp_path, client):
-    """An update event (RUNNING -> RUNNING) names the worker while the task still runs, not only at its end."""
+    """The task becomes RUNNING when its process starts on a worker, and that event names the worker (while the
+    task still runs, not only at its end)."""
     dag = make_dag({"a": WAIT_FOR_GO}, workdir=tmp_path)
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_for(lambda: any(e.new.value == "RUNNING" and e.snapshot.worker for e in rec.task_events("a")))
     update = next(e for e in rec.task_events("a") if e.snapshot.worker)
-    assert update.old is update.new is TaskState.RUNNING and not update.is_transition
+    assert update.old is TaskState.QUEUED and update.new is TaskState.RUNNING
     assert update.snapshot.worker in client.scheduler_info()["workers"]
     assert scheduler.snapshot()["a"].state is TaskState.RUNNING
     (tmp_path / "go").touch()
@@ -380,10 +383,10 @@ def test_a_cancel_while_the_worker_starts_the_attempt_waits_for_its_tree(tmp_pat
 
     real_start = dask_worker._Tail.start
 
-    def start_later(tail, offset):
+    def start_later(tail):
         """The processes exist; the worker does not list the attempt as running until the cancel has reached it."""
         wait_until(lambda: dask_worker._cancelled, timeout=20)
-        real_start(tail, offset)
+        real_start(tail)
 
     monkeypatch.setattr(dask_worker._Tail, "start", start_later)
     pids = tmp_path / "pids"

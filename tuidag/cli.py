@@ -133,6 +133,8 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "dask-local[:N] (a local Dask cluster of N worker processes, one per CPU by default)")
     run.add_argument("--dask-address", metavar="tcp://HOST:8786",
                      help="the Dask scheduler for --executor dask (default: from the file, or $DASK_SCHEDULER_ADDRESS)")
+    run.add_argument("--dask-timeout", type=_duration_arg, metavar="DURATION",
+                     help="how long to wait for the Dask scheduler to answer (default 5s)")
     _add_env(run)
     _add_resources(run)
     _add_state_dir(run)
@@ -349,12 +351,18 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
 
     if dask_missing():
         raise UsageError(INSTALL_HINT)
-    from .engine.dask_executor import DaskExecutor, DaskUnreachable
+    from .engine.dask_executor import CONNECT_TIMEOUT, DaskExecutor, DaskUnreachable
 
+    timeout = getattr(args, "dask_timeout", None) or CONNECT_TIMEOUT
     try:
-        return DaskExecutor(choice.address, local_workers=choice.workers, dag_env=dag.env, resources=dag.resources)
+        return DaskExecutor(choice.address, local_workers=choice.workers, dag_env=dag.env, resources=dag.resources,
+                            timeout=timeout)
     except DaskUnreachable as exc:
         raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:  # Ctrl+C while connecting: nothing started yet, nothing to stop
+        where = f"the Dask scheduler at {choice.address}" if choice.address else "the local Dask cluster"
+        print(f"tuidag: interrupted while connecting to {where}", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
 
 
 def run_headless(session, quiet: bool = False) -> int:
@@ -370,8 +378,12 @@ def run_headless(session, quiet: bool = False) -> int:
     install_signal_handlers(session)
     reporter.start(list(session.dag.topological_order))
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
-    print(f"tuidag: run {session.run.run_id} of {terminal_line(session.dag.name)} ({len(session.dag.tasks)} "
-          f"task{'' if len(session.dag.tasks) == 1 else 's'}), "
+    scheduler = session.scheduler
+    where = scheduler.executor.description
+    follows = f", max_parallel {scheduler.max_parallel}: {scheduler.parallel_source}" \
+        if scheduler.parallel_source else ""
+    print(f"tuidag: run {session.run.run_id} of {terminal_line(session.dag.name)} "
+          f"({counted(len(session.dag.tasks), 'task')}{'' if where == 'local' else ' on ' + where}{follows}), "
           f"logs in {session.run.logs}", flush=True)
     session.scheduler.start()
     while not session.scheduler.wait(0.2):  # a timeout lets signal handlers run promptly

@@ -61,6 +61,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
         counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
         rows.append(tuple(map(printable, (info.run_id, info.dag, _when(info.started_at),
                                           format_duration(info.duration), counts, _live_outcome(run, info.outcome)))))
+    # Where each run ran, once any ran elsewhere than here (on Dask): the executor and its scheduler.
+    where = [str(read_header(run.journal).get("executor") or "local") for run in runs]
+    if any(w != "local" for w in where):
+        rows = [(*row, printable(w)) for row, w in zip(rows, ["EXECUTOR", *where])]
     _print_table(rows)
     trends = _trends(infos)
     if trends:

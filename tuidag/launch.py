@@ -20,7 +20,7 @@ from .engine.events import TaskSnapshot
 from .engine.executor import Executor
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
-from .engine.scheduler import RunSummary, Scheduler
+from .engine.scheduler import RunSummary, Scheduler, default_parallel
 from .model.counts import counted
 from .model.resources import requests
 from .model.spec import DagSpec, FailurePolicy
@@ -66,7 +66,9 @@ class RunSession:
         reuse = plan_reuse(dag, resume_from) if resume_from else None
         reused = reuse.values if reuse else {}
         extra = {"fingerprints": dag.fingerprints, "shared": dag.shared_digests,
-                 "resumed_from": resume_from.run_id if resume_from else None, **dag_header(dag, max_parallel)}
+                 "resumed_from": resume_from.run_id if resume_from else None,
+                 "executor": executor.description if executor is not None else "local",
+                 **dag_header(dag, default_parallel(dag, max_parallel, executor)[0])}
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
         for name in reused:
             _link_log(resume_from.log_path(name), run.log_path(name))

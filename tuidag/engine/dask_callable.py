@@ -11,6 +11,7 @@ import pickle
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 
 def main(call_path: str, result_path: str) -> int:
@@ -18,12 +19,16 @@ def main(call_path: str, result_path: str) -> int:
 
     with open(call_path, "rb") as f:
         spec = pickle.load(f)
+    from . import output_routing
     from .inprocess import TaskContext, call_task, describe_exception, task_traceback
 
+    output_routing.configure_child_logging()  # as in an isolated task's child: logging from INFO up, formatted
     try:
         import cloudpickle
 
         func = cloudpickle.loads(spec["func"])
+        if spec.get("source"):
+            restore_source(func, *spec["source"])
         results = cloudpickle.loads(spec["results"])
         ctx = TaskContext(name=spec["name"], run_id=spec["run_id"], attempt=spec["attempt"], results=results,
                           cancelled=threading.Event(), env=dict(os.environ), workdir=Path(spec["workdir"]),
@@ -51,6 +56,42 @@ def main(call_path: str, result_path: str) -> int:
         return 1
     _write(result_path, ("ok", data))
     return 0
+
+
+DYNAMIC = "<dynamic-code>"  # the file name cloudpickle gives the code it pickles by value
+
+
+def restore_source(func: Any, path: str, source: str) -> None:
+    """Give the code pickled by value (the callable and what its module defines) its file name back, and the file's
+    lines to `linecache`, so that a traceback names the file and shows each line, as it does on the client (the
+    file need not exist on the worker)."""
+    import linecache
+    import types
+
+    lines = source.splitlines(True)
+    linecache.cache[path] = (len(source), None, lines, path)
+
+    def fixed(code: types.CodeType) -> types.CodeType:
+        consts = tuple(fixed(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+        name = path if code.co_filename == DYNAMIC else code.co_filename
+        return code.replace(co_filename=name, co_consts=consts)
+
+    seen: set[int] = set()
+
+    def visit(obj: Any) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, types.FunctionType):
+            if obj.__code__.co_filename == DYNAMIC:
+                obj.__code__ = fixed(obj.__code__)
+                for value in list(obj.__globals__.values()):
+                    visit(value)
+        elif isinstance(obj, type):
+            for value in list(vars(obj).values()):
+                visit(getattr(value, "__func__", value))
+
+    visit(getattr(func, "__func__", func))
 
 
 def _write(path: str, outcome: tuple) -> None:

@@ -9,39 +9,40 @@ What Dask does and does not do for us:
 - A future's `cancel()` stops a task that has not started, and returns True for a running one without stopping it.
   So a running attempt is stopped on its worker (`Client.run(cancel_key, ...)`, which starts the tree kill there),
   and `wait()` returns when the worker says the tree is gone (its end event), never on the future's word alone.
-- Output travels as events on one topic per executor (`Worker.log_event` -> `Client.subscribe_topic`), in order,
-  and is appended to the run's local log file as it comes, so everything that reads local logs works unchanged.
-  The scheduler keeps only the last events of a topic: the local file and the worker's copy are the record.
+- Output is read from the worker directly (`dask_worker.read_output`) and appended to the run's local log file as
+  it comes, so everything that reads local logs works unchanged. Only small events (an attempt started, an attempt
+  ended and how much output it wrote) travel through the scheduler, on one topic per executor
+  (`Worker.log_event` -> `Client.subscribe_topic`); the scheduler stores a topic's events for as long as it runs,
+  so the topic is dropped there when the executor closes.
 - Resource slots: a task's `resources` are asked of Dask too (`submit(resources=...)`), so only a worker that
   advertises them runs it. tuidag's own slots still decide when a task may start and which slot numbers it holds (the
   cluster-wide limit); Dask only picks a worker that has what the task asks for. A task no worker can run waits in
   tuidag, QUEUED with the reason (`waiting: no Dask worker has gpu=2`), not inside Dask where nothing would say why
   (`placement_problem`); it is tried again when workers join or leave (the scheduler's `all` topic) and every
   `RECHECK_INTERVAL` while anything waits (a worker's resources can change without either).
-- A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply). Dask would
-  run the task again elsewhere; a local cluster is told not to (allowed-failures 0), and on another cluster the
-  scheduler's `remove-worker` event (which lists the tasks the worker was running) or a second start of the same
-  attempt is taken as the sign, and that second run is stopped.
+- A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply), from the
+  scheduler's `remove-worker` event (which lists the tasks the worker was running) or the task's `KilledWorker`.
+  Dask never runs the attempt again itself (`dask_guard.AttemptsRunOnce`), and what the attempt left on the lost
+  worker's host is killed there (`dask_guard.HostGuard`).
 """
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import sys
 import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
-from ..model.resources import cuda_kind, requests
+from ..model.resources import requests
 from ..model.spec import TaskSpec
-from .executor import Attempt, AttemptResult, Executor, RunningAttempt, TaskEnvironment
-from .shell_attempt import open_log, write_header
+from .dask_attempt import DaskAttempt, _Group, worker_spec  # noqa: F401  (worker_spec: for the tests)
+from .executor import Attempt, Executor, RunningAttempt
+from .dask_connect import DaskUnreachable  # noqa: F401  (the CLI's name for a bad address)
 
 INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip install 'dask[distributed]')"
 LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (its threads mostly wait for processes)
-CONNECT_TIMEOUT = "10s"
-END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
+CONNECT_TIMEOUT = 5.0  # seconds to reach a scheduler given by its address and hear it answer (--dask-timeout)
 RECHECK_INTERVAL = 1.0  # seconds between looks at the workers' resources while a task waits for a worker
 GATHER_SUBMISSIONS = 0.001  # seconds a submission waits for others while attempts run (see DaskExecutor.submit)
 
@@ -90,8 +91,13 @@ def _signals_ignored():
             signal.signal(sig, handler)
 
 
-class DaskUnreachable(Exception):
-    """The Dask scheduler given can't be reached (the message says which and why)."""
+def _install_guards(client: Any) -> None:
+    """The scheduler plugin that keeps Dask from running an attempt twice and the workers' guard of their hosts
+    (`dask_guard`); the cluster keeps them, for the workers that join later too, and ignores a second registration."""
+    from .dask_guard import AttemptsRunOnce, HostGuard
+
+    client.register_plugin(AttemptsRunOnce())
+    client.register_plugin(HostGuard())
 
 
 def dask_missing() -> bool:
@@ -134,16 +140,20 @@ class DaskExecutor(Executor):
     numbers a task's slots within its own (TUIDAG_SLOTS_<KIND>, CUDA_VISIBLE_DEVICES: the devices of the machine the
     task runs on), reported back with the worker's name so the views and the journal show the numbers the task got."""
 
+    starts_later = True  # an attempt waits in the cluster's queue until a worker thread is free
+    waiting_reason = "waiting for a Dask worker"
+    parallelism_source = "the Dask cluster's worker threads"
+
     def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
                  dag_env: Mapping[str, str] | None = None, client: Any = None,
                  resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None,
-                 group_attempts: bool | None = None):
+                 group_attempts: bool | None = None, timeout: float = CONNECT_TIMEOUT):
         import uuid
 
         import logging
 
         import dask
-        from distributed import Client, LocalCluster
+        from distributed import LocalCluster
 
         self.dag_env = dict(dag_env or {})
         self._cluster = None
@@ -180,16 +190,18 @@ class DaskExecutor(Executor):
                 client = _in_process_client(self._cluster)
                 _scheduler_sends_sooner(self._cluster.scheduler)
             else:
-                try:
-                    client = Client(address, timeout=CONNECT_TIMEOUT)
-                except (OSError, TimeoutError, ValueError) as exc:
-                    raise DaskUnreachable(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+                from .dask_connect import connect
+
+                client = connect(address, timeout)
         self.client = client
+        _install_guards(client)
         # Several attempts to a Dask task (`_submit_batch`): by default on a local cluster started here.
         self.group_attempts = self._cluster is not None if group_attempts is None else group_attempts
         _send_sooner(client)
         self.address = self._cluster.scheduler_address if self._cluster is not None else client.scheduler.address
-        self.topic = f"tuidag-{uuid.uuid4().hex}"
+        self.description = f"dask-local:{len(self._cluster.workers)}" if self._cluster is not None else \
+            f"dask {self.address}"
+        self.topic = f"tuidag-{client.id}-{uuid.uuid4().hex}"  # (the scheduler drops it when the client leaves)
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}  # attempt key -> attempt, while it runs
         self._groups: dict[str, _Group] = {}  # Dask key -> its attempts, until each has ended
@@ -200,6 +212,12 @@ class DaskExecutor(Executor):
         self._closed = False
         client.subscribe_topic(self.topic, self._on_event)
         self._workers: list[dict[str, float]] = []
+        self._threads = 0  # the workers' threads, all together
+        self.names: dict[str, str] = {}  # worker address -> its name as the views show it (kept after it left)
+        self._parallelism_changed: Callable[[int], None] | None = None
+        # The default max_parallel follows the worker threads of a cluster given by its address (a local cluster's
+        # workers have threads to spare: the CPU count is the default there).
+        self._follows_threads = address is not None
         self._workers = self._advertised()  # what each worker advertises, for placement_problem
         self._recheck: Callable[[], None] | None = None
         self._waiting = False  # a task waits for a worker: look again every RECHECK_INTERVAL
@@ -221,14 +239,31 @@ class DaskExecutor(Executor):
         self._recheck = recheck
 
     def _advertised(self) -> list[dict[str, float]]:
-        """The resources of each worker the scheduler knows (one request to it)."""
+        """The resources of each worker the scheduler knows (one request to it); their threads, all together, into
+        `_threads` (max_parallel follows them: `watch_parallelism`)."""
         if self.client.status != "running":
             return self._workers
         try:
             info = self.client.scheduler_info(n_workers=-1)
         except Exception:
             return self._workers
-        return [dict(worker.get("resources") or {}) for worker in info.get("workers", {}).values()]
+        from .dask_worker import name_to_show
+
+        self.names.update((address, name_to_show(worker.get("name"), address))
+                          for address, worker in info.get("workers", {}).items())
+        workers = info.get("workers", {}).values()
+        threads = sum(int(worker.get("nthreads") or 0) for worker in workers)
+        if threads != self._threads:
+            self._threads = threads
+            if threads and self._parallelism_changed is not None:
+                self._parallelism_changed(threads)
+        return [dict(worker.get("resources") or {}) for worker in workers]
+
+    def parallelism(self) -> int | None:
+        return self._threads or None if self._follows_threads else None
+
+    def watch_parallelism(self, changed: Callable[[int], None]) -> None:
+        self._parallelism_changed = changed
 
     def _on_cluster_event(self, event: tuple[float, dict]) -> None:
         """On the client's event loop: a worker joined or left (look from the watcher thread: never block the loop).
@@ -364,6 +399,13 @@ class DaskExecutor(Executor):
                 self.client.unsubscribe_topic(topic)
             except Exception:
                 pass
+        if self.client.status == "running":
+            from .dask_guard import forget_topic
+
+            try:
+                self.client.run_on_scheduler(forget_topic, self.topic)
+            except Exception:
+                pass
         if self._own_client:
             self.client.close()
             if self._cluster is not None:
@@ -382,279 +424,3 @@ class DaskExecutor(Executor):
                 os.kill(pid, signal.SIGKILL)
         except (AttributeError, OSError, TypeError):
             pass
-
-
-class _Group:
-    """Attempts that travel as one Dask task (`dask_worker.run_attempts`): its key, future and value are theirs."""
-
-    def __init__(self, members: list[tuple[DaskAttempt, bytes]]):
-        self.members = [attempt for attempt, _ in members]
-        self.packs = [packed for _, packed in members]
-        first = self.members[0].key
-        self.key = first if len(members) == 1 else f"{first}+{len(members) - 1}"
-        self.future = None
-        self._lock = threading.Lock()
-        self._cancelled = 0
-        self._left = len(members)
-
-    def cancel_unstarted(self) -> None:
-        """A member was cancelled before it started: the Dask task is cancelled once every member has been (the
-        others still run; the cancelled one never starts: `dask_worker.cancel_key`)."""
-        with self._lock:
-            self._cancelled += 1
-            every = self._cancelled == len(self.members)
-        if every:
-            self.future.cancel()
-
-    def value(self, member: DaskAttempt) -> Any:
-        return self.future.result(timeout=END_TIMEOUT)[self.members.index(member)]
-
-    def forget(self, executor: DaskExecutor, member: DaskAttempt) -> None:
-        with self._lock:
-            self._left -= 1
-            done = not self._left
-        if done:
-            with executor._lock:
-                executor._groups.pop(self.key, None)
-
-
-class DaskAttempt(RunningAttempt):
-    """One attempt as one Dask task. The local log gets the header here and the output as the worker streams it."""
-
-    def __init__(self, executor: DaskExecutor, attempt: Attempt):
-        self.executor = executor
-        self.attempt = attempt
-        self.key = f"tuidag-{attempt.run_id}-{attempt.task.name}-{attempt.number}"
-        self.worker: str | None = None
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._result: AttemptResult | None = None
-        self._kill_reason: str | None = None
-        self.group: _Group | None = None  # the Dask task that carries it, once `executor.submit` handed it to Dask
-        self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
-        self._fd: int | None = open_log(attempt)
-        try:
-            write_header(self._fd, attempt)
-            packed = pickle.dumps(worker_spec(attempt, self.key, executor.topic, executor.dag_env,
-                                              workers_number_slots=executor.workers_number_slots), protocol=5)
-        except BaseException as exc:
-            if not isinstance(exc, OSError):
-                os.write(self._fd, f"tuidag: cannot start: {exc}\n".encode())
-            os.close(self._fd)
-            raise
-        with executor._lock:
-            executor._attempts[self.key] = self
-        executor.submit(self, packed)
-
-    def submitted(self, group: _Group) -> None:
-        with self._lock:
-            self.group = group
-            reason = self._kill_reason if self.worker is None and self._result is None else None
-        group.future.add_done_callback(self._future_done)
-        if reason is not None:  # cancelled before it was handed to Dask (see `kill`)
-            self._cancel_future(reason)
-
-    def not_submitted(self, exc: Exception) -> None:
-        self._end(AttemptResult(False, None, f"could not start: {exc}"))
-
-    # --- events from the worker (on the client's event loop) ---------------------------------------------------
-    def on_event(self, kind: str, payload: Any) -> None:
-        if kind == "o":
-            with self._fd_lock:
-                if self._fd is not None:
-                    os.write(self._fd, payload)
-        elif kind == "s":
-            self._started_on(payload)
-        elif kind == "e":
-            ok, exit_code, reason, cancelled, where = payload
-            if where is not None:  # over before it said where it ran
-                self._started_on(where)
-            with self._lock:
-                if self._kill_reason is not None and not ok:
-                    cancelled, reason = True, self._kill_reason
-            self._end(AttemptResult(ok, exit_code, reason, cancelled))
-
-    def _started_on(self, where: list) -> None:
-        worker, slots = where
-        with self._lock:
-            first, self.worker = self.worker, self.worker or worker
-            reason = self._kill_reason
-        if first is None and self.attempt.on_worker is not None:
-            self.attempt.on_worker(worker, slots)
-        if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
-            self._end(AttemptResult(False, None, f"worker lost: {first}"))
-            threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,
-                             name="tuidag-dask-kill").start()
-        elif reason is not None:  # cancelled while it was being started
-            self._on_workers_later([worker], reason)
-
-    def worker_lost(self, worker: str) -> None:
-        """The worker running this attempt left the cluster (on the event loop): the attempt failed; Dask would run
-        it again elsewhere, and that run is stopped (tuidag's own retry decides what runs next)."""
-        with self._lock:
-            if self._result is not None:
-                return
-            self.worker = self.worker or worker  # so a run Dask starts again is taken for one (see `_started_on`)
-        self._end(AttemptResult(False, None, f"worker lost: {worker}"))
-        threading.Thread(target=self._drop_rerun, args=(None, f"worker lost: {worker}"), daemon=True,
-                         name="tuidag-dask-kill").start()
-
-    def _future_done(self, future) -> None:
-        """On a Dask callback thread. A result is not the end (the end event is, after the output); an error is."""
-        if future.status == "finished":
-            return
-        if future.cancelled():
-            if self._kill_reason is None:  # not ours: the scheduler forgot the task (it was lost or restarted)
-                self._end(AttemptResult(False, None, f"the Dask scheduler {self.executor.address} is unreachable "
-                                                     f"or dropped the task"))
-            return
-        self._end(AttemptResult(False, None, describe_error(future.exception(), self.worker)))
-
-    def _end(self, result: AttemptResult) -> None:
-        with self._lock:
-            if self._result is not None:
-                return
-            self._result = result
-        self._done.set()
-
-    # --- control ------------------------------------------------------------------------------------------------
-    def kill(self, reason: str = "cancelled") -> None:
-        with self._lock:
-            if self._kill_reason is not None or self._result is not None:
-                return
-            self._kill_reason = reason
-            worker = self.worker
-            submitted = self.group is not None
-        if worker is not None:
-            self._on_workers_later([worker], reason)
-        elif submitted:  # else `submitted` will cancel it
-            self._cancel_future(reason)
-
-    def _cancel_future(self, reason: str) -> None:
-        """From any thread, the event loop's too (`submitted` runs there; `Future.cancel` must not)."""
-        threading.Thread(target=self._cancel_unstarted, args=(reason,), daemon=True,
-                         name="tuidag-dask-cancel").start()
-
-    def _on_workers_later(self, workers: list[str], reason: str) -> None:
-        from .dask_worker import cancel_key
-
-        threading.Thread(target=self.executor.run_on_workers, args=(cancel_key, self.key, reason),
-                         kwargs={"workers": workers}, daemon=True, name="tuidag-dask-kill").start()
-
-    def _drop_rerun(self, worker: str | None, reason: str) -> None:
-        """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next), on
-        `worker`, or wherever it may start (None)."""
-        from .dask_worker import cancel_key
-
-        if self.group is not None:  # (the worker was lost with every attempt of the group)
-            self.group.future.cancel()
-        self.executor.run_on_workers(cancel_key, self.key, reason, workers=[worker] if worker else None)
-
-    def _cancel_unstarted(self, reason: str) -> None:
-        """Make sure no worker starts it, cancel the Dask task (once no attempt of its group is left to run), and if
-        a worker had started it already, let its end event end it."""
-        from .dask_worker import cancel_key
-
-        answers = self.executor.run_on_workers(cancel_key, self.key, reason)
-        self.group.cancel_unstarted()
-        if not any(answer is True for answer in answers.values()):
-            self._end(AttemptResult(False, None, reason, cancelled=True))
-
-    # --- waiting ------------------------------------------------------------------------------------------------
-    def wait(self) -> AttemptResult:
-        try:
-            self._done.wait()
-            result = self._result
-            assert result is not None
-            if result.ok and self.attempt.task.func is not None:
-                result = self._value(result)
-            return result._replace(worker=self.worker)
-        finally:
-            self._forget()
-
-    def _value(self, result: AttemptResult) -> AttemptResult:
-        try:
-            data = self.group.value(self)
-            return result._replace(value=pickle.loads(data) if data is not None else None)
-        except Exception as exc:
-            return AttemptResult(False, result.exit_code, f"the return value could not be read back: "
-                                                         f"{type(exc).__name__}: {exc}")
-
-    def _forget(self) -> None:
-        with self.executor._lock:
-            self.executor._attempts.pop(self.key, None)
-        if self.group is not None:
-            self.group.forget(self.executor, self)
-        with self._fd_lock:
-            fd, self._fd = self._fd, None
-            if fd is not None:
-                os.close(fd)
-
-
-def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str], *,
-                workers_number_slots: bool = False) -> dict[str, Any]:
-    """What the worker needs, as plain data: the environment is the DAG's and the task's (with the TUIDAG_*
-    tags) only, put over the worker's own; a callable travels pickled by value. With `workers_number_slots`, the
-    worker numbers the task's slots itself (`slots`, and `cuda`: the kind that makes CUDA_VISIBLE_DEVICES)."""
-    task = attempt.task
-    own = attempt.env.own if isinstance(attempt.env, TaskEnvironment) else attempt.env
-    env = {**dag_env, **own, "TUIDAG_RUN_ID": attempt.run_id}
-    steps = [("setup", task.setup)] if task.setup else []
-    if task.run is not None:
-        steps.append(("run", task.run))
-    spec = {"key": key, "topic": topic, "run_id": attempt.run_id, "task": task.name,
-            "attempt": attempt.number, "steps": steps, "shell": task.shell, "env": env,
-            "workdir": str(attempt.workdir), "timeout": attempt.timeout, "kill_grace": attempt.kill_grace,
-            "func": None, "results": None, "slots": None, "cuda": None}
-    if workers_number_slots and task.resources:
-        spec["slots"], spec["cuda"] = requests(task), cuda_kind(task)
-    if task.func is not None:
-        import cloudpickle
-
-        try:
-            spec["func"] = pickle_by_value(task.func)
-        except Exception as exc:
-            raise RuntimeError(f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}") \
-                from None
-        try:
-            spec["results"] = cloudpickle.dumps(dict(attempt.results))
-        except Exception as exc:
-            raise RuntimeError(f"a dependency's result cannot be pickled for a Dask worker: "
-                               f"{type(exc).__name__}: {exc}") from None
-    return spec
-
-
-_pickle_lock = threading.Lock()
-
-
-def pickle_by_value(func: Any) -> bytes:
-    """`func` pickled with its module's code, not a reference to the module: a worker has tuidag installed, not the
-    DAG's own modules."""
-    import sys
-
-    import cloudpickle
-
-    module = sys.modules.get(getattr(func, "__module__", None) or "")
-    if module is None or module.__name__ == "__main__":  # __main__ always travels by value
-        return cloudpickle.dumps(func)
-    with _pickle_lock:  # the registry is global
-        cloudpickle.register_pickle_by_value(module)
-        try:
-            return cloudpickle.dumps(func)
-        finally:
-            cloudpickle.unregister_pickle_by_value(module)
-
-
-def describe_error(exc: BaseException | None, worker: str | None) -> str:
-    """The reason a Dask-side failure gives: `worker lost: tcp://...`, or the error in one line."""
-    from distributed.scheduler import KilledWorker
-
-    if isinstance(exc, KilledWorker):
-        last = getattr(exc.last_worker, "address", exc.last_worker)
-        return f"worker lost: {worker or last}"
-    if exc is None:
-        return "unknown Dask error"
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    if "deserialization" in text:  # the scheduler or a worker can't import tuidag's task function
-        text = "the Dask scheduler or worker cannot load tuidag's task: install tuidag (this version) there too"
-    return text if len(text) <= 200 else text[:197] + "..."

@@ -54,8 +54,13 @@ class Attempt(NamedTuple):
     log_headers: LogHeaders | None = None  # where the header is put on record (None: nobody asks; see `log_headers`)
     #: Called by an executor that runs attempts elsewhere with the worker's name as soon as the attempt started there
     #: (any thread), so the views name the worker while the task runs, not only once it has ended; and, when the
-    #: worker numbered the attempt's slots itself (its own devices), with those slots (`format_slots` text).
+    #: worker numbered the attempt's slots itself (its own devices), with those slots (`format_slots` text), and
+    #: when the process started there (`started`, a time.time() of the worker's clock); `ending=True` when the
+    #: attempt is over already (its end is about to be reported: the event goes out with it).
     on_worker: Callable[..., None] | None = None
+    #: Called by an executor whose attempts start later (`Executor.starts_later`) when this one still waits for a
+    #: worker a moment after it was launched (not for the many that start at once), so QUEUED says why.
+    on_waiting: Callable[[], None] | None = None
 
 
 class LogFull(OSError):
@@ -99,6 +104,23 @@ class RunningAttempt(ABC):
 
 
 class Executor(ABC):
+    #: An attempt it launches may wait before its process starts (in a Dask cluster's queue): the task stays QUEUED
+    #: ("waiting for a worker") until `Attempt.on_worker` says it started, and is RUNNING from then on.
+    starts_later = False
+    waiting_reason = "waiting for a worker"
+    #: Where the run's attempts run, for the run record (`executor` in the journal's header).
+    description = "local"
+    #: What `parallelism` counts, said with the max_parallel it gives (`the Dask cluster's worker threads`).
+    parallelism_source = ""
+
+    def parallelism(self) -> int | None:
+        """How many attempts the executor can run at once, the default max_parallel when neither the DAG nor the
+        command line sets one; None: this machine's CPU count."""
+        return None
+
+    def watch_parallelism(self, changed: Callable[[int], None]) -> None:
+        """Have `changed(n)` called when `parallelism` changes (workers join or leave)."""
+
     @abstractmethod
     def launch(self, attempt: Attempt) -> RunningAttempt:
         """Start the attempt. Raising is allowed: the scheduler turns the exception into a failed attempt."""

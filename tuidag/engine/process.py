@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 TAG_RUN = "TUIDAG_RUN_ID"
 TAG_TASK = "TUIDAG_TASK"
+TAG_ATTEMPT = "TUIDAG_ATTEMPT"
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -142,21 +143,25 @@ def _reap_if_child(pid: int) -> None:
         pass
 
 
-def _tagged(proc: psutil.Process, run_id: str, task: str | None) -> bool:
+def _tagged(proc: psutil.Process, run_id: str, task: str | None, attempt: int | None = None) -> bool:
     import psutil
 
     try:
         env = proc.environ()
     except (psutil.Error, OSError):
         return False
-    return env.get(TAG_RUN) == run_id and (task is None or env.get(TAG_TASK) == task)
+    return env.get(TAG_RUN) == run_id and (task is None or env.get(TAG_TASK) == task) and \
+        (attempt is None or env.get(TAG_ATTEMPT, str(attempt)) == str(attempt))
 
 
 def collect_tree(
-    leader: ProcRef | None, run_id: str | None = None, task: str | None = None, pgid: int | None = None
+    leader: ProcRef | None, run_id: str | None = None, task: str | None = None, pgid: int | None = None,
+    attempt: int | None = None,
 ) -> dict[int, psutil.Process]:
     """Every live process that belongs to an attempt: descendants of the leader, members of its process group or
-    session, and processes tagged with (run_id, task). With task=None, every process tagged with run_id."""
+    session, and processes tagged with (run_id, task, attempt): another attempt of the same task (one Dask started
+    again elsewhere on this host, a retry while the first attempt's leftovers die) is not this one's. With
+    task=None, every process tagged with run_id; with attempt=None, every attempt of the task."""
     import psutil
 
     found: dict[int, psutil.Process] = {}
@@ -180,7 +185,7 @@ def collect_tree(
                 continue
         except OSError:
             continue
-        if run_id is not None and _tagged(proc, run_id, task):
+        if run_id is not None and _tagged(proc, run_id, task, attempt):
             found[proc.pid] = proc
     return found
 

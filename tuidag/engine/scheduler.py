@@ -89,6 +89,16 @@ class InvalidTransition(RuntimeError):
     """The scheduler tried a move the state table forbids: a bug, never a user error."""
 
 
+def default_parallel(dag: DagSpec, max_parallel: int | None, executor: Executor | None) -> tuple[int, str]:
+    """max_parallel, and what it follows ("" when it is fixed): `max_parallel` (the command line), else the DAG's
+    when it sets one, else the executor's parallelism (a Dask cluster's worker threads), else the CPU count."""
+    if max_parallel is None and not dag.max_parallel_given and executor is not None:
+        threads = executor.parallelism()
+        if threads:
+            return max(1, threads), executor.parallelism_source
+    return max(1, max_parallel or dag.max_parallel), ""
+
+
 class _Task:
     """The scheduler's mutable record of one task. Only touched with the scheduler lock held."""
 
@@ -154,7 +164,7 @@ class Scheduler:
         self.dag = dag
         self.executor = executor
         self.run_id = run_id
-        wanted = max(1, max_parallel or dag.max_parallel)
+        wanted, self.parallel_source = default_parallel(dag, max_parallel, executor)
         if dag.job_group is not None:
             # Every task of a job group runs at once: with fewer slots, a task could wait for a server that never ends.
             wanted = max(wanted, len(dag.tasks))
@@ -205,6 +215,8 @@ class Scheduler:
             self._tasks[name] = _Task(snap)
         self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
         executor.watch_placement(self._recheck_placement)
+        if self.parallel_source and dag.job_group is None:
+            executor.watch_parallelism(self._parallelism_changed)
 
     # ------------------------------------------------------------------------------------------------ observers
     def subscribe(self, observer: Observer | BatchObserver, *, batches: bool = False) -> Callable[[], None]:
@@ -248,7 +260,8 @@ class Scheduler:
                 return
             self._started = True
             self._run_event("started", f"{counted(len(self._tasks), 'task')}, max_parallel {self.max_parallel}"
-                            + (f" ({self.parallel_note})" if self.parallel_note else ""))
+                            + (f" ({self.parallel_note})" if self.parallel_note else "")
+                            + (f" ({self.parallel_source})" if self.parallel_source else ""))
             for t in self._tasks.values():
                 if t.snap.reused:  # journal and observers learn which results were carried over
                     self._set(t, S.SUCCEEDED)
@@ -373,6 +386,19 @@ class Scheduler:
                 for name in held:
                     self._submit(self._tasks[name])
                 self._admit()
+        self._flush()
+
+    def _parallelism_changed(self, threads: int) -> None:
+        """The executor's parallelism changed (Dask workers joined or left) and max_parallel follows it: a run
+        event says so (the journal and the headless output)."""
+        limit, _ = parallel_limit()
+        new = max(1, min(threads, limit) if limit else threads)
+        with self._lock:
+            if new == self.max_parallel or self._done.is_set():
+                return
+            self.max_parallel = new
+            self._pool.resize(new)
+            self._run_event("parallel", f"max_parallel {new} ({self.parallel_source})")
         self._flush()
 
     def slots_in_use(self) -> dict[str, tuple[int, int]]:
@@ -524,6 +550,8 @@ class Scheduler:
             before = t.snap
             # RUNNING is announced once the leader's pid is known (one event, not a second one for the pid), or
             # before any other change of the task if one comes first (a cancel while launching, a launch error).
+            # With an executor whose attempts start later (Dask), once the attempt has started (`_started_on`).
+            first = t.snap.started_at is None
             self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
                       create_time=None, reason=None, exit_code=None, worker=None, log_start=None)
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
@@ -534,7 +562,9 @@ class Scheduler:
                                                  "TUIDAG_ATTEMPT": str(number)}),
             workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
             timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
-            on_worker=lambda worker, slots=None: self._started_on(t, generation, number, worker, slots),
+            on_worker=lambda worker, slots=None, started=None, ending=False: self._started_on(
+                t, generation, number, worker, slots, started if first else None, ending),
+            on_waiting=lambda: self._waiting(t, generation, number),
         )
         try:
             running = self.executor.launch(attempt)
@@ -557,7 +587,8 @@ class Scheduler:
                     else:  # a cancel announced RUNNING already: the pid comes as an update
                         self._set(t, t.state, **known)
                 if t.unannounced is not None:
-                    self._announce(t)
+                    if not self.executor.starts_later:
+                        self._announce(t)
             self._flush()
             if kill_now:
                 running.kill()
@@ -604,15 +635,38 @@ class Scheduler:
         else:
             self.stop(f"not started: no space for task logs ({exc.strerror})")
 
-    def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None) -> None:
-        """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones
-        it has there): an update event (old == new state), so the views and the journal say so while it runs."""
+    def _waiting(self, t: _Task, generation: int, number: int) -> None:
+        """The executor says attempt `number` still waits for a worker (`Executor.starts_later`): QUEUED says so,
+        with why (an update event; it holds its slot meanwhile)."""
         with self._lock:
-            if t.generation != generation or t.snap.attempt != number or t.state not in (S.RUNNING, S.CANCELLING) \
-                    or (t.snap.worker == worker and slots in (None, t.snap.slots)):
+            if t.generation != generation or t.snap.attempt != number or t.unannounced is not S.QUEUED:
                 return
-            self._set(t, t.state, worker=worker, **({"slots": slots} if slots else {}))
+            self._seq += 1
+            self._outbox.append(TaskEvent(self._seq, self.clock(), S.QUEUED, t.snap.evolve(
+                state=S.QUEUED, reason=self.executor.waiting_reason)))
         self._flush()
+
+    def _started_on(self, t: _Task, generation: int, number: int, worker: str, slots: str | None,
+                    started: float | None = None, ending: bool = False) -> None:
+        """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones
+        it has there): an update event (old == new state), so the views and the journal say so while it runs. With
+        an executor whose attempts start later, this is the attempt's start: RUNNING is announced now, from when
+        the process started (`started`, for the task's first attempt; never later than now, whatever the worker's
+        clock says). `ending`: the attempt is over already, and its end delivers the event with its own."""
+        with self._lock:
+            if t.generation != generation or t.snap.attempt != number or t.state not in (S.RUNNING, S.CANCELLING):
+                return
+            if t.unannounced is not None:
+                now = self.clock()
+                since = {"started_at": min(started, now)} if started is not None else {}
+                t.snap = t.snap.evolve(worker=worker, changed_at=now, **since, **({"slots": slots} if slots else {}))
+                self._announce(t)
+            elif t.snap.worker == worker and slots in (None, t.snap.slots):
+                return
+            else:
+                self._set(t, t.state, worker=worker, **({"slots": slots} if slots else {}))
+        if not ending:
+            self._flush()
 
     def _run_env(self, spec: TaskSpec) -> dict[str, str]:
         return {key: value.replace(RUN_ID_PLACEHOLDER, self.run_id) for key, value in spec.run_env.items()}

@@ -147,7 +147,8 @@ class ShellAttempt(RunningAttempt):
             popen = self._popen
         if popen is not None and popen.returncode is None:
             # Collect before signalling: a leader that exits on SIGTERM orphans its children out of the tree.
-            tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
+            tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid,
+                                       attempt=self.attempt.number)
             self._tree_cache = tree
             process.signal_all(tree, 15, popen.pid)
         if self._cgroup is not None:
@@ -242,7 +243,8 @@ class ShellAttempt(RunningAttempt):
         popen = self._popen
         if popen.returncode is not None:
             return  # the waiting thread finishes the tree off itself (`_finish_tree`)
-        tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid)
+        tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid,
+                                       attempt=self.attempt.number)
         process.signal_all({**self._tree_cache, **tree}, 9, popen.pid)
         if self._cgroup is not None:
             self._cgroup.kill()
@@ -252,10 +254,10 @@ class ShellAttempt(RunningAttempt):
         group, session, tag or cgroup; after a normal exit, what is left in its group (daemons that left the group
         may serve later tasks: they end with the run)."""
         pgid = self._popen.pid
-        run_id, task = self.attempt.run_id, self.attempt.task.name
+        run_id, task, number = self.attempt.run_id, self.attempt.task.name, self.attempt.number
 
         def collect() -> dict[int, psutil.Process]:
-            return process.collect_tree(None, run_id, task, pgid)
+            return process.collect_tree(None, run_id, task, pgid, attempt=number)
 
         if self._kill_requested:
             grace = max(0.0, self.attempt.kill_grace - (time.monotonic() - self._kill_started))

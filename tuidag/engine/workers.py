@@ -30,11 +30,25 @@ class WorkerPool:
         if len(self._threads) < self.size:
             with self._lock:
                 if len(self._threads) < self.size and not self._closed:
-                    thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}",
-                                              daemon=True)
-                    thread.pool_worker = True  # output routing: work items, not this thread, belong to tasks
-                    thread.start()
-                    self._threads.append(thread)
+                    self._start_thread()
+
+    def resize(self, size: int) -> None:
+        """At most `size` threads from now on: more start at once for items waiting; fewer, as threads finish their
+        current item (none is interrupted)."""
+        with self._lock:
+            if self._closed:
+                return
+            self.size = size
+            waiting = self._queue.qsize()
+            while len(self._threads) < size and waiting > 0:
+                self._start_thread()
+                waiting -= 1
+
+    def _start_thread(self) -> None:
+        thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True)
+        thread.pool_worker = True  # output routing: work items, not this thread, belong to tasks
+        thread.start()
+        self._threads.append(thread)
 
     def idle(self) -> bool:
         """No submitted item is waiting for a thread."""
@@ -55,6 +69,8 @@ class WorkerPool:
     def _work(self) -> None:
         get = self._queue.get
         while True:
+            if len(self._threads) > self.size and self._retire():
+                return
             item = get()
             if item is None:
                 return
@@ -63,6 +79,15 @@ class WorkerPool:
                 fn(*args)
             except BaseException:  # the items catch their own errors; this keeps the thread alive regardless
                 _report(fn)
+
+
+    def _retire(self) -> bool:
+        """This thread ends: the pool was made smaller (`resize`)."""
+        with self._lock:
+            if len(self._threads) <= self.size or self._closed:
+                return False
+            self._threads.remove(threading.current_thread())
+            return True
 
 
 def _report(fn: Callable[..., Any]) -> None:

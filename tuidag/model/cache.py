@@ -29,7 +29,7 @@ from .resources import Request
 from .source import read_source_bytes
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
 
-FORMAT = 5
+FORMAT = 6
 _MODEL_DIR = os.path.dirname(__file__)
 
 
@@ -145,8 +145,9 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
               [(kind, r.count, _loc(r.location), r.accelerator) for kind, r in t.resources.items()])
              for t in dag.tasks.values()]
     group = None if dag.job_group is None else (dag.job_group.primary, dict(dag.job_group.termination_delay))
-    return (key, dag.name, dag.max_parallel, dag.on_failure.value, dag.kill_grace, dict(dag.env), str(dag.workdir),
-            None if dag.source is None else str(dag.source), tasks, [(n.message, tuple(n.location), n.unless_kind, n.instead) for n in notes],
+    return (key, dag.name, dag.max_parallel if dag.max_parallel_given else None, dag.on_failure.value, dag.kill_grace,
+            dict(dag.env), str(dag.workdir), None if dag.source is None else str(dag.source), tasks,
+            [(n.message, tuple(n.location), n.unless_kind, n.instead) for n in notes],
             dag.topological_order, dag.fingerprints, group, dict(dag.resources), dag.executor, dag.dask_address)
 
 

@@ -163,6 +163,9 @@ class DagSpec:
         set_field("name", name)
         set_field("tasks", tasks)
         set_field("max_parallel", max_parallel or os.cpu_count() or 1)
+        # Whether max_parallel was given (the file, the API): when not, an executor may say its own (a Dask
+        # cluster's worker threads) instead of this machine's CPU count.
+        set_field("max_parallel_given", max_parallel is not None)
         set_field("on_failure", on_failure)
         set_field("kill_grace", kill_grace)
         set_field("env", env)
@@ -178,7 +181,10 @@ class DagSpec:
 
     def replace(self, **changes: Any) -> DagSpec:
         """A copy with some settings changed."""
-        return DagSpec(**{name: changes.get(name, getattr(self, name)) for name in self._FIELDS})
+        fields = {name: changes.get(name, getattr(self, name)) for name in self._FIELDS}
+        if "max_parallel" not in changes and not self.max_parallel_given:
+            fields["max_parallel"] = None  # still the default
+        return DagSpec(**fields)
 
     def with_env(self, env: Mapping[str, str]) -> DagSpec:
         """A copy whose every task also gets `env` (`--env KEY=VALUE`), over what the task sets itself."""

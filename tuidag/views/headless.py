@@ -158,6 +158,8 @@ class HeadlessReporter:
             if isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self._write(f"tuidag: scheduling {event.kind}\n")
+                elif event.kind == "parallel":  # max_parallel follows the executor (Dask workers joined or left)
+                    self._write(f"tuidag: {event.detail}\n")
                 continue
             self._on_task(event)
         behind = False

@@ -73,6 +73,8 @@ def _header(run: dict[str, Any]) -> str:
         facts.append("slots " + esc(", ".join(f"{k}={v}" for k, v in run["capacities"].items())))
     if run["host"]:
         facts.append(f"on {esc(run['host'])}")
+    if run.get("executor") and run["executor"] != "local":
+        facts.append(f"executor {esc(run['executor'])}")
     if run["resumed_from"]:
         facts.append(f"resumed from {esc(run['resumed_from'])}")
     source = f'<div class="meta">{esc(run["source"])}</div>' if run["source"] else ""
@@ -109,16 +111,19 @@ def _legend() -> str:
 
 
 def _table(facts: dict[str, Any]) -> str:
+    remote = any(task.get("workers") for task in facts["tasks"])  # a run on Dask: which worker ran each attempt
     rows = ["<table><thead><tr><th>task</th><th>state</th><th>attempts</th><th>duration</th><th>waited</th>"
-            "<th>exit</th><th>slots</th><th>reason</th></tr></thead><tbody>"]
+            f"<th>exit</th><th>slots</th>{'<th>workers</th>' if remote else ''}<th>reason</th></tr></thead><tbody>"]
     for task in facts["tasks"]:
+        workers = ", ".join(f"{n}: {w}" for n, w in task.get("workers", {}).items())
+        worker_cell = f"<td>{esc(workers)}</td>" if remote else ""
         state = task["state"] + (" (reused)" if task["reused"] else "")
         rows.append(f"<tr><td>{esc(task['name'])}</td><td class=\"s-{task['state']}\">{esc(state)}</td>"
                     f"<td class=\"num\">{task['attempts']}</td>"
                     f"<td class=\"num\">{esc(format_duration(task['duration']))}</td>"
                     f"<td class=\"num\">{esc(format_duration(task['waited']) if task['waited'] >= 0.05 else '-')}</td>"
                     f"<td class=\"num\">{esc('-' if task['exit_code'] is None else task['exit_code'])}</td>"
-                    f"<td>{esc(task['slots'] or '')}</td><td>{esc(task['reason'] or '')}</td></tr>")
+                    f"<td>{esc(task['slots'] or '')}</td>{worker_cell}<td>{esc(task['reason'] or '')}</td></tr>")
     rows.append("</tbody></table>")
     return f'<div class="scroll">{"".join(rows)}</div>'
 

@@ -43,6 +43,11 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
     finished = (summary or {}).get("finished_at") or rep.finished_at
     end = finished if finished is not None else (now if outcome == "running" else rep.last_time or now)
 
+    workers: dict[str, dict[int, str]] = {}  # task -> attempt -> the Dask worker it ran on
+    for record in records:
+        if record.get("type") == "task" and record.get("worker") and isinstance(record.get("attempt"), int):
+            workers.setdefault(record["task"], {})[record["attempt"]] = record["worker"]
+
     tasks = []
     for name in names:
         record = rep.tasks.get(name)
@@ -54,7 +59,8 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
             "started_at": record.started_at, "finished_at": record.finished_at,
             "duration": record.duration if not record.reused else None, "waited": round(waited, 6),
             "exit_code": record.exit_code, "reason": record.reason, "depends_on": list(dag.tasks[name].depends_on)
-            if name in dag.tasks else [], "slots": record.slots, "worker": record.worker})
+            if name in dag.tasks else [], "slots": record.slots, "worker": record.worker,
+            "workers": {str(n): w for n, w in sorted(workers.get(name, {}).items())}})
 
     segments = [{"task": s.task, "kind": s.kind.value, "start": s.start, "end": s.end, "attempt": s.attempt,
                  "outcome": s.outcome.value if s.outcome else None}
@@ -65,7 +71,8 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "run": {"run_id": run.run_id, "dag": header.get("dag", "?"), "source": header.get("source"),
-                "host": header.get("host"), "resumed_from": header.get("resumed_from"), "outcome": outcome,
+                "host": header.get("host"), "executor": header.get("executor"),
+                "resumed_from": header.get("resumed_from"), "outcome": outcome,
                 "started_at": started, "finished_at": finished, "duration": max(0.0, end - started),
                 "counts": _counts(tasks), "max_parallel": header.get("max_parallel"),
                 "capacities": header.get("capacities") or {}, "reported_at": now},
