@@ -14,6 +14,7 @@ from .cli_common import UsageError, no_runs, no_such_task, one_run, open_store, 
 from .exit_codes import EXIT_FAILED, EXIT_OK
 from .model.durations import format_duration
 from .model.state import COMPLETE_OUTCOMES
+from .store.journal import read_header
 from .store.runs import RunDir, RunStore
 from .views.report_file import parse_mode
 
