@@ -272,7 +272,7 @@ def test_a_task_traceback_starts_at_the_task_s_own_code(tmp_path, how):
     log = (RunStore(tmp_path / ".tuidag").runs()[-1].logs / "boom.log").read_text().splitlines()
     start = log.index("Traceback (most recent call last):")
     frames = [line for line in log[start:] if line.startswith("  File ")]
-    file = "<dynamic-code>" if how == "dask" else path.resolve()  # on Dask the function travels by value
+    file = path.resolve()  # on Dask too: the function travels by value, its source file named again on the worker
     assert frames == [f'  File "{file}", line {line_of(path, "helper()", 2)}, in boom',
                       f'  File "{file}", line {line_of(path, "raise ValueError")}, in helper'], log
     assert log[-1] == "ValueError: bad row"

@@ -91,7 +91,7 @@ def connect(address: str, timeout: float) -> Any:
 def check_versions(client: Any) -> None:
     """Raise DaskUnreachable naming each host whose tuidag differs from this one (a scheduler or worker with
     another version, or none, fails every task with a deserialisation error, or worse, runs other code)."""
-    from .. import __version__
+    from ..version import __version__
 
     try:
         versions = client.get_versions(packages=["tuidag"])

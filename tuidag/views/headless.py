@@ -159,7 +159,7 @@ class HeadlessReporter:
                 if event.kind in ("paused", "resumed"):
                     self._write(f"tuidag: scheduling {event.kind}\n")
                 elif event.kind == "parallel":  # max_parallel follows the executor (Dask workers joined or left)
-                    self._write(f"tuidag: {event.detail}\n")
+                    self._write(f"tuidag: {terminal_line(event.detail)}\n")
                 continue
             self._on_task(event)
         behind = False
