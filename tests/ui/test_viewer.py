@@ -152,6 +152,18 @@ async def test_pause_and_resume_from_the_viewer(served):
         await until(pilot, lambda: not app.model.paused and not session.scheduler.paused, what="resumed")
 
 
+async def test_a_viewer_that_attaches_to_a_paused_run_says_it_is_paused(served):
+    """The pause was an event before this viewer came: its header said '● running' and offered no way to see why
+    nothing started."""
+    session, _ = served
+    assert session.scheduler.pause()
+    async with viewer(session.run, session.store) as (app, pilot):
+        await until(pilot, lambda: "PAUSED" in screen_text(app), what="the header to say it is paused")
+        assert app.model.paused
+        await pilot.press("p")
+        await until(pilot, lambda: not session.scheduler.paused, what="p to resume it")
+
+
 async def test_two_viewers_at_once_each_with_its_own_selection(served):
     session, _ = served
     async with viewer(session.run, session.store) as (one, pilot_one):

@@ -196,6 +196,7 @@ class TuidagApp(App[None]):
         with collector_paused():
             self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
+            self.model.paused = self.scheduler.paused  # paused before this view came: the event is behind it
             if self.read_only:  # the post-mortem view: the run's clock stopped at its end
                 self.model.finished_at = session.ended_at
             self.model.seed_timeline(read_journal(session.run.journal))  # what happened before the app subscribed
