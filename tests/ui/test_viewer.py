@@ -563,3 +563,16 @@ async def test_at_80x24_a_viewers_header_keeps_its_role_and_the_run_id(served, f
             assert role in header and session.run.run_id in header, header
     finally:
         remote.close()
+
+
+async def test_a_one_task_run_says_1_task_in_the_graph_the_list_and_the_timeline(tmp_path):
+    """Counts in the UI speak as the commands do: '1 task', and thousands with a separator."""
+    with served_run(make_dag({"only": "sleep 30"}, workdir=tmp_path, kill_grace=0.5), tmp_path) as session:
+        async with viewer(session.run, session.store) as (app, pilot):
+            await until(pilot, lambda: "· 1 task " in screen_text(app), what="the graph's title")
+            assert "1 tasks" not in screen_text(app)
+            await pilot.press("L")
+            await until(pilot, lambda: "· 1 task" in screen_text(app) and "1 tasks" not in screen_text(app),
+                        what="the list's title")
+            await pilot.press("t")
+            await until(pilot, lambda: "· 1 task ·" in screen_text(app), what="the timeline's title")

@@ -64,6 +64,7 @@ from .widgets.task_name_bar import TaskNameBar
 from .widgets.task_table import TaskTable
 from .widgets.timeline import TimelineView
 from .widgets.critical_panel import CriticalPathPanel
+from ..model.counts import counted
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20
@@ -208,7 +209,7 @@ class TuidagApp(App[None]):
         self.header.role = self._role()
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
                                 on_select=self._selection_moved, id="graph")
-        self.canvas.title_prefix = f"{dag.name} · {self.model.total:,} tasks"
+        self.canvas.title_prefix = f"{dag.name} · {counted(self.model.total, 'task')}"
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
         self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")
