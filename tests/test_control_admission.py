@@ -16,6 +16,8 @@ from test_detached_runs import start_detached, summary_of, the_run, tuidag
 from tuidag.control import protocol, server
 from tuidag.control.client import ControlClient, LineReader, NotLive, connect
 
+from slowness import patience
+
 
 def bye_of(sock: socket.socket, timeout: float) -> str | None:
     """The reason the engine gave as it closed `sock` (None: it closed without one, or not within `timeout`)."""
@@ -58,7 +60,7 @@ tasks:
         paused = tuidag("pause", "--file", str(dag), cwd=tmp_path)
         assert paused.returncode == 0 and "paused" in paused.stdout, paused.stderr
         assert f"running (pid {pid}, 0 viewers, paused)" in tuidag("runs", str(dag), cwd=tmp_path).stdout
-        reasons = [bye_of(sock, timeout=20) for sock in idle]
+        reasons = [bye_of(sock, timeout=patience(20)) for sock in idle]
     finally:
         for sock in idle:
             sock.close()
@@ -80,7 +82,7 @@ def test_when_every_place_is_taken_the_refusal_says_why(tmp_path, monkeypatch):
 
     def slow_pause(self, request):
         if request["op"] == "pause":
-            release.wait(30)  # a control that takes its time (a cancel waiting for kills)
+            release.wait(patience(30))  # a control that takes its time (a cancel waiting for kills)
         return control(self, request)
 
     monkeypatch.setattr(server.ControlServer, "_control", slow_pause)
@@ -93,7 +95,7 @@ def test_when_every_place_is_taken_the_refusal_says_why(tmp_path, monkeypatch):
         replies = LineReader(second)
         assert json.loads(replies.readline())["error"] == "too many viewers: this run has 1 already"
         second.close()
-        pausing = ControlClient(session.run, timeout=30)
+        pausing = ControlClient(session.run, timeout=patience(30))
         waiting = threading.Thread(target=pausing.request, args=("pause",))
         waiting.start()
         wait_until(lambda: any(c.pending for c in session.control._clients.values()))
@@ -101,7 +103,7 @@ def test_when_every_place_is_taken_the_refusal_says_why(tmp_path, monkeypatch):
                                           "waiting for answers; try again"):
             ControlClient(session.run).request("status")
         release.set()
-        waiting.join(30)
+        waiting.join(patience(30))
         pausing.close()
         assert session.scheduler.paused
         with ControlClient(session.run) as client:  # a place again

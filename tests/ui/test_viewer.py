@@ -119,7 +119,7 @@ async def test_a_cancel_is_recorded_as_coming_from_where_it_was_asked_for(served
         await until(pilot, lambda: ui_states(app)["after"] == "CANCELLED", what="tree's branch cancelled")
         shell = subprocess.run([sys.executable, "-m", "tuidag", "cancel", "free", "--run", session.run.run_id,
                                 "--state-dir", str(session.store.state_dir)], capture_output=True, text=True,
-                               timeout=60)
+                               timeout=patience(60))
         assert shell.returncode == 0, shell.stderr
         await until(pilot, lambda: ui_states(app)["free"] == "CANCELLED", what="free cancelled from the shell")
         await until(pilot, lambda: "in the UI" in screen_text(app) and "by tuidag cancel" in screen_text(app),
@@ -486,7 +486,7 @@ async def test_paused_the_header_says_eta_paused_with_the_work_left_until_resume
     time of day (it moved on a second a second while nothing started), but the work left once resumed."""
     first = make_dag({"a": "sleep 0.3", "b": {"run": "sleep 0.3", "depends_on": ["a"]}}, workdir=tmp_path)
     with served_run(first, tmp_path) as session:
-        assert session.scheduler.wait(30)
+        assert session.scheduler.wait(patience(30))
     gate = tmp_path / "go"
     second = make_dag({"a": f"while [ ! -e {gate} ]; do sleep 0.02; done",
                        "b": {"run": "sleep 30", "depends_on": ["a"]}}, workdir=tmp_path, kill_grace=0.5)
