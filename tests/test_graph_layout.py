@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from dags import make_dag
-from tuidag.views.layout.build import layout_dag, layout_graph
+from tuidag.views.layout.build import dag_deps, layout_dag, layout_graph
 from tuidag.views.layout.choice import choose_style
 from tuidag.views.layout.edges import ARROW
 from tuidag.views.layout.shape import DagShape
@@ -129,6 +129,18 @@ def test_two_thousand_tasks_lay_out():
 def test_layout_does_not_import_textual():
     code = "import sys, tuidag.views.layout.choice, tuidag.views.layout.text; assert 'textual' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_canvas_draws_the_layers_tuidag_graph_lists():
+    """`tuidag graph` lists the model's longest-path layers (`DagSpec.depth`); the canvas must draw the same ones,
+    packed or not, in either orientation, and weigh its styles by them."""
+    deps = _layered(300, 30, seed=5)
+    dag = make_dag({name: {"run": "true", "depends_on": d} for name, d in deps.items()})
+    assert len(set(dag.depth.values())) > 2
+    for style in (LayoutStyle(), LayoutStyle(Zoom.COMPACT, Orientation.TD, VIEW),
+                  LayoutStyle(Zoom.DOTS, Orientation.LR, VIEW)):
+        assert {name: tile.layer for name, tile in layout_dag(dag, style).tiles.items()} == dag.depth, style
+    assert DagShape(dag_deps(dag)).layer == dag.depth
 
 
 def _layered(n: int, width: int, seed: int) -> dict[str, list[str]]:

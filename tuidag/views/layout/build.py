@@ -25,6 +25,7 @@ def layout_dag(dag, style: LayoutStyle = LayoutStyle(), *, cache_dir: Path | Non
         return layout_graph(deps, style)
     from ...model.cache import code_stamp, read_entry, sha1, write_entry
 
+    # The code a layout comes from: this package, and the model's layering rule (stamped with its folder).
     key = sha1(repr((LAYOUT_FORMAT, code_stamp(os.path.dirname(__file__)),
                      code_stamp(os.path.dirname(layering.__file__)), style.zoom.value, style.orientation.name,
                      layout_key(deps, style), list(deps.items()))).encode()).hexdigest()
