@@ -95,7 +95,6 @@ class EdgeDrawing:
         return bits, {y for y in self._arrows_along.get(along, ()) if y0 <= y < y1}
 
 
-
 class Track:
     """The vertical lines sharing one track column: disjoint blocks sorted by top row. Parents whose only child is
     the same task form one block (a bus merging into that child); any other overlap would make one parent's line

@@ -214,7 +214,6 @@ class LayeredGraph:
             self.y[v] = round(z) + o
 
 
-
 def _isotonic(values: list[float]) -> list[float]:
     """The non-decreasing sequence closest (least squares) to `values`: pool adjacent violators."""
     blocks: list[list[float]] = []  # [mean, count]

@@ -196,7 +196,6 @@ class RoutedGraph(LayeredGraph):
         return pairs
 
 
-
 def _assign_tracks(spans: dict[int, tuple[int, int]], kids: Sequence[list[int]],
                    before: list[tuple[int, int]]) -> tuple[dict[int, int], list[Track]]:
     """Give each parent a track index: left-of constraints first (cycles broken by taking the topmost span), then

@@ -20,7 +20,6 @@ def may_band(style: LayoutStyle, tasks: int) -> bool:
             and tasks < DOTS_MIN_TASKS)
 
 
-
 class Block(NamedTuple):
     """A packed layer's grid: `lines` sub-columns (LR) or rows (TD) of up to `per_line` tiles each."""
 
@@ -65,7 +64,6 @@ def layer_counts(layer: Mapping[str, int]) -> list[int]:
     for v in layer.values():
         counts[v] += 1
     return counts
-
 
 
 class DagShape:

@@ -69,7 +69,6 @@ class LayoutStyle:
         return _METRICS[self.zoom, self.orientation]
 
 
-
 def tile_width(names: Sequence[str], style: LayoutStyle) -> int:
     m = style.metrics
     return min(m.max_width, max([m.min_width] + [len(n) + m.name_room for n in names]))
