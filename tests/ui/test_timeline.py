@@ -17,7 +17,7 @@ from tuidag.model.state import TaskState
 from tuidag.model.timeline import SegmentKind
 from tuidag.ui.widgets.dag_canvas import SELECTED_BG
 from tuidag.views import timeline_layout as tl
-from tuidag.views.graph_layout import Orientation, Zoom
+from tuidag.views.layout.style import Orientation, Zoom
 
 from slowness import patience
 

@@ -39,7 +39,9 @@ from ..engine.scheduler import RerunRefused
 from ..launch import RunSession
 from ..model.state import TaskState
 from ..views.fuzzy import FuzzyFinder
-from ..views.graph_layout import GraphLayout, LayoutStyle, Zoom, dag_deps, layout_dag
+from ..views.layout.build import dag_deps, layout_dag
+from ..views.layout.layout import GraphLayout
+from ..views.layout.style import LayoutStyle, Zoom
 from ..views.headless import TASK_COLOURS
 from ..views.combined_log import CombinedLog
 from ..views.task_filter import TaskFilter

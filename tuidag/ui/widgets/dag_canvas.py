@@ -27,7 +27,10 @@ from textual.strip import Strip
 from ...engine.events import TaskSnapshot
 from ...model.durations import format_duration
 from ...model.state import TaskState
-from ...views.graph_layout import DagShape, GraphLayout, LayoutStyle, Orientation, Zoom, choose_style
+from ...views.layout.choice import choose_style
+from ...views.layout.layout import GraphLayout
+from ...views.layout.shape import DagShape
+from ...views.layout.style import LayoutStyle, Orientation, Zoom
 from ...views.minimap import MinimapGrid
 from ...views.eta import attempt_start, progress
 from ..messages import TaskSelected
