@@ -1,6 +1,7 @@
 """The engine's end of the control channel: a Unix socket in the run's folder that viewers and `tuidag cancel` use.
 
-`transport.py` keeps the connections (who gets in, buffers, limits); here they meet the run:
+`transport.py` keeps the connections (who gets in, buffers, limits); `dispatch.py` holds what each op does. Here the
+two meet the run:
 - Engine events are encoded once per batch (as journal lines) and appended to each viewer's buffer, after the
   snapshot its subscription began with and only when newer than it.
 - Requests are parsed with `protocol.parse_request`: a malformed, oversized or unknown one gets an error reply and a
@@ -14,15 +15,13 @@ from __future__ import annotations
 
 import os
 import queue
-import signal
 import threading
 import time
 from typing import Any
 
 from ..engine.events import Event, TaskEvent
-from ..engine.scheduler import RerunRefused
 from ..store.journal import task_line
-from . import protocol, transport
+from . import dispatch, protocol
 from .connection import Connection, EngineLog
 from .protocol import ProtocolError
 from .transport import Transport
@@ -137,28 +136,12 @@ class ControlServer:
         except ProtocolError as exc:
             self.transport.refuse(client, None, str(exc))
             return
-        op, rid = request["op"], request.get("id")
+        op = request["op"]
         if _expired(request):
             self._log(f"dropped {op} from pid {client.pid}: its deadline passed before the engine read it")
             self.transport.send(client, _expired_reply(request, "its deadline passed before the engine read it"))
-        elif op == "hello":
-            self.transport.send(client, protocol.reply(rid, version=protocol.VERSION, run_id=self.session.run.run_id,
-                                                       pid=os.getpid()))
-        elif op == "status":
-            self.transport.send(client, protocol.reply(rid, **self.status()))
-        elif op == "subscribe":
-            if client.viewer:
-                self.transport.refuse(client, rid, "already subscribed")
-            elif self.viewers >= transport.MAX_VIEWERS:
-                self.transport.refuse(client, rid, f"too many viewers: this run has {transport.MAX_VIEWERS} already")
-            else:
-                self.stream_to(client, rid)
-        elif op == "branch":
-            task = request["task"]
-            if task not in self.session.dag.tasks:
-                self.transport.refuse(client, rid, f"no task named {task[:80]!r}")
-            else:
-                self.transport.send(client, protocol.reply(rid, tasks=self.scheduler.branch(task)))
+        elif op in dispatch.AT_ONCE:
+            dispatch.AT_ONCE[op](self, client, request)
         else:
             with self.transport.lock:
                 client.pending += 1
@@ -198,47 +181,12 @@ class ControlServer:
         return None if on_the_socket else "the connection did not take the engine's messages in time"
 
     def _control(self, request: dict) -> bytes:
-        op, rid, scheduler = request["op"], request.get("id"), self.scheduler
-        if op in ("cancel", "rerun"):
-            unknown = [t for t in request["tasks"] if t not in self.session.dag.tasks]
-            if unknown:
-                return protocol.reply(rid, False, error=f"no task named {unknown[0][:80]!r}")
-        if op == "cancel":
-            cancelled: dict[str, None] = {}  # an ordered set: a list's `in` made cancelling a big branch quadratic
-            reason = protocol.cancel_reason(op, request.get("origin"))
-            for task in request["tasks"]:
-                cancelled.update(dict.fromkeys(scheduler.cancel(task, reason)))
-            return protocol.reply(rid, changed=list(cancelled))
-        if op in ("cancel_all", "stop"):
-            return protocol.reply(rid, changed=scheduler.cancel_all(protocol.cancel_reason(op, request.get("origin"))))
-        if op == "rerun":
-            rerun: dict[str, None] = {}
-            try:
-                for task in request["tasks"]:
-                    rerun.update(dict.fromkeys(scheduler.rerun(task)))
-            except RerunRefused as refused:
-                return protocol.reply(rid, False, error=str(refused), changed=list(rerun))
-            changed = list(rerun)
-            if not changed:
-                states = {t: scheduler.snapshot()[t].state.value.lower() for t in request["tasks"]}
-                return protocol.reply(rid, False, error="nothing to re-run: only failed, cancelled or skipped tasks "
-                                                        "re-run (" + ", ".join(f"{t} is {s}" for t, s in states.items())
-                                                        + ")", changed=[])
-            return protocol.reply(rid, changed=changed)
-        if op == "pause":
-            if scheduler.paused:
-                return protocol.reply(rid, changed=False)
-            if not scheduler.pause():
-                return protocol.reply(rid, False, error="the run is finished: nothing left to pause")
-            return protocol.reply(rid, changed=True)
-        if op == "resume":
-            was = scheduler.paused
-            scheduler.resume()
-            return protocol.reply(rid, changed=was)
-        if op == "interrupt":
-            self.session.interrupt(getattr(signal, request["signal"]))
-            return protocol.reply(rid)
-        return protocol.reply(rid, False, error=f"unknown op {op!r}")
+        """Carry out a control (control thread) and return its reply."""
+        handler = dispatch.CONTROLS.get(request["op"])
+        if handler is None:
+            return protocol.reply(request.get("id"), False, error=f"unknown op {request['op']!r}")
+        return handler(self, request)
+
 
 def _expired(request: dict) -> bool:
     deadline = request.get("deadline")
