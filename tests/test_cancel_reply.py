@@ -36,7 +36,7 @@ def test_a_cancel_that_ends_the_run_is_answered_before_the_channel_closes(tmp_pa
         assert closing.wait(patience(10)), "the run did not end after its last task was cancelled"
         # Until the channel stopped serving (it had, at once, when it closed without waiting for this reply); while
         # the engine rightly waits for this reply, it doesn't stop, and this gives up after a second.
-        session.control._stopped.wait(1.0)
+        session.control.transport.stopped.wait(1.0)
         return affected
 
     session.control.close = close_noting

@@ -13,7 +13,7 @@ import pytest
 from dags import make_dag, served_run, wait_until
 from test_detached_runs import no_engine_left_behind  # noqa: F401 (autouse: ends what a failed test left)
 from test_detached_runs import start_detached, summary_of, the_run, tuidag
-from tuidag.control import protocol, server
+from tuidag.control import protocol, server, transport
 from tuidag.control.client import ControlClient, LineReader, NotLive, connect
 
 from slowness import patience
@@ -65,8 +65,8 @@ tasks:
         for sock in idle:
             sock.close()
     made_room = reasons.count("closed to make room for a new connection: this one was idle")
-    too_slow = reasons.count(f"no request within {server.FIRST_REQUEST:.0f} s of connecting")
-    assert made_room >= 150 - server.MAX_VIEWERS - server.RESERVE and made_room + too_slow == 150, reasons
+    too_slow = reasons.count(f"no request within {transport.FIRST_REQUEST:.0f} s of connecting")
+    assert made_room >= 150 - transport.MAX_VIEWERS - transport.RESERVE and made_room + too_slow == 150, reasons
     stopped = tuidag("stop", "--file", str(dag), cwd=tmp_path)
     assert stopped.returncode == 0 and "stopping" in stopped.stdout, stopped.stderr
     assert summary_of(run)["counts"] == {"CANCELLED": 1}
@@ -75,8 +75,8 @@ tasks:
 def test_when_every_place_is_taken_the_refusal_says_why(tmp_path, monkeypatch):
     """Only viewers and requests waiting for an answer hold places nobody can take: the next connection is told so
     (it was closed without a word), and so is a viewer beyond the viewers' cap."""
-    monkeypatch.setattr(server, "MAX_VIEWERS", 1)
-    monkeypatch.setattr(server, "RESERVE", 1)
+    monkeypatch.setattr(transport, "MAX_VIEWERS", 1)
+    monkeypatch.setattr(transport, "RESERVE", 1)
     release = threading.Event()
     control = server.ControlServer._control
 
@@ -98,7 +98,7 @@ def test_when_every_place_is_taken_the_refusal_says_why(tmp_path, monkeypatch):
         pausing = ControlClient(session.run, timeout=patience(30))
         waiting = threading.Thread(target=pausing.request, args=("pause",))
         waiting.start()
-        wait_until(lambda: any(c.pending for c in session.control._clients.values()))
+        wait_until(lambda: any(c.pending for c in session.control.transport.clients.values()))
         with pytest.raises(NotLive, match="closed the connection: too many connections: 1 viewers and 1 requests "
                                           "waiting for answers; try again"):
             ControlClient(session.run).request("status")

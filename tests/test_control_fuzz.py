@@ -167,8 +167,9 @@ def test_a_connection_that_breaks_the_server_is_closed_and_a_failing_loop_restar
     restarted and said, and the socket keeps serving."""
     from dags import make_dag, served_run
     from tuidag.control.server import ControlServer
+    from tuidag.control.transport import Transport
 
-    handle, update = ControlServer._handle, ControlServer._update_interest
+    handle, update = ControlServer._handle, Transport._update_interest
     failures = {"loop": 1}
 
     def handle_or_fail(self, client, line):
@@ -177,13 +178,13 @@ def test_a_connection_that_breaks_the_server_is_closed_and_a_failing_loop_restar
         return handle(self, client, line)
 
     def update_or_fail(self):
-        if failures["loop"] and any(c.asked for c in self._clients.values()):
+        if failures["loop"] and any(c.asked for c in self.clients.values()):
             failures["loop"] -= 1
             raise RuntimeError("injected: the serving loop failed")
         return update(self)
 
     monkeypatch.setattr(ControlServer, "_handle", handle_or_fail)
-    monkeypatch.setattr(ControlServer, "_update_interest", update_or_fail)
+    monkeypatch.setattr(Transport, "_update_interest", update_or_fail)
     dag = make_dag({"a": "sleep 30"}, workdir=tmp_path)
     with served_run(dag, tmp_path) as session:
         with ControlClient(session.run, timeout=patience(10)) as client:  # its request makes the loop fail once
