@@ -55,7 +55,7 @@ from .screens.confirm import ConfirmScreen
 from .screens.finder import FinderScreen
 from .screens.help import HelpScreen
 from .state_style import LOOKS
-from .widgets.dag_canvas import DagCanvas
+from .widgets.graph.canvas import DagCanvas
 from .widgets.key_footer import KeyFooter
 from .widgets.log.view import LogView
 from .widgets.run_header import RunHeader
