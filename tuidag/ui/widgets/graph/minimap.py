@@ -25,7 +25,13 @@ _MINIMAP_ORDER = (S.FAILED, S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.CAN
 _MINIMAP_RANK = {state: i for i, state in enumerate(_MINIMAP_ORDER)}
 
 
-class MinimapCorner(ScrollView if TYPE_CHECKING else object):
+if TYPE_CHECKING:  # mixed into a ScrollView
+    _ScrollView = ScrollView
+else:
+    _ScrollView = object
+
+
+class MinimapCorner(_ScrollView):
     """Mixed into `DagCanvas` (which sets up the state named here in its `__init__`): its minimap."""
 
     graph: GraphLayout | None

@@ -12,13 +12,18 @@ from ....views.graph_layout import GraphLayout, Orientation
 from ...messages import TaskSelected
 
 
-class Selection(ScrollView if TYPE_CHECKING else object):
+if TYPE_CHECKING:  # mixed into a ScrollView
+    _ScrollView = ScrollView
+else:
+    _ScrollView = object
+
+
+class Selection(_ScrollView):
     """Mixed into `DagCanvas` (which sets up the state named here in its `__init__`): which task is selected."""
 
     #: Arrow keys by what they do in each orientation: across a layer, or back / on along the edges.
     _ACROSS = {Orientation.LR: ("up", "down"), Orientation.TD: ("left", "right")}
     _ALONG = {Orientation.LR: ("left", "right"), Orientation.TD: ("up", "down")}
-
 
     graph: GraphLayout | None
     selected: str | None

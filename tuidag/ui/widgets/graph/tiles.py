@@ -34,7 +34,13 @@ _UPSTREAM = re.compile(r"^upstream '(.+)' failed$")
 _INTERRUPTED = re.compile(r"^(?:cancelled: )?interrupted by (\S+)")
 
 
-class TileDrawing(ScrollView if TYPE_CHECKING else object):
+if TYPE_CHECKING:  # mixed into a ScrollView
+    _ScrollView = ScrollView
+else:
+    _ScrollView = object
+
+
+class TileDrawing(_ScrollView):
     """Mixed into `DagCanvas` (which sets up the state named here in its `__init__`): its tiles' lines."""
 
     graph: GraphLayout | None

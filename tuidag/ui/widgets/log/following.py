@@ -32,7 +32,13 @@ BUSY_PAINT_INTERVAL = 0.1
 """While a backlog is indexed, repaint at most this often: a full repaint of a 160x45 screen costs Textual ~30 ms."""
 
 
-class LogFollowing(ScrollView if TYPE_CHECKING else object):
+if TYPE_CHECKING:  # mixed into a ScrollView
+    _ScrollView = ScrollView
+else:
+    _ScrollView = object
+
+
+class LogFollowing(_ScrollView):
     """Mixed into `LogView` (which sets up the state named here in its `__init__`): reading new output as it comes,
     and the scrolls that follow it."""
 

@@ -38,7 +38,13 @@ class _Styles(NamedTuple):
     current_match: Style
 
 
-class LogRendering(ScrollView if TYPE_CHECKING else object):
+if TYPE_CHECKING:  # mixed into a ScrollView
+    _ScrollView = ScrollView
+else:
+    _ScrollView = object
+
+
+class LogRendering(_ScrollView):
     """Mixed into `LogView` (which sets up the state named here in its `__init__`): its drawing."""
 
     _source: LogLines | None

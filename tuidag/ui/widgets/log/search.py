@@ -21,7 +21,13 @@ COUNT_BUDGET = 0.008
 """Seconds of counting search matches a tick may spend (a 100 MB log is counted over a few seconds)."""
 
 
-class LogSearch(ScrollView if TYPE_CHECKING else object):
+if TYPE_CHECKING:  # mixed into a ScrollView
+    _ScrollView = ScrollView
+else:
+    _ScrollView = object
+
+
+class LogSearch(_ScrollView):
     """Mixed into `LogView` (which sets up the state named here in its `__init__`): search and its match count."""
 
     _source: LogLines | None

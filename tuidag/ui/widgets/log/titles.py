@@ -11,7 +11,13 @@ from ....views.log_index import LogIndex
 from ....views.log_lines import LogLines
 
 
-class LogTitles(ScrollView if TYPE_CHECKING else object):
+if TYPE_CHECKING:  # mixed into a ScrollView
+    _ScrollView = ScrollView
+else:
+    _ScrollView = object
+
+
+class LogTitles(_ScrollView):
     """Mixed into `LogView` (which sets up the state named here in its `__init__`): its border's title and subtitle."""
 
     _source: LogLines | None
