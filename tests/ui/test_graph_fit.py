@@ -5,7 +5,7 @@ from __future__ import annotations
 from pilot_helpers import in_view, open_app, pin_style, screen_text, until
 from tuidag.ui.run_model import UsageSample
 from tuidag.views.layout.style import Orientation, Zoom
-from tuidag.ui.widgets.dag_canvas import DagCanvas
+from tuidag.ui.widgets.graph.canvas import DagCanvas
 
 WORKERS = [f"worker-{i:02d}" for i in range(64)]
 WIDE = {"setup": "true", **{w: {"run": "true", "depends_on": ["setup"]} for w in WORKERS},

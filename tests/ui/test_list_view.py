@@ -14,7 +14,7 @@ from tuidag.model.state import TaskState
 from tuidag.ui.run_model import StateFilter
 from tuidag.ui.screens.confirm import ConfirmScreen
 from tuidag.ui.state_style import LOOKS
-from tuidag.ui.widgets.dag_canvas import SELECTED_BG
+from tuidag.ui.widgets.graph.tiles import SELECTED_BG
 from tuidag.ui.widgets.task_table import TaskTable
 
 ALL_TITLES = ["STATE", "NAME", "DURATION", "ATTEMPT", "EXIT", "CPU", "MEM"]

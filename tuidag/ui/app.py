@@ -57,9 +57,9 @@ from .screens.confirm import ConfirmScreen
 from .screens.finder import FinderScreen
 from .screens.help import HelpScreen
 from .state_style import LOOKS
-from .widgets.dag_canvas import DagCanvas
+from .widgets.graph.canvas import DagCanvas
 from .widgets.key_footer import KeyFooter
-from .widgets.log_view import LogView
+from .widgets.log.view import LogView
 from .widgets.run_header import RunHeader
 from .widgets.split_panes import SplitPanes
 from .widgets.task_name_bar import TaskNameBar

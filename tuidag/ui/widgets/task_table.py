@@ -27,7 +27,7 @@ from ...engine.events import TaskSnapshot
 from ..run_model import RunModel, StateFilter
 from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
-from .dag_canvas import SELECTED_BG
+from .graph.tiles import SELECTED_BG
 from .focus_hint import FocusHint
 from .row_keys import ROW_KEYS, RowSelection
 from ...model.counts import counted

@@ -33,7 +33,7 @@ from ...views.timeline_layout import Density, Paint
 from ..run_model import RunModel, StateFilter
 from ..state_style import CRITICAL_COLOUR, LOOKS
 from ..text_cells import fit
-from .dag_canvas import HIDDEN_COLOUR, SELECTED_BG
+from .graph.tiles import HIDDEN_COLOUR, SELECTED_BG
 from .focus_hint import FocusHint
 from .row_keys import ROW_KEYS, RowSelection
 from ...model.counts import counted
