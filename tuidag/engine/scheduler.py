@@ -27,8 +27,9 @@ The one object is written in parts, each a class the next one extends, all shari
 one lock: outbox.py (events on their way out, and the hand-over of ready tasks to the pool), task_records.py (the
 record of each task and its state moves), task_queue.py (from ready to a pool thread: pause, placement, slots),
 task_attempts.py (one attempt from launch to its end, retries, the failure policy). This module has the run's set-up,
-its life cycle and the controls (cancel, re-run, pause, stop). Methods named with `_` run with the lock held unless
-their part's docstring says they take it; public methods take it, and call `_flush` once they have let it go.
+its life cycle and the controls (cancel, re-run, pause, stop). Public methods take the lock where they read or change
+state, and call `_flush` once they have let it go; a method named with `_` runs with the lock held, unless its
+module's docstring names it as one that takes the lock (here: `_cancel` and `_parallelism_changed`).
 """
 from __future__ import annotations
 
