@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any, Callable
 from .events import Event
 from .workers import WorkerPool
 
+
 def log_exception(message: str, *args: Any) -> None:
     """Log an engine bug with its traceback (logging is imported on the first one: it is not needed otherwise).
     Never raises: out of descriptors, even the import fails, and then a line on stderr is all there is."""
     try:
         import logging
 
-        logging.getLogger(__name__).exception(message, *args)
+        logging.getLogger("tuidag.engine.scheduler").exception(message, *args)  # the scheduler's, in every part
     except BaseException:
         try:
             os.write(2, f"tuidag: {message % args}\n".encode(errors="replace"))
         except BaseException:
             pass
-
 
 
 Observer = Callable[[Event], None]
@@ -63,7 +63,6 @@ class EventOutbox:
                 self._observers = [o for o in self._observers if o is not entry]
 
         return unsubscribe
-
 
     def _flush(self, keep: bool = False) -> tuple[str, int] | None:
         """Submit the tasks that became ready, then deliver queued events in order. Called after every change, never

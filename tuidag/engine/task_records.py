@@ -89,7 +89,6 @@ class TaskRecords(EventOutbox):
             self._run_event("finished", detail)
             self._done.set()
 
-
     def _set(self, t: TaskRecord, new: TaskState, announce: bool = True, **fields: Any) -> None:
         """Move `t` to `new` (or update its fields) and queue the event, or with announce=False keep the event back
         until `_announce` (the next `_set` of the task announces it first, so observers still see every step)."""
