@@ -23,7 +23,7 @@ import pytest
 
 from dags import Recorder, alive, make_dag, read_pids, wait_until
 from test_cli import tuidag, write
-from tuidag.engine import LocalExecutor, Scheduler, cgroup, process
+from tuidag.engine import LocalExecutor, Scheduler, cgroup, orphans, process
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
@@ -217,7 +217,7 @@ def test_kill_passes_repeat_until_one_finds_nothing_new():
 def zombie_orphans() -> list[int]:
     me, session = os.getpid(), os.getsid(0)
     found = []
-    for pid in process.own_children(main_thread_only=True):
+    for pid in orphans.own_children(main_thread_only=True):
         try:
             proc = psutil.Process(pid)
             if proc.status() == psutil.STATUS_ZOMBIE and os.getsid(pid) != session and proc.ppid() == me:
