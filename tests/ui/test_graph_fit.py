@@ -74,7 +74,7 @@ async def test_arrows_move_through_a_packed_layer_in_reading_order_and_across_it
         x, y = app.canvas.scroll_offset
         await pilot.click(DagCanvas, offset=(1 + tile.x - x + 2, 1 + tile.y - y))
         assert app.canvas.selected == "worker-05"
-        await until(pilot, lambda: app.log_pane.path == app.session.run.log_path("worker-05"), what="its log")
+        await until(pilot, lambda: app.log_pane.path == app.source.run.log_path("worker-05"), what="its log")
 
 
 async def test_the_minimap_shows_where_the_view_is_only_when_the_graph_is_larger(new_session):

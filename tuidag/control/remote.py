@@ -1,5 +1,5 @@
-"""A run seen from another process: the surface the terminal UI uses of a RunSession and its Scheduler, over the
-run's control socket (a live run) or from its journal (a run that is over).
+"""A run seen from another process: the `RunSource` (control/run_source.py) the terminal UI uses, over the run's
+control socket (a live run) or from its journal (a run that is over).
 
 `RemoteRun.attach` subscribes to a live run: a reader thread decodes the engine's stream and calls observers from
 that thread, as the scheduler calls its observers from engine threads, and keeps the latest snapshot of every
@@ -38,6 +38,7 @@ from . import protocol
 from .client import NotAnswered, NotLive, Refused, connect, decode_event, peer_pid
 from .pending import PendingRequests
 from .protocol import MAX_MESSAGE
+from .run_source import Observer, Usage
 from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
 
 CHECK_INTERVAL = 0.25   # how often a silent connection checks that the engine is still alive
@@ -50,12 +51,10 @@ ANSWERING = "answering"      # ... when it answers again
 REAPED = "reaped"            # ... once it killed what a dead engine's tasks left (detail: what it ended)
 
 S = TaskState
-Observer = Callable[[Event], None]
 
 
 class RemoteRun:
-    """A run in another process (or over), with the attributes and methods of a RunSession and of its scheduler
-    that the UI uses (`scheduler` is the object itself)."""
+    """A run in another process (or over): the `RunSource` the terminal UI views every run through."""
 
     def __init__(self, run: RunDir, store: RunStore, *, foreground: bool = False):
         header = read_header(run.journal)
@@ -81,8 +80,7 @@ class RemoteRun:
         self._seq = 0
         self._paused = False
         self._finished = False
-        self._usage: dict[str, tuple[float, int]] = {}
-        self._slots: dict[str, tuple[int, int]] = {}
+        self._usage: Usage = {}
         self._sock: socket.socket | None = None
         self._buf = bytearray()
         self._send_lock = threading.Lock()
@@ -369,13 +367,10 @@ class RemoteRun:
                 observer(event)
 
     def _take_usage(self, message: dict[str, Any]) -> None:
-        usage, slots = message.get("usage"), message.get("slots")
+        usage = message.get("usage")
         if type(usage) is dict:
             self._usage = {name: (float(v[0]), int(v[1])) for name, v in usage.items()
                            if type(v) is list and len(v) == 2 and all(type(x) in (int, float) for x in v)}
-        if type(slots) is dict:
-            self._slots = {kind: (int(v[0]), int(v[1])) for kind, v in slots.items()
-                           if type(v) is list and len(v) == 2 and all(type(x) is int for x in v)}
 
     def _resubscribe(self) -> None:
         """The engine dropped this viewer (it read too slowly): subscribe again and publish what changed."""
@@ -434,10 +429,6 @@ class RemoteRun:
 
     # ------------------------------------------------------------------------------------------ the surface
     @property
-    def scheduler(self) -> RemoteRun:
-        return self
-
-    @property
     def max_parallel(self) -> int:
         """Tasks the run lets run at once, as its journal's header recorded it."""
         return self.dag.max_parallel
@@ -447,10 +438,8 @@ class RemoteRun:
         """Whether the engine is there to take controls; False for the post-mortem view."""
         return self._live
 
-    def subscribe(self, observer: Observer, *, batches: bool = False) -> Callable[[], None]:
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call `observer(event)` for every event from now on, from the reader thread (as Scheduler.subscribe)."""
-        if batches:
-            raise ValueError("a RemoteRun delivers events one at a time")
         with self._lock:
             self._observers = [*self._observers, observer]
 
@@ -481,14 +470,9 @@ class RemoteRun:
         """Every task ended, or the engine is gone (nothing more will happen)."""
         return self._finished or not self._live
 
-    def start(self) -> None:
-        """The engine started the run already."""
-
-    def usage(self, name: str) -> tuple[float, int] | None:
-        return self._usage.get(name)
-
-    def slots_in_use(self) -> dict[str, tuple[int, int]]:
-        return dict(self._slots)
+    def usage(self) -> Usage:
+        """The engine's latest sample (it sends one a second): replaced as a whole, never changed in place."""
+        return self._usage
 
     def branch(self, name: str) -> list[str]:
         """What cancelling `name` would cancel, from the latest snapshots (no round trip: the UI asks on its thread)."""

@@ -4,7 +4,8 @@ Threading model: the engine calls `TuidagApp.engine_event` from its own threads,
 a deque. A timer (20 per second) drains the deque on the UI thread, applies the whole batch to the `RunModel` and
 repaints just the tiles that changed. Nothing is posted per event or per log line (measured: `call_from_thread` per
 event blocks the engine, `post_message` per line stalls the loop for seconds; batching keeps the lag ~10 ms).
-Live CPU/memory of running trees is sampled once a second on a worker thread and goes through the same deque.
+Live CPU/memory of running trees is sampled by the engine (control/server.py); each new sample goes through the
+same deque.
 Controls that may block (cancelling kills process trees) run on worker threads too.
 """
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-import threading
 import time
 from collections import deque
 from functools import partial
@@ -27,16 +27,15 @@ from textual.driver import Driver
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
-from textual.worker import get_current_worker
 
 from ..control.client import NotLive, Refused
 from ..control.protocol import cancel_reason
-from ..control.remote import ANSWERING, ENGINE_GONE, NOT_ANSWERING, REAPED, RemoteRun
+from ..control.remote import ANSWERING, ENGINE_GONE, NOT_ANSWERING, REAPED
+from ..control.run_source import RunSource, Usage
 from ..model.collector import collector_paused, freeze_survivors
 from ..engine import output_routing
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.scheduler import RerunRefused
-from ..launch import RunSession
 from ..model.state import TaskState
 from ..views.fuzzy import FuzzyFinder
 from ..views.graph_layout import GraphLayout, LayoutStyle, Zoom, dag_deps, layout_dag
@@ -88,8 +87,9 @@ class SearchBar(Input):
 
 
 class TuidagApp(App[None]):
-    """The run screen. Construct it from a `RunSession`; `start=False` leaves the scheduler alone so a test can feed
-    synthetic events through `engine_event`, and `clock` freezes time for deterministic snapshots."""
+    """The run screen, on a `RunSource` (a `RemoteRun` for every shipped view); `start=False` never takes the run
+    as started (no history, no controls) so a test can feed synthetic events through `engine_event`, and `clock`
+    freezes time for deterministic snapshots."""
 
     CSS_PATH = "app.tcss"
     TITLE = "tuidag"
@@ -154,26 +154,19 @@ class TuidagApp(App[None]):
         """Textual's notice, with markup off unless asked for: messages hold task and DAG names, paths, searches."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
-    def __init__(self, session: RunSession | RemoteRun, *, exit_on_finish: bool = False, start: bool = True,
-                 clock: Callable[[], float] = time.time, usage_interval: float | None = 1.0,
-                 signals: Iterable[int] = (), driver_class: type[Driver] | None = None,
+    def __init__(self, source: RunSource, *, exit_on_finish: bool = False, start: bool = True,
+                 clock: Callable[[], float] = time.time, signals: Iterable[int] = (), driver_class: type[Driver] | None = None,
                  early_signals: list[int] | None = None):
         """`early_signals`: where the caller's own handlers note `signals` until the app installs its handlers (a
         signal in between is acted on when the app starts, not lost)."""
         super().__init__(driver_class=driver_class)
         self._early_signals = early_signals if early_signals is not None else []
-        if any(task.func is not None for task in session.dag.tasks.values()):
-            # Routing in front of the streams the app will put back when it ends: a callable still running then
-            # (or starting later) keeps writing to its log, not to the terminal.
-            output_routing.install()
         # Textual puts these in place of sys.stdout/sys.stderr while it runs: behind a router, what a Python task
-        # prints reaches its log from the first write on, not only once another task starts.
+        # running in this process prints reaches its log from the first write on, not only once another task starts.
         self._capture_stdout = output_routing.routed(self._capture_stdout)
         self._capture_stderr = output_routing.routed(self._capture_stderr)
-        self.session = session
-        self.scheduler = session.scheduler
+        self.source = source
         self.exit_on_finish = exit_on_finish
-        self.usage_interval = usage_interval
         self._start = start
         self._signals = tuple(signals)
         self.run_started = False
@@ -181,7 +174,9 @@ class TuidagApp(App[None]):
         self._inbox: deque[Event | UsageSample] = deque()
         self._header_dirty = False
         self._header_painted = 0.0
-        self._stop_sampling = threading.Event()
+        self._usage_seen: Usage = source.usage()  # the source's sample last passed to the model
+        if self._usage_seen:
+            self._inbox.append(UsageSample(dict(self._usage_seen)))
         self._combined_on = False
         self._combined: CombinedLog | None = None  # built when first looked at
         self._combined_pending: list[str] = []  # tasks started since the combined log was last looked at
@@ -192,18 +187,18 @@ class TuidagApp(App[None]):
         self._user_acted_at = -USER_HOLD  # when the user last acted on the selection (c, r, a confirmation)
         self._moving_for_user = False  # the app is moving the selection itself (to the first failure)
         self._first_failure_seen = False
-        dag = session.dag
+        dag = source.dag
         with collector_paused():
-            self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
-            self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
-            if self.read_only:  # the post-mortem view: the run's clock stopped at its end
-                self.model.finished_at = session.ended_at
-            self.model.seed_timeline(read_journal(session.run.journal))  # what happened before the app subscribed
+            self._unsubscribe = source.subscribe(self.engine_event)  # before the snapshot: nothing is missed
+            self.model = RunModel(source.snapshot(), source.started, clock)
+            if source.finished:  # it ended before the app subscribed (the post-mortem view, a quick run): the run's
+                self.model.finished_at = source.ended_at  # clock stopped at its end, and no "finished" event will come
+            self.model.seed_timeline(read_journal(source.run.journal))  # what happened before the app subscribed
             self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
             self._prefix_colours = {name: TASK_COLOURS[i % len(TASK_COLOURS)]
                                     for i, name in enumerate(dag.topological_order)}
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
-        self.header = RunHeader(dag.name, session.run.run_id, self.model, capacities=dag.resources, id="header")
+        self.header = RunHeader(dag.name, source.run.run_id, self.model, capacities=dag.resources, id="header")
         self.header.role = self._role()
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
                                 on_select=self._selection_moved, id="graph")
@@ -228,7 +223,7 @@ class TuidagApp(App[None]):
         self._focus_before_task_name: DagCanvas | LogView = self.canvas
         # The forecast (ETA, critical path): expected durations are read from the store once the run started; the
         # outlook is worked out on a thread after task transitions, at most once a tick.
-        self._shape = shape_of(dag, self.scheduler.max_parallel)
+        self._shape = shape_of(dag, source.max_parallel)
         self._expected: dict[str, float] | None = None
         self._outlook: Outlook | None = None
         self._outlook_due = False
@@ -245,7 +240,7 @@ class TuidagApp(App[None]):
     def _layout(self, style: LayoutStyle) -> GraphLayout:
         """Lay the DAG out for the canvas, read back from the state dir's cache when it was laid out so before."""
         with collector_paused():  # the layout of a big DAG is tens of thousands of objects, all kept
-            return layout_dag(self.session.dag, style, cache_dir=self.session.store.state_dir / "cache")
+            return layout_dag(self.source.dag, style, cache_dir=self.source.store.state_dir / "cache")
 
     # ---------------------------------------------------------------------------------------------- engine side
     def engine_event(self, event: Event) -> None:
@@ -275,7 +270,7 @@ class TuidagApp(App[None]):
         loop = asyncio.get_running_loop()
         for signum in self._signals:
             loop.add_signal_handler(signum, self._on_signal, signum)
-        if self.session.interrupted_by and not self.read_only:  # (the record of an interrupted run stays open)
+        if self.source.interrupted_by and not self.read_only:  # (the record of an interrupted run stays open)
             # The run was stopped by a signal before the app was built (its engine said so): show it
             # stopping and exit when it has (without this the app stayed open, its run over, its terminal gone).
             self.model.stopping = True
@@ -285,6 +280,8 @@ class TuidagApp(App[None]):
             self.call_later(self._on_signal, self._early_signals[-1])
         self.canvas.focus()
         self._select_first_failure(self.model.snapshots.values())  # tasks that failed before the app subscribed
+        if self.model.finished and not self.read_only:
+            self.call_later(self._on_finished)  # as if the end came now: the path, and --exit-on-finish
         if self._start:
             # Start right away rather than after the first frame: building and painting the screen (~0.1 s) then
             # overlaps the first tasks instead of delaying the whole run. The first frame follows within a frame.
@@ -300,18 +297,14 @@ class TuidagApp(App[None]):
         self._gc_threshold = gc.get_threshold()
         gc.set_threshold(GC_YOUNG_THRESHOLD, *self._gc_threshold[1:])
         self.run_started = True
-        self.scheduler.start()
         # After the first frame: reading earlier runs' journals takes tenths of a second of a thread's time (the
         # interpreter's, shared with the screen) when the state dir holds runs of thousands of tasks.
         self.call_after_refresh(self._load_expected)
-        if self.usage_interval:
-            self._sample_usage()
 
     def on_unmount(self) -> None:
         gc.unfreeze()
         if self._gc_threshold is not None:
             gc.set_threshold(*self._gc_threshold)
-        self._stop_sampling.set()
         self._unsubscribe()
         loop = asyncio.get_running_loop()
         for signum in self._signals:
@@ -320,7 +313,7 @@ class TuidagApp(App[None]):
     @property
     def run_active(self) -> bool:
         """Tasks may still be running or start: quitting must stop them first."""
-        return self.run_started and not self.scheduler.finished
+        return self.run_started and not self.source.finished
 
     # ------------------------------------------------------------------------------------------ applying events
     def _drain(self) -> None:
@@ -351,7 +344,7 @@ class TuidagApp(App[None]):
         if self._header_dirty and now - self._header_painted >= HEADER_INTERVAL:
             self._header_dirty, self._header_painted = False, now
             self.header.refresh()
-        if self.model.stopping and self.scheduler.finished and not self._inbox:
+        if self.model.stopping and self.source.finished and not self._inbox:
             self.exit()
 
     @property
@@ -374,7 +367,7 @@ class TuidagApp(App[None]):
         pending, self._combined_pending = self._combined_pending, []
         for task in pending:
             snap = self.model.snapshots[task]
-            self._combined.add(task, self.session.run.log_path(task), started=snap.started_at,
+            self._combined.add(task, self.source.run.log_path(task), started=snap.started_at,
                                colour=self._prefix_colours.get(task))
 
     def _on_finished(self) -> None:
@@ -384,34 +377,21 @@ class TuidagApp(App[None]):
             self.exit()
 
     def _tick(self) -> None:
-        """Once a second: elapsed times of live tasks and of the run."""
+        """Once a second: elapsed times of live tasks and of the run, and the engine's latest usage sample."""
+        usage = self.source.usage()
+        if usage is not self._usage_seen:
+            self._usage_seen = usage
+            self._inbox.append(UsageSample(dict(usage)))
         live = [n for n, s in self.model.snapshots.items() if s.state in (S.RUNNING, S.RETRYING, S.CANCELLING)]
         self.canvas.refresh_tasks(live)
         self.table.refresh_tasks(live)
         self.timeline.tick()
         self._refresh_outlook()
         self.header.refresh()
-        if self.session.store_message and not self._store_error_shown:  # set once, from an engine thread
+        if self.source.store_message and not self._store_error_shown:  # set once, from an engine thread
             self._store_error_shown = True
-            self.notify(self.session.store_message.removeprefix("tuidag: error: "), title="Run incomplete",
+            self.notify(self.source.store_message.removeprefix("tuidag: error: "), title="Run incomplete",
                         severity="error", timeout=24 * 3600)
-
-    @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
-    def _sample_usage(self) -> None:
-        """CPU % and memory of each running task's whole process tree, off the UI thread.
-
-        The first sample comes one interval after the start: a CPU % needs an earlier reading of the same process
-        anyway, and the start (psutil's import, a process object per running task) then stays out of the busiest
-        moment, when the screen is built while the first tasks start."""
-        worker = get_current_worker()
-        while not self._stop_sampling.wait(self.usage_interval) and not worker.is_cancelled:
-            sample = {}
-            for name, snap in self.scheduler.snapshot().items():
-                if snap.state is S.RUNNING:
-                    usage = self.scheduler.usage(name)
-                    if usage is not None:
-                        sample[name] = usage
-            self._inbox.append(UsageSample(sample))
 
     # ------------------------------------------------------------------------------------------------ selection
     @property
@@ -462,7 +442,7 @@ class TuidagApp(App[None]):
     def _show_log_of(self, task: str) -> None:
         """The selection moved (called by the canvas right away, so both repaint in one frame)."""
         if not self._combined_on:
-            self.log_pane.show_file(self.session.run.log_path(task), task)
+            self.log_pane.show_file(self.source.run.log_path(task), task)
 
     # -------------------------------------------------------------------------------------------------- actions
     def action_help(self) -> None:
@@ -507,12 +487,12 @@ class TuidagApp(App[None]):
         if name is None or not self._may_control():
             return
         self._user_acts()
-        branch = self.scheduler.branch(name)
+        branch = self.source.branch(name)
         if not branch:
             self.notify(f"{name} and everything downstream of it already finished")
             return
         question = f"Cancel [b]{escape(name)}[/b] and everything downstream of it? {_these(branch)} will stop:"
-        cancel = partial(self.scheduler.cancel, name, cancel_reason("cancel", "viewer"))
+        cancel = partial(self.source.cancel, name, cancel_reason("cancel", "viewer"))
         self.push_screen(ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
                          partial(self._confirmed, cancel))
 
@@ -526,7 +506,7 @@ class TuidagApp(App[None]):
         question = f"Cancel every unfinished task? {_these(unfinished)} will stop:"
         self.push_screen(ConfirmScreen(question, self._describe(unfinished),
                                        "Running tasks get SIGTERM, then SIGKILL."),
-                         partial(self._confirmed, partial(self.scheduler.cancel_all,
+                         partial(self._confirmed, partial(self.source.cancel_all,
                                                           cancel_reason("cancel_all", "viewer"))))
 
     def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
@@ -546,7 +526,7 @@ class TuidagApp(App[None]):
         if snap.state not in RERUNNABLE:
             self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
             return
-        self.run_worker(partial(self._control, partial(self.scheduler.rerun, name)), thread=True, group="control",
+        self.run_worker(partial(self._control, partial(self.source.rerun, name)), thread=True, group="control",
                         description="rerun")
 
     def action_pause(self) -> None:
@@ -555,9 +535,9 @@ class TuidagApp(App[None]):
                             description="pause")
 
     def _toggle_pause(self) -> None:
-        if self.scheduler.paused:
-            self.scheduler.resume()
-        elif not self.scheduler.pause():
+        if self.source.paused:
+            self.source.resume()
+        elif not self.source.pause():
             self.call_from_thread(self.notify,
                                   "the run is finished: nothing left to pause (r re-runs the selected task)")
 
@@ -636,7 +616,7 @@ class TuidagApp(App[None]):
         if self._combined_on:
             self.log_pane.show_combined(self.combined, self._task_filter.describe())
         elif self.selected_task:
-            self.log_pane.show_file(self.session.run.log_path(self.selected_task), self.selected_task)
+            self.log_pane.show_file(self.source.run.log_path(self.selected_task), self.selected_task)
 
     # ------------------------------------------------------------------- log pane: its size, the combined filter
     def action_maximise_log(self) -> None:
@@ -693,7 +673,7 @@ class TuidagApp(App[None]):
     def _set_task_filter(self, task_filter: TaskFilter) -> None:
         """Re-filter the lines the combined log holds (nothing is read again) and show them from the end."""
         self._task_filter = task_filter
-        tasks = task_filter.tasks(self.session.dag)
+        tasks = task_filter.tasks(self.source.dag)
         self.combined.show_only(tasks)
         self.log_pane.show_combined(self.combined, task_filter.describe())
         if tasks is not None and not tasks:
@@ -703,21 +683,7 @@ class TuidagApp(App[None]):
         if not self.run_active:
             self.exit()
             return
-        if self.viewing:
-            self._ask_viewer_quit()
-            return
-        if self.model.stopping:
-            self.notify("stopping: waiting for every process to exit")
-            return
-        unfinished = self._unfinished()
-        question = f"Quit? The run is not finished: {_these(unfinished).lower()} will be cancelled first:"
-        self.push_screen(ConfirmScreen(question, self._describe(unfinished),
-                                       "tuidag exits once every process is gone."),
-                         self._quit_confirmed)
-
-    def _quit_confirmed(self, yes: bool | None) -> None:
-        if yes:
-            self._stop(partial(self.scheduler.cancel_all, "cancelled: tuidag quit"))
+        self._ask_viewer_quit()
 
     def action_interrupt(self) -> None:
         """Ctrl+C: the user wants the run stopped, now. Recorded as SIGINT (exit code 130), like the headless view."""
@@ -727,12 +693,12 @@ class TuidagApp(App[None]):
             self.exit()
 
     def _on_signal(self, signum: int) -> None:
-        """SIGINT/SIGTERM/SIGHUP: cancel everything (the session does it on its own thread), then exit. A viewer
+        """SIGINT/SIGTERM/SIGHUP: the engine cancels everything (on a worker thread here), then exit. A viewer
         attached to a run it did not start only closes: the run goes on."""
-        if self.viewing and (self.read_only or not self.session.foreground):
+        if self.read_only or not self.source.foreground:
             self.exit(None if self.read_only else DETACHED)
             return
-        self._stop(partial(self.session.interrupt, signum))
+        self._stop(partial(self.source.interrupt, signum))
 
     def _stop(self, cancel: Callable[[], object]) -> None:
         if not self.run_active:
@@ -847,8 +813,8 @@ class TuidagApp(App[None]):
     def _load_expected(self) -> None:
         """Expected durations from the store's earlier runs (their journals are read: not on the UI thread)."""
         try:
-            header = read_header(self.session.run.journal)  # the run's fingerprints, in this process or another
-            found = seconds(expected_for_run(self.session.store, header, exclude=self.session.run.run_id))
+            header = read_header(self.source.run.journal)  # the run's fingerprints, as its engine recorded them
+            found = seconds(expected_for_run(self.source.store, header, exclude=self.source.run.run_id))
         except (OSError, ValueError):
             found = {}  # an unreadable store: the ETA says there is no history
         self.call_from_thread(self._expected_loaded, found)
@@ -938,28 +904,22 @@ class TuidagApp(App[None]):
     def _describe(self, names: list[str]) -> list[str]:
         return [f"{n}  ({LOOKS[self.model.snapshots[n].state].word})" for n in names]
 
-    # ------------------------------------------------------------------ viewing a run of another process
-    # The session is then a RemoteRun (control/remote.py): `live` while its engine runs, then the post-mortem view.
-    @property
-    def viewing(self) -> bool:
-        """The run lives in another process (its engine) and this app only views it."""
-        return getattr(self.session, "live", None) is not None
-
+    # ------------------------------------------------------------------ the view's role: live, then post-mortem
     @property
     def read_only(self) -> bool:
         """The post-mortem view: the run is over (or its engine died); nothing can be controlled."""
-        return getattr(self.session, "live", True) is False
+        return not self.source.live
 
     def _role(self) -> str:
-        """What the header says of this view besides the run: foreground, attached or post-mortem."""
-        if not self.viewing:
-            return ""
-        session = self.session
-        pid = f"engine pid {session.engine_pid}" if session.engine_pid else "engine"
+        """What the header says of this view besides the run: foreground, attached or post-mortem (nothing for a
+        frozen scene, which no engine runs)."""
+        source = self.source
         if self.read_only:
-            return "post-mortem" + (f" · {session.lost}" if session.lost else "") + " · read-only"
-        silent = " · not answering" if getattr(session, "not_answering", None) else ""
-        return f"{'foreground' if session.foreground else 'attached'} · {pid}{silent}"
+            return "post-mortem" + (f" · {source.lost}" if source.lost else "") + " · read-only"
+        if source.engine_pid is None:
+            return ""
+        silent = " · not answering" if source.not_answering else ""
+        return f"{'foreground' if source.foreground else 'attached'} · engine pid {source.engine_pid}{silent}"
 
     def _control(self, control: Callable[[], object]) -> None:
         """Run a control on a worker thread; a refusal (or an engine that went away) is told, not raised."""
@@ -972,11 +932,9 @@ class TuidagApp(App[None]):
                 pass
 
     def _offers(self, binding: Binding) -> bool:
-        """The help, the palette and the footer list `d` only where it works, on a run of another process, and no
-        control that only answers "read-only" in the post-mortem view."""
-        if self.read_only:
-            return binding.action not in READ_ONLY_REFUSES
-        return binding.action != "detach" or self.viewing
+        """The help, the palette and the footer list no control that only answers "read-only" in the post-mortem
+        view."""
+        return not self.read_only or binding.action not in READ_ONLY_REFUSES
 
     def _key_label(self, binding: Binding) -> str | None:
         """A key as the footer names it here (None: not offered); `r` in the post-mortem view starts a resumed run."""
@@ -986,9 +944,7 @@ class TuidagApp(App[None]):
 
     def action_detach(self) -> None:
         """`d`: close this view and leave the run running in its own process."""
-        if not self.viewing:
-            self.notify("this run lives in this process: it can't go on without it", timeout=3)
-        elif self.read_only:
+        if self.read_only:
             self.exit()
         else:
             self.exit(DETACHED)
@@ -1002,11 +958,11 @@ class TuidagApp(App[None]):
         # Going back is Esc (any dialog's way out); `c` would read as cancelling tasks, which it is not.
         stop, detach, back = ("stop", "Stop the run", "s"), ("detach", "Detach", "d"), ("back", "Back", "Esc")
         unfinished = len(self._unfinished())
-        question = (f"Close this view of run [b]{escape(self.session.run.run_id)}[/b]? It is not finished: "
+        question = (f"Close this view of run [b]{escape(self.source.run.run_id)}[/b]? It is not finished: "
                     f"{unfinished} task{'' if unfinished == 1 else 's'} to go.")
         note = ("Detach: the run goes on in the background (tuidag attach shows it again). "
                 "Stop: every task is cancelled.")
-        if self.session.foreground:
+        if self.source.foreground:
             self.push_screen(ChoiceScreen(question, [stop, detach, back], "back", note), self._viewer_quit_chosen)
         else:
             self.push_screen(ChoiceScreen(question, [detach, stop, back], "detach", note), self._viewer_quit_chosen)
@@ -1015,7 +971,7 @@ class TuidagApp(App[None]):
         if answer == "detach":
             self.exit(DETACHED)
         elif answer == "stop" and self.run_active:
-            self._stop(self.session.stop)
+            self._stop(self.source.stop)
 
     @on(EngineGone)
     def _engine_gone(self) -> None:
@@ -1026,8 +982,8 @@ class TuidagApp(App[None]):
         self.footer.refresh()  # the controls that only answer "read-only" leave it
         if self.model.stopping:
             self.exit()
-        elif self.session.lost:
-            self.notify(f"{self.session.lost}: this is the run as its journal recorded it (read-only; r starts a "
+        elif self.source.lost:
+            self.notify(f"{self.source.lost}: this is the run as its journal recorded it (read-only; r starts a "
                         f"new run resuming from it)", title="Engine gone", severity="error", timeout=24 * 3600)
 
     @on(EngineNews)
@@ -1046,15 +1002,15 @@ class TuidagApp(App[None]):
 
     def _offer_resume(self) -> None:
         """`r` in the post-mortem view: a new run of the same file that reuses what succeeded here."""
-        source = self.session.dag.source
+        source = self.source.dag.source
         if source is None or not source.is_file():
             self.notify(f"can't resume: the DAG file {source or '(unknown)'} is gone", severity="warning")
             return
         question = (f"Start a new run of [b]{escape(str(source))}[/b] resuming from "
-                    f"[b]{escape(self.session.run.run_id)}[/b]?")  # markup, with what it names escaped
+                    f"[b]{escape(self.source.run.run_id)}[/b]?")  # markup, with what it names escaped
         snapshots = self.model.snapshots
         items = [f"{name}  ({'reused if unchanged' if snapshots[name].state is S.SUCCEEDED else 'runs again'})"
-                 for name in self.session.dag.topological_order]
+                 for name in self.source.dag.topological_order]
         self.push_screen(ConfirmScreen(question, items, "Tasks that succeeded here are reused unless their "
                                                         "definition changed; the others run again."),
                          lambda yes: self.exit(RESUME) if yes else None)
