@@ -22,7 +22,8 @@ from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
 from tuidag.store.journal import replay
 from tuidag.store.runs import RunDir, RunStore
-from tuidag.ui.app import DETACHED, RESUME, TuidagApp
+from tuidag.ui.app import TuidagApp
+from tuidag.ui.roles import DETACHED, RESUME
 from tuidag.ui.screens.choice import ChoiceScreen
 from tuidag.ui.screens.confirm import ConfirmScreen
 

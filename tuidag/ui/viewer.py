@@ -27,7 +27,8 @@ from ..store.journal import replay
 from ..store.runs import RunDir, RunStore, run_command
 from ..views.headless import counts_line, recorded_counts_line
 from ..views.terminal_text import terminal_line
-from .app import DETACHED, RESUME, TuidagApp
+from .app import TuidagApp
+from .roles import DETACHED, RESUME
 from .terminal import HangupSafeDriver
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
