@@ -36,7 +36,7 @@ RUN_BINDINGS = [
     Binding("G", "log_bottom", "Bottom", show=False, tooltip="Go to the bottom of the log"),
     Binding("a", "combined", "All logs",
             tooltip="Toggle the combined view: output of all tasks interleaved, each line prefixed by its task"),
-    Binding("q", "quit", "Quit", tooltip="Quit; while tasks run, asks, then stops every task first"),
+    Binding("q", "quit", "Quit", tooltip="Quit; while tasks run, asks: stop the run, detach, or back"),
     Binding("escape", "focus_graph", "Graph", show=False),
     Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
     Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True,
