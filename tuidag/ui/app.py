@@ -101,7 +101,9 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
         super().__init__(driver_class=driver_class)
         self._early_signals = early_signals if early_signals is not None else []
         # Textual puts these in place of sys.stdout/sys.stderr while it runs: behind a router, what a Python task
-        # running in this process prints reaches its log from the first write on, not only once another task starts.
+        # running in this process prints reaches its log from the first write on, not only once another task starts
+        # (a viewer of `tuidag run` runs no task; a program that serves its engine in its own process, as the tests
+        # and benchmarks do, does).
         self._capture_stdout = output_routing.routed(self._capture_stdout)
         self._capture_stderr = output_routing.routed(self._capture_stderr)
         self.source = source
