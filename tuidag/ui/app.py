@@ -34,7 +34,9 @@ from ..engine.events import Event, TaskSnapshot
 from ..engine.scheduler import RerunRefused
 from ..model.state import TaskState
 from ..views.fuzzy import FuzzyFinder
-from ..views.graph_layout import GraphLayout, LayoutStyle, dag_deps, layout_dag
+from ..views.layout.build import dag_deps, layout_dag
+from ..views.layout.layout import GraphLayout
+from ..views.layout.style import LayoutStyle
 from ..views.headless import TASK_COLOURS
 from ..views.combined_log import CombinedLog
 from ..views.task_filter import TaskFilter
@@ -51,15 +53,16 @@ from .run_model import RunModel, StateFilter, UsageSample
 from .screens.confirm import ConfirmScreen
 from .screens.finder import FinderScreen
 from .state_style import LOOKS
-from .widgets.dag_canvas import DagCanvas
+from .widgets.graph.canvas import DagCanvas
 from .widgets.key_footer import KeyFooter
-from .widgets.log_view import LogView
+from .widgets.log.view import LogView
 from .widgets.run_header import RunHeader
 from .widgets.split_panes import SplitPanes
 from .widgets.task_name_bar import TaskNameBar
 from .widgets.task_table import TaskTable
 from .widgets.timeline import TimelineView
 from .widgets.critical_panel import CriticalPathPanel
+from ..model.counts import counted
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20
@@ -132,6 +135,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
         with collector_paused():
             self._unsubscribe = source.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(source.snapshot(), source.started, clock)
+            self.model.paused = source.paused  # paused before this view came: the event is behind it
             if source.finished:  # it ended before the app subscribed (the post-mortem view, a quick run): the run's
                 self.model.finished_at = source.ended_at  # clock stopped at its end, and no "finished" event will come
             self.model.seed_timeline(read_journal(source.run.journal))  # what happened before the app subscribed
@@ -143,7 +147,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
         self.header.role = self._role()
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
                                 on_select=self._selection_moved, id="graph")
-        self.canvas.title_prefix = f"{dag.name} · {self.model.total:,} tasks"
+        self.canvas.title_prefix = f"{dag.name} · {counted(self.model.total, 'task')}"
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
         self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from .screens.help import HelpScreen
-from .widgets.dag_canvas import DagCanvas
+from .widgets.graph.canvas import DagCanvas
 from .widgets.task_table import TaskTable
 from .widgets.timeline import TimelineView
 

@@ -12,7 +12,7 @@ from textual import work
 
 from ..store.expected import expected_for_run, seconds
 from ..store.journal import read_header
-from ..views.graph_layout import Zoom
+from ..views.layout.style import Zoom
 from ..views.run_outlook import Outlook, outlook, path_rows
 from ..views.timeline_layout import Density
 
