@@ -8,6 +8,7 @@ import logging
 from dags import make_dag
 from disks import small_disk
 from pilot_helpers import SIZE, open_app, until
+from slowness import patience
 from tuidag.launch import RunSession
 
 
