@@ -61,6 +61,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from core_bench import layered  # noqa: E402
 from tuidag.cli import run_headless  # noqa: E402
+from tuidag.control.remote import RemoteRun  # noqa: E402
 from tuidag.engine.events import RunEvent  # noqa: E402
 from tuidag.launch import RunSession  # noqa: E402
 from tuidag.model.spec import DagSpec, TaskSpec  # noqa: E402
@@ -104,6 +105,14 @@ async def painted(app: TuidagApp) -> float:
     return await done
 
 
+def viewed(session: RunSession, **options) -> TuidagApp:
+    """The app as users get it: the run started and served on its control socket (as its engine serves it, here in
+    this process), the app a viewer of it (as `tuidag run` shows it)."""
+    session.serve_control()
+    session.scheduler.start()
+    return TuidagApp(RemoteRun.attach(session.run, session.store, foreground=True), **options)
+
+
 def stop(session: RunSession) -> None:
     if not session.scheduler.finished:
         session.scheduler.cancel_all("benchmark over")
@@ -115,7 +124,7 @@ async def graph_run(state: Path, presses: int = 20) -> tuple[float, list[float]]
     """First frame of a 2,000-task DAG while it starts running, then key-press-to-repaint latencies."""
     started = time.perf_counter()
     session = RunSession.create(dag_of(layered(2000), "sleep 0.05"), state)
-    app = TuidagApp(session)
+    app = viewed(session)
     try:
         async with app.run_test(headless=True, size=SIZE):
             first = await painted(app) - started
@@ -198,7 +207,7 @@ async def big_run(state: Path, n: int, keys: bool, presses: int = BIG_PRESSES) -
     session = RunSession.create(dag_of(layered(n), BIG_COMMAND), state)
     session.scheduler.start()  # the first tasks start while the app is built
     started = time.perf_counter()
-    app = TuidagApp(session)
+    app = viewed(session)
     frames = Frames(app)
     latencies: dict[str, list[float]] = {label: [] for label, _ in BIG_KEYS}
     try:
@@ -256,7 +265,7 @@ async def timeline_run(state: Path, n: int = TIMELINE_TASKS, presses: int = BIG_
     """Key-press latencies of the timeline on an n-task layered DAG whose run has started (see 7. above)."""
     session = RunSession.create(dag_of(layered(n), BIG_COMMAND), state)
     session.scheduler.start()
-    app = TuidagApp(session)
+    app = viewed(session)
     frames = Frames(app)
     latencies: dict[str, list[float]] = {label: [] for label, _ in TIMELINE_KEYS}
     labels = {key: label for label, key in TIMELINE_KEYS}
@@ -337,7 +346,7 @@ async def flood(state: Path, combined: bool) -> tuple[float, float, float, float
     lines = FLOOD_BYTES // (len(FLOOD_LINE) + 1)
     command = f"while [ ! -f {state}/go ]; do sleep 0.01; done; yes {FLOOD_LINE} | head -n {lines}"
     session = RunSession.create(dag_of([("flood", [])], command), state)
-    app = TuidagApp(session)
+    app = viewed(session)
     me = psutil.Process()
     peak = [0]
     sampling = threading.Event()
@@ -387,7 +396,7 @@ async def first_lines(state: Path, trials: int = 10) -> list[float]:
                                  "date +%s.%N; sleep 0.5"))
              for name, deps in tasks}
     session = RunSession.create(DagSpec(name="bench", tasks=specs, max_parallel=2 * trials, kill_grace=0.5), state)
-    app = TuidagApp(session)
+    app = viewed(session)
     latencies = []
     try:
         async with app.run_test(headless=True, size=SIZE):
@@ -425,7 +434,7 @@ async def tui_run(state: Path) -> tuple[float, float]:
     span = run_span(session)
     started = time.perf_counter()
     session.scheduler.start()  # the app is built while the first tasks run
-    app = TuidagApp(session, exit_on_finish=True)
+    app = viewed(session, exit_on_finish=True)
     await app.run_async(headless=True, size=SIZE)  # the app's own loop, as `tuidag run` drives it; it exits at the end
     elapsed = time.perf_counter() - started
     session.finish()

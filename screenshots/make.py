@@ -36,6 +36,7 @@ from textual import events  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
 from tuidag.cli import run_headless  # noqa: E402
+from tuidag.control.remote import RemoteRun  # noqa: E402
 from tuidag.launch import RunSession  # noqa: E402
 from tuidag.model.loader import load_dag  # noqa: E402
 from tuidag.model.state import TaskState  # noqa: E402
@@ -97,6 +98,12 @@ async def failing_finished(app: TuidagApp, pilot: Pilot) -> None:
     await until(pilot, lambda: app.log_pane.line_count >= 4)
 
 
+def freeze_usage(app: TuidagApp) -> None:
+    """Keep the CPU and memory figures on screen as they are now (the engine sends new ones every second)."""
+    frozen = app.source.usage()
+    app.source.usage = lambda: frozen
+
+
 def _worker_sleep(name: str) -> float:
     """How long a worker of demos/wide.yaml sleeps (its command: `sleep 0.$(( (i * 37) % 9 + 1 ))`)."""
     i = int(name.rsplit("-", 1)[1])
@@ -113,7 +120,7 @@ async def wide_running(app: TuidagApp, pilot: Pilot) -> None:
     """64 workers between `setup` and `gather`, packed into sub-columns with one bus on each side: done, running and
     queued at once, and a running worker's log."""
     await until(pilot, lambda: count(app, S.SUCCEEDED) >= 24 and count(app, S.RUNNING) >= 6)
-    app.usage_interval = None
+    freeze_usage(app)
     app.canvas.select(_longest_running_worker(app))
     await until(pilot, lambda: app.log_pane.line_count >= 1)
 
@@ -143,7 +150,7 @@ async def deep_running(app: TuidagApp, pilot: Pilot) -> None:
     """A deep pipeline, top down as the app chose; the training task selected, its log in the pane."""
     await until(pilot, lambda: app.model.snapshots["train-model"].state is S.RUNNING
                 and "train-model" in app.model.usage)
-    app.usage_interval = None
+    freeze_usage(app)
     app.canvas.select("train-model")
     await until(pilot, lambda: app.log_pane.line_count >= 4)
 
@@ -153,7 +160,7 @@ async def timeline_running(app: TuidagApp, pilot: Pilot) -> None:
     attempts on one axis, the running bar growing, what the forecast says is still to come after it, the ETA."""
     await until(pilot, lambda: app.model.snapshots["train-model"].state is S.RUNNING
                 and app.model.snapshots["train-baseline"].state is S.SUCCEEDED and app.timeline.forecast)
-    app.usage_interval = None
+    freeze_usage(app)
     app.select_task("train-model")
     await pilot.press("t", "x")
     await until(pilot, lambda: app.timeline.critical and app.log_pane.line_count >= 3)
@@ -378,8 +385,12 @@ def draw(lines: list[list[Segment]], columns: int) -> Image.Image:
 
 
 async def shoot(name: str, demo: Path, scene: Scene, state_dir: Path) -> Path:
+    """The run served on its control socket, as its engine serves it, and viewed as `tuidag run` views it."""
     session = RunSession.create(load_dag(demo), state_dir, kill_grace=0.5)
-    app = TuidagApp(session)
+    session.serve_control()
+    session.scheduler.start()
+    remote = RemoteRun.attach(session.run, session.store, foreground=True)
+    app = TuidagApp(remote)
     png = HERE / f"{name}.png"
     try:
         async with app.run_test(headless=True, size=SIZE) as pilot:
@@ -387,6 +398,7 @@ async def shoot(name: str, demo: Path, scene: Scene, state_dir: Path) -> Path:
             await pilot.pause(SETTLE if settle is None else settle)
             draw(screen_lines(app), app.size.width).save(png, optimize=True)
     finally:
+        remote.close()
         if not session.scheduler.finished:
             session.scheduler.cancel_all("screenshot taken")
             session.scheduler.wait(30)

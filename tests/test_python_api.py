@@ -636,6 +636,7 @@ def test_demo_loads():
 def test_routing_while_the_textual_ui_owns_stdout(tmp_path):
     """Textual swaps sys.stdout for its own capture object while it runs; task output must still go to the logs,
     and everything else to Textual."""
+    from tuidag.control.remote import RemoteRun
     from tuidag.ui.app import TuidagApp
 
     dag = Dag("ui", max_parallel=4)
@@ -652,7 +653,10 @@ def test_routing_while_the_textual_ui_owns_stdout(tmp_path):
     wrapped: list[str] = []
 
     async def drive() -> None:
-        app = TuidagApp(session)
+        session.serve_control()  # served and viewed as `tuidag run` views it (its engine here in this process)
+        remote = RemoteRun.attach(session.run, session.store, foreground=True)
+        session.scheduler.start()
+        app = TuidagApp(remote)
         app._print = lambda text, stderr=False: captured.append(text)
         async with app.run_test(headless=True, size=(120, 40)) as pilot:
             deadline = asyncio.get_running_loop().time() + 20
@@ -663,6 +667,7 @@ def test_routing_while_the_textual_ui_owns_stdout(tmp_path):
                 await pilot.pause(0.02)
             wrapped.append(type(output_routing.RoutingStream.wrapped.fget(sys.stdout)).__name__
                            if isinstance(sys.stdout, output_routing.RoutingStream) else type(sys.stdout).__name__)
+        remote.close()
         session.finish()
 
     asyncio.run(drive())

@@ -20,7 +20,7 @@ import pytest
 from dags import Recorder, make_dag, served_run, wait_until
 from test_detached_runs import no_engine_left_behind  # noqa: F401 (autouse: ends what a failed test left)
 from test_detached_runs import start_detached, the_run, tuidag
-from tuidag.control import protocol, remote, server
+from tuidag.control import engine_connection, protocol, remote, server
 from tuidag.control.client import ControlClient, NotAnswered, NotLive, live_status
 from tuidag.control.remote import ANSWERING, NOT_ANSWERING, RemoteRun
 from tuidag.engine.events import RunEvent, TaskEvent
@@ -115,7 +115,7 @@ def test_a_control_the_engine_started_but_did_not_answer_in_time_may_or_may_not_
 def test_a_viewer_says_not_answering_while_the_engine_is_stopped_and_its_request_never_happens(stopped_engine,
                                                                                                monkeypatch):
     run, pid, gate = stopped_engine
-    monkeypatch.setattr(remote, "REQUEST_TIMEOUT", 1.0)
+    monkeypatch.setattr(engine_connection, "REQUEST_TIMEOUT", 1.0)
     viewer = RemoteRun.attach(run, RunStore(run.path.parent.parent))
     seen = Recorder()
     viewer.subscribe(seen)

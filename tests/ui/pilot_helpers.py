@@ -1,4 +1,5 @@
-"""Driving `TuidagApp` under Pilot: start it on a session, poll for conditions against a deadline, clean up."""
+"""Driving `TuidagApp` under Pilot as users get it: a run served on its control socket, viewed through a
+`RemoteRun`; poll for conditions against a deadline, clean up."""
 from __future__ import annotations
 
 import time
@@ -7,6 +8,7 @@ from typing import AsyncIterator, Callable
 
 from textual.pilot import Pilot
 
+from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
 from tuidag.ui.app import TuidagApp
 from tuidag.views.layout.style import Orientation, Zoom
@@ -18,19 +20,41 @@ SIZE = (160, 45)
 
 
 @asynccontextmanager
-async def open_app(session: RunSession, *, size: tuple[int, int] = SIZE,
-                   **kwargs) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
-    """The app on a real session; afterwards no task is left running and the session is finished."""
-    app = TuidagApp(session, **kwargs)
+async def open_app(session: RunSession, *, size: tuple[int, int] = SIZE, start: bool = True,
+                   foreground: bool = True, **kwargs) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
+    """The app on `session` started and served as its engine serves it, viewed as `tuidag run` views it (the
+    foreground viewer; `foreground=False`: as `tuidag attach` does). `start=False`: the run never starts, and the
+    app shows it frozen (`FrozenRun`). Afterwards no task is left running and the session is finished."""
+    from frozen_runs import FrozenRun
+
+    remote = None
     try:
+        if start:
+            remote = served_and_viewed(session, foreground=foreground)
+            app = TuidagApp(remote, **kwargs)
+        else:
+            app = TuidagApp(FrozenRun(session.dag, session.run, session.store, session.started,
+                                      session.scheduler.snapshot()), start=False,
+                            **kwargs)
         async with app.run_test(headless=True, size=size) as pilot:
+            if start:  # once the app is up, as a quick run's first events reach a viewer on screen
+                session.scheduler.start()
             await pilot.pause()
             yield app, pilot
     finally:
-        if app.run_started and not session.scheduler.finished:
+        if remote is not None:
+            remote.close()
+        if start and not session.scheduler.finished:
             session.scheduler.cancel_all("test teardown")
             assert session.scheduler.wait(patience(10))
         session.finish()
+
+
+def served_and_viewed(session: RunSession, *, foreground: bool = True) -> RemoteRun:
+    """Serve `session`'s run on its control socket (as its engine does) and attach a viewer to it; the caller starts
+    the run (if the test has not)."""
+    session.serve_control()
+    return RemoteRun.attach(session.run, session.store, foreground=foreground)
 
 
 async def until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:

@@ -9,6 +9,7 @@ import signal
 
 from dags import alive, read_pids, wait_until
 from pilot_helpers import open_app, select, ui_states, until
+from tuidag.ui.screens.choice import ChoiceScreen
 from tuidag.ui.screens.confirm import ConfirmScreen
 from tuidag.ui.screens.help import HelpScreen
 
@@ -137,13 +138,15 @@ async def test_pause_on_a_finished_run_is_refused_and_a_rerun_then_runs(new_sess
 
 
 async def test_quit_while_running_asks_then_stops_every_tree(new_session, tmp_path):
+    """`q` in the terminal that started the run asks: stop the run, detach, or back (the default: Enter never
+    kills tasks); `s` stops every tree and the view exits once they are gone."""
     stubborn = "trap '' TERM; " + LONG.format(n="b")  # ignores SIGTERM: stopping lasts the 0.5 s grace period
     session = new_session({"a": long_task("a"), "b": stubborn})
     async with open_app(session) as (app, pilot):
         procs = await wait_pids(pilot, tmp_path / "a.pids") + await wait_pids(pilot, tmp_path / "b.pids")
         await pilot.press("q")
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("y")
+        assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "back"
+        await pilot.press("s")
         assert app.model.stopping
         assert "stopping" in str(app.header.render())
         await until(pilot, lambda: app.return_code is not None, what="app exit")

@@ -17,7 +17,7 @@ def header_lines(app) -> list[str]:
 
 
 def log_shown(app, name: str) -> bool:
-    return str(app.session.run.log_path(name)) in str(app.log_pane.border_title)
+    return str(app.source.run.log_path(name)) in str(app.log_pane.border_title)
 
 
 def failed(app) -> set[str]:

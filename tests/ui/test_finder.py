@@ -18,11 +18,11 @@ def results(app) -> list[str]:
 
 
 def log_shown(app, name: str) -> bool:
-    return str(app.session.run.log_path(name)) in str(app.log_pane.border_title)
+    return str(app.source.run.log_path(name)) in str(app.log_pane.border_title)
 
 
 async def test_typing_narrows_and_enter_jumps_to_the_task_and_its_log(new_session):
-    async with open_app(new_session(TASKS), start=False, usage_interval=None) as (app, pilot):
+    async with open_app(new_session(TASKS), start=False) as (app, pilot):
         await pilot.press("colon")
         assert isinstance(app.screen, FinderScreen)
         assert results(app) == app.reading_order  # an empty query lists every task in graph order
@@ -39,7 +39,7 @@ async def test_typing_narrows_and_enter_jumps_to_the_task_and_its_log(new_sessio
 
 
 async def test_arrows_or_a_click_choose_in_the_list_and_ctrl_f_opens_it_too(new_session):
-    async with open_app(new_session(TASKS), start=False, usage_interval=None) as (app, pilot):
+    async with open_app(new_session(TASKS), start=False) as (app, pilot):
         await pilot.press("ctrl+f", *"build")
         assert results(app) == ["build-web", "build-api-linux"]  # equally good: the shorter name first
         await pilot.press("down", "enter")
@@ -50,7 +50,7 @@ async def test_arrows_or_a_click_choose_in_the_list_and_ctrl_f_opens_it_too(new_
 
 
 async def test_escape_returns_to_where_the_user_was(new_session):
-    async with open_app(new_session(TASKS), start=False, usage_interval=None) as (app, pilot):
+    async with open_app(new_session(TASKS), start=False) as (app, pilot):
         app.select_task("lint")
         await pilot.press("tab")
         assert app.focused is app.log_pane
@@ -60,7 +60,7 @@ async def test_escape_returns_to_where_the_user_was(new_session):
 
 
 async def test_no_match_says_so_and_enter_keeps_the_finder_open(new_session):
-    async with open_app(new_session(TASKS), start=False, usage_interval=None) as (app, pilot):
+    async with open_app(new_session(TASKS), start=False) as (app, pilot):
         await pilot.press("colon", *"zzqFc", "right_square_bracket", "colon")  # the app's keys are letters here
         assert app.screen.query_one("#finder-query").value == "zzqFc]:"
         assert app.model.state_filter.word == "all" and isinstance(app.screen, FinderScreen)
@@ -74,7 +74,7 @@ async def test_five_thousand_tasks(new_session):
     """The finder lists the best matches of thousands and says how many matched (per-keystroke times were measured
     by hand, not asserted here)."""
     tasks = {f"shard-{i:04d}": "true" for i in range(5000)}
-    async with open_app(new_session(tasks), start=False, usage_interval=None) as (app, pilot):
+    async with open_app(new_session(tasks), start=False) as (app, pilot):
         await pilot.press("colon")
         assert len(results(app)) == LIMIT and "5000 of 5000 tasks" in screen_text(app)
         listed = app.screen.results

@@ -24,7 +24,7 @@ async def test_arrows_and_hjkl_move_along_columns_and_edges(new_session):
         for key, expected in moves:
             await pilot.press(key)
             assert canvas.selected == expected, (key, expected)
-        assert app.log_pane.path == app.session.run.log_path("a")
+        assert app.log_pane.path == app.source.run.log_path("a")
 
 
 async def test_click_selects_a_tile_and_its_log(new_session):
@@ -32,7 +32,7 @@ async def test_click_selects_a_tile_and_its_log(new_session):
         tile = app.graph.tiles["d"]
         await pilot.click(DagCanvas, offset=(1 + tile.x + 3, 1 + tile.mid))  # 1: the canvas border
         assert app.canvas.selected == "d"
-        await until(pilot, lambda: app.log_pane.path == app.session.run.log_path("d"), what="log of d")
+        await until(pilot, lambda: app.log_pane.path == app.source.run.log_path("d"), what="log of d")
         await pilot.click(DagCanvas, offset=(1 + tile.x - 2, 1 + tile.mid))  # the gap: nothing changes
         assert app.canvas.selected == "d"
 
@@ -67,7 +67,7 @@ async def test_search_next_previous_and_not_found(new_session):
         notes = []
         app.notify = lambda message, **kw: notes.append(message)
         await until(pilot, lambda: app.model.finished and app.log_pane.line_count >= 802, what="log written")
-        lines = app.session.run.log_path("talk").read_text().splitlines()
+        lines = app.source.run.log_path("talk").read_text().splitlines()
         first, second = lines.index("needle one"), lines.index("needle two")
         await pilot.press("n")
         assert notes == ["nothing to repeat: search with / first"]
@@ -157,7 +157,7 @@ async def test_combined_view_interleaves_every_task_with_a_prefix(new_session):
         await pilot.press("j")  # selecting another task keeps the combined view
         assert app.log_pane.path is None
         await pilot.press("a")
-        assert app.log_pane.path == app.session.run.log_path(app.canvas.selected)
+        assert app.log_pane.path == app.source.run.log_path(app.canvas.selected)
 
 
 async def test_engine_events_from_threads_are_applied_in_batches(new_session):
@@ -187,14 +187,14 @@ async def test_engine_events_from_threads_are_applied_in_batches(new_session):
 async def test_a_running_tile_shows_the_cpu_and_memory_of_its_tree(new_session, tmp_path):
     stop = tmp_path / "stop"
     busy = f"sh -c 'while [ ! -e {stop} ]; do :; done' & wait"  # the load is in a child of the leader
-    async with open_app(new_session({"busy": busy}), usage_interval=0.2) as (app, pilot):
+    async with open_app(new_session({"busy": busy})) as (app, pilot):
         await until(pilot, lambda: app.model.usage.get("busy", (0, 0))[0] > 10, what="CPU % of the busy tree")
         cpu, rss = app.model.usage["busy"]
         assert rss > 100_000
-        snap = app.scheduler.snapshot()["busy"]
+        snap = app.source.snapshot()["busy"]
         assert app.canvas._detail(snap, 16).startswith("cpu ") and "mem " in app.canvas._detail(snap, 16)
         stop.touch()
-        await until(pilot, lambda: app.scheduler.finished, what="the task to end")
+        await until(pilot, lambda: app.source.finished, what="the task to end")
         await until(pilot, lambda: "busy" not in app.model.usage, what="usage to be dropped")
 
 
@@ -210,7 +210,7 @@ async def test_a_tile_shows_the_meaningful_part_of_a_reason(new_session):
     async with open_app(session) as (app, pilot):
         await until(pilot, lambda: ui_states(app)["slow"] == "RUNNING" and ui_states(app)["next"] == "SKIPPED",
                     what="slow running, next skipped")
-        app.scheduler.cancel_all("interrupted by SIGINT")  # the reason a signal gives (launch.RunSession)
+        session.scheduler.cancel_all("interrupted by SIGINT")  # the reason a signal gives (launch.RunSession)
         await until(pilot, lambda: app.model.finished, what="run finished")
         width = app.graph.tiles["slow"].width
         for name in ("slow", "after"):

@@ -3,6 +3,7 @@ minimap, and the selection kept in view through all of it. Driven on the real ap
 from __future__ import annotations
 
 from pilot_helpers import in_view, open_app, pin_style, screen_text, until
+from tuidag.control import server
 from tuidag.ui.run_model import UsageSample
 from tuidag.views.layout.style import Orientation, Zoom
 from tuidag.ui.widgets.graph.canvas import DagCanvas
@@ -74,7 +75,7 @@ async def test_arrows_move_through_a_packed_layer_in_reading_order_and_across_it
         x, y = app.canvas.scroll_offset
         await pilot.click(DagCanvas, offset=(1 + tile.x - x + 2, 1 + tile.y - y))
         assert app.canvas.selected == "worker-05"
-        await until(pilot, lambda: app.log_pane.path == app.session.run.log_path("worker-05"), what="its log")
+        await until(pilot, lambda: app.log_pane.path == app.source.run.log_path("worker-05"), what="its log")
 
 
 async def test_the_minimap_shows_where_the_view_is_only_when_the_graph_is_larger(new_session):
@@ -113,12 +114,13 @@ async def test_dots_show_the_selected_task_by_name_in_the_log_pane(new_session):
         assert f"{name} · " in screen_text(app)
 
 
-async def test_top_down_a_tiles_exit_never_cuts_its_details(new_session):
-    """The usage shown is the one the test gives: with the app's own sampler on, a real sample (taken a second after
+async def test_top_down_a_tiles_exit_never_cuts_its_details(new_session, monkeypatch):
+    """The usage shown is the one the test gives: with the engine's sampler on, a real sample (taken a second after
     the start, before this one under load) made "usage applied" true at once and then showed instead."""
+    monkeypatch.setattr(server, "USAGE_INTERVAL", 3600.0)  # the engine sends viewers no sample during the test
     session = new_session({"busy": "sleep 30", "next": {"run": "true", "depends_on": ["busy"]},
                            "last": {"run": "true", "depends_on": ["next"]}})
-    async with open_app(session, usage_interval=None) as (app, pilot):
+    async with open_app(session) as (app, pilot):
         await pin_style(app, pilot, Zoom.FULL, Orientation.TD)
         await until(pilot, lambda: app.model.snapshots["busy"].state.value == "RUNNING", what="busy running")
         app.engine_event(UsageSample({"busy": (12.0, 5 << 20)}))

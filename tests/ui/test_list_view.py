@@ -185,19 +185,19 @@ async def test_the_selection_is_shared_with_the_graph_and_the_log_pane_follows(n
         await pilot.press("j", "j")
         assert app.table.selected == app.canvas.selected == app.selected_task == "t05"
         assert lit(app, "t05") and not lit(app, "t03") and not lit(app, "t04")
-        assert app.log_pane.path == app.session.run.log_path("t05")
+        assert app.log_pane.path == app.source.run.log_path("t05")
         await pilot.press("k", "down")
         assert app.selected_task == "t05"
         await pilot.press("end")
         assert app.selected_task == "t59" and "t59" in listed(app)  # scrolled into view
-        assert app.log_pane.path == app.session.run.log_path("t59")
+        assert app.log_pane.path == app.source.run.log_path("t59")
         await pilot.press("home", "pagedown")
         page = listed(app)
         assert app.selected_task == page[-1] and page[0] == "t00"  # a page down: the last row in view
         await pilot.press("home")
         await pilot.click(TaskTable, offset=(20, 1 + 1 + 4))  # the fifth row
         assert app.selected_task == "t04" == app.canvas.selected
-        assert app.log_pane.path == app.session.run.log_path("t04")
+        assert app.log_pane.path == app.source.run.log_path("t04")
         app.select_task("t42")  # as the finder would
         await pilot.pause()
         assert app.table.selected == app.canvas.selected == "t42" and "t42" in listed(app)
@@ -263,7 +263,7 @@ async def test_rows_follow_the_run_live(new_session, tmp_path):
         return f"while [ ! -e {tmp_path / name} ]; do sleep 0.02; done"
 
     tasks = {"first": gated("go-1"), "second": gated("go-2"), "after": {"run": "true", "depends_on": ["first"]}}
-    async with open_app(new_session(tasks), usage_interval=0.2) as (app, pilot):
+    async with open_app(new_session(tasks)) as (app, pilot):
         await show_list(pilot, app)
         await until(pilot, lambda: "running" in row_of(app, "first") and "pending" in row_of(app, "after"),
                     what="first running, after pending")

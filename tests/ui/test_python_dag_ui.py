@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from dags import wait_until
-from pilot_helpers import open_app, until
+from pilot_helpers import open_app, served_and_viewed, until
 from tuidag.api import load_python
+from tuidag.engine import output_routing
 from tuidag.launch import RunSession
 from tuidag.model.durations import format_duration
 from tuidag.ui.app import TuidagApp
@@ -185,9 +186,17 @@ async def test_a_callable_that_outlives_the_app_still_writes_to_its_log(tmp_path
     path = tmp_path / "late_tasks.py"
     path.write_text(LATE.lstrip("\n"))
     session = RunSession.create(load_python(path), tmp_path / "state", kill_grace=0.5)
-    app = TuidagApp(session)
-    async with app.run_test(headless=True, size=(120, 40)) as pilot:
-        await until(pilot, lambda: "while the app is up" in log_text(session, "late"), what="late's start")
+    # The engine and the viewer share this process here (they never do for users: the engine is forked off):
+    # routing goes in front of the streams the app puts back when it ends, as the engine's own would be.
+    output_routing.install()
+    remote = served_and_viewed(session)
+    session.scheduler.start()
+    app = TuidagApp(remote)
+    try:
+        async with app.run_test(headless=True, size=(120, 40)) as pilot:
+            await until(pilot, lambda: "while the app is up" in log_text(session, "late"), what="late's start")
+    finally:
+        remote.close()
     try:
         (tmp_path / "app-closed").touch()
         assert session.scheduler.wait(patience(30))

@@ -83,7 +83,7 @@ async def test_t_swaps_the_graph_for_the_timeline_and_back_and_the_selection_and
         following = app.reading_order[app.reading_order.index("tokenize") + 1]
         await pilot.press("j")
         assert app.selected_task == app.timeline.selected == app.canvas.selected == following
-        await until(pilot, lambda: app.log_pane.path == app.session.run.log_path(following), what="its log")
+        await until(pilot, lambda: app.log_pane.path == app.source.run.log_path(following), what="its log")
         await pilot.press("k", "tab")
         assert app.focused is app.log_pane and app.selected_task == "tokenize"
         await pilot.press("escape")  # back to the timeline, not to the hidden graph

@@ -7,11 +7,9 @@ import logging
 
 from dags import make_dag
 from disks import small_disk
-from pilot_helpers import SIZE, until
-from tuidag.launch import RunSession
-from tuidag.ui.app import TuidagApp
-
+from pilot_helpers import SIZE, open_app, until
 from slowness import patience
+from tuidag.launch import RunSession
 
 
 def fill(disk) -> None:
@@ -34,21 +32,14 @@ async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
         tasks = {"gate": gate} | {f"t{i}": {"run": f"echo hello from task {i}", "depends_on": ["gate"]}
                                   for i in range(300)}
         session = RunSession.create(make_dag(tasks, workdir=tmp_path), disk / "state")
-        app = TuidagApp(session)
         notes = []
-        app.notify = lambda message, **kw: notes.append((message, kw.get("severity")))
-        try:
-            async with app.run_test(headless=True, size=SIZE) as pilot:
-                await until(pilot, lambda: app.model.snapshots["gate"].state.value == "RUNNING", what="gate running")
-                fill(disk)
-                go.touch()
-                await until(pilot, lambda: app.model.finished and notes, timeout=30, what="the error shown")
-                states = {snap.state.value for snap in app.model.snapshots.values()}
-        finally:
-            if not session.scheduler.finished:
-                session.scheduler.cancel_all("test teardown")
-                assert session.scheduler.wait(patience(10))
-            session.finish()
+        async with open_app(session, size=SIZE) as (app, pilot):
+            app.notify = lambda message, **kw: notes.append((message, kw.get("severity")))
+            await until(pilot, lambda: app.model.snapshots["gate"].state.value == "RUNNING", what="gate running")
+            fill(disk)
+            go.touch()
+            await until(pilot, lambda: app.model.finished and notes, timeout=30, what="the error shown")
+            states = {snap.state.value for snap in app.model.snapshots.values()}
         assert notes == [(f"the state dir {disk / 'state'} is full (No space left on device): task logs can't "
                           "be written any more, so no more tasks start; running tasks finish", "error")]
         assert "CANCELLED" in states and states <= {"SUCCEEDED", "FAILED", "CANCELLED"}

@@ -25,6 +25,7 @@ from test_tmux import Tmux
 from trees import TREES
 from tuidag.engine.events import TaskEvent
 from tuidag.store.journal import replay
+from tuidag.ui.screens.choice import ChoiceScreen
 from tuidag.ui.screens.confirm import ConfirmScreen
 
 from slowness import patience
@@ -157,8 +158,8 @@ async def test_ui_keys_leave_no_process(new_session, tmp_path, way):
                             what="every tree cancelled")
             else:
                 await pilot.press("q")
-                assert isinstance(app.screen, ConfirmScreen)
-                await pilot.press("y")
+                assert isinstance(app.screen, ChoiceScreen)
+                await pilot.press("s")
                 await until(pilot, lambda: app.return_code is not None, timeout=END_TIMEOUT, what="app exit")
                 left = trees.survivors_now()  # the instant the app has exited
                 assert not left, trees.report("q", left, when="the instant the app exited")

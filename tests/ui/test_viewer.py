@@ -22,7 +22,8 @@ from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
 from tuidag.store.journal import replay
 from tuidag.store.runs import RunDir, RunStore
-from tuidag.ui.app import DETACHED, RESUME, TuidagApp
+from tuidag.ui.app import TuidagApp
+from tuidag.ui.roles import DETACHED, RESUME
 from tuidag.ui.screens.choice import ChoiceScreen
 from tuidag.ui.screens.confirm import ConfirmScreen
 
@@ -385,6 +386,17 @@ async def test_r_is_refused_clearly_when_the_dag_file_is_gone(finished_run):
         await pilot.press("r")
         assert not isinstance(app.screen, ConfirmScreen)
         assert any(f"the DAG file {source} is gone" in n.message for n in app._notifications)
+
+
+async def test_a_run_that_ended_before_the_viewer_attached_is_shown_ended(tmp_path):
+    """An engine may stay up after its run ended (a detached run waits for its viewer): no "finished" event comes
+    after the snapshot, and the view showed the run running, its clock going on, until the engine left."""
+    dag = make_dag({"a": "true", "b": {"run": "true", "depends_on": ["a"]}}, workdir=tmp_path, kill_grace=0.5)
+    with served_run(dag, tmp_path) as session:
+        assert session.scheduler.wait(patience(10))
+        async with viewer(session.run, session.store, foreground=True) as (app, pilot):
+            await until(pilot, lambda: app.model.finished, timeout=3, what="the run shown ended")
+            assert "all 2 succeeded" in str(app.header.render())
 
 
 async def test_a_run_that_ends_while_viewed_becomes_its_post_mortem(served):

@@ -1,10 +1,11 @@
-"""A run seen from another process: the surface the terminal UI uses of a RunSession and its Scheduler, over the
-run's control socket (a live run) or from its journal (a run that is over).
+"""A run seen from another process: the `RunSource` (control/run_source.py) the terminal UI uses, over the run's
+control socket (a live run) or from its journal (a run that is over).
 
 `RemoteRun.attach` subscribes to a live run: a reader thread decodes the engine's stream and calls observers from
 that thread, as the scheduler calls its observers from engine threads, and keeps the latest snapshot of every
-task, the CPU/memory usage and the slots in use. Controls (cancel, re-run, pause, interrupt, ...) are requests on
-the same connection; each waits for its own reply, so callers must not be the UI thread.
+task and the engine's latest CPU/memory sample. Controls (cancel, re-run, pause, interrupt, ...) are requests on
+the same connection (control/engine_connection.py: the transport); each waits for its own reply, so callers must not
+be the UI thread.
 
 The engine may go away: the run ended (it closes the channel after writing summary.json), the viewer was dropped
 for reading too slowly (it reconnects), or the engine died (kill -9, OOM). The reader notices within
@@ -34,14 +35,13 @@ from ..store.journal import read_header, replay
 from ..store.reaper import REAP_GRACE
 from ..store.run_dag import dag_from_header
 from ..store.runs import RunDir, RunStore
-from . import protocol
-from .client import NotAnswered, NotLive, Refused, connect, decode_event, peer_pid
-from .pending import PendingRequests
+from .client import NotAnswered, NotLive, Refused, decode_event
+from .engine_connection import EngineConnection
 from .protocol import MAX_MESSAGE
+from .run_source import Observer, Usage
 from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
 
 CHECK_INTERVAL = 0.25   # how often a silent connection checks that the engine is still alive
-REQUEST_TIMEOUT = 30.0  # a cancel waits for the kills to be sent
 SUBSCRIBE_TIMEOUT = 5.0
 SILENCE = 5.0           # a live engine sends viewers its usage every second: this long without a byte, it is stopped
 ENGINE_GONE = "engine-gone"  # the run event a RemoteRun adds once its engine is gone (detail: why)
@@ -50,25 +50,22 @@ ANSWERING = "answering"      # ... when it answers again
 REAPED = "reaped"            # ... once it killed what a dead engine's tasks left (detail: what it ended)
 
 S = TaskState
-Observer = Callable[[Event], None]
 
 
-class RemoteRun:
-    """A run in another process (or over), with the attributes and methods of a RunSession and of its scheduler
-    that the UI uses (`scheduler` is the object itself)."""
+class RemoteRun(EngineConnection):
+    """A run in another process (or over): the `RunSource` the terminal UI views every run through."""
 
     def __init__(self, run: RunDir, store: RunStore, *, foreground: bool = False):
         header = read_header(run.journal)
         if not header:
             raise NotLive(f"run {run.run_id} has no readable journal")
+        super().__init__(run)
         self.dag = dag_from_header(header)
-        self.run = run
         self.store = store
         self.foreground = foreground  # the viewer of the terminal that started the run
         self.started: float = float(header.get("t") or time.time())
         self.interrupted_by: str | None = None
         self.store_message: str | None = None
-        self.engine_pid: int | None = None
         self.lost: str | None = None  # why the engine went away without ending the run (it died)
         self.reaped: str | None = None  # what this viewer ended of the tasks a dead engine left
         self.not_answering: str | None = None  # why the engine that holds the run is taken as stopped, while it is
@@ -81,13 +78,7 @@ class RemoteRun:
         self._seq = 0
         self._paused = False
         self._finished = False
-        self._usage: dict[str, tuple[float, int]] = {}
-        self._slots: dict[str, tuple[int, int]] = {}
-        self._sock: socket.socket | None = None
-        self._buf = bytearray()
-        self._send_lock = threading.Lock()
-        self._pending = PendingRequests()
-        self._closed = threading.Event()
+        self._usage: Usage = {}
         self._reader: threading.Thread | None = None
 
     # ---------------------------------------------------------------------------------------------- opening
@@ -128,44 +119,9 @@ class RemoteRun:
     def _subscribe(self) -> None:
         """Connect, ask for the engine's pid, subscribe and read the snapshot (blocking: before any thread).
         NotAnswered, with the connection kept, when the engine does not answer in SUBSCRIBE_TIMEOUT seconds."""
-        sock = connect(self.run)
-        if self.engine_pid is None:  # before it answers: a stopped engine is named too
-            self.engine_pid = peer_pid(sock)
-        try:
-            self._sock, self._buf = sock, bytearray()
-            sock.sendall(protocol.encode({"v": protocol.VERSION, "op": "status", "id": 0})
-                         + protocol.encode({"v": protocol.VERSION, "op": "subscribe", "id": 0}))
-        except OSError as exc:
-            self._drop_socket()
-            raise NotLive(f"run {self.run.run_id}: the engine did not take the request ({exc.strerror or exc})") \
-                from None
+        self._dial()
         self._await_answer(SUBSCRIBE_TIMEOUT)
         self._take_snapshot()
-
-    def _await_answer(self, patience: float) -> None:
-        """Wait up to `patience` seconds for the engine's first bytes on the connection; NotAnswered if none came
-        (the connection is kept: its request is still there for the engine to answer)."""
-        if self._buf:
-            return
-        try:
-            self._sock.settimeout(patience)
-            data = self._sock.recv(1 << 20)
-        except socket.timeout:
-            pid = f" (pid {self.engine_pid})" if self.engine_pid else ""
-            raise NotAnswered(f"the engine{pid} holds run {self.run.run_id} but is not answering "
-                              f"(stopped?)") from None
-        except OSError as exc:
-            self._drop_socket()
-            raise NotLive(f"run {self.run.run_id}: the connection broke ({exc.strerror or exc})") from None
-        if not data:
-            self._drop_socket()
-            raise NotLive(f"run {self.run.run_id} closed the connection")
-        self._buf += data
-
-    def _drop_socket(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
 
     def _take_snapshot(self) -> None:
         """Read the answers to status and subscribe, and the snapshot; the engine has started answering."""
@@ -207,29 +163,6 @@ class RemoteRun:
                 self.store_message = head["notice"]
             self._live = True
         self._heard = time.monotonic()
-
-    def _next_message(self) -> dict[str, Any]:
-        """The next JSON object on the socket (used while subscribing, before the reader thread runs)."""
-        while True:
-            end = self._buf.find(b"\n")
-            while end < 0:
-                data = self._sock.recv(1 << 20)
-                if not data:
-                    raise NotLive(f"run {self.run.run_id} closed the connection")
-                self._buf += data
-                if len(self._buf) > MAX_MESSAGE:
-                    raise NotLive("the engine sent a line longer than any it writes")
-                end = self._buf.find(b"\n")
-            line = bytes(self._buf[:end])
-            del self._buf[:end + 1]
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if type(message) is dict and message.get("type") == "bye":
-                raise NotLive(f"run {self.run.run_id} closed the connection: {str(message.get('reason'))[:200]}")
-            if type(message) is dict:
-                return message
 
     # ----------------------------------------------------------------------------------------------- reading
     def _read_forever(self) -> None:
@@ -369,13 +302,10 @@ class RemoteRun:
                 observer(event)
 
     def _take_usage(self, message: dict[str, Any]) -> None:
-        usage, slots = message.get("usage"), message.get("slots")
+        usage = message.get("usage")
         if type(usage) is dict:
             self._usage = {name: (float(v[0]), int(v[1])) for name, v in usage.items()
                            if type(v) is list and len(v) == 2 and all(type(x) in (int, float) for x in v)}
-        if type(slots) is dict:
-            self._slots = {kind: (int(v[0]), int(v[1])) for kind, v in slots.items()
-                           if type(v) is list and len(v) == 2 and all(type(x) is int for x in v)}
 
     def _resubscribe(self) -> None:
         """The engine dropped this viewer (it read too slowly): subscribe again and publish what changed."""
@@ -434,10 +364,6 @@ class RemoteRun:
 
     # ------------------------------------------------------------------------------------------ the surface
     @property
-    def scheduler(self) -> RemoteRun:
-        return self
-
-    @property
     def max_parallel(self) -> int:
         """Tasks the run lets run at once, as its journal's header recorded it."""
         return self.dag.max_parallel
@@ -447,10 +373,8 @@ class RemoteRun:
         """Whether the engine is there to take controls; False for the post-mortem view."""
         return self._live
 
-    def subscribe(self, observer: Observer, *, batches: bool = False) -> Callable[[], None]:
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call `observer(event)` for every event from now on, from the reader thread (as Scheduler.subscribe)."""
-        if batches:
-            raise ValueError("a RemoteRun delivers events one at a time")
         with self._lock:
             self._observers = [*self._observers, observer]
 
@@ -481,14 +405,9 @@ class RemoteRun:
         """Every task ended, or the engine is gone (nothing more will happen)."""
         return self._finished or not self._live
 
-    def start(self) -> None:
-        """The engine started the run already."""
-
-    def usage(self, name: str) -> tuple[float, int] | None:
-        return self._usage.get(name)
-
-    def slots_in_use(self) -> dict[str, tuple[int, int]]:
-        return dict(self._slots)
+    def usage(self) -> Usage:
+        """The engine's latest sample (it sends one a second): replaced as a whole, never changed in place."""
+        return self._usage
 
     def branch(self, name: str) -> list[str]:
         """What cancelling `name` would cancel, from the latest snapshots (no round trip: the UI asks on its thread)."""
@@ -539,36 +458,11 @@ class RemoteRun:
             raise NotLive("read-only: the run is over")
         if self.not_answering is not None:
             raise NotLive(f"{self.not_answering}: {op} not sent")
-        rid, waiter = self._pending.new()
-        deadline = time.time() + REQUEST_TIMEOUT
-        try:
-            with self._send_lock:
-                self._sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline,
-                                                    **fields}))
-            if not self._pending.wait(waiter, deadline):
-                engine = f"the engine (pid {self.engine_pid})" if self.engine_pid else "the engine"
-                raise NotAnswered(self._pending.unanswered(op, waiter, deadline, engine, REQUEST_TIMEOUT))
-        except OSError as exc:
-            raise NotLive(f"the engine is gone ({exc.strerror or exc})") from None
-        finally:
-            self._pending.forget(rid)
-        reply = waiter.reply
-        if type(reply) is str:
-            raise NotLive(reply)
-        if not reply.get("ok"):
-            raise Refused(str(reply.get("error") or "refused"), reply.get("changed"))
-        return reply
+        return self._ask(op, fields)
 
     def close(self) -> None:
         """Stop following the run (it goes on)."""
-        self._closed.set()
-        sock = self._sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
+        self._hang_up()
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(2)
             if self._reaping:  # killing what a dead engine's tasks left: a viewer must not exit halfway through it

@@ -1,11 +1,11 @@
 """The terminal UI on a run that lives in its own process (its engine): what `tuidag run` (the foreground viewer),
 `tuidag attach` and `tuidag show` open.
 
-- Foreground (the terminal that started the run): as the in-process UI was: `q` asks (stop the run / detach /
-  cancel, the default: Enter never kills tasks), Ctrl+C and SIGINT/SIGTERM/SIGHUP stop the run, and the viewer
+- Foreground (the terminal that started the run): `q` asks (stop the run / detach / back, the default: Enter
+  never kills tasks), Ctrl+C and SIGINT/SIGTERM/SIGHUP stop the run, and the viewer
   exits with the run's exit code once it ended, printing the run's closing lines. `d` detaches: the viewer exits 0
   at once and the run goes on.
-- Attached: `q` asks (detach, the default / stop the run / cancel); Ctrl+C and signals only close the viewer.
+- Attached: `q` asks (detach, the default / stop the run / back); Ctrl+C and signals only close the viewer.
 - Post-mortem (the run is over, or its engine died while viewed): the run as its journal recorded it, read-only;
   `r` starts a new run resuming from it (`tuidag run SOURCE --resume RUN_ID`), exec'd once the app has exited.
 """
@@ -27,7 +27,8 @@ from ..store.journal import replay
 from ..store.runs import RunDir, RunStore, run_command
 from ..views.headless import counts_line, recorded_counts_line
 from ..views.terminal_text import terminal_line
-from .app import DETACHED, RESUME, TuidagApp
+from .app import TuidagApp
+from .roles import DETACHED, RESUME
 from .terminal import HangupSafeDriver
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
