@@ -100,7 +100,7 @@ def child_tail(folder: Path, freeze: bool) -> dict:
 async def _tail(folder: Path, freeze: bool) -> dict:
     from textual.app import App, ComposeResult
 
-    from tuidag.ui.widgets.log_view import LogView
+    from tuidag.ui.widgets.log.view import LogView
 
     class TailApp(App[None]):
         CSS = "LogView { height: 1fr; border: round white; }"

@@ -11,6 +11,8 @@ from dags import make_dag, wait_until
 from tuidag.control.client import ControlClient
 from tuidag.launch import RunSession
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -31,10 +33,10 @@ def test_a_cancel_that_ends_the_run_is_answered_before_the_channel_closes(tmp_pa
 
     def cancel_then_wait_for_the_close(*args, **kwargs):
         affected = cancel(*args, **kwargs)
-        assert closing.wait(10), "the run did not end after its last task was cancelled"
+        assert closing.wait(patience(10)), "the run did not end after its last task was cancelled"
         # Until the channel stopped serving (it had, at once, when it closed without waiting for this reply); while
         # the engine rightly waits for this reply, it doesn't stop, and this gives up after a second.
-        session.control._stopped.wait(1.0)
+        session.control.transport.stopped.wait(1.0)
         return affected
 
     session.control.close = close_noting
@@ -48,12 +50,12 @@ def test_a_cancel_that_ends_the_run_is_answered_before_the_channel_closes(tmp_pa
     engine = threading.Thread(target=engine_main)
     engine.start()
     try:
-        with ControlClient(session.run, timeout=20) as client:
+        with ControlClient(session.run, timeout=patience(20)) as client:
             answer = client.request("cancel", tasks=["a"])
         assert answer["ok"] and answer["changed"] == ["a", "b"]
     finally:
         session.scheduler.cancel_all("test over")
-        engine.join(30)
+        engine.join(patience(30))
     assert not engine.is_alive()
 
 
@@ -71,7 +73,7 @@ def test_cancelling_two_branches_of_30000_tasks_answers_with_every_task(tmp_path
 
     def tuidag(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "tuidag", *args, "--state-dir", str(state)], capture_output=True,
-                              text=True, timeout=120, env=env, cwd=tmp_path)
+                              text=True, timeout=patience(120), env=env, cwd=tmp_path)
 
     started = tuidag("run", "-d", str(dag))
     assert started.returncode == 0, started.stderr

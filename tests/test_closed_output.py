@@ -19,9 +19,11 @@ pytestmark = pytest.mark.cli
 DAG = """\
 tasks:
   a: {{run: touch {tmp}/ran-a}}
-  b: {{run: 'for i in $(seq 1500); do [ -e {tmp}/go ] && break; sleep 0.02; done; seq 1 5000; exit 3'}}
+  b: {{run: 'for i in $(seq {loops}); do [ -e {tmp}/go ] && break; sleep 0.02; done; seq 1 5000; exit 3'}}
   c: {{run: touch {tmp}/ran-c, depends_on: a}}
 """
+#: b waits for `go` up to about 30 s of a quiet machine, so that a failed test leaves nothing running.
+GATE_LOOPS = round(patience(30) / 0.02)
 
 
 def start(tmp_path: Path, *args: str, stdout: int, stderr) -> subprocess.Popen:
@@ -37,7 +39,7 @@ def latest_summary(tmp_path: Path) -> dict:
 @pytest.mark.parametrize("when", ["before the first line", "after the first line"])
 def test_a_closed_stdout_keeps_the_run_and_its_exit_code(tmp_path, when):
     dag = tmp_path / "p.yaml"
-    dag.write_text(DAG.format(tmp=tmp_path))
+    dag.write_text(DAG.format(tmp=tmp_path, loops=GATE_LOOPS))
     read_end, write_end = os.pipe()
     if when == "before the first line":
         os.close(read_end)
@@ -59,7 +61,7 @@ def test_a_closed_stdout_keeps_the_run_and_its_exit_code(tmp_path, when):
 def test_resume_into_a_closed_pipe_still_runs_and_tells_the_truth(tmp_path):
     """`tuidag run --resume p.yaml 2>&1 | head -1`: the resume notice is the first line; the run goes on."""
     dag = tmp_path / "p.yaml"
-    dag.write_text(DAG.format(tmp=tmp_path))
+    dag.write_text(DAG.format(tmp=tmp_path, loops=GATE_LOOPS))
     (tmp_path / "go").touch()
     first = start(tmp_path, str(dag), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert first.wait(timeout=patience(60)) == 1
@@ -82,7 +84,7 @@ def test_output_that_cannot_be_written_stops_the_printing_not_the_run(tmp_path, 
     if streams.endswith("full device") and not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
     dag = tmp_path / "p.yaml"
-    dag.write_text(DAG.format(tmp=tmp_path))
+    dag.write_text(DAG.format(tmp=tmp_path, loops=GATE_LOOPS))
     (tmp_path / "go").touch()
     redirect = {"stdout closed": ">&-", "stdout and stderr closed": ">&- 2>&-",
                 "stdout on a full device": ">/dev/full", "stdout and stderr on a full device": ">/dev/full 2>&1"}

@@ -108,9 +108,9 @@ def test_hostile_clients_get_errors_and_never_stall_the_run(live):
 
 
 def test_a_viewer_that_stops_reading_is_dropped_not_waited_for(live, monkeypatch):
-    from tuidag.control import server
+    from tuidag.control import transport
 
-    monkeypatch.setattr(server, "MAX_BACKLOG", 4096)
+    monkeypatch.setattr(transport, "MAX_BACKLOG", 4096)
     session, gate = live
     stuck = connect(session.run)
     stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)

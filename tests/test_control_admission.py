@@ -13,8 +13,10 @@ import pytest
 from dags import make_dag, served_run, wait_until
 from test_detached_runs import no_engine_left_behind  # noqa: F401 (autouse: ends what a failed test left)
 from test_detached_runs import start_detached, summary_of, the_run, tuidag
-from tuidag.control import protocol, server
+from tuidag.control import protocol, server, transport
 from tuidag.control.client import ControlClient, LineReader, NotLive, connect
+
+from slowness import patience
 
 
 def bye_of(sock: socket.socket, timeout: float) -> str | None:
@@ -58,13 +60,13 @@ tasks:
         paused = tuidag("pause", "--file", str(dag), cwd=tmp_path)
         assert paused.returncode == 0 and "paused" in paused.stdout, paused.stderr
         assert f"running (pid {pid}, 0 viewers, paused)" in tuidag("runs", str(dag), cwd=tmp_path).stdout
-        reasons = [bye_of(sock, timeout=20) for sock in idle]
+        reasons = [bye_of(sock, timeout=patience(20)) for sock in idle]
     finally:
         for sock in idle:
             sock.close()
     made_room = reasons.count("closed to make room for a new connection: this one was idle")
-    too_slow = reasons.count(f"no request within {server.FIRST_REQUEST:.0f} s of connecting")
-    assert made_room >= 150 - server.MAX_VIEWERS - server.RESERVE and made_room + too_slow == 150, reasons
+    too_slow = reasons.count(f"no request within {transport.FIRST_REQUEST:.0f} s of connecting")
+    assert made_room >= 150 - transport.MAX_VIEWERS - transport.RESERVE and made_room + too_slow == 150, reasons
     stopped = tuidag("stop", "--file", str(dag), cwd=tmp_path)
     assert stopped.returncode == 0 and "stopping" in stopped.stdout, stopped.stderr
     assert summary_of(run)["counts"] == {"CANCELLED": 1}
@@ -73,14 +75,14 @@ tasks:
 def test_when_every_place_is_taken_the_refusal_says_why(tmp_path, monkeypatch):
     """Only viewers and requests waiting for an answer hold places nobody can take: the next connection is told so
     (it was closed without a word), and so is a viewer beyond the viewers' cap."""
-    monkeypatch.setattr(server, "MAX_VIEWERS", 1)
-    monkeypatch.setattr(server, "RESERVE", 1)
+    monkeypatch.setattr(transport, "MAX_VIEWERS", 1)
+    monkeypatch.setattr(transport, "RESERVE", 1)
     release = threading.Event()
     control = server.ControlServer._control
 
     def slow_pause(self, request):
         if request["op"] == "pause":
-            release.wait(30)  # a control that takes its time (a cancel waiting for kills)
+            release.wait(patience(30))  # a control that takes its time (a cancel waiting for kills)
         return control(self, request)
 
     monkeypatch.setattr(server.ControlServer, "_control", slow_pause)
@@ -93,15 +95,15 @@ def test_when_every_place_is_taken_the_refusal_says_why(tmp_path, monkeypatch):
         replies = LineReader(second)
         assert json.loads(replies.readline())["error"] == "too many viewers: this run has 1 already"
         second.close()
-        pausing = ControlClient(session.run, timeout=30)
+        pausing = ControlClient(session.run, timeout=patience(30))
         waiting = threading.Thread(target=pausing.request, args=("pause",))
         waiting.start()
-        wait_until(lambda: any(c.pending for c in session.control._clients.values()))
+        wait_until(lambda: any(c.pending for c in session.control.transport.clients.values()))
         with pytest.raises(NotLive, match="closed the connection: too many connections: 1 viewers and 1 requests "
                                           "waiting for answers; try again"):
             ControlClient(session.run).request("status")
         release.set()
-        waiting.join(30)
+        waiting.join(patience(30))
         pausing.close()
         assert session.scheduler.paused
         with ControlClient(session.run) as client:  # a place again

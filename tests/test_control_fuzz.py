@@ -16,6 +16,8 @@ from test_detached_runs import start_detached, summary_of, the_run, tuidag
 from tuidag.control import protocol
 from tuidag.control.client import ControlClient, LineReader, connect, live_status
 
+from slowness import patience
+
 pytestmark = pytest.mark.cli
 
 #: Ops that change the run: the fuzz never sends one that could be valid and on time.
@@ -114,7 +116,7 @@ tasks:
     rng = random.Random(25)
     lines = hand_made() + wrong_types(rng) + garbage(rng, 1500)
     rng.shuffle(lines)
-    sock = connect(run, timeout=20)
+    sock = connect(run, timeout=patience(20))
     sock.sendall(b"".join(line + b"\n" for line in lines))
     replies, reader = [], LineReader(sock)
     while len(replies) < len(lines):
@@ -134,7 +136,7 @@ tasks:
 
     log = (run.path / "engine.log").read_text()
     assert "control channel" not in log and "Traceback" not in log
-    status = live_status(run, timeout=10)
+    status = live_status(run, timeout=patience(10))
     assert status is not None and status["pid"] == pid and status["paused"] is False
     assert status["finished"] is False  # no hostile request cancelled, stopped or interrupted anything
     paused = tuidag("pause", "--file", str(dag), cwd=tmp_path)
@@ -165,8 +167,9 @@ def test_a_connection_that_breaks_the_server_is_closed_and_a_failing_loop_restar
     restarted and said, and the socket keeps serving."""
     from dags import make_dag, served_run
     from tuidag.control.server import ControlServer
+    from tuidag.control.transport import Transport
 
-    handle, update = ControlServer._handle, ControlServer._update_interest
+    handle, update = ControlServer._handle, Transport._update_interest
     failures = {"loop": 1}
 
     def handle_or_fail(self, client, line):
@@ -175,23 +178,23 @@ def test_a_connection_that_breaks_the_server_is_closed_and_a_failing_loop_restar
         return handle(self, client, line)
 
     def update_or_fail(self):
-        if failures["loop"] and any(c.asked for c in self._clients.values()):
+        if failures["loop"] and any(c.asked for c in self.clients.values()):
             failures["loop"] -= 1
             raise RuntimeError("injected: the serving loop failed")
         return update(self)
 
     monkeypatch.setattr(ControlServer, "_handle", handle_or_fail)
-    monkeypatch.setattr(ControlServer, "_update_interest", update_or_fail)
+    monkeypatch.setattr(Transport, "_update_interest", update_or_fail)
     dag = make_dag({"a": "sleep 30"}, workdir=tmp_path)
     with served_run(dag, tmp_path) as session:
-        with ControlClient(session.run, timeout=10) as client:  # its request makes the loop fail once
+        with ControlClient(session.run, timeout=patience(10)) as client:  # its request makes the loop fail once
             assert client.request("status")["run_id"] == session.run.run_id
         wait_until(lambda: not failures["loop"])
         bad = connect(session.run)
         bad.sendall(b'{"op":"boom"}\n')
         assert LineReader(bad).readline() is None  # that connection, and only it, is closed
         bad.close()
-        with ControlClient(session.run, timeout=10) as client:
+        with ControlClient(session.run, timeout=patience(10)) as client:
             assert client.request("status")["run_id"] == session.run.run_id
     err = capfd.readouterr().err
     assert "control channel failed: RuntimeError('injected: the serving loop failed'); restarted" in err

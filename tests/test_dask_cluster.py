@@ -18,6 +18,7 @@ import pytest
 
 from dags import alive, read_pids, wait_until
 from dask_cluster import CliCluster, free_port
+from slowness import patience
 from test_cli import tuidag, write
 from tuidag.engine import process
 from tuidag.store.journal import read_journal, replay
@@ -56,8 +57,10 @@ tasks:
     run: |
       echo "$TUIDAG_ATTEMPT $PPID" >> {marks}
       if [ "$TUIDAG_ATTEMPT" = 1 ]; then sleep 60 & echo $! >> {pids}; echo $$ >> {pids}; wait; fi
-      for i in $(seq 300); do  # the retry ends once attempt 1's tree is gone (the run ends all trees at its end)
-        kill -0 $(cat {pids}) 2>/dev/null || exit 0
+      for i in $(seq {int(300 * patience(1))}); do  # the retry ends once attempt 1's tree is gone (the run ends
+        # all trees at its end); a killed process left a zombie until its new parent reaps it (a test process may be
+        # that parent, as a child subreaper), so only a process that is not a zombie counts as alive
+        ps -o stat= -p "$(paste -sd, {pids})" | grep -qv '^Z' || exit 0
         sleep 0.05
       done
       exit 3
@@ -70,7 +73,7 @@ tasks:
         worker_pid = int(marks.read_text().split()[1])
         os.kill(worker_pid, signal.SIGKILL)
         wait_until(lambda: not any(alive(*ref) for ref in tree), timeout=30)
-        out, err = run.communicate(timeout=60)
+        out, err = run.communicate(timeout=patience(60))
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
@@ -117,7 +120,7 @@ tasks:
             (busy,) = [worker for worker, keys in client.processing().items() if keys]
             name = client.scheduler_info(n_workers=-1)["workers"][busy]["name"]
             client.retire_workers([busy], close_workers=True)
-        out, err = run.communicate(timeout=60)
+        out, err = run.communicate(timeout=patience(60))
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
@@ -126,7 +129,7 @@ tasks:
     assert run.returncode == 0, out + err
     # (Dask's second start of attempt 1 comes at the retirement, before tuidag even hears of it: before attempt 2.)
     assert [line.split()[0] for line in marks.read_text().splitlines()] == ["1", "2"]
-    cluster.workers[name].wait(timeout=30)
+    cluster.workers[name].wait(timeout=patience(30))
     cluster.add_worker(name, 2, "gpu=2" if name == "w2" else None)
     cluster.wait_for_workers(2)
 
@@ -402,7 +405,7 @@ def test_a_starting_worker_kills_what_dead_workers_of_its_host_left_and_old_log_
     kept = tagged_sleep(watchdog.token())
     try:
         watchdog.kill_tagged(None)  # (a worker starting meanwhile, another test's, may have killed it first)
-        orphan.wait(timeout=5)
+        orphan.wait(timeout=patience(5))
         assert kept.poll() is None
     finally:
         for proc in (orphan, kept):
@@ -453,7 +456,7 @@ def test_without_max_parallel_a_run_follows_the_cluster_s_worker_threads(cluster
         cluster.add_worker("w3", 2)
         wait_until(lambda: len(started.read_text().split()) == 6, timeout=60)
         gate.touch()
-        out, err = run.communicate(timeout=60)
+        out, err = run.communicate(timeout=patience(60))
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
@@ -488,7 +491,7 @@ def test_ctrl_c_while_connecting_says_so_without_a_traceback(cluster, tmp_path):
     wait_until(lambda: any(conn.raddr and conn.raddr.port == port
                            for conn in psutil.Process(proc.pid).net_connections()), timeout=30)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=patience(30))
     assert proc.returncode == 130, out + err
     assert f"tuidag: interrupted while connecting to the Dask scheduler at tcp://127.0.0.1:{port}" in err
     assert "Traceback" not in err

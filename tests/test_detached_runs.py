@@ -19,6 +19,8 @@ from tuidag.control.client import live_status
 from tuidag.store.journal import replay
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 pytestmark = pytest.mark.cli
 
 
@@ -26,7 +28,7 @@ def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedPr
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     env["NO_COLOR"] = "1"
     return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+                          timeout=patience(timeout), stdin=subprocess.DEVNULL)
 
 
 _ENGINES: list[int] = []
@@ -193,7 +195,7 @@ def test_several_commands_at_once_each_get_their_answer(tmp_path):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(60)
+        thread.join(patience(60))
     assert all(results[i].returncode == 0 and f"cancelling 1 task: t{i}" in results[i].stdout for i in range(5))
     gate.touch()
     record = summary_of(run)

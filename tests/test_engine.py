@@ -424,7 +424,7 @@ class _HeldLaunch(LocalExecutor):
 
     def launch(self, attempt):
         self.entered.set()
-        assert self.go.wait(10)
+        assert self.go.wait(patience(10))
         return super().launch(attempt)
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from dags import Recorder, alive, make_dag, read_pids, wait_until
 from test_cli import tuidag, write
-from tuidag.engine import LocalExecutor, Scheduler, cgroup, process
+from tuidag.engine import LocalExecutor, Scheduler, cgroup, orphans, process
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
@@ -217,7 +217,7 @@ def test_kill_passes_repeat_until_one_finds_nothing_new():
 def zombie_orphans() -> list[int]:
     me, session = os.getpid(), os.getsid(0)
     found = []
-    for pid in process.own_children(main_thread_only=True):
+    for pid in orphans.own_children(main_thread_only=True):
         try:
             proc = psutil.Process(pid)
             if proc.status() == psutil.STATUS_ZOMBIE and os.getsid(pid) != session and proc.ppid() == me:
@@ -295,11 +295,13 @@ from pathlib import Path
 sys.path.insert(0, {tests!r})
 from dags import make_dag
 from tuidag.engine import LocalExecutor, Scheduler, scheduler as scheduler_module
+from slowness import patience
 
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 scheduler_module.parallel_limit = lambda: (None, None)  # no cap: starting must fail cleanly instead
 go = Path({logs!r}).parent / "go"
-dag = make_dag({{f"t{{i}}": {{"run": f"until [ -e {{go}} ]; do sleep 0.05; done", "timeout": 60}} for i in range(100)}},
+gate = f"until [ -e {{go}} ]; do sleep 0.05; done"
+dag = make_dag({{f"t{{i}}": {{"run": gate, "timeout": patience(60)}} for i in range(100)}},
                max_parallel=100)
 logs = Path({logs!r}); logs.mkdir()
 run = Scheduler(dag, LocalExecutor(), f"test-{{uuid.uuid4().hex[:8]}}", logs)
@@ -308,7 +310,7 @@ while any(s.state.value in ("PENDING", "QUEUED") or (s.state.value == "RUNNING" 
           for s in run.snapshot().values()):  # every attempt started or failed to: all at once
     time.sleep(0.05)
 print("started", flush=True)  # the test creates `go` (this process may have no descriptor left to do it)
-finished = run.wait(120)
+finished = run.wait(patience(120))
 run.close()
 states = [s.state.value for s in run.snapshot().values()]
 reasons = {{s.reason for s in run.snapshot().values() if s.state.value == "FAILED"}}

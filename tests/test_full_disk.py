@@ -101,8 +101,9 @@ def test_a_running_task_is_treated_by_the_failure_policy(tmp_path, policy):
     """The journal can't be trusted once a write failed: no more tasks start; a running task finishes, unless the
     DAG's policy is cancel-all (then it is killed, as when a task fails)."""
     go, finished = tmp_path / "go", tmp_path / "finished"
-    # waits (up to ~30 s) for the test to say go, writing nothing to its log on the full disk
-    long = f"for i in $(seq 1500); do [ -e {go} ] && break; sleep 0.02; done; [ -e {go} ] && touch {finished}"
+    # waits (up to ~30 s of a quiet machine) for the test to say go, writing nothing to its log on the full disk
+    long = (f"for i in $(seq {round(patience(30) / 0.02)}); do [ -e {go} ] && break; sleep 0.02; done; "
+            f"[ -e {go} ] && touch {finished}")
     with small_disk(tmp_path / "disk") as disk:
         dag = echo_dag(tmp_path / "echoes.yaml", 300, first=long, policy=policy)
         proc = tuidag("run", "--no-tui", "-q", "-j", "4", str(dag), "--state-dir", str(disk / "state"),
@@ -185,7 +186,7 @@ def test_a_task_log_that_fills_the_state_dir_stops_the_run_like_a_full_journal(t
         dag.write_text("tasks:\n  fill: {run: 'head -c 2000000 /dev/zero || true'}\n"
                        + "".join(f"  t{i}: {{run: echo {i}, depends_on: fill}}\n" for i in range(5)))
         proc = tuidag("run", "--no-tui", "-q", "-j", "1", str(dag), "--state-dir", str(state), cwd=tmp_path)
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=patience(120))
         assert proc.returncode == 1 and "Traceback" not in err + out, err
         assert err.splitlines() == [
             f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "
@@ -197,7 +198,7 @@ def test_a_task_log_that_fills_the_state_dir_stops_the_run_like_a_full_journal(t
         (run,) = RunStore(state).runs()
         assert json.loads(run.summary.read_text())["outcome"] == "incomplete: state dir full"
         listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
-                                 capture_output=True, text=True, timeout=60)
+                                 capture_output=True, text=True, timeout=patience(60))
         assert listing.stdout.splitlines()[1].endswith("incomplete: state dir full")
 
 
@@ -209,7 +210,7 @@ def test_no_room_to_start_the_command_after_its_setup_ends_the_task_cancelled(tm
         task = write_task(tmp_path / "task.yaml", "name: prep\nsetup: head -c 2000000 /dev/zero || true\n"
                                                   "run: echo never\n")
         proc = tuidag("run", "--no-tui", "-q", str(task), "--state-dir", str(state), cwd=tmp_path)
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=patience(120))
         assert proc.returncode == 1 and "Traceback" not in err + out, err
         assert err.splitlines() == [
             f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "

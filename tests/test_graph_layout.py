@@ -8,8 +8,12 @@ import sys
 import pytest
 
 from dags import make_dag
-from tuidag.views.graph_layout import (ARROW, DagShape, LayoutStyle, Orientation, Zoom, choose_style, layout_dag,
-                                      layout_graph, render_text)
+from tuidag.views.layout.build import dag_deps, layout_dag, layout_graph
+from tuidag.views.layout.choice import choose_style
+from tuidag.views.layout.edges import ARROW
+from tuidag.views.layout.shape import DagShape
+from tuidag.views.layout.style import LayoutStyle, Orientation, Zoom
+from tuidag.views.layout.text import render_text
 
 
 def text(deps: dict) -> str:
@@ -123,8 +127,20 @@ def test_two_thousand_tasks_lay_out():
 
 
 def test_layout_does_not_import_textual():
-    code = "import sys, tuidag.views.graph_layout; assert 'textual' not in sys.modules"
+    code = "import sys, tuidag.views.layout.choice, tuidag.views.layout.text; assert 'textual' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_canvas_draws_the_layers_tuidag_graph_lists():
+    """`tuidag graph` lists the model's longest-path layers (`DagSpec.depth`); the canvas must draw the same ones,
+    packed or not, in either orientation, and weigh its styles by them."""
+    deps = _layered(300, 30, seed=5)
+    dag = make_dag({name: {"run": "true", "depends_on": d} for name, d in deps.items()})
+    assert len(set(dag.depth.values())) > 2
+    for style in (LayoutStyle(), LayoutStyle(Zoom.COMPACT, Orientation.TD, VIEW),
+                  LayoutStyle(Zoom.DOTS, Orientation.LR, VIEW)):
+        assert {name: tile.layer for name, tile in layout_dag(dag, style).tiles.items()} == dag.depth, style
+    assert DagShape(dag_deps(dag)).layer == dag.depth
 
 
 def _layered(n: int, width: int, seed: int) -> dict[str, list[str]]:
@@ -141,13 +157,13 @@ def _layered(n: int, width: int, seed: int) -> dict[str, list[str]]:
 def test_a_cached_layout_is_the_same_layout(tmp_path, monkeypatch):
     """The layout of a DAG laid out before is read from the cache; it must draw exactly the same, and a damaged or
     stale entry is laid out again."""
-    from tuidag.views import graph_layout
+    from tuidag.views.layout import build
 
     deps = _layered(300, 30, seed=3)
     dag = make_dag({name: {"run": "true", "depends_on": d} for name, d in deps.items()})
     fresh = layout_dag(dag)
     first = layout_dag(dag, cache_dir=tmp_path)
-    monkeypatch.setattr(graph_layout, "layout_graph", lambda deps, style: pytest.fail("laid out again: the cache missed"))
+    monkeypatch.setattr(build, "layout_graph", lambda deps, style: pytest.fail("laid out again: the cache missed"))
     cached = layout_dag(dag, cache_dir=tmp_path)
     for layout in (first, cached):
         assert render_text(layout) == render_text(fresh)

@@ -12,12 +12,14 @@ import pytest
 
 from tuidag.model.source import MAX_SOURCE_BYTES
 
+from slowness import patience
+
 REPO = Path(__file__).resolve().parent.parent
 
 
 def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run([sys.executable, "-m", "tuidag", *args], capture_output=True, text=True,
+                          timeout=patience(timeout), cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
 def test_a_month_long_timeout_lets_the_task_run(tmp_path):

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from tuidag.api import load_python
 from tuidag.model.errors import DagErrors
-from tuidag.model import skypilot_loader, yaml_loader
+from tuidag.model import skypilot_loader, yaml_nodes
 from tuidag.model.loader import load_dag
 from tuidag.model.spec import MAX_TASK_NAME, task_name_problem
-from tuidag.model.yaml_loader import MAX_DEPTH, _depth_bound
+from tuidag.model.yaml_nodes import MAX_DEPTH, _depth_bound
 
 from slowness import patience
 
@@ -105,10 +105,10 @@ def yaml_parser(request, monkeypatch):
     PyYAML's pure-Python one, which is all a PyYAML built without libyaml has. PyYAML 6.0.4's wheels carry libyaml
     0.2.6, whose own limit of 1,000 flow levels stopped its parser before the level past MAX_DEPTH was read, so the
     error pointed where the pure composer ran out of stack (4:1518 instead of 4:107)."""
-    if request.param == "libyaml" and yaml_loader.CSafeLoader is None:
+    if request.param == "libyaml" and yaml_nodes.CSafeLoader is None:
         pytest.skip("this PyYAML is built without libyaml")
     if request.param == "pure":
-        monkeypatch.setattr(yaml_loader, "CSafeLoader", None)
+        monkeypatch.setattr(yaml_nodes, "CSafeLoader", None)
         monkeypatch.setattr(skypilot_loader, "CSafeLoader", None)
     return request.param
 

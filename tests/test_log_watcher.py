@@ -7,11 +7,15 @@ from pathlib import Path
 from test_log_index import append
 from tuidag.views.log_watcher import LogWatcher
 
+from slowness import patience
+
 
 # --- LogWatcher ---------------------------------------------------------------------------------------------------
 
-def wait_for(condition, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
+def wait_for(condition, timeout: float | None = None) -> bool:
+    """Whether `condition` came true within `timeout` seconds (a wait that may run out), by default within 5 s of a
+    quiet machine."""
+    deadline = time.monotonic() + (patience(5) if timeout is None else timeout)
     while time.monotonic() < deadline:
         if condition():
             return True
@@ -41,15 +45,15 @@ def test_a_file_watcher_ignores_other_files_in_its_folder(tmp_path: Path) -> Non
     watcher = LogWatcher([mine], safety_interval=60, settle=0)
     watcher.start()
 
-    def write_and_see(path: Path) -> bool:
+    def write_and_see(path: Path, timeout: float = 0.2) -> bool:
         append(path, "x\n")
-        return wait_for(watcher.changed, timeout=0.2)
+        return wait_for(watcher.changed, timeout)
 
     try:
         assert wait_for(lambda: watcher.watching)
         assert wait_for(lambda: write_and_see(mine))  # the watch is set up
         assert not any(write_and_see(other) for _ in range(5))
-        assert write_and_see(mine)
+        assert write_and_see(mine, patience(5))
     finally:
         watcher.stop()
 
@@ -70,6 +74,6 @@ def test_watcher_polls_when_it_cannot_watch(tmp_path: Path) -> None:
     watcher = LogWatcher([tmp_path / "missing"], poll_interval=0.05)
     watcher.start()
     assert not watcher.watching
-    assert wait_for(watcher.changed, timeout=1.0)
+    assert wait_for(watcher.changed, timeout=patience(1))
     assert not watcher.changed()  # answered: the next True comes a poll interval later
     watcher.stop()

@@ -292,7 +292,7 @@ def test_concurrent_output_of_many_tasks_lands_in_the_right_files(tmp_path, caps
     sys.stdout.buffer, a logging handler made before the run, a thread it starts and a pool shared by all tasks;
     meanwhile the test's own threads print. Every line must be in exactly the right place, whole."""
     tasks, lines, parallel = 24, 150, 12
-    barrier = threading.Barrier(parallel, timeout=20)
+    barrier = threading.Barrier(parallel, timeout=patience(20))
     shared_pool = ThreadPoolExecutor(4, thread_name_prefix="shared")
     logger = logging.getLogger("tuidag.test.noisy")
     handler = logging.StreamHandler()  # holds the current sys.stderr, like handlers configured at startup
@@ -400,7 +400,7 @@ def test_a_callable_that_ignores_cancellation_stays_cancelling_until_it_returns(
     @dag.task()
     def stubborn(ctx):
         started.set()
-        release.wait(20)  # never looks at ctx.cancelled: the documented limit of in-thread tasks
+        release.wait(patience(20))  # never looks at ctx.cancelled: the documented limit of in-thread tasks
 
     scheduler, rec = start_run(dag.spec(source=tmp_path / "stubborn.py"), tmp_path)
     assert started.wait(patience(10))
@@ -416,7 +416,7 @@ def test_a_timeout_sets_cancelled_and_fails_the_task(tmp_path):
 
     @dag.task(timeout="200ms")
     def slow(ctx):
-        ctx.cancelled.wait(20)
+        ctx.cancelled.wait(patience(20))
         return "too late"
 
     scheduler, _ = start_run(dag.spec(source=tmp_path / "timeouts.py"), tmp_path)

@@ -109,8 +109,8 @@ def test_a_viewer_dropped_for_reading_slowly_subscribes_again(live, monkeypatch)
     seen = Recorder()
     remote.subscribe(seen)
     wait_until(lambda: session.control.viewers == 1)
-    for client in list(session.control._clients.values()):  # as the server drops a viewer that fell behind
-        session.control._drop(client)
+    for client in list(session.control.transport.clients.values()):  # as the server drops a viewer that fell behind
+        session.control.transport.drop(client)
     wait_until(lambda: session.control.viewers == 1, timeout=3)  # back
     gate.touch()
     wait_until(lambda: remote.snapshot()["after"].state is S.SUCCEEDED)
@@ -135,7 +135,7 @@ def test_an_engine_that_holds_the_run_but_does_not_answer_is_not_answering_and_c
     import socket
 
     from tuidag.control import protocol, remote
-    from tuidag.control.server import bind_path
+    from tuidag.control.transport import bind_path
     from tuidag.store.runs import RunStore
 
     session = RunSession.create(make_dag({"a": "true"}, workdir=tmp_path), tmp_path / "state")

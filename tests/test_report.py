@@ -120,7 +120,8 @@ def test_report_of_an_empty_state_dir_says_where_it_looked(tmp_path, capsys):
 
 def test_a_report_of_a_run_still_going_draws_its_running_attempt_to_now(tmp_path):
     dag = tmp_path / "dag.yaml"
-    dag.write_text("tasks:\n  gate:\n    run: 'for i in $(seq 600); do [ -e go ] && exit 0; sleep 0.05; done'\n"
+    gate = f"for i in $(seq {round(patience(30) / 0.05)}); do [ -e go ] && exit 0; sleep 0.05; done"
+    dag.write_text(f"tasks:\n  gate:\n    run: '{gate}'\n"
                    "  after:\n    run: 'true'\n    depends_on: [gate]\n")
     proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", str(dag)], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -14,6 +14,8 @@ import pytest
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 ETL = """\
 import os
 from tuidag import Dag
@@ -47,7 +49,7 @@ def report(ctx):
 def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env={**env, "NO_COLOR": "1"},
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=patience(120))
 
 
 def etl(tmp_path: Path, options: str = "") -> Path:
@@ -94,7 +96,7 @@ def test_the_run_the_post_mortem_r_starts_hands_on_reused_values(tmp_path, monke
         source.write_text(source.read_text() + '\nif __name__ == "__main__":\n    dag.main()\n')
         env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
         first = subprocess.run([sys.executable, str(source), "--no-tui"], cwd=tmp_path, env=env, capture_output=True,
-                               text=True, timeout=120)
+                               text=True, timeout=patience(120))
     else:
         first = tuidag("run", str(source), "--no-tui", cwd=tmp_path)
     assert first.returncode == 1, first.stdout + first.stderr

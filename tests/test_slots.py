@@ -13,8 +13,11 @@ from tuidag.store.runs import RunStore
 from tuidag.engine.slots import SlotPool
 from tuidag.model.resources import Request, is_cuda_kind
 
-#: A task that holds its slots until the test creates `go` in the work dir (polling, so no fixed sleep decides).
-WAIT_FOR_GO = "for i in $(seq 3000); do [ -e go ] && break; sleep 0.01; done"  # bounded: a failed test leaves nothing
+from slowness import patience
+
+#: A task that holds its slots until the test creates `go` in the work dir (polling, so no fixed sleep decides);
+#: bounded (about 30 s of a quiet machine) so that a failed test leaves nothing running.
+WAIT_FOR_GO = f"for i in $(seq {round(patience(30) / 0.01)}); do [ -e go ] && break; sleep 0.01; done"
 
 
 def slotted(dag, requests: dict[str, dict[str, int]], capacities: dict[str, int]):
@@ -265,7 +268,8 @@ def test_every_slot_mistake_of_a_python_dag_is_reported_with_the_others(tmp_path
     # as given (relative) to `tuidag run`, every error names the file the same way
     for shown, command in (("py_dag.py", [sys.executable, "-m", "tuidag", "run", "py_dag.py"]),
                            (str(script), [sys.executable, str(script)])):
-        proc = subprocess.run([*command, "--no-tui"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([*command, "--no-tui"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=patience(60))
         assert proc.returncode == 2, proc.stderr
         assert [line.split(": ", 1)[0] for line in proc.stderr.splitlines()] == [
             f"{shown}:3:1", f"{shown}:4:1", f"{shown}:5:1"], proc.stderr

@@ -28,6 +28,8 @@ from tuidag.model.state import TaskState
 from tuidag.store.journal import replay
 from tuidag.store.runs import RunStore
 
+from slowness import patience
+
 pytestmark = pytest.mark.cli
 S = TaskState
 
@@ -85,7 +87,7 @@ def test_a_pause_that_gave_up_on_a_stopped_engine_never_happens_and_the_client_s
     finally:
         os.kill(pid, signal.SIGCONT)
     wait_until(lambda: "dropped pause from pid" in engine_log(run))
-    assert live_status(run, timeout=10)["paused"] is False
+    assert live_status(run, timeout=patience(10))["paused"] is False
     assert "scheduling paused" not in engine_log(run)
 
 
@@ -96,14 +98,15 @@ def test_a_control_the_engine_started_but_did_not_answer_in_time_may_or_may_not_
     control = server.ControlServer._control
 
     def slow(self, request):
-        release.wait(30)
+        release.wait(patience(30))
         return control(self, request)
 
     monkeypatch.setattr(server.ControlServer, "_control", slow)
     with served_run(make_dag({"a": "sleep 30"}, workdir=tmp_path), tmp_path) as session:
-        with ControlClient(session.run, timeout=1) as client:
-            with pytest.raises(NotAnswered, match="started the pause but did not answer in 1 s: it may or may not "
-                                                  "have taken effect"):
+        # The deadline runs out while the control is held, but `started` must come before it: it scales
+        with ControlClient(session.run, timeout=patience(1)) as client:
+            with pytest.raises(NotAnswered, match=f"started the pause but did not answer in {patience(1):.0f} s: it "
+                                                  "may or may not have taken effect"):
                 client.request("pause")
         release.set()
         wait_until(lambda: session.scheduler.paused)  # it did, this time
@@ -170,7 +173,7 @@ tasks:
     try:
         wait_until(lambda: printed.read_bytes().count(b"still here") > 3)  # it follows the live log
         os.kill(pid, signal.SIGKILL)
-        _, err = follow.communicate(timeout=30)
+        _, err = follow.communicate(timeout=patience(30))
     finally:
         if follow.poll() is None:
             follow.kill()

@@ -8,12 +8,14 @@ import pytest
 from tuidag.engine import output_routing
 from tuidag.engine.workers import WorkerPool
 
+from slowness import patience
+
 
 def test_runs_every_item_on_at_most_size_named_threads():
     pool = WorkerPool(3, "unit")
     lock = threading.Lock()
     running, peak, threads, done = [0], [0], set(), []
-    gate = threading.Barrier(3, timeout=10)  # the first three items must overlap: three threads exist
+    gate = threading.Barrier(3, timeout=patience(10))  # the first three items must overlap: three threads exist
 
     def item(k: int) -> None:
         with lock:
@@ -60,13 +62,13 @@ def test_shutdown_finishes_queued_items_then_refuses_new_ones():
     pool = WorkerPool(2, "unit")
     release = threading.Event()
     seen: list[int] = []
-    pool.submit(release.wait, 10)
+    pool.submit(release.wait, patience(10))
     for k in range(10):
         pool.submit(seen.append, k)
     stopper = threading.Thread(target=pool.shutdown)
     stopper.start()
     release.set()
-    stopper.join(10)
+    stopper.join(patience(10))
     assert not stopper.is_alive()
     assert sorted(seen) == list(range(10))
     with pytest.raises(RuntimeError):

@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 
 from tuidag.launch import RunSession
 from tuidag.ui.app import TuidagApp
-from tuidag.views.graph_layout import Orientation, Zoom
+from tuidag.views.layout.style import Orientation, Zoom
 
 from slowness import patience
 

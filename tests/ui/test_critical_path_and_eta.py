@@ -3,10 +3,13 @@ running tile's progress against its expected duration. Real runs in one state di
 first), and the told story of the timeline tests with a clock the test sets."""
 from __future__ import annotations
 
+import pytest
+
 from pilot_helpers import open_app, screen_text, until
 from test_timeline import row_of, show_timeline, story_app, told
 from timeline_story import ML_STORY
 from tuidag.model.state import TaskState
+from tuidag.store.journal import read_journal
 from tuidag.ui.state_style import CRITICAL_COLOUR
 
 S = TaskState
@@ -55,21 +58,35 @@ async def test_x_on_a_live_run_follows_the_forecast(tmp_path, monkeypatch):
         assert "ETA" not in screen_text(app).splitlines()[0]  # the run never started: no durations were read
 
 
-async def test_the_eta_says_no_history_then_learns_from_the_first_run(new_session):
-    async with open_app(new_session({"work": "sleep 0.6"})) as (app, pilot):
+def took(session, task: str) -> float:
+    """How long the task's (one) attempt ran, as its run's journal says: from its RUNNING to its SUCCEEDED record."""
+    at = {rec["to"]: rec["t"] for rec in read_journal(session.run.journal)
+          if rec.get("type") == "task" and rec.get("task") == task and rec.get("to") in ("RUNNING", "SUCCEEDED")}
+    return at["SUCCEEDED"] - at["RUNNING"]
+
+
+async def test_the_eta_says_no_history_then_learns_from_the_first_run(new_session, tmp_path):
+    """The first run's task runs until the header said "no history": a 0.6 s task ended, under load, before the
+    durations were read (in a thread) and the header first said anything, and a finished run forecasts nothing."""
+    gate = tmp_path / "go"
+    first = new_session({"work": f"while [ ! -e {gate} ]; do sleep 0.01; done"})
+    async with open_app(first) as (app, pilot):
         await until(pilot, lambda: "ETA: no history" in screen_text(app).splitlines()[0], what="no history")
+        gate.touch()
         await until(pilot, lambda: app.model.finished, what="the first run's end")
-        assert "ETA" not in screen_text(app).splitlines()[0]  # finished: nothing to forecast
-    # The same task with a slower command: no history of this definition, so its name's is used (0.6 s), and it
-    # runs past twice that.
-    async with open_app(new_session({"work": "sleep 5"})) as (app, pilot):
+        # finished: nothing to forecast (the header repaints at most every HEADER_INTERVAL)
+        await until(pilot, lambda: "ETA" not in screen_text(app).splitlines()[0], what="no ETA once finished")
+    usual = took(first, "work")
+    # The same task with another command, running until the test ends: no history of this definition, so its name's
+    # is used (the first run's), and it runs past twice that.
+    async with open_app(new_session({"work": "sleep 600"})) as (app, pilot):
         await until(pilot, lambda: app._expected is not None, what="the durations read")
-        assert 0.5 < app._expected["work"] < 1.5
+        assert app._expected["work"] == pytest.approx(usual)
         await until(pilot, lambda: "ETA " in screen_text(app).splitlines()[0], what="an ETA")
         header = screen_text(app).splitlines()[0]
         assert "ETA: no history" not in header and "elapsed" in header
         await until(pilot, lambda: "long" in "".join(seg.text for seg in app.canvas._render_box("work")[1]),
-                    what="the tile says it runs long")
+                    timeout=10 + 3 * usual, what="the tile says it runs long")
 
 
 async def test_a_running_tile_shows_its_progress_against_the_expected_duration(tmp_path, monkeypatch):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pilot_helpers import in_view, open_app, pin_style, screen_text, until
 from tuidag.ui.run_model import UsageSample
-from tuidag.views.graph_layout import Orientation, Zoom
-from tuidag.ui.widgets.dag_canvas import DagCanvas
+from tuidag.views.layout.style import Orientation, Zoom
+from tuidag.ui.widgets.graph.canvas import DagCanvas
 
 WORKERS = [f"worker-{i:02d}" for i in range(64)]
 WIDE = {"setup": "true", **{w: {"run": "true", "depends_on": ["setup"]} for w in WORKERS},
@@ -114,13 +114,15 @@ async def test_dots_show_the_selected_task_by_name_in_the_log_pane(new_session):
 
 
 async def test_top_down_a_tiles_exit_never_cuts_its_details(new_session):
+    """The usage shown is the one the test gives: with the app's own sampler on, a real sample (taken a second after
+    the start, before this one under load) made "usage applied" true at once and then showed instead."""
     session = new_session({"busy": "sleep 30", "next": {"run": "true", "depends_on": ["busy"]},
                            "last": {"run": "true", "depends_on": ["next"]}})
-    async with open_app(session) as (app, pilot):
+    async with open_app(session, usage_interval=None) as (app, pilot):
         await pin_style(app, pilot, Zoom.FULL, Orientation.TD)
         await until(pilot, lambda: app.model.snapshots["busy"].state.value == "RUNNING", what="busy running")
         app.engine_event(UsageSample({"busy": (12.0, 5 << 20)}))
-        await until(pilot, lambda: "busy" in app.model.usage, what="usage applied")
+        await until(pilot, lambda: app.model.usage.get("busy") == (12.0, 5 << 20), what="usage applied")
         bottom = app.canvas._lines_of("busy")[2].text
         details = bottom.index("cpu 12% mem 5.0M") + len("cpu 12% mem 5.0M")
         assert all(mark not in bottom or bottom.index(mark) > details for mark in "┬┳")

@@ -17,7 +17,7 @@ from pilot_helpers import until
 from tuidag.api import load_python
 from tuidag.model.loader import load_dag
 from tuidag.model.state import TaskState
-from tuidag.views.graph_layout import Orientation, Zoom
+from tuidag.views.layout.style import Orientation, Zoom
 
 S = TaskState
 REPO = Path(__file__).resolve().parents[2]

@@ -8,14 +8,14 @@ from __future__ import annotations
 from functools import partial
 
 from pilot_helpers import open_app, select, until
-from tuidag.ui.widgets import log_view
+from tuidag.ui.widgets.log import following
 from tuidag.views.log_watcher import LogWatcher
 
 
 def gated_late_task(new_session, monkeypatch, gate: str, late: str):
     """A run whose task `late` (running `late`) starts once the file `gate` exists, with the watcher's safety poll an
     hour away."""
-    monkeypatch.setattr(log_view, "LogWatcher", partial(LogWatcher, safety_interval=3600))
+    monkeypatch.setattr(following, "LogWatcher", partial(LogWatcher, safety_interval=3600))
     return new_session({"gate": f"while [ ! -f {gate} ]; do sleep 0.01; done",
                         "late": {"run": late, "depends_on": ["gate"]}})
 

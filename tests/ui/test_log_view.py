@@ -9,8 +9,8 @@ from typing import Callable
 
 from textual.app import App, ComposeResult
 
-from tuidag.ui.widgets import log_view
-from tuidag.ui.widgets.log_view import LogView
+from tuidag.ui.widgets.log import search
+from tuidag.ui.widgets.log.view import LogView
 from tuidag.views.combined_log import CombinedLog
 
 from pilot_helpers import until
@@ -258,7 +258,7 @@ async def test_the_count_stays_right_while_the_log_grows(tmp_path: Path) -> None
 
 
 async def test_a_big_log_is_counted_over_several_ticks(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(log_view, "COUNT_BUDGET", 0.0)  # one slice a tick: as a 100 MB log is counted
+    monkeypatch.setattr(search, "COUNT_BUDGET", 0.0)  # one slice a tick: as a 100 MB log is counted
     log = tmp_path / "big.log"
     line = b"2024-01-01 12:00:00 INFO worker processed item %07d\n"
     count = 60_000  # 3 MB: a dozen slices

@@ -8,15 +8,17 @@ from tuidag.launch import RunSession
 from tuidag.model.loader import load_dag
 from tuidag.model.resources import resolve
 
-SLOTTED = """\
-resources: {gpu: 2, db: 1}
+from slowness import patience
+
+SLOTTED = f"""\
+resources: {{gpu: 2, db: 1}}
 tasks:
   hold:
-    run: for i in $(seq 3000); do [ -e go ] && break; sleep 0.01; done
-    resources: {gpu: 2}
+    run: for i in $(seq {round(patience(30) / 0.01)}); do [ -e go ] && break; sleep 0.01; done
+    resources: {{gpu: 2}}
   waiter:
     run: 'true'
-    resources: {gpu: 1}
+    resources: {{gpu: 1}}
 """
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pilot_helpers import in_view, open_app, pin_style, screen_text, select, until
 from tuidag.ui.screens.confirm import ConfirmScreen
 from tuidag.ui.screens.help import HelpScreen
-from tuidag.views.graph_layout import Zoom
+from tuidag.views.layout.style import Zoom
 
 SMALL = (80, 24)
 # A setup task in front of a layer too big to fit even packed (as full tiles), then a gather task.

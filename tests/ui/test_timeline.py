@@ -15,9 +15,9 @@ from test_graph_snapshots import ML
 from timeline_story import ML_STORY, NOW, tell
 from tuidag.model.state import TaskState
 from tuidag.model.timeline import SegmentKind
-from tuidag.ui.widgets.dag_canvas import SELECTED_BG
+from tuidag.ui.widgets.graph.tiles import SELECTED_BG
 from tuidag.views import timeline_layout as tl
-from tuidag.views.graph_layout import Orientation, Zoom
+from tuidag.views.layout.style import Orientation, Zoom
 
 from slowness import patience
 

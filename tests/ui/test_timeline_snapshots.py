@@ -17,7 +17,7 @@ from test_graph_snapshots import random_dag
 from test_timeline import story_app, told
 from timeline_story import ML_STORY, tell
 from tuidag.model.state import TaskState
-from tuidag.views.graph_layout import Orientation, Zoom
+from tuidag.views.layout.style import Orientation, Zoom
 
 S = TaskState
 

@@ -125,7 +125,7 @@ def test_the_selection_stays_in_view_after_a_resize(tmp_path):
             chain.keys("l")
         chain.wait_for("┏━ s5 ")
         chain.resize(*SMALL)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + patience(15)
         while not ("┏━ s5 " in chain.screen() and "s0 " not in chain.screen()):  # scrolled to keep it in view
             assert time.monotonic() < deadline, chain.screen()
             time.sleep(0.05)

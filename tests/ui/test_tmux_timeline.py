@@ -70,7 +70,7 @@ def test_a_key_typed_with_t_in_one_write_zooms_the_timeline_not_the_graph(tmp_pa
         subprocess.run([*term.tmux, "send-keys", "-t", term.name, "t", "Z"], check=True)
         term.wait_for("timeline from")
         term.keys("t")  # the graph back: its zoom as it was
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + patience(10)
         while "timeline from" in term.screen():
             assert time.monotonic() < deadline, term.screen()
             time.sleep(0.05)

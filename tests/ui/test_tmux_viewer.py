@@ -384,7 +384,7 @@ def test_d_in_a_run_started_from_another_folder_prints_an_attach_command_that_wo
     finally:
         shell.kill_server()
         subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", ".tuidag"], cwd=tmp_path,
-                       capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+                       capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=patience(60))
         kill_task_trees(tmp_path)
 
 

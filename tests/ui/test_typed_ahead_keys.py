@@ -12,8 +12,8 @@ from dags import make_dag, served_run
 from pilot_helpers import until
 from tuidag.control.remote import RemoteRun
 from tuidag.ui.app import TuidagApp
-from tuidag.ui.widgets.log_view import LogView
-from tuidag.views.graph_layout import Zoom
+from tuidag.views.layout.style import Zoom
+from tuidag.ui.widgets.log.view import LogView
 
 
 @pytest.fixture

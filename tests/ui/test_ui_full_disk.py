@@ -30,7 +30,7 @@ async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
     caplog.set_level(logging.WARNING)
     go = tmp_path / "go"
     with small_disk(tmp_path / "disk") as disk:
-        gate = f"for i in $(seq 1500); do [ -e {go} ] && exit 0; sleep 0.02; done; exit 1"
+        gate = f"for i in $(seq {round(patience(30) / 0.02)}); do [ -e {go} ] && exit 0; sleep 0.02; done; exit 1"
         tasks = {"gate": gate} | {f"t{i}": {"run": f"echo hello from task {i}", "depends_on": ["gate"]}
                                   for i in range(300)}
         session = RunSession.create(make_dag(tasks, workdir=tmp_path), disk / "state")

@@ -119,7 +119,7 @@ async def test_a_cancel_is_recorded_as_coming_from_where_it_was_asked_for(served
         await until(pilot, lambda: ui_states(app)["after"] == "CANCELLED", what="tree's branch cancelled")
         shell = subprocess.run([sys.executable, "-m", "tuidag", "cancel", "free", "--run", session.run.run_id,
                                 "--state-dir", str(session.store.state_dir)], capture_output=True, text=True,
-                               timeout=60)
+                               timeout=patience(60))
         assert shell.returncode == 0, shell.stderr
         await until(pilot, lambda: ui_states(app)["free"] == "CANCELLED", what="free cancelled from the shell")
         await until(pilot, lambda: "in the UI" in screen_text(app) and "by tuidag cancel" in screen_text(app),
@@ -150,6 +150,18 @@ async def test_pause_and_resume_from_the_viewer(served):
         await until(pilot, lambda: "PAUSED" in screen_text(app), what="the header to say so")
         await pilot.press("p")
         await until(pilot, lambda: not app.model.paused and not session.scheduler.paused, what="resumed")
+
+
+async def test_a_viewer_that_attaches_to_a_paused_run_says_it_is_paused(served):
+    """The pause was an event before this viewer came: its header said '● running' and offered no way to see why
+    nothing started."""
+    session, _ = served
+    assert session.scheduler.pause()
+    async with viewer(session.run, session.store) as (app, pilot):
+        await until(pilot, lambda: "PAUSED" in screen_text(app), what="the header to say it is paused")
+        assert app.model.paused
+        await pilot.press("p")
+        await until(pilot, lambda: not session.scheduler.paused, what="p to resume it")
 
 
 async def test_two_viewers_at_once_each_with_its_own_selection(served):
@@ -474,7 +486,7 @@ async def test_paused_the_header_says_eta_paused_with_the_work_left_until_resume
     time of day (it moved on a second a second while nothing started), but the work left once resumed."""
     first = make_dag({"a": "sleep 0.3", "b": {"run": "sleep 0.3", "depends_on": ["a"]}}, workdir=tmp_path)
     with served_run(first, tmp_path) as session:
-        assert session.scheduler.wait(30)
+        assert session.scheduler.wait(patience(30))
     gate = tmp_path / "go"
     second = make_dag({"a": f"while [ ! -e {gate} ]; do sleep 0.02; done",
                        "b": {"run": "sleep 30", "depends_on": ["a"]}}, workdir=tmp_path, kill_grace=0.5)
@@ -551,3 +563,16 @@ async def test_at_80x24_a_viewers_header_keeps_its_role_and_the_run_id(served, f
             assert role in header and session.run.run_id in header, header
     finally:
         remote.close()
+
+
+async def test_a_one_task_run_says_1_task_in_the_graph_the_list_and_the_timeline(tmp_path):
+    """Counts in the UI speak as the commands do: '1 task', and thousands with a separator."""
+    with served_run(make_dag({"only": "sleep 30"}, workdir=tmp_path, kill_grace=0.5), tmp_path) as session:
+        async with viewer(session.run, session.store) as (app, pilot):
+            await until(pilot, lambda: "· 1 task " in screen_text(app), what="the graph's title")
+            assert "1 tasks" not in screen_text(app)
+            await pilot.press("L")
+            await until(pilot, lambda: "· 1 task" in screen_text(app) and "1 tasks" not in screen_text(app),
+                        what="the list's title")
+            await pilot.press("t")
+            await until(pilot, lambda: "· 1 task ·" in screen_text(app), what="the timeline's title")

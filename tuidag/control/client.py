@@ -20,7 +20,7 @@ from ..model.state import TaskState
 from ..store.runs import RunDir
 from . import protocol
 from .protocol import MAX_MESSAGE, SOCKET_NAME
-from .server import bind_path
+from .transport import bind_path
 
 _PEERCRED = struct.Struct("3i")
 

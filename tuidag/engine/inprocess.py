@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from . import output_routing, process
+from . import orphans, output_routing
 from ..model.errors import describe_exception
 from .cgroup import RunCgroups
 from .executor import Attempt, AttemptResult, RunningAttempt
@@ -132,7 +132,7 @@ class ThreadAttempt(RunningAttempt):
             result = self._run()
         finally:
             self._log.close()
-            process.adopt_thread_children()  # what the callable started and left running ends with the run
+            orphans.adopt_thread_children()  # what the callable started and left running ends with the run
         with self._lock:
             reason = self._kill_reason
         if reason == "timeout":

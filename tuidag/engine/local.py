@@ -9,7 +9,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from . import process
+from . import orphans, process
 from .cgroup import RunCgroups
 from .executor import Attempt, Executor, RunningAttempt
 from .shell_attempt import ShellAttempt
@@ -26,7 +26,7 @@ class LocalExecutor(Executor):
     cgroup where tuidag may create one (see `cgroup`)."""
 
     def __init__(self, subreaper: bool = True, cgroups: bool = True):
-        self._orphans = process.OrphanReaper() if subreaper and process.become_subreaper() else None
+        self._orphans = orphans.OrphanReaper() if subreaper and orphans.become_subreaper() else None
         process.preload_thread_exit()
         self._use_cgroups = cgroups
         self._lock = threading.Lock()
@@ -51,7 +51,7 @@ class LocalExecutor(Executor):
         found: dict[int, psutil.Process] = {}
         if process.tagged_pids(run_id):
             found.update(process.collect_tree(None, run_id=run_id))
-        pids = process.adopted()
+        pids = orphans.adopted()
         if self._orphans is not None:
             pids += self._orphans.orphans()
         groups = self._runs.get(run_id)
@@ -59,7 +59,7 @@ class LocalExecutor(Executor):
             pids += groups.pids()
         if pids:
             found.update(process.descendants(pids))
-        for pid in process.helper_pids():  # started while the environment carried the run's tag, yet no task's
+        for pid in orphans.helper_pids():  # started while the environment carried the run's tag, yet no task's
             found.pop(pid, None)
         return found
 

@@ -10,8 +10,7 @@ After the grace period, collecting and SIGKILLing repeat until a pass finds noth
 successor just before it exits is caught by the next pass.
 
 tuidag is a child subreaper, so an orphaned descendant (one that dropped the tags and left the group and session) is
-re-parented to tuidag itself: a child of tuidag that is not a task leader is the run's. `OrphanReaper` reaps those as
-they die, and the run's end kills the ones still running (`own_children`).
+re-parented to tuidag itself: orphans.py finds, reaps and ends those.
 
 Every process is identified by pid *and* create time (psutil objects), or a leader by pid and its run tag, so a recycled
 pid is never signalled.
@@ -20,8 +19,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-import threading
 import time
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -33,7 +30,6 @@ if TYPE_CHECKING:
 TAG_RUN = "TUIDAG_RUN_ID"
 TAG_TASK = "TUIDAG_TASK"
 TAG_ATTEMPT = "TUIDAG_ATTEMPT"
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -112,17 +108,6 @@ class ProcRef(NamedTuple):
             return proc
         except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
             return None
-
-
-def become_subreaper() -> bool:
-    """Make this process adopt orphaned descendants (Linux), so double-forked daemons stay findable."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def preload_thread_exit() -> None:
@@ -298,41 +283,11 @@ def is_alive(proc: psutil.Process) -> bool:
         return False
 
 
-# --- children of tuidag -----------------------------------------------------------------------------------------
-def own_children(main_thread_only: bool = False) -> list[int]:
-    """This process's children: the ones its threads started, and orphans re-parented to it as their subreaper
-    (those go to the main thread). Read from /proc/<pid>/task/<tid>/children, one small file per thread."""
-    me = os.getpid()
-    tids = [str(me)] if main_thread_only else _listdir(f"/proc/{me}/task")
-    found: list[int] = []
-    for tid in tids:
-        try:
-            with open(f"/proc/{me}/task/{tid}/children", "rb") as f:
-                found.extend(map(int, f.read().split()))
-        except (OSError, ValueError):
-            continue
-    return found
-
-
 def _listdir(path: str) -> list[str]:
     try:
         return os.listdir(path)
     except OSError:
         return []
-
-
-def helper_pids() -> set[int]:
-    """Children of tuidag that belong to no task: multiprocessing's forkserver (it starts isolated callables) and its
-    resource tracker. They are reaped and stopped by multiprocessing itself."""
-    helpers = set()
-    forkserver = sys.modules.get("multiprocessing.forkserver")
-    if forkserver is not None:
-        helpers.add(getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None))
-    tracker = sys.modules.get("multiprocessing.resource_tracker")
-    if tracker is not None:
-        helpers.add(getattr(getattr(tracker, "_resource_tracker", None), "_pid", None))
-    helpers.discard(None)
-    return helpers
 
 
 def _stat_fields(pid: int) -> list[bytes] | None:
@@ -346,101 +301,6 @@ def _stat_fields(pid: int) -> list[bytes] | None:
 
 
 LEADERS: set[int] = set()  # leaders tuidag waits for itself: never reaped by OrphanReaper (see ShellAttempt._track)
-
-
-class OrphanReaper:
-    """Reaps the run's orphans as they die: without it, a task that keeps starting short-lived background processes
-    (`( cmd & )` in a loop) leaves a zombie under tuidag for each until the run ends, and can exhaust the pids.
-
-    Only zombies on the main thread's children list are reaped, and not the ones that were there before the run:
-    orphans are re-parented to the main thread, while leaders and the processes callables start with `subprocess`
-    are children of the pool threads that started them, and whoever started them collects their exit status (a
-    reaper that took it would make `subprocess` report exit code 0)."""
-
-    INTERVAL = 0.05
-
-    def __init__(self) -> None:
-        self._existing = set(own_children(main_thread_only=True))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tuidag-orphan-reaper", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Reap one last time and stop (the run is over: nothing of it is left running to orphan more)."""
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
-        self.reap()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.INTERVAL):
-            try:
-                self.reap()
-            except Exception:  # out of descriptors or memory: try again next time
-                pass
-
-    def reap(self) -> int:
-        """Reap every orphan that is a zombie now; returns how many."""
-        reaped = 0
-        for pid, state in self._orphans():
-            if state == b"Z":
-                try:
-                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                        reaped += 1
-                except ChildProcessError:
-                    pass
-        return reaped
-
-    def orphans(self) -> list[int]:
-        """The run's orphans that are still running."""
-        return [pid for pid, state in self._orphans() if state != b"Z"]
-
-    def _orphans(self) -> list[tuple[int, bytes]]:
-        """(pid, state) of the main thread's children that are orphans of tasks: not there before the run, no leader,
-        no helper, and not in tuidag's own session (a task's processes never are: every leader starts a session of
-        its own, and no process can join another session; what tuidag's own code or a program that calls
-        `Dag.main()` starts on its main thread is, and is left to whoever started it)."""
-        children = own_children(main_thread_only=True)
-        if not children:
-            return []
-        skip = self._existing | LEADERS | helper_pids()
-        session = os.getsid(0)
-        found = []
-        for pid in children:
-            if pid in skip:
-                continue
-            fields = _stat_fields(pid)
-            if fields and int(fields[3]) != session:
-                found.append((pid, fields[0]))
-        return found
-
-
-ADOPTED: dict[int, float | None] = {}  # processes callables started and left running, ended with the run
-
-
-def adopt_thread_children() -> None:
-    """On a pool thread whose callable just ended: the processes it started (children of this very thread) that are
-    still there belong to the run, and are ended when the run ends, like a shell task's daemons."""
-    me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{threading.get_native_id()}/children", "rb") as f:
-            pids = [int(p) for p in f.read().split()]
-    except (OSError, ValueError):
-        return
-    skip = LEADERS | helper_pids()
-    for pid in pids:
-        if pid not in skip:
-            ADOPTED[pid] = create_time(pid)
-
-
-def adopted() -> list[int]:
-    """The live processes `adopt_thread_children` recorded (by pid and create time), forgetting them."""
-    found = []
-    for pid, ctime in list(ADOPTED.items()):
-        ADOPTED.pop(pid, None)
-        if ctime is not None and ProcRef(pid, ctime).process() is not None:
-            found.append(pid)
-    return found
 
 
 def descendants(pids: list[int]) -> dict[int, psutil.Process]:

@@ -32,7 +32,8 @@ def _load(path: Path, notes: list[Note] | None, text: str, env: dict[str, str]) 
     # PyYAML is a quarter of tuidag's imports: not for a cached DAG.
     from yaml.nodes import MappingNode
 
-    from .yaml_loader import check_depth, compose, load_yaml
+    from .yaml_loader import load_yaml
+    from .yaml_nodes import check_depth, compose
 
     file = str(path)
     check_depth(text, file)  # before libyaml's composer recurses into the file (in C: too deep would crash)

@@ -51,8 +51,9 @@ from .errors import DagError, DagErrors, Location, Note, did_you_mean
 from .spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, JobGroup, TaskSpec
 from .skypilot_task import IGNORED_TASK_KEYS, TASK_KEYS, TaskReader
 from .validate import graph_errors
-from .yaml_loader import (_INT, _NULL, _SKIP, _STR, CSafeLoader, _describe, _offset_location, _syntax_error, _typed,
-                          check_tree_depth, recursion_error)
+from .yaml_loader import _SKIP
+from .yaml_nodes import (_INT, _NULL, _STR, CSafeLoader, _describe, _offset_location, _syntax_error, _typed,
+                         check_tree_depth, recursion_error)
 
 CHAIN_HEADER_KEYS = ("name", "downstream", "edges", "execution")
 JOB_GROUP_HEADER_KEYS = ("name", "execution", "primary_tasks", "termination_delay", "inter_connection", "placement")

@@ -21,7 +21,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from .errors import DagError, Location, Note, did_you_mean
 from .resources import Request, kind_problem
 from .spec import MAX_COUNT, nul_problem
-from .yaml_loader import _INT, _NULL, _SKIP, _STR, _describe, _Reader, _typed
+from .yaml_loader import _SKIP, _Reader
+from .yaml_nodes import _INT, _NULL, _STR, _describe, _typed
 
 #: Task keys read here; `name` is read by the pipeline reader.
 TASK_KEYS = ("name", "setup", "run", "envs", "secrets", "workdir", "num_nodes", "resources")

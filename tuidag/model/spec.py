@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 from .counts import counted
 from .errors import Location
+from .layering import longest_path_layers
 
 try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
     from _sha1 import sha1  # does the same for SHA-512)
@@ -277,8 +278,4 @@ class DagSpec:
     @cached_property
     def depth(self) -> dict[str, int]:
         """Longest-path layer of each task: 0 for roots, 1 + max(depth of dependencies) otherwise."""
-        depth: dict[str, int] = {}
-        for name in self.topological_order:
-            deps = self.tasks[name].depends_on
-            depth[name] = 1 + max(depth[d] for d in deps) if deps else 0
-        return depth
+        return longest_path_layers((name, self.tasks[name].depends_on) for name in self.topological_order)

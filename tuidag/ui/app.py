@@ -39,7 +39,9 @@ from ..engine.scheduler import RerunRefused
 from ..launch import RunSession
 from ..model.state import TaskState
 from ..views.fuzzy import FuzzyFinder
-from ..views.graph_layout import GraphLayout, LayoutStyle, Zoom, dag_deps, layout_dag
+from ..views.layout.build import dag_deps, layout_dag
+from ..views.layout.layout import GraphLayout
+from ..views.layout.style import LayoutStyle, Zoom
 from ..views.headless import TASK_COLOURS
 from ..views.combined_log import CombinedLog
 from ..views.task_filter import TaskFilter
@@ -55,15 +57,16 @@ from .screens.confirm import ConfirmScreen
 from .screens.finder import FinderScreen
 from .screens.help import HelpScreen
 from .state_style import LOOKS
-from .widgets.dag_canvas import DagCanvas
+from .widgets.graph.canvas import DagCanvas
 from .widgets.key_footer import KeyFooter
-from .widgets.log_view import LogView
+from .widgets.log.view import LogView
 from .widgets.run_header import RunHeader
 from .widgets.split_panes import SplitPanes
 from .widgets.task_name_bar import TaskNameBar
 from .widgets.task_table import TaskTable
 from .widgets.timeline import TimelineView
 from .widgets.critical_panel import CriticalPathPanel
+from ..model.counts import counted
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20
@@ -196,6 +199,7 @@ class TuidagApp(App[None]):
         with collector_paused():
             self._unsubscribe = self.scheduler.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(self.scheduler.snapshot(), session.started, clock)
+            self.model.paused = self.scheduler.paused  # paused before this view came: the event is behind it
             if self.read_only:  # the post-mortem view: the run's clock stopped at its end
                 self.model.finished_at = session.ended_at
             self.model.seed_timeline(read_journal(session.run.journal))  # what happened before the app subscribed
@@ -207,7 +211,7 @@ class TuidagApp(App[None]):
         self.header.role = self._role()
         self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
                                 on_select=self._selection_moved, id="graph")
-        self.canvas.title_prefix = f"{dag.name} · {self.model.total:,} tasks"
+        self.canvas.title_prefix = f"{dag.name} · {counted(self.model.total, 'task')}"
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
         self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")

@@ -14,6 +14,7 @@ from ..engine.events import TaskSnapshot
 from ..model.durations import format_duration
 from ..model.forecast import Forecast, ForecastShape, simulate
 from ..model.state import TaskState
+from ..model.counts import counted
 
 S = TaskState
 OVERRUN = 2.0
@@ -62,7 +63,7 @@ def eta_text(forecast: Forecast, now: float) -> str:
     """The header's words: `ETA 14:32:05 (in 3m20s)`, `done`, or why there is no ETA."""
     if forecast.end is None:
         count = len(forecast.unknown)
-        return f"ETA unknown: no history for {count} task{'s' if count != 1 else ''}"
+        return f"ETA unknown: no history for {counted(count, 'task')}"
     left = forecast.end - now
     if left <= 0:
         return "ETA any moment"

@@ -1,7 +1,7 @@
 """What the log pane reads, whichever log it shows, and the display rules every such log follows (no textual here).
 
 Two kinds of log implement `LogLines`: one task's file indexed in place (`log_index.LogIndex`) and many tasks' files
-interleaved into a bounded ring (`combined_log.CombinedLog`). The log pane (ui/widgets/log_view.py) and the match
+interleaved into a bounded ring (`combined_log.CombinedLog`). The log pane (ui/widgets/log/) and the match
 count (match_count.py) read logs through it.
 
 Display rules shared by both: a bare `\\r` overwrites the line (only the text after the last one is shown, so

@@ -1,5 +1,5 @@
 """The report's two drawings as inline SVG: the Gantt chart (a row per task, a bar per attempt, waits hatched, the
-critical path outlined) and the graph (tasks placed by views/graph_layout.py, edges as curves).
+critical path outlined) and the graph (tasks placed by views/layout, edges as curves).
 
 Built as strings from `report_facts` data, in one pass each, so a run of 5,000 tasks draws in a fraction of a second.
 Every name is escaped with `esc`: it is the run's text. Classes carry the meaning (`attempt`, `wait`, `crit`,
@@ -11,7 +11,8 @@ import html
 import re
 from typing import Any, Iterable
 
-from .graph_layout import LayoutStyle, Zoom, layout_graph
+from .layout.build import layout_graph
+from .layout.style import LayoutStyle, Zoom
 
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -112,7 +113,7 @@ _NODE_H, _ROW, _GAP, _CHAR = 16, 22, 56, 7
 
 
 def graph_svg(facts: dict[str, Any]) -> str:
-    """The DAG left to right, in graph_layout's layers and order (its crossing reduction and placement); the
+    """The DAG left to right, in the graph layout's layers and order (its crossing reduction and placement); the
     critical path's tasks and edges drawn heavier."""
     tasks = facts["tasks"]
     if not tasks:

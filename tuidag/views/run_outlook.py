@@ -69,7 +69,7 @@ def eta_forms(result: Outlook | None, now: float, history: bool | None, paused: 
         return [f"ETA: paused ({format_duration(max(0.0, forecast.end - result.at))} of work left)", "ETA: paused"]
     full = eta_text(forecast, now)
     if forecast.end is None:
-        return [full, f"ETA: no history ({len(forecast.unknown)})"]
+        return [full, f"ETA: no history ({len(forecast.unknown):,})"]
     left = forecast.end - now
     return [full] if left <= 0 else [full, f"ETA {format_duration(left)}"]
 

@@ -13,6 +13,7 @@ from ...model.durations import format_duration
 from ...views.run_outlook import Outlook
 from ..state_style import CRITICAL_COLOUR
 from ..text_cells import fit
+from ...model.counts import counted
 
 MAX_ROWS = 500  # a path of thousands of tasks lists its start and end (the middle is counted)
 
@@ -28,7 +29,7 @@ class CriticalPathPanel(Static):
         else:
             first, last = result.spans[result.path[0]][0], result.spans[result.path[-1]][1]
             word = "ran" if result.finished else "forecast"
-            text.append(f"{len(rows):,} tasks, {format_duration(last - first)} ({word})\n", style="bold")
+            text.append(f"{counted(len(rows), 'task')}, {format_duration(last - first)} ({word})\n", style="bold")
             shown = rows if len(rows) <= MAX_ROWS else rows[:MAX_ROWS // 2] + [None] + rows[-MAX_ROWS // 2:]
             for row in shown:
                 if row is None:

@@ -18,7 +18,7 @@ from textual.strip import Strip
 from ...views.fuzzy import Match
 from ..run_model import RunModel
 from ..state_style import LOOKS
-from .log_view import set_virtual_size
+from .virtual_size import set_virtual_size
 
 MATCHED = Style(bold=True, underline=True, color="#ffaf00")
 HIGHLIGHT = Style(bgcolor="#303048", bold=True)

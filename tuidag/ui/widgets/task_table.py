@@ -27,9 +27,10 @@ from ...engine.events import TaskSnapshot
 from ..run_model import RunModel, StateFilter
 from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
-from .dag_canvas import SELECTED_BG
+from .graph.tiles import SELECTED_BG
 from .focus_hint import FocusHint
 from .row_keys import ROW_KEYS, RowSelection
+from ...model.counts import counted
 
 RESORT_INTERVAL = 0.5  # seconds between two re-orderings caused by live changes
 HEADER_BG = "#1c1c2a"
@@ -147,8 +148,8 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         self._index = {name: row for row, name in enumerate(self.rows)}
         if selected is None and self.rows:
             selected = self.rows[0]
-        self.border_title = Content(f"{self.dag_name} · {len(self.order):,} tasks" if shown == len(self.order) else
-                                    f"{self.dag_name} · {shown} of {len(self.order)} tasks "
+        self.border_title = Content(f"{self.dag_name} · {counted(len(self.order), 'task')}" if shown == len(self.order) else
+                                    f"{self.dag_name} · {shown:,} of {counted(len(self.order), 'task')} "
                                     f"(filter: {model.state_filter.word})")  # not markup: the DAG's name
         self.virtual_size = Size(0, len(self.rows) + 1)  # as wide as the widget: the columns fit its width
         self._row_cache.clear()

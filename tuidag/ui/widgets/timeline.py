@@ -33,9 +33,10 @@ from ...views.timeline_layout import Density, Paint
 from ..run_model import RunModel, StateFilter
 from ..state_style import CRITICAL_COLOUR, LOOKS
 from ..text_cells import fit
-from .dag_canvas import HIDDEN_COLOUR, SELECTED_BG
+from .graph.tiles import HIDDEN_COLOUR, SELECTED_BG
 from .focus_hint import FocusHint
 from .row_keys import ROW_KEYS, RowSelection
+from ...model.counts import counted
 
 S = TaskState
 AXIS_BG = "#1c1c2a"
@@ -138,8 +139,8 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         self.scroll_to_selected()
 
     def _title(self, shown: int, total: int) -> None:
-        tasks = f"{total:,} tasks" if shown == total else \
-            f"{shown} of {total} tasks (filter: {self.model.state_filter.word})"
+        tasks = counted(total, "task") if shown == total else \
+            f"{shown:,} of {counted(total, 'task')} (filter: {self.model.state_filter.word})"
         start = time.strftime("%H:%M:%S", time.localtime(self.model.started))
         self.border_title = Content(  # not markup: the DAG's name
             f"{self.dag_name} · {tasks} · timeline from {start}, {self.density.value} rows")

@@ -6,7 +6,7 @@ layer of one task whose edges all go to the next layer (no edge skips over the c
 from the end of a band back to the start of the next one, like a line break: out of the last task's right side, down
 to a row of its own below the band, left to the margin, down, and into the next band's first tasks.
 
-Plain arithmetic on the layers' sizes (no textual, no layout objects): `graph_layout` measures, asks where to cut,
+Plain arithmetic on the layers' sizes (no textual, no layout objects): `routing` measures, asks where to cut,
 and draws.
 """
 from __future__ import annotations

@@ -1,0 +1,270 @@
+"""The graph: one Line-API `ScrollView` drawing every tile and edge of the DAG.
+
+One widget for the whole graph rather than a widget per task: 2,000 tiles draw a first frame in a fraction of a
+second and a state change repaints only that tile's region. Geometry and edges come from the pure
+`views.layout`; this widget only paints the visible part of each line, caches each tile's rendered lines
+until the task changes, and moves the selection.
+
+The layout is made for the canvas's size once it has one: the zoom level and orientation that fit the DAG (until the
+user picks them with `z` / `Z` / `o`, which then stick), with wide layers packed for this screen. A resize lays it
+out again only when that changes what is packed; layouts already made are kept. When the graph is larger than the
+canvas a minimap in the corner shows where the view is and where things happen.
+
+What it does is in modules of their own, mixed in: `tiles` (what each tile says), `selection` (moving the selection)
+and `minimap`; this one holds the widget, its layout and zoom, and drawing its lines from the tiles and edges.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping, Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.content import Content
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ....views.layout.choice import choose_style
+from ....views.layout.layout import GraphLayout
+from ....views.layout.shape import DagShape
+from ....views.layout.style import LayoutStyle, Orientation, Zoom
+from ....views.minimap import MinimapGrid
+from ...messages import TaskSelected
+from ...run_model import RunModel
+from ..focus_hint import FocusHint
+from .minimap import MinimapCorner
+from .selection import Selection
+from .tiles import TileDrawing
+
+EDGE_COLOUR = "#767699"
+MAX_CACHED_LINES = 512  # drawn canvas lines kept (a few screens): many more Strips would slow the garbage collector
+# The subtitle says what the arrows do here, and only while they do: with the log pane focused they scroll it.
+FOCUSED_HINT = "←↑↓→ hjkl select · c cancel · r re-run · z zoom · o turn"
+UNFOCUSED_HINT = "esc/tab: back to the graph"
+
+
+class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, can_focus=True):
+    BINDINGS = [
+        Binding("up,k", "move('up')", "Up", show=False,
+                tooltip="Left to right: the task above in the layer. Top down: the nearest dependency"),
+        Binding("down,j", "move('down')", "Down", show=False,
+                tooltip="Left to right: the task below in the layer. Top down: the nearest dependent"),
+        Binding("left,h", "move('left')", "Left", show=False,
+                tooltip="Left to right: the nearest dependency (what this task needs). Top down: the task to the left"),
+        Binding("right,l", "move('right')", "Right", show=False,
+                tooltip="Left to right: the nearest dependent (what needs this task). Top down: the task to the right"),
+        Binding("z", "zoom(1)", "Zoom", show=False, tooltip="Next zoom level: full tiles, one-line tiles, dots (the choice sticks)"),
+        Binding("Z", "zoom(-1)", "Zoom back", show=False, tooltip="Previous zoom level"),
+        Binding("o", "turn", "Turn", show=False, tooltip="Turn the graph: left to right or top down (the choice sticks)"),
+    ]
+
+    def __init__(self, deps: Mapping[str, Sequence[str]], layout: Callable[[LayoutStyle], GraphLayout], model: RunModel,
+                 dependencies: Mapping[str, Sequence[str]], dependents: Mapping[str, Sequence[str]], *,
+                 on_select: Callable[[str], None] | None = None, id: str | None = None):
+        """`layout(style)` lays the DAG out (the app's, with its cache). `on_select(name)`, if given, is called as
+        soon as the selection moves, instead of posting `TaskSelected`: what it changes (the log pane) is then
+        painted in the same frame as the new selection, not one later."""
+        super().__init__(id=id)
+        self.on_select = on_select
+        self.deps = deps
+        self._layout = layout
+        self.model = model
+        self.dependencies = dependencies
+        self.dependents = dependents
+        self.graph: GraphLayout | None = None  # laid out for the canvas's size on the first resize
+        self.zoom_choice: Zoom | None = None  # the user's, once they pressed z / Z / o: it sticks for the run
+        self.orientation_choice: Orientation | None = None
+        self._layouts: dict[tuple, GraphLayout] = {}
+        self._shape = DagShape(deps)
+        self.selected: str | None = None  # the first task of the first layer, once laid out
+        self._first_selection = True  # until something selects a task, a new layout selects its first one
+        self.title_prefix = ""
+        self._tile_lines: dict[str, list[Strip]] = {}
+        self._line_cache: dict[int, Strip] = {}  # canvas line -> its visible part, drawn for `_lines_key`
+        self._lines_key: tuple[int, int] | None = None  # (scroll_x, width) the cached lines were drawn for
+        self._style_cache: tuple[Style, Style] | None = None
+        self._dots: dict[tuple, Segment] = {}  # (state, selected, shown) -> a dot's segment
+        self._minimap: MinimapGrid | None = None  # made when first shown, for the layout and size it was shown at
+        self.critical: frozenset[str] = frozenset()  # the critical path's tasks, highlighted (the app's `x`)
+        self.expected: Mapping[str, float] = {}  # task -> expected seconds: running tiles show their progress
+
+    unfocused_hint = UNFOCUSED_HINT
+
+    def focused_hint(self) -> str:
+        return FOCUSED_HINT
+
+    # -------------------------------------------------------------------------------------------------- painting
+    def render_line(self, y: int) -> Strip:
+        """One line of the visible part of the canvas. Lines are kept until a tile on them changes (or the width, the
+        horizontal scroll or the styles do): scrolling by a few lines, as moving the selection does, then only draws
+        the lines that came into view."""
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        line = y + scroll_y
+        if (scroll_x, width) != self._lines_key:
+            self._lines_key = (scroll_x, width)
+            self._line_cache.clear()
+        strip = self._line_cache.get(line)
+        if strip is None:
+            if len(self._line_cache) >= MAX_CACHED_LINES:
+                self._line_cache.clear()
+            strip = self._line_cache[line] = self._draw_line(line, scroll_x, width)
+        minimap = self._minimap_row(y, width)
+        if minimap is not None:
+            strip = Strip.join([strip.crop(0, width - minimap.cell_length), minimap])
+        return strip
+
+    def _draw_line(self, line: int, left: int, width: int) -> Strip:
+        base, edge_style = self._styles()
+        if self.graph is None or not 0 <= line < self.graph.height:
+            return Strip.blank(width, base)
+        right = left + width
+        pieces: list[tuple[int, list[Segment]]] = [
+            (x, [Segment(text, edge_style)]) for x, text in self.graph.edge_runs(line, left, right)]
+        tiles = self.graph.tiles
+        if self.graph.zoom is Zoom.DOTS:  # a cell a task, hundreds a line: one shared segment each
+            dot = self._dot
+            for name in self.graph.line_tiles[line]:
+                x = tiles[name].x
+                if left <= x < right:
+                    pieces.append((x, [dot(name)]))
+        else:
+            for name in self.graph.line_tiles[line]:
+                tile = tiles[name]
+                if tile.x < right and tile.x + tile.width > left:
+                    strip = self._lines_of(name)[line - tile.y]
+                    start = max(tile.x, left)
+                    pieces.append((start, list(strip.crop(start - tile.x, min(tile.width, right - tile.x)))))
+        pieces.sort(key=lambda p: p[0])
+        segments: list[Segment] = []
+        pos = left
+        for x, part in pieces:
+            if x > pos:
+                segments.append(Segment(" " * (x - pos), base))
+            segments.extend(part)
+            pos = x + sum(len(seg.text) for seg in part)
+        return Strip(Segment.simplify(segments), pos - left).crop_extend(0, width, base)
+
+    def _styles(self) -> tuple[Style, Style]:
+        """The widget's base style and the edges' style, looked up once per style change: `rich_style` walks the
+        ancestors on every call, which cost more than drawing the line itself."""
+        if self._style_cache is None:
+            base = self.rich_style
+            self._style_cache = (base, base + Style(color=EDGE_COLOUR))
+        return self._style_cache
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self._style_cache is not None and self.rich_style == self._style_cache[0]:
+            return  # shown again after the list or the timeline, focused...: it looks the same, drawn lines hold
+        self._style_cache = None
+        self._dots.clear()
+        self.refresh_all()  # tiles are drawn on the widget's background
+
+    def refresh_all(self) -> None:
+        """Draw every tile again (the state filter changed which tasks are dimmed, or the styles changed)."""
+        self._tile_lines.clear()
+        self._line_cache.clear()
+        self._minimap = None
+        self.refresh()
+
+    def refresh_tasks(self, names: Iterable[str]) -> None:
+        """Repaint these tiles only (their cached lines are rebuilt on the next paint)."""
+        if self.graph is None:
+            return
+        names = list(names)  # read twice: for the tiles and for the minimap
+        tiles = self.graph.tiles
+        tile_lines, line_cache = self._tile_lines, self._line_cache
+        scroll_x, scroll_y = self.scroll_offset
+        window = self.scrollable_content_region.size
+        left, top, right, bottom = scroll_x, scroll_y, scroll_x + window.width, scroll_y + window.height
+        for name in names:
+            tile_lines.pop(name, None)
+            tile = tiles[name]
+            x, y, width, height = tile.x, tile.y, tile.width, tile.height
+            for line in range(y, y + height):
+                line_cache.pop(line, None)
+            if x < right and x + width > left and y < bottom and y + height > top:
+                self.refresh(Region(x - scroll_x, y - scroll_y, width, height))
+        if names and self._minimap is not None:
+            self._minimap.update(names)
+            box = self._minimap_box(window.width, window.height)
+            if box is not None:
+                self.refresh(box)
+
+    # ----------------------------------------------------------------------------------------- layout and zoom
+    def _view(self) -> tuple[int, int]:
+        """The canvas's inner size, the screen a layout is made for."""
+        region = self.content_region
+        return region.width, region.height
+
+    def relayout(self) -> None:
+        """Lay the graph out for the canvas's size and the zoom and orientation in force (the user's, or those that
+        fit best); keep the current layout if the new one would be the same."""
+        view = self._view()
+        if view[0] <= 0 or view[1] <= 0:  # hidden (the log pane is maximised): nothing to fit
+            return
+        fitted = None
+        if self.zoom_choice is None or self.orientation_choice is None:
+            fitted = choose_style(self.deps, view, self._shape, self._laid_out)
+        zoom = self.zoom_choice or fitted.zoom
+        orientation = self.orientation_choice or fitted.orientation
+        graph = self._laid_out(LayoutStyle(zoom, orientation, view))
+        if graph is self.graph:
+            return
+        self.graph = graph
+        if self._first_selection:  # nothing chosen yet: the first task as this layout reads
+            first = next((c[0] for c in graph.columns if c), None)
+            if first is not None and first != self.selected:
+                self.selected = first
+                self.post_message(TaskSelected(first))
+        self.virtual_size = Size(graph.width, graph.height)
+        self._tile_lines.clear()
+        self._line_cache.clear()
+        self._minimap = None
+        self._update_title()
+        self.scroll_to_selected()  # now, not after a frame of the new layout at the old scroll: one repaint, not two
+        self.refresh()
+        self.call_after_refresh(self.scroll_to_selected)  # in case the scrollbars changed the room
+
+    def _laid_out(self, style: LayoutStyle) -> GraphLayout:
+        """The layout for `style`, made once per zoom, orientation, packing and band width (a resize that lays out
+        alike reuses it)."""
+        key = (style.zoom, style.orientation, self._shape.key(style))
+        graph = self._layouts.get(key)
+        if graph is None:
+            graph = self._layouts[key] = self._layout(style)
+        return graph
+
+    def _update_title(self) -> None:
+        if self.graph is None:
+            return
+        arrow = "→" if self.graph.orientation is Orientation.LR else "↓"
+        # Content, not a str: a str title is parsed as markup, and the prefix holds the DAG's name
+        self.border_title = Content(f"{self.title_prefix} · {self.graph.zoom.value} {arrow}".lstrip(" ·"))
+
+    def action_zoom(self, step: int) -> None:
+        """z / Z: the next / previous zoom level, round the three."""
+        if self.graph is None:
+            return
+        levels = list(Zoom)
+        self.zoom_choice = levels[(levels.index(self.graph.zoom) + step) % len(levels)]
+        self.orientation_choice = self.graph.orientation
+        self.relayout()
+
+    def action_turn(self) -> None:
+        """o: left to right <-> top down."""
+        if self.graph is None:
+            return
+        self.orientation_choice = self.graph.orientation.other()
+        self.zoom_choice = self.graph.zoom
+        self.relayout()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Also the first layout: the graph is laid out for this size, and the selection is shown at start (far down
+        a tall column, say) and after any resize."""
+        self.relayout()
+        self.scroll_to_selected()
+

@@ -1,0 +1,60 @@
+"""Laying a DAG out: the stages in order (placement, then routing), and the cache that reads back the layout of a
+graph laid out before."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ...model import layering
+from .layout import GraphLayout
+from .routing import RoutedGraph
+from .shape import DagShape
+from .style import LayoutStyle
+
+LAYOUT_FORMAT = 2    # of `GraphLayout.to_data`, for the layout cache
+
+
+def layout_dag(dag, style: LayoutStyle = LayoutStyle(), *, cache_dir: Path | None = None) -> GraphLayout:
+    """Lay out a `DagSpec` (anything with `.tasks[name].depends_on` and `.topological_order`). With a `cache_dir`
+    (the state dir's cache) the layout of a graph laid out before for the same packing is read back instead: a
+    layout is a pure function of the names, the edges and the style, and a DAG of 1,000 tasks takes ~50 ms to lay
+    out, a fifth of the app's start-up."""
+    deps = dag_deps(dag)
+    if cache_dir is None:
+        return layout_graph(deps, style)
+    from ...model.cache import code_stamp, read_entry, sha1, write_entry
+
+    # The code a layout comes from: this package, and the model's layering rule (stamped with its folder).
+    key = sha1(repr((LAYOUT_FORMAT, code_stamp(os.path.dirname(__file__)),
+                     code_stamp(os.path.dirname(layering.__file__)), style.zoom.value, style.orientation.name,
+                     layout_key(deps, style), list(deps.items()))).encode()).hexdigest()
+    entry = cache_dir / f"layout-{key[:20]}.marshal"
+    record = read_entry(entry, key)
+    if record is not None:
+        try:
+            return GraphLayout.from_data(record[1])
+        except Exception:  # a record of the right key but not of this shape: lay it out again
+            pass
+    layout = layout_graph(deps, style)
+    write_entry(entry, (key, layout.to_data()))
+    return layout
+
+
+def layout_key(deps: Mapping[str, Sequence[str]], style: LayoutStyle) -> tuple:
+    """Which layers a layout for `style` packs, and how, and the width it may wrap into bands at: besides the graph,
+    the zoom and the orientation, all a layout depends on (the view only through this), so two styles with the same
+    key make the same layout."""
+    return DagShape(deps).key(style)
+
+
+def dag_deps(dag) -> dict[str, Sequence[str]]:
+    return {name: dag.tasks[name].depends_on for name in dag.topological_order}
+
+
+def layout_graph(deps: Mapping[str, Sequence[str]], style: LayoutStyle = LayoutStyle()) -> GraphLayout:
+    """Lay out a DAG given as name -> dependencies, in a topological order (dependencies before dependents)."""
+    graph = RoutedGraph(deps, style)
+    graph.order()
+    graph.place()
+    return graph.route()
