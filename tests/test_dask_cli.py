@@ -121,9 +121,14 @@ def test_a_scheduler_that_goes_away_fails_the_running_tasks_and_its_worker_kills
         dag = write(tmp_path / "dag.yaml", f"tasks:\n  slow: {{run: 'echo $$ >> {started}; exec sleep 30'}}\n"
                                            f"  slower: {{run: 'echo $$ >> {started}; exec sleep 30'}}\n")
         run = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--executor", "dask",
-                                "--dask-address", address], cwd=tmp_path, stdout=subprocess.PIPE,
+                                "--dask-address", address, "--dask-timeout", f"{patience(30):.0f}s"],
+                               cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-        wait_until(lambda: started.exists() and len(started.read_text().split()) == 2, timeout=60)
+        # (the scheduler has just been started: on a busy machine it may open its port later than the default
+        # --dask-timeout of 5 s; a run that ends anyway says why at once)
+        wait_until(lambda: run.poll() is not None or (started.exists() and len(started.read_text().split()) == 2),
+                   timeout=60)
+        assert run.poll() is None, run.communicate()
         tasks = read_pids(started)
         scheduler.kill()
         out, err = run.communicate(timeout=patience(60))
