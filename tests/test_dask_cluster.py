@@ -258,6 +258,43 @@ def test_a_wrong_address_is_said_clearly_within_the_timeout(cluster, tmp_path, w
     assert not (tmp_path / ".tuidag").exists() or not RunStore(tmp_path / ".tuidag").runs()
 
 
+def test_a_scheduler_that_starts_listening_within_the_timeout_is_found(monkeypatch):
+    """`dask scheduler` and `tuidag run` started together (one script): the port refuses until the scheduler
+    listens, and tuidag tries again until --dask-timeout instead of giving up at the first refusal."""
+    from tuidag.engine.dask import cluster as dask_cluster
+
+    tries = []
+    real_connect = socket.create_connection
+
+    def counted(*args, **kwargs):
+        tries.append(time.monotonic())
+        return real_connect(*args, **kwargs)
+
+    monkeypatch.setattr(dask_cluster.socket, "create_connection", counted)
+    port = free_port()
+    outcome = []
+
+    def probe():
+        try:
+            dask_cluster.probe(f"tcp://127.0.0.1:{port}", patience(30))
+            outcome.append("found")
+        except dask_cluster.DaskUnreachable as exc:
+            outcome.append(str(exc))
+
+    prober = threading.Thread(target=probe, daemon=True)
+    prober.start()
+    wait_until(lambda: len(tries) >= 2 or bool(outcome))  # refused at least once, and still trying
+    assert not outcome, outcome
+    with socket.socket() as listener:  # the scheduler comes up: it greets first, as Dask's handshake does
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(b"\x00\x00handshake pickle-protocol 5")
+            prober.join(timeout=patience(30))
+    assert outcome == ["found"]
+
+
 def test_another_tuidag_version_on_the_cluster_is_named_host_by_host():
     """Checked at connect: which host has which version (a task would otherwise fail to deserialise)."""
     from tuidag import __version__

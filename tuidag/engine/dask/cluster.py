@@ -8,6 +8,9 @@ greeting an HTTP server never sends), failed with a `MemoryError` on a service t
 for a frame length), and took 10-19 s to give up on a closed port (it retries). So a plain TCP address is looked at
 first: connect within the timeout, then read the greeting a Dask scheduler sends at once (its handshake, a few dozen
 bytes naming `pickle-protocol`). Nothing within the timeout: an HTTP request tells an HTTP server from silence.
+A refused connection is tried again every 0.1 s until the timeout, as Dask's client does: a script that starts
+`dask scheduler` and `tuidag run` together finds the scheduler once it listens (1-3 s after it starts, longer on a
+busy machine), and a closed port is said to be closed when the timeout is up.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Mapping
 from urllib.parse import urlsplit
@@ -24,6 +28,7 @@ from urllib.parse import urlsplit
 INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip install 'dask[distributed]')"
 LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (its threads mostly wait for processes)
 CONNECT_TIMEOUT = 5.0  # seconds to reach a scheduler given by its address and hear it answer (--dask-timeout)
+REFUSED_RETRY = 0.1  # seconds between tries of an address that refused: its scheduler may be starting
 
 
 def dask_missing() -> bool:
@@ -58,12 +63,20 @@ def probe(address: str, timeout: float) -> None:
     if not host or port is None:
         raise DaskUnreachable(f"{address} is not a Dask scheduler address (tcp://HOST:PORT)")
     where = f"the Dask scheduler at {address}"
-    try:
-        sock = socket.create_connection((host, port), timeout=timeout)
-    except socket.timeout:
-        raise DaskUnreachable(f"cannot reach {where}: no answer within {timeout:g} s (--dask-timeout)") from None
-    except OSError as exc:
-        raise DaskUnreachable(f"cannot reach {where}: {exc.strerror or exc}") from None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
+            break
+        except socket.timeout:
+            raise DaskUnreachable(f"cannot reach {where}: no answer within {timeout:g} s (--dask-timeout)") from None
+        except ConnectionRefusedError as exc:
+            if time.monotonic() + REFUSED_RETRY >= deadline:
+                raise DaskUnreachable(f"cannot reach {where}: {exc.strerror or exc} (tried for {timeout:g} s, "
+                                      "--dask-timeout)") from None
+            time.sleep(REFUSED_RETRY)
+        except OSError as exc:
+            raise DaskUnreachable(f"cannot reach {where}: {exc.strerror or exc}") from None
     with sock:
         sock.settimeout(timeout)
         try:
