@@ -258,10 +258,47 @@ def test_a_wrong_address_is_said_clearly_within_the_timeout(cluster, tmp_path, w
     assert not (tmp_path / ".tuidag").exists() or not RunStore(tmp_path / ".tuidag").runs()
 
 
+def test_a_scheduler_that_starts_listening_within_the_timeout_is_found(monkeypatch):
+    """`dask scheduler` and `tuidag run` started together (one script): the port refuses until the scheduler
+    listens, and tuidag tries again until --dask-timeout instead of giving up at the first refusal."""
+    from tuidag.engine.dask import cluster as dask_cluster
+
+    tries = []
+    real_connect = socket.create_connection
+
+    def counted(*args, **kwargs):
+        tries.append(time.monotonic())
+        return real_connect(*args, **kwargs)
+
+    monkeypatch.setattr(dask_cluster.socket, "create_connection", counted)
+    port = free_port()
+    outcome = []
+
+    def probe():
+        try:
+            dask_cluster.probe(f"tcp://127.0.0.1:{port}", patience(30))
+            outcome.append("found")
+        except dask_cluster.DaskUnreachable as exc:
+            outcome.append(str(exc))
+
+    prober = threading.Thread(target=probe, daemon=True)
+    prober.start()
+    wait_until(lambda: len(tries) >= 2 or bool(outcome))  # refused at least once, and still trying
+    assert not outcome, outcome
+    with socket.socket() as listener:  # the scheduler comes up: it greets first, as Dask's handshake does
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(b"\x00\x00handshake pickle-protocol 5")
+            prober.join(timeout=patience(30))
+    assert outcome == ["found"]
+
+
 def test_another_tuidag_version_on_the_cluster_is_named_host_by_host():
     """Checked at connect: which host has which version (a task would otherwise fail to deserialise)."""
     from tuidag import __version__
-    from tuidag.engine.dask_connect import DaskUnreachable, check_versions
+    from tuidag.engine.dask.cluster import DaskUnreachable, check_versions
 
     class Client:
         class scheduler:
@@ -393,18 +430,18 @@ def test_a_starting_worker_kills_what_dead_workers_of_its_host_left_and_old_log_
     """A process tagged by a worker process that no longer exists (a worker killed with its watchdog) is killed by
     the next guard that starts on the host; one whose worker lives is left alone. Log copies of runs not written to
     for the retention time are removed, recent ones kept."""
-    from tuidag.engine import dask_guard, dask_watchdog
+    from tuidag.engine.dask import output, watchdog
 
     def tagged_sleep(token: str) -> subprocess.Popen:
-        return subprocess.Popen(["sleep", "60"], env={**os.environ, dask_watchdog.GUARD_TAG: token},
+        return subprocess.Popen(["sleep", "60"], env={**os.environ, watchdog.GUARD_TAG: token},
                                 start_new_session=True)
 
     dead = subprocess.Popen(["true"])
     dead.wait()
     orphan = tagged_sleep(f"{dead.pid}-12345.0")  # (no process has that pid and start time)
-    kept = tagged_sleep(dask_watchdog.token())
+    kept = tagged_sleep(watchdog.token())
     try:
-        dask_watchdog.kill_tagged(None)  # (a worker starting meanwhile, another test's, may have killed it first)
+        watchdog.kill_tagged(None)  # (a worker starting meanwhile, another test's, may have killed it first)
         orphan.wait(timeout=patience(5))
         assert kept.poll() is None
     finally:
@@ -417,7 +454,7 @@ def test_a_starting_worker_kills_what_dead_workers_of_its_host_left_and_old_log_
         (run / "a.log").write_text("x")
     for path in (old, old / "a.log"):
         os.utime(path, (time.time() - 3 * 86400,) * 2)
-    dask_guard.prune_logs(tmp_path, dask_guard.LOG_RETENTION)
+    output.prune_logs(tmp_path, output.LOG_RETENTION)
     assert not old.exists() and recent.exists()
 
 
@@ -426,7 +463,7 @@ def test_a_remote_task_has_its_cpu_and_memory_sampled_on_its_worker(cluster, tmp
     output it sends; nothing once the task has ended."""
     import dags
     from dags import finish, make_dag, start_run
-    from tuidag.engine.dask_executor import DaskExecutor
+    from tuidag.engine.dask.executor import DaskExecutor
 
     go = tmp_path / "go"
     spin = f"import os; x = bytearray(80 << 20)\nwhile not os.path.exists('{go}'): pass"

@@ -15,7 +15,7 @@ from distributed import Client, LocalCluster, Worker
 import dags
 from dags import alive, finish, make_dag, read_pids, start_run, wait_until
 from slowness import patience
-from tuidag.engine.dask_executor import DaskExecutor
+from tuidag.engine.dask.executor import DaskExecutor
 from tuidag.model.spec import TaskSpec
 from tuidag.model.state import TaskState
 from tuidag.views.headless import HeadlessReporter
@@ -94,7 +94,7 @@ def test_output_is_streamed_byte_exact_and_the_worker_keeps_a_copy(tmp_path, cli
     assert body == payload + b"no newline"
     worker = scheduler.snapshot()["a"].worker
     assert worker in client.scheduler_info()["workers"]
-    from tuidag.engine.dask_worker import worker_log_dir
+    from tuidag.engine.dask.output import worker_log_dir
 
     copy = (worker_log_dir() / scheduler.run_id / "a.log").read_bytes()
     assert copy.endswith(body)
@@ -130,7 +130,7 @@ def test_the_worker_gets_its_own_environment_not_the_clients(tmp_path, monkeypat
 
 def executor_spec(executor: DaskExecutor, dag, tmp_path) -> dict:
     """What the executor would send a worker for task `a` (built as for a run, without submitting it)."""
-    from tuidag.engine.dask_executor import worker_spec
+    from tuidag.engine.dask.wire import worker_spec
     from tuidag.engine.executor import Attempt, TaskEnvironment
 
     env = TaskEnvironment({**os.environ, **dag.env}, {**dag.tasks["a"].env, "TUIDAG_TASK": "a"})
@@ -324,7 +324,7 @@ def test_a_request_no_worker_can_meet_waits_and_says_why_until_a_worker_that_can
 
 def test_task_resources_are_asked_of_dask(tmp_path, client):
     """What a task sends with its Dask task: its slots as Dask resources, nothing for a task without any."""
-    from tuidag.engine.dask_executor import dask_resources
+    from tuidag.engine.dask.executor import dask_resources
     from tuidag.engine.executor import Attempt
 
     dag = slotted(make_dag({"g": "true", "c": "true"}), {"g": {"gpu": 2, "db": 1}}, {"gpu": 2, "db": 1})
@@ -379,16 +379,16 @@ def test_a_cancel_while_the_worker_starts_the_attempt_waits_for_its_tree(tmp_pat
     running attempts: the task is CANCELLED only once its tree is gone (it was reported at once, the tree still
     running). The in-process worker is held at that point until the cancel has reached it (its module state is
     this process's)."""
-    from tuidag.engine import dask_worker
+    from tuidag.engine.dask import registry, runner
 
-    real_start = dask_worker._Tail.start
+    real_start = runner._Tail.start
 
     def start_later(tail):
         """The processes exist; the worker does not list the attempt as running until the cancel has reached it."""
-        wait_until(lambda: dask_worker._cancelled, timeout=20)
+        wait_until(lambda: registry._cancelled, timeout=20)
         real_start(tail)
 
-    monkeypatch.setattr(dask_worker._Tail, "start", start_later)
+    monkeypatch.setattr(runner._Tail, "start", start_later)
     pids = tmp_path / "pids"
     dag = make_dag({"t": f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; exec sleep 60' & wait"}, kill_grace=0.3)
     scheduler, rec = start_run(dag, tmp_path)

@@ -17,8 +17,8 @@ from distributed import Client, LocalCluster
 import dags
 from dags import alive, finish, make_dag, start_run, wait_until
 from slowness import patience
-from tuidag.engine import dask_executor, dask_worker
-from tuidag.engine.dask_executor import DaskExecutor
+from tuidag.engine.dask import attempt, runner
+from tuidag.engine.dask.executor import DaskExecutor
 from tuidag.model.state import TaskState
 
 # The engine's own tests with groups (see the autouse fixture below).
@@ -61,15 +61,15 @@ def queued(one_thread):
 @pytest.fixture(autouse=True)
 def grouped(client, monkeypatch):
     """Every `start_run` here groups attempts; the list it gives collects each group handed to Dask."""
-    groups: list[dask_executor._Group] = []
+    groups: list[attempt._Group] = []
     monkeypatch.setattr(dags, "new_executor", lambda dag: grouping(client, dag))
-    real = dask_executor._Group.__init__
+    real = attempt._Group.__init__
 
     def recorded(self, members):
         real(self, members)
         groups.append(self)
 
-    monkeypatch.setattr(dask_executor._Group, "__init__", recorded)
+    monkeypatch.setattr(attempt._Group, "__init__", recorded)
     return groups
 
 
@@ -164,14 +164,14 @@ def test_cancelling_every_attempt_of_a_queued_group_cancels_its_dask_task(tmp_pa
 def test_an_attempt_that_fails_on_the_worker_fails_alone(tmp_path, queued, grouped, monkeypatch):
     """Something going wrong on the worker before an attempt could start (here: its log folder) fails that attempt
     with the reason, not the Dask task: the other attempts of the group run and end as they do."""
-    real = dask_worker._run
+    real = runner._run
 
     def broken(spec, *args):
         if spec["task"] == "bad":
             raise OSError(28, "No space left on device")
         return real(spec, *args)
 
-    monkeypatch.setattr(dask_worker, "_run", broken)  # the worker runs in this process
+    monkeypatch.setattr(runner, "_run", broken)  # the worker runs in this process
     dag = make_dag({"bad": "true", "good": "echo fine"}, max_parallel=2)
     scheduler, rec = start_together(queued, dag, tmp_path)
     wait_until(lambda: grouped)

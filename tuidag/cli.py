@@ -347,11 +347,11 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
         raise UsageError(str(exc)) from None
     if not choice.uses_dask:
         return None
-    from .engine.dask_executor import INSTALL_HINT, dask_missing
+    from .engine.dask.cluster import CONNECT_TIMEOUT, INSTALL_HINT, DaskUnreachable, dask_missing
 
     if dask_missing():
         raise UsageError(INSTALL_HINT)
-    from .engine.dask_executor import CONNECT_TIMEOUT, DaskExecutor, DaskUnreachable
+    from .engine.dask.executor import DaskExecutor
 
     timeout = getattr(args, "dask_timeout", None) or CONNECT_TIMEOUT
     try:

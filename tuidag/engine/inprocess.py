@@ -72,7 +72,7 @@ def call_task(func: Callable[..., Any], ctx: TaskContext) -> Any:
 
 #: Where tuidag's own frames above a task's code are: they start every traceback otherwise and say nothing about it.
 _OWN_FRAMES = {os.path.normcase(os.path.abspath(__file__)),
-               os.path.normcase(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask_callable.py"))}
+               os.path.normcase(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask", "callable_task.py"))}
 
 
 def task_traceback(exc: BaseException) -> str:

@@ -1,27 +1,26 @@
-"""One attempt on a Dask cluster, as the client sees it (`DaskAttempt`), the Dask task that carries one or several
-(`_Group`), and what travels to the worker (`worker_spec`: plain data, a callable pickled by value with its module's
-source). The executor that makes them, and why it works as it does: `dask_executor`."""
+"""One attempt on a Dask cluster, as the client sees it (`DaskAttempt`), and the Dask task that carries one or several
+(`_Group`). What travels to the worker and back: `wire`. The executor that makes them, and why it works as it does:
+`executor`."""
 from __future__ import annotations
 
 import os
 import pickle
-import sys
 import threading
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
-from ..model.resources import cuda_kind, requests
-from .executor import Attempt, AttemptResult, RunningAttempt, TaskEnvironment
-from .shell_attempt import open_log, write_header
+from ..executor import Attempt, AttemptResult, RunningAttempt
+from ..shell_attempt import open_log, write_header
+from .wire import ENDED, OUTPUT_OP, READ_WAIT, STARTED, attempt_key, pack, worker_spec
 
 if TYPE_CHECKING:
-    from .dask_executor import DaskExecutor
+    from .executor import DaskExecutor
 
 END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
 WAITING_AFTER = 0.05  # seconds after its submission an attempt that has not started is said to wait for a worker
 
 
 class _Group:
-    """Attempts that travel as one Dask task (`dask_worker.run_attempts`): its key, future and value are theirs."""
+    """Attempts that travel as one Dask task (`runner.run_attempts`): its key, future and value are theirs."""
 
     def __init__(self, members: list[tuple[DaskAttempt, bytes]]):
         self.members = [attempt for attempt, _ in members]
@@ -35,7 +34,7 @@ class _Group:
 
     def cancel_unstarted(self) -> None:
         """A member was cancelled before it started: the Dask task is cancelled once every member has been (the
-        others still run; the cancelled one never starts: `dask_worker.cancel_key`)."""
+        others still run; the cancelled one never starts: `registry.cancel_key`)."""
         with self._lock:
             self._cancelled += 1
             every = self._cancelled == len(self.members)
@@ -60,9 +59,9 @@ class DaskAttempt(RunningAttempt):
     def __init__(self, executor: DaskExecutor, attempt: Attempt):
         self.executor = executor
         self.attempt = attempt
-        self.key = f"tuidag-{attempt.run_id}-{attempt.task.name}-{attempt.number}"
+        self.key = attempt_key(attempt.run_id, attempt.task.name, attempt.number)
         self.worker: str | None = None  # the address of the worker it runs on
-        self.shown: str | None = None  # that worker as the views name it (`dask_worker.shown_name`)
+        self.shown: str | None = None  # that worker as the views name it (`wire.name_to_show`)
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._result: AttemptResult | None = None
@@ -76,8 +75,8 @@ class DaskAttempt(RunningAttempt):
         self._fd: int | None = open_log(attempt)
         self._headed = False  # the attempt's header is in the log (written when it starts: `_started_on`)
         try:
-            packed = pickle.dumps(worker_spec(attempt, self.key, executor.topic, executor.dag_env,
-                                              workers_number_slots=executor.workers_number_slots), protocol=5)
+            packed = pack(worker_spec(attempt, self.key, executor.topic, executor.dag_env,
+                                      workers_number_slots=executor.workers_number_slots))
         except BaseException as exc:
             if not isinstance(exc, OSError):
                 self._head()
@@ -108,10 +107,10 @@ class DaskAttempt(RunningAttempt):
 
     # --- events from the worker (on the client's event loop) ---------------------------------------------------
     def on_event(self, kind: str, payload: Any) -> None:
-        if kind == "s":
+        if kind == STARTED:
             self._started_on(payload)
             self._read_output(payload[0])
-        elif kind == "e":
+        elif kind == ENDED:
             ok, exit_code, reason, cancelled, where, size = payload
             if where is not None:  # over before it said where it ran
                 self._started_on(where, ending=size <= self._read)
@@ -126,7 +125,7 @@ class DaskAttempt(RunningAttempt):
                 self._end(result)
 
     def _read_output(self, worker: str) -> None:
-        """Read the attempt's output from its worker (never through the scheduler, see `dask_worker`), appending
+        """Read the attempt's output from its worker (never through the scheduler, see `wire`), appending
         it to the local log as it comes, until the end event's size is reached. On the client's event loop."""
         if self._reading:
             return
@@ -136,9 +135,6 @@ class DaskAttempt(RunningAttempt):
         asyncio.ensure_future(self._reader(worker))
 
     async def _reader(self, worker: str) -> None:
-        from .dask_guard import OUTPUT_OP
-        from .dask_worker import READ_WAIT
-
         read = getattr(self.executor.client.rpc(worker), OUTPUT_OP)
         try:
             while self._result is None:
@@ -247,7 +243,7 @@ class DaskAttempt(RunningAttempt):
                          name="tuidag-dask-cancel").start()
 
     def _on_workers_later(self, workers: list[str], reason: str) -> None:
-        from .dask_worker import cancel_key
+        from .registry import cancel_key
 
         threading.Thread(target=self.executor.run_on_workers, args=(cancel_key, self.key, reason),
                          kwargs={"workers": workers}, daemon=True, name="tuidag-dask-kill").start()
@@ -255,7 +251,7 @@ class DaskAttempt(RunningAttempt):
     def _drop_rerun(self, worker: str | None, reason: str) -> None:
         """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next), on
         `worker`, or wherever it may start (None)."""
-        from .dask_worker import cancel_key
+        from .registry import cancel_key
 
         if self.group is not None:  # (the worker was lost with every attempt of the group)
             self.group.future.cancel()
@@ -264,7 +260,7 @@ class DaskAttempt(RunningAttempt):
     def _cancel_unstarted(self, reason: str) -> None:
         """Make sure no worker starts it, cancel the Dask task (once no attempt of its group is left to run), and if
         a worker had started it already, let its end event end it."""
-        from .dask_worker import cancel_key
+        from .registry import cancel_key
 
         answers = self.executor.run_on_workers(cancel_key, self.key, reason)
         self.group.cancel_unstarted()
@@ -301,81 +297,6 @@ class DaskAttempt(RunningAttempt):
             fd, self._fd = self._fd, None
             if fd is not None:
                 os.close(fd)
-
-
-def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str], *,
-                workers_number_slots: bool = False) -> dict[str, Any]:
-    """What the worker needs, as plain data: the environment is the DAG's and the task's (with the TUIDAG_*
-    tags) only, put over the worker's own; a callable travels pickled by value. With `workers_number_slots`, the
-    worker numbers the task's slots itself (`slots`, and `cuda`: the kind that makes CUDA_VISIBLE_DEVICES)."""
-    task = attempt.task
-    own = attempt.env.own if isinstance(attempt.env, TaskEnvironment) else attempt.env
-    env = {**dag_env, **own, "TUIDAG_RUN_ID": attempt.run_id}
-    steps = [("setup", task.setup)] if task.setup else []
-    if task.run is not None:
-        steps.append(("run", task.run))
-    spec = {"key": key, "topic": topic, "run_id": attempt.run_id, "task": task.name,
-            "attempt": attempt.number, "steps": steps, "shell": task.shell, "env": env,
-            "workdir": str(attempt.workdir), "timeout": attempt.timeout, "kill_grace": attempt.kill_grace,
-            "func": None, "results": None, "slots": None, "cuda": None}
-    if workers_number_slots and task.resources:
-        spec["slots"], spec["cuda"] = requests(task), cuda_kind(task)
-    if task.func is not None:
-        import cloudpickle
-
-        try:
-            spec["func"] = pickle_by_value(task.func)
-        except Exception as exc:
-            raise RuntimeError(f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}") \
-                from None
-        spec["source"] = function_source(task.func)
-        try:
-            spec["results"] = cloudpickle.dumps(dict(attempt.results))
-        except Exception as exc:
-            raise RuntimeError(f"a dependency's result cannot be pickled for a Dask worker: "
-                               f"{type(exc).__name__}: {exc}") from None
-    return spec
-
-
-_pickle_lock = threading.Lock()
-
-
-def pickle_by_value(func: Any) -> bytes:
-    """`func` pickled with its module's code, not a reference to the module: a worker has tuidag installed, not the
-    DAG's own modules."""
-    import sys
-
-    import cloudpickle
-
-    module = sys.modules.get(getattr(func, "__module__", None) or "")
-    if module is None or module.__name__ == "__main__":  # __main__ always travels by value
-        return cloudpickle.dumps(func)
-    with _pickle_lock:  # the registry is global
-        cloudpickle.register_pickle_by_value(module)
-        try:
-            return cloudpickle.dumps(func)
-        finally:
-            cloudpickle.unregister_pickle_by_value(module)
-
-
-SOURCE_LIMIT = 1 << 20  # bytes of a DAG module's source sent along with its callables, at most
-
-
-def function_source(func: Any) -> tuple[str, str] | None:
-    """The file and source text of the module a callable comes from, for the worker's tracebacks: cloudpickle names
-    the file of code it pickles by value `<dynamic-code>`, so a traceback on the worker had neither the file nor
-    its lines (`dask_callable.restore_source` puts both back)."""
-    module = sys.modules.get(getattr(func, "__module__", None) or "")
-    path = getattr(module, "__file__", None)
-    if not path:
-        return None
-    try:
-        if os.path.getsize(path) > SOURCE_LIMIT:
-            return None
-        with open(path, encoding="utf-8") as f:
-            return path, f.read()
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def describe_error(exc: BaseException | None, worker: str | None) -> str:

@@ -1,4 +1,4 @@
-"""The Dask executor: each attempt runs on a worker inside a Dask task (`dask_worker.run_attempts`; on a local
+"""The Dask executor: each attempt runs on a worker inside a Dask task (`runner.run_attempts`; on a local
 cluster, attempts launched together share one, see `DaskExecutor._submit_batch`); the scheduler, states, policies,
 journal and views are the same as for a local run.
 
@@ -9,7 +9,7 @@ What Dask does and does not do for us:
 - A future's `cancel()` stops a task that has not started, and returns True for a running one without stopping it.
   So a running attempt is stopped on its worker (`Client.run(cancel_key, ...)`, which starts the tree kill there),
   and `wait()` returns when the worker says the tree is gone (its end event), never on the future's word alone.
-- Output is read from the worker directly (`dask_worker.read_output`) and appended to the run's local log file as
+- Output is read from the worker directly (`output.read_output`) and appended to the run's local log file as
   it comes, so everything that reads local logs works unchanged. Only small events (an attempt started, an attempt
   ended and how much output it wrote) travel through the scheduler, on one topic per executor
   (`Worker.log_event` -> `Client.subscribe_topic`); the scheduler stores a topic's events for as long as it runs,
@@ -22,91 +22,23 @@ What Dask does and does not do for us:
   `RECHECK_INTERVAL` while anything waits (a worker's resources can change without either).
 - A worker that dies mid-attempt: the attempt fails with `worker lost: ADDRESS` (tuidag's retries apply), from the
   scheduler's `remove-worker` event (which lists the tasks the worker was running) or the task's `KilledWorker`.
-  Dask never runs the attempt again itself (`dask_guard.AttemptsRunOnce`), and what the attempt left on the lost
-  worker's host is killed there (`dask_guard.HostGuard`).
+  Dask never runs the attempt again itself (`guard.AttemptsRunOnce`), and what the attempt left on the lost
+  worker's host is killed there (`guard.HostGuard`).
 """
 from __future__ import annotations
 
-import os
-import signal
-import sys
 import threading
-from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
-from ..model.resources import requests
-from ..model.spec import TaskSpec
-from .dask_attempt import DaskAttempt, _Group, worker_spec  # noqa: F401  (worker_spec: for the tests)
-from .executor import Attempt, Executor, RunningAttempt
-from .dask_connect import DaskUnreachable  # noqa: F401  (the CLI's name for a bad address)
+from ...model.resources import requests
+from ...model.spec import TaskSpec
+from ..executor import Attempt, Executor, RunningAttempt
+from .attempt import DaskAttempt, _Group
+from .cluster import CONNECT_TIMEOUT, close_local, connect, prepare, quiet_dask_logs, start_local
+from .wire import name_to_show, new_topic
 
-INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip install 'dask[distributed]')"
-LOCAL_THREADS_PER_WORKER = 8  # attempts a local-cluster worker runs at once (its threads mostly wait for processes)
-CONNECT_TIMEOUT = 5.0  # seconds to reach a scheduler given by its address and hear it answer (--dask-timeout)
 RECHECK_INTERVAL = 1.0  # seconds between looks at the workers' resources while a task waits for a worker
 GATHER_SUBMISSIONS = 0.001  # seconds a submission waits for others while attempts run (see DaskExecutor.submit)
-
-
-def _send_sooner(client: Any) -> None:
-    """The client batches what it sends the scheduler for 10 ms (a fixed interval, not a setting): every submit
-    of a chain of quick tasks waited for it. 1 ms, as a worker's own stream to its nanny uses."""
-    comm = getattr(client, "scheduler_comm", None)
-    if comm is not None and getattr(comm, "interval", 0) > 0.001:
-        comm.interval = 0.001
-
-
-def _scheduler_sends_sooner(scheduler: Any) -> None:
-    """The same for a local cluster's scheduler (it runs in this process): its streams to the workers batch for 5 ms,
-    to the client for 2 ms."""
-    for comm in [*getattr(scheduler, "stream_comms", {}).values(), *getattr(scheduler, "client_comms", {}).values()]:
-        if getattr(comm, "interval", 0) > 0.001:
-            comm.interval = 0.001
-
-
-def _in_process_client(cluster: Any) -> Any:
-    """A client of the local cluster's scheduler, which runs in this process, through an in-process comm on the
-    scheduler's own event loop: what they tell each other (every submission, every task's end, every event) is then
-    handed over as it is, where TCP to themselves had each of them encode, write, read and decode it on the one
-    event loop they share anyway. The workers, other processes, still use TCP."""
-    from distributed import Client
-
-    scheduler = cluster.scheduler
-    cluster.sync(scheduler.listen, "inproc://")
-    return Client(scheduler.listeners[-1].contact_address, loop=cluster.loop)
-
-
-@contextmanager
-def _signals_ignored():
-    """Start worker processes that ignore SIGINT and SIGTERM (the disposition survives their exec): Ctrl+C in a
-    terminal reaches the whole process group, and a worker that died of it would leave its tasks' trees running.
-    tuidag handles the signal itself: it cancels every task, then closes the cluster."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-
-
-def _install_guards(client: Any) -> None:
-    """The scheduler plugin that keeps Dask from running an attempt twice and the workers' guard of their hosts
-    (`dask_guard`); the cluster keeps them, for the workers that join later too, and ignores a second registration."""
-    from .dask_guard import AttemptsRunOnce, HostGuard
-
-    client.register_plugin(AttemptsRunOnce())
-    client.register_plugin(HostGuard())
-
-
-def dask_missing() -> bool:
-    """Dask can't be imported here (not installed, or broken)."""
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        return True
-    return False
 
 
 def dask_resources(attempt: Attempt) -> dict[str, int] | None:
@@ -148,60 +80,26 @@ class DaskExecutor(Executor):
                  dag_env: Mapping[str, str] | None = None, client: Any = None,
                  resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None,
                  group_attempts: bool | None = None, timeout: float = CONNECT_TIMEOUT):
-        import uuid
-
-        import logging
-
-        import dask
-        from distributed import LocalCluster
-
         self.dag_env = dict(dag_env or {})
         self._cluster = None
-        # Whether workers number slots themselves (their own devices; see dask_worker): by default on a cluster given
+        # Whether workers number slots themselves (their own devices; see runner): by default on a cluster given
         # by its address, whose workers are other machines.
         self.workers_number_slots = address is not None if workers_number_slots is None else workers_number_slots
         self._own_client = client is None
         if client is None:
-            # Dask's own log lines would land in the middle of the UI; what matters reaches the tasks' reasons.
-            for name in ["distributed", *logging.root.manager.loggerDict]:
-                if name.startswith("distributed"):
-                    logging.getLogger(name).setLevel(logging.CRITICAL)
+            quiet_dask_logs()
             if address is None:
-                # What a local cluster for tuidag's tasks does without, as it costs CPU the tasks could use: the
-                # workers' statistical profiler (it samples every thread every 10 ms, for a dashboard nobody looks
-                # at here), work stealing (bookkeeping on every task's every transition, to move tasks between
-                # workers, when tuidag only submits what can run now), memory limits (a monitor polling every
-                # process 10 times a second: the tasks' own processes are not the worker's memory, and a worker
-                # holds no data), and frequent health ticks and system monitoring. On Linux, worker processes are
-                # forked from this one, which has Dask loaded already: a spawned one imports it again (0.6 s each,
-                # two at once on two cores took a second), a forked one starts in a few hundredths. (The fork
-                # happens here, before tuidag starts any thread of its own.)
-                config = {"distributed.worker.multiprocessing-method": "fork"} if sys.platform == "linux" else {}
-                with dask.config.set({**config, "distributed.scheduler.allowed-failures": 0,
-                                      "distributed.worker.profile.enabled": False,
-                                      "distributed.scheduler.work-stealing": False,
-                                      "distributed.admin.tick.interval": "1s",
-                                      "distributed.admin.system-monitor.interval": "5s"}), _signals_ignored():
-                    self._cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
-                                                 threads_per_worker=LOCAL_THREADS_PER_WORKER,
-                                                 resources=dict(resources) if resources else None, memory_limit=0,
-                                                 dashboard_address=":0",  # its HTTP server starts even with None
-                                                 silence_logs=logging.CRITICAL)
-                client = _in_process_client(self._cluster)
-                _scheduler_sends_sooner(self._cluster.scheduler)
+                self._cluster, client = start_local(local_workers, processes, resources)
             else:
-                from .dask_connect import connect
-
                 client = connect(address, timeout)
         self.client = client
-        _install_guards(client)
+        prepare(client)
         # Several attempts to a Dask task (`_submit_batch`): by default on a local cluster started here.
         self.group_attempts = self._cluster is not None if group_attempts is None else group_attempts
-        _send_sooner(client)
         self.address = self._cluster.scheduler_address if self._cluster is not None else client.scheduler.address
         self.description = f"dask-local:{len(self._cluster.workers)}" if self._cluster is not None else \
             f"dask {self.address}"
-        self.topic = f"tuidag-{client.id}-{uuid.uuid4().hex}"  # (the scheduler drops it when the client leaves)
+        self.topic = new_topic(client.id)
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}  # attempt key -> attempt, while it runs
         self._groups: dict[str, _Group] = {}  # Dask key -> its attempts, until each has ended
@@ -247,8 +145,6 @@ class DaskExecutor(Executor):
             info = self.client.scheduler_info(n_workers=-1)
         except Exception:
             return self._workers
-        from .dask_worker import name_to_show
-
         self.names.update((address, name_to_show(worker.get("name"), address))
                           for address, worker in info.get("workers", {}).items())
         workers = info.get("workers", {}).values()
@@ -327,7 +223,7 @@ class DaskExecutor(Executor):
         machine whichever worker starts them, and what Dask spends per task (a state machine on
         the scheduler and on the worker, messages both ways, a release) was most of what a quick attempt cost.
         Elsewhere each attempt is a Dask task of its own, so that Dask places each one."""
-        from .dask_worker import run_attempts
+        from .runner import run_attempts
 
         groups: dict[tuple, list[list[tuple[DaskAttempt, bytes]]]] = {}
         together: list[tuple[DaskAttempt, bytes]] = []
@@ -359,7 +255,7 @@ class DaskExecutor(Executor):
                     attempt.submitted(group)
 
     def _on_event(self, event: tuple[float, list]) -> None:
-        """On the client's event loop: route one event of a running attempt (see `dask_worker`)."""
+        """On the client's event loop: route one event of a running attempt (see `wire`)."""
         kind, key, payload = event[1]
         with self._lock:
             running = self._attempts.get(key)
@@ -378,7 +274,7 @@ class DaskExecutor(Executor):
 
     def force_kill(self) -> int:
         """SIGKILL every process of the runs on every worker (a second Ctrl+C, or what a run left at its end)."""
-        from .dask_worker import kill_all
+        from .registry import kill_all
 
         found = 0
         for run_id in list(self._runs):
@@ -400,7 +296,7 @@ class DaskExecutor(Executor):
             except Exception:
                 pass
         if self.client.status == "running":
-            from .dask_guard import forget_topic
+            from .guard import forget_topic
 
             try:
                 self.client.run_on_scheduler(forget_topic, self.topic)
@@ -409,18 +305,4 @@ class DaskExecutor(Executor):
         if self._own_client:
             self.client.close()
             if self._cluster is not None:
-                self._end_local_workers()
-                self._cluster.close()
-
-    def _end_local_workers(self) -> None:
-        """SIGKILL the local cluster's worker processes (their nannies told not to restart them) before closing it:
-        every task tree is gone and a worker holds nothing else, while each one's orderly close took 0.3-0.5 s,
-        longer than all of a small run. Dask's internals (`workers`, a nanny's process): anything unexpected
-        leaves the orderly close to do it all."""
-        try:
-            for nanny in list(self._cluster.workers.values()):
-                pid = nanny.process.process.pid
-                nanny.auto_restart = False
-                os.kill(pid, signal.SIGKILL)
-        except (AttributeError, OSError, TypeError):
-            pass
+                close_local(self._cluster)

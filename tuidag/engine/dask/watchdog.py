@@ -1,8 +1,8 @@
-"""A Dask worker process's tag and its watchdog: `python -m tuidag.engine.dask_watchdog TOKEN`.
+"""A Dask worker process's tag and its watchdog: `python -m tuidag.engine.dask.watchdog TOKEN`.
 
 Every attempt a worker starts carries `TUIDAG_DASK_GUARD=TOKEN` in its environment (inherited through forks, setsid
 and re-parenting), TOKEN being the worker process's pid and start time. The watchdog, started by the worker's guard
-(`dask_guard.HostGuard`) in a session of its own and deaf to SIGINT, SIGTERM and SIGHUP, blocks reading a pipe whose
+(`guard.HostGuard`) in a session of its own and deaf to SIGINT, SIGTERM and SIGHUP, blocks reading a pipe whose
 write end only the worker process holds: however the worker process ends, `kill -9` included, the pipe closes, and the
 watchdog SIGKILLs every process of this host carrying the worker's tag, then exits. It imports neither Dask nor psutil
 (a few MB, a few hundredths of a second to start).
@@ -32,7 +32,7 @@ def token() -> str:
 
 
 def _create_time(pid: int) -> float | None:
-    from .process import create_time
+    from ..process import create_time
 
     return create_time(pid)
 
@@ -45,7 +45,7 @@ def start_watchdog() -> None:
             return
         read_end, write_end = os.pipe()  # both close-on-exec: no task inherits the write end
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "tuidag.engine.dask_watchdog", token()], stdin=read_end,
+            proc = subprocess.Popen([sys.executable, "-m", "tuidag.engine.dask.watchdog", token()], stdin=read_end,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         except OSError:
             os.close(write_end)

@@ -1,26 +1,73 @@
-"""A Python callable's child process on a Dask worker: `python -m tuidag.engine.dask_callable CALL RESULT`.
+"""A Python callable on a Dask worker: the files it travels through (`CallableFiles`, on the worker) and the child
+process that calls it (`main`: `python -m tuidag.engine.dask.callable_task CALL RESULT`).
 
-The worker starts it as a shell task's leader (`dask_worker._CallableFiles`), so it runs in its own session with the
-task's environment and workdir, its output goes to the log, and the tree kill stops it. CALL holds the callable
+The worker starts the child as a shell task's leader (`runner`), so it runs in its own session with the task's
+environment and workdir, its output goes to the log, and the tree kill stops it. CALL holds the callable
 (pickled by value on the client with cloudpickle, so the worker needs no copy of the DAG's module) and its context;
 RESULT receives `("ok", pickled value)` or `("error", reason)`.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..executor import AttemptResult
+
+
+class CallableFiles:
+    """A Python callable on a worker: run in a child process (`main`) as a shell task's leader would be, so the tree
+    kill stops it; the callable and its result travel through two files."""
+
+    def __init__(self, folder: Path, spec: dict[str, Any], log_path: str):
+        stem = folder / f"{spec['task']}.{spec['attempt']}"
+        self.input = f"{stem}.call"
+        self.output = f"{stem}.result"
+        payload = {"func": spec["func"], "name": spec["task"], "run_id": spec["run_id"], "attempt": spec["attempt"],
+                   "results": spec["results"], "workdir": spec["workdir"], "log_path": log_path,
+                   "source": spec.get("source")}
+        fd = os.open(self.input, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(payload, f)
+        try:
+            os.unlink(self.output)
+        except FileNotFoundError:
+            pass
+
+    def command(self) -> str:
+        import shlex
+
+        return f"exec {shlex.quote(sys.executable)} -m tuidag.engine.dask.callable_task " \
+               f"{shlex.quote(self.input)} {shlex.quote(self.output)}"
+
+    def outcome(self, result: AttemptResult) -> tuple[AttemptResult, bytes | None]:
+        """The attempt's result with the callable's own reason (`raised ValueError: ...`) and pickled value."""
+        try:
+            with open(self.output, "rb") as f:
+                kind, payload = pickle.load(f)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return result, None
+        finally:
+            for path in (self.input, self.output):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        if result.cancelled or result.reason == "timeout":
+            return result, None
+        if kind == "ok":
+            return result, payload
+        return AttemptResult(False, result.exit_code, payload), None
+
 
 def main(call_path: str, result_path: str) -> int:
-    import os
-
     with open(call_path, "rb") as f:
         spec = pickle.load(f)
-    from . import output_routing
-    from .inprocess import TaskContext, call_task, describe_exception, task_traceback
+    from .. import output_routing
+    from ..inprocess import TaskContext, call_task, describe_exception, task_traceback
 
     output_routing.configure_child_logging()  # as in an isolated task's child: logging from INFO up, formatted
     try:

@@ -16,13 +16,13 @@ for the workers that join later):
     once the client has sent no heartbeat for `CLIENT_SILENCE` seconds) or when the worker has lost its scheduler,
     looking every `CHECK_INTERVAL`;
   * kills every tree of its worker when the worker closes (plugin teardown);
-  * starts a watchdog process (`python -m tuidag.engine.dask_guard TOKEN`, in a session of its own) that waits on a
+  * starts a watchdog process (`python -m tuidag.engine.dask.watchdog TOKEN`, in a session of its own) that waits on a
     pipe only the worker process holds: when the worker process dies in any way, `kill -9` included, the pipe
     closes and the watchdog SIGKILLs every process carrying the worker's tag on this host, then exits;
   * at its start, kills what dead workers of this host left (tagged with a worker process that no longer exists)
-    and removes the worker's log copies of runs not written to for `LOG_RETENTION` seconds.
-- The worker-side request handler through which the client reads an attempt's output (`dask_worker.read_output`):
-  output goes from the worker to the client directly, never through the scheduler (see `dask_worker`).
+    and removes the worker's log copies of runs not written to for `output.LOG_RETENTION` seconds.
+- The worker-side request handler through which the client reads an attempt's output (`output.read_output`):
+  output goes from the worker to the client directly, never through the scheduler (see `output`).
 """
 from __future__ import annotations
 
@@ -32,18 +32,11 @@ import time
 
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
-from .dask_watchdog import kill_tagged, start_watchdog
+from .watchdog import kill_tagged, start_watchdog
+from .wire import KEY_PREFIX, OUTPUT_OP, REFUSE_OP, ours, topic_client
 
-KEY_PREFIX = "tuidag-"
 CHECK_INTERVAL = 0.1  # seconds between the guard's looks at its attempts (a dict lookup each: cheap)
 CLIENT_SILENCE = 60.0  # seconds without a heartbeat after which a tuidag client is taken for gone
-LOG_RETENTION = 24 * 3600.0  # seconds a worker keeps a run's log copies after their last write
-REFUSE_OP = "tuidag-refuse"
-OUTPUT_OP = "tuidag_output"
-
-
-def _ours(key: object) -> bool:
-    return isinstance(key, str) and key.startswith(KEY_PREFIX)
 
 
 class AttemptsRunOnce(SchedulerPlugin):
@@ -67,8 +60,7 @@ class AttemptsRunOnce(SchedulerPlugin):
         process) is dropped after `silence` seconds, as a closed connection is at once: its tasks are released, so
         each worker's guard kills their trees; should it come back, its connection is closed and it says so."""
         now = time.time()
-        owners = {topic[len(KEY_PREFIX):].rpartition("-")[0] for topic in _topics(self.scheduler)
-                  if topic.startswith(KEY_PREFIX)}
+        owners = {topic_client(topic) for topic in _topics(self.scheduler) if topic.startswith(KEY_PREFIX)}
         for client in owners:
             state = self.scheduler.clients.get(client)
             if state is None or now - state.last_seen <= self.silence:
@@ -81,13 +73,13 @@ class AttemptsRunOnce(SchedulerPlugin):
     def update_graph(self, scheduler, *, keys=(), tasks=(), **kwargs) -> None:
         limit = scheduler.allowed_failures
         for key in tasks or keys:
-            if _ours(key):
+            if ours(key):
                 state = scheduler.tasks.get(key)
                 if state is not None:
                     state.suspicious = max(state.suspicious, limit)  # the next unexpected loss exceeds it
 
     def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs) -> None:
-        if not _ours(key):
+        if not ours(key):
             return
         if finish == "processing":
             if key not in self.started:
@@ -103,7 +95,7 @@ class AttemptsRunOnce(SchedulerPlugin):
     def log_event(self, topic: str, msg) -> None:
         """An attempt's event that comes after its client left (its guard killed it): not kept either."""
         if topic.startswith(KEY_PREFIX):
-            client = topic[len(KEY_PREFIX):].rpartition("-")[0]
+            client = topic_client(topic)
             if client not in self.scheduler.clients:
                 _topics(self.scheduler).pop(topic, None)
 
@@ -124,57 +116,31 @@ class HostGuard(WorkerPlugin):
     def setup(self, worker) -> None:
         from tornado.ioloop import PeriodicCallback
 
-        from . import dask_worker
+        from . import registry
+        from .output import read_output
 
-        worker.stream_handlers[REFUSE_OP] = dask_worker.refuse
-        worker.handlers[OUTPUT_OP] = dask_worker.read_output
+        worker.stream_handlers[REFUSE_OP] = registry.refuse
+        worker.handlers[OUTPUT_OP] = read_output
         start_watchdog()
         threading.Thread(target=_tidy_host, daemon=True, name="tuidag-dask-tidy").start()
-        check = PeriodicCallback(lambda: dask_worker.guard_check(worker), CHECK_INTERVAL * 1000)
+        check = PeriodicCallback(lambda: registry.guard_check(worker), CHECK_INTERVAL * 1000)
         worker.periodic_callbacks["tuidag-guard"] = check
         check.start()
 
     def teardown(self, worker) -> None:
-        from . import dask_worker
+        from . import registry
 
         check = worker.periodic_callbacks.pop("tuidag-guard", None)
         if check is not None:
             check.stop()
-        dask_worker.kill_running(worker, "the Dask worker closed")
+        registry.kill_running(worker, "the Dask worker closed")
 
 
 def _tidy_host() -> None:
-    from .dask_worker import worker_log_dir
+    from .output import LOG_RETENTION, prune_logs, worker_log_dir
 
     kill_tagged(None)
     prune_logs(worker_log_dir(), LOG_RETENTION)
-
-
-def prune_logs(folder, retention: float) -> None:
-    """Remove the runs' log copies (one folder per run) last written more than `retention` seconds ago."""
-    import shutil
-
-    now = time.time()
-    try:
-        runs = list(os.scandir(folder))
-    except OSError:
-        return
-    for run in runs:
-        try:
-            if run.is_dir(follow_symlinks=False) and now - _last_write(run.path) > retention:
-                shutil.rmtree(run.path, ignore_errors=True)
-        except OSError:
-            pass
-
-
-def _last_write(path: str) -> float:
-    latest = os.stat(path).st_mtime
-    for entry in os.scandir(path):
-        try:
-            latest = max(latest, entry.stat(follow_symlinks=False).st_mtime)
-        except OSError:
-            pass
-    return latest
 
 
 def forget_topic(topic: str, dask_scheduler=None) -> None:
