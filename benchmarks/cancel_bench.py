@@ -7,6 +7,7 @@ reply; without it the cancel ends the run, and the reply must still come (exit 0
     python benchmarks/cancel_bench.py               # N=30,000, the run ends with the cancel
     python benchmarks/cancel_bench.py --keep        # the run goes on: the time is the reply's alone
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,10 @@ def main() -> None:
         began = time.perf_counter()
         cancel = tuidag("cancel", "--state-dir", str(state), "A", "B")
         took = time.perf_counter() - began
-        print(f"tuidag cancel A B on {2 * args.n + 2 + args.keep:,} tasks: {took:.2f} s, exit {cancel.returncode}: "
-              f"{(cancel.stdout + cancel.stderr).strip()[:200]}")
+        print(
+            f"tuidag cancel A B on {2 * args.n + 2 + args.keep:,} tasks: {took:.2f} s, exit {cancel.returncode}: "
+            f"{(cancel.stdout + cancel.stderr).strip()[:200]}"
+        )
         if args.keep:
             tuidag("stop", "--state-dir", str(state))
 

@@ -25,6 +25,7 @@ module on every start when PYTHONDONTWRITEBYTECODE is set).
     python benchmarks/core_bench.py --sizes 1000 --repeats 9
     python benchmarks/core_bench.py --dir /dev/shm  # on tmpfs
 """
+
 from __future__ import annotations
 
 import argparse
@@ -176,8 +177,10 @@ def main() -> None:
     parser.add_argument("-j", type=int, default=8)
     parser.add_argument("--dir", help="where the DAGs, logs and journals are written (default: the temp dir)")
     args = parser.parse_args()
-    print(f"layered DAG, {LAYERS} layers, 2 deps per task, command `true`, -j {args.j}, "
-          f"median of {args.repeats}, {os.cpu_count()} cores")
+    print(
+        f"layered DAG, {LAYERS} layers, 2 deps per task, command `true`, -j {args.j}, "
+        f"median of {args.repeats}, {os.cpu_count()} cores"
+    )
     compile_tuidag()
     root = Path(tempfile.mkdtemp(prefix="tuidag-bench-", dir=args.dir))
     try:
@@ -187,14 +190,21 @@ def main() -> None:
 
 
 def report(root: Path, args: argparse.Namespace) -> None:
-    print(f"creating {PROBE_FILES:,} files in {root.parent}: {file_creation(root) * 1000:.0f} ms "
-          "(tens of ms on an idle ext4 disk; hundreds after many files were deleted there in the last minutes)")
-    print(f"{'N':>6}  {'ninja':>8}  {'tuidag':>8}  {'ratio':>6}  {'1st run':>8}  {'ratio':>6}  {'py floor':>8}  "
-          f"{'ratio':>6}")
+    print(
+        f"creating {PROBE_FILES:,} files in {root.parent}: {file_creation(root) * 1000:.0f} ms "
+        "(tens of ms on an idle ext4 disk; hundreds after many files were deleted there in the last minutes)"
+    )
+    print(
+        f"{'N':>6}  {'ninja':>8}  {'tuidag':>8}  {'ratio':>6}  {'1st run':>8}  {'ratio':>6}  {'py floor':>8}  "
+        f"{'ratio':>6}"
+    )
     for n in args.sizes:
         t, cold, nj, floor = bench(n, args.repeats, args.j, root / str(n))
-        print(f"{n:>6}  {nj:>7.2f}s  {t:>7.2f}s  {t / nj:>5.2f}x  {cold:>7.2f}s  {cold / nj:>5.2f}x  {floor:>7.2f}s  "
-              f"{floor / nj:>5.2f}x", flush=True)
+        print(
+            f"{n:>6}  {nj:>7.2f}s  {t:>7.2f}s  {t / nj:>5.2f}x  {cold:>7.2f}s  {cold / nj:>5.2f}x  {floor:>7.2f}s  "
+            f"{floor / nj:>5.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

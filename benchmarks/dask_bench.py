@@ -12,6 +12,7 @@ the run), on the layered DAG of `core_bench` and on a chain.
     python benchmarks/dask_bench.py --repeats 5 --dir /dev/shm
     python benchmarks/dask_bench.py --cluster      # on a cluster started with the dask CLI (dask_cluster_bench.py)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,17 +35,39 @@ def chain(n: int) -> list[tuple[str, list[str]]]:
 
 def run(dag: Path, options: list[str], work: Path) -> float:
     env = {**os.environ, "PYTHONPATH": f"{REPO}:{os.environ.get('PYTHONPATH', '')}"}
-    return timed([sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "-j", "8", "--state-dir",
-                  str(work / "state"), *options, str(dag)], work, env)
+    return timed(
+        [
+            sys.executable,
+            "-m",
+            "tuidag",
+            "run",
+            "--no-tui",
+            "--quiet",
+            "-j",
+            "8",
+            "--state-dir",
+            str(work / "state"),
+            *options,
+            str(dag),
+        ],
+        work,
+        env,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--dir", help="where the DAGs, logs and journals are written (default: the temp dir; "
-                                      "/dev/shm keeps the file system out of it, see core_bench.py)")
-    parser.add_argument("--cluster", action="store_true",
-                        help="instead: the figures on a cluster started with the dask CLI (dask_cluster_bench.py)")
+    parser.add_argument(
+        "--dir",
+        help="where the DAGs, logs and journals are written (default: the temp dir; "
+        "/dev/shm keeps the file system out of it, see core_bench.py)",
+    )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="instead: the figures on a cluster started with the dask CLI (dask_cluster_bench.py)",
+    )
     args = parser.parse_args()
     if args.cluster:
         import dask_cluster_bench
@@ -54,8 +77,11 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="tuidag-dask-bench-", dir=args.dir) as folder:
         work = Path(folder)
-        dags = {"layered": (layered(1000), work / "layered.yaml"), "chain": (chain(200), work / "chain.yaml"),
-                "one": (chain(1), work / "one.yaml")}
+        dags = {
+            "layered": (layered(1000), work / "layered.yaml"),
+            "chain": (chain(200), work / "chain.yaml"),
+            "one": (chain(1), work / "one.yaml"),
+        }
         for tasks, path in dags.values():
             write_yaml(tasks, path)
         times: dict[tuple[str, str], list[float]] = {}
@@ -68,8 +94,10 @@ def main() -> None:
         print(f"{'executor':<14}{'layered 1,000':>15}{'chain 200':>12}{'1 task':>9}{'per chain task':>16}")
         for executor in EXECUTORS:
             per_task = (med[executor, "chain"] - med[executor, "one"]) / 199 * 1000
-            print(f"{executor:<14}{med[executor, 'layered']:>14.2f}s{med[executor, 'chain']:>11.2f}s"
-                  f"{med[executor, 'one']:>8.2f}s{per_task:>13.1f} ms")
+            print(
+                f"{executor:<14}{med[executor, 'layered']:>14.2f}s{med[executor, 'chain']:>11.2f}s"
+                f"{med[executor, 'one']:>8.2f}s{per_task:>13.1f} ms"
+            )
         ratio = med["dask-local:2", "layered"] / med["local", "layered"]
         print(f"layered: dask-local:2 / local = {ratio:.2f}x")
 

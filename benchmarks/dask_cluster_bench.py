@@ -12,6 +12,7 @@
 
     python benchmarks/dask_cluster_bench.py --repeats 3 --dir /dev/shm
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 DASK = str(Path(sys.executable).parent / "dask")
 ENV = {**os.environ, "PYTHONPATH": f"{REPO}:{os.environ.get('PYTHONPATH', '')}"}
 
-PLAIN = '''
+PLAIN = """
 import subprocess, sys, json
 from distributed import Client, wait
 
@@ -48,7 +49,7 @@ with Client(sys.argv[1]) as client:
     for name, deps in tasks:
         futures[name] = client.submit(run, *[futures[d] for d in deps], key=name, pure=False)
     wait(list(futures.values()))
-'''
+"""
 
 
 class Cluster:
@@ -58,17 +59,35 @@ class Cluster:
             self.port = sock.getsockname()[1]
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.env = {**ENV, "TUIDAG_WORKER_LOG_DIR": str(folder / "worker-logs")}
-        self.procs = [self._start([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
-                                   "--dashboard-address", ":0"])]
+        self.procs = [
+            self._start(
+                [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--dashboard-address", ":0"]
+            )
+        ]
         self._wait(lambda: self._listening())
         for name, extra in (("w1", []), ("w2", []), ("w3", ["--resources", "gpu=2"])):
-            self.procs.append(self._start([DASK, "worker", self.address, "--nthreads", "2", "--name", name,
-                                           "--dashboard-address", ":0", *extra]))
+            self.procs.append(
+                self._start(
+                    [
+                        DASK,
+                        "worker",
+                        self.address,
+                        "--nthreads",
+                        "2",
+                        "--name",
+                        name,
+                        "--dashboard-address",
+                        ":0",
+                        *extra,
+                    ]
+                )
+            )
         self.wait_for_workers(3)
 
     def _start(self, command):
-        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env,
-                                start_new_session=True)
+        return subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env, start_new_session=True
+        )
 
     @staticmethod
     def _wait(predicate, timeout: float = 60) -> None:
@@ -105,8 +124,22 @@ class Cluster:
 
 
 def tuidag(dag: Path, work: Path, *options: str) -> float:
-    return timed([sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "--state-dir", str(work / "state"),
-                  *options, str(dag)], work, ENV)
+    return timed(
+        [
+            sys.executable,
+            "-m",
+            "tuidag",
+            "run",
+            "--no-tui",
+            "--quiet",
+            "--state-dir",
+            str(work / "state"),
+            *options,
+            str(dag),
+        ],
+        work,
+        ENV,
+    )
 
 
 def layered_figures(cluster: Cluster, work: Path, repeats: int) -> None:
@@ -119,14 +152,18 @@ def layered_figures(cluster: Cluster, work: Path, repeats: int) -> None:
     script.write_text(PLAIN)
     times: dict[str, list[float]] = {}
     for _ in range(repeats):  # alternately, so drift hits all alike
-        times.setdefault("plain", []).append(timed([sys.executable, str(script), cluster.address, str(listing)],
-                                                   work, ENV))
-        times.setdefault("tuidag", []).append(tuidag(dag, work, "--executor", "dask", "--dask-address",
-                                                     cluster.address))
+        times.setdefault("plain", []).append(
+            timed([sys.executable, str(script), cluster.address, str(listing)], work, ENV)
+        )
+        times.setdefault("tuidag", []).append(
+            tuidag(dag, work, "--executor", "dask", "--dask-address", cluster.address)
+        )
         times.setdefault("local", []).append(tuidag(dag, work, "-j", "6"))
     med = {key: statistics.median(values) for key, values in times.items()}
-    print(f"layered 200, median of {repeats}: plain client.submit {med['plain']:.2f} s, tuidag on the cluster "
-          f"{med['tuidag']:.2f} s ({med['tuidag'] / med['plain']:.2f}x), tuidag local {med['local']:.2f} s")
+    print(
+        f"layered 200, median of {repeats}: plain client.submit {med['plain']:.2f} s, tuidag on the cluster "
+        f"{med['tuidag']:.2f} s ({med['tuidag'] / med['plain']:.2f}x), tuidag local {med['local']:.2f} s"
+    )
 
 
 def rss_figures(cluster: Cluster, work: Path) -> None:
@@ -149,9 +186,11 @@ def rss_figures(cluster: Cluster, work: Path) -> None:
     time.sleep(1)
     after = scheduler.memory_info().rss
     mb = 1 << 20
-    print(f"scheduler RSS with a task printing 1 GB ({took:.1f} s): before {before / mb:.0f} MB, peak "
-          f"{peak[0] / mb:.0f} MB (+{(peak[0] - before) / mb:.0f}), after {after / mb:.0f} MB "
-          f"(+{(after - before) / mb:.0f})")
+    print(
+        f"scheduler RSS with a task printing 1 GB ({took:.1f} s): before {before / mb:.0f} MB, peak "
+        f"{peak[0] / mb:.0f} MB (+{(peak[0] - before) / mb:.0f}), after {after / mb:.0f} MB "
+        f"(+{(after - before) / mb:.0f})"
+    )
 
 
 def loss_figures(cluster: Cluster, work: Path, repeats: int) -> None:
@@ -169,9 +208,27 @@ tasks:
       if [ "$TUIDAG_ATTEMPT" = 1 ]; then sleep 60 & echo $$ $! $PPID > {pids}.new; mv {pids}.new {pids}; wait; fi
       touch {retry}
 """)
-        proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "--state-dir",
-                                 str(run / "state"), "--executor", "dask", "--dask-address", cluster.address, str(dag)],
-                                cwd=run, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tuidag",
+                "run",
+                "--no-tui",
+                "--quiet",
+                "--state-dir",
+                str(run / "state"),
+                "--executor",
+                "dask",
+                "--dask-address",
+                cluster.address,
+                str(dag),
+            ],
+            cwd=run,
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         Cluster._wait(pids.exists)
         leader, child, worker = (int(p) for p in pids.read_text().split())
         tree = [psutil.Process(leader), psutil.Process(child)]
@@ -191,8 +248,10 @@ tasks:
         gone.append(end_gone - start)
         retried.append(end_retry - start)
         cluster.wait_for_workers(3)  # the nanny restarted the worker
-    print(f"kill -9 of a worker, median of {repeats}: its attempt's processes gone after "
-          f"{statistics.median(gone) * 1000:.0f} ms, the retry running after {statistics.median(retried) * 1000:.0f} ms")
+    print(
+        f"kill -9 of a worker, median of {repeats}: its attempt's processes gone after "
+        f"{statistics.median(gone) * 1000:.0f} ms, the retry running after {statistics.median(retried) * 1000:.0f} ms"
+    )
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ Each repeat runs in a fresh child process so RSS figures don't mix. Medians over
     python benchmarks/log_bench.py --only tail --repeats 5
 Targets: lag < 100 ms, RSS growth < 100 MB in the UI; < 50 MB headless, whatever the output.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,8 +89,14 @@ def child_index(path: Path) -> dict:
     for i in range(middle, middle + 50):
         index.line(i)
     read = time.perf_counter() - started
-    return {"lines": index.line_count, "bytes": index.size, "index_s": took, "rss_mb": grown / MB,
-            "search_s": search, "read50_ms": read * 1000}
+    return {
+        "lines": index.line_count,
+        "bytes": index.size,
+        "index_s": took,
+        "rss_mb": grown / MB,
+        "search_s": search,
+        "read50_ms": read * 1000,
+    }
 
 
 # ------------------------------------------------------------------------------------------------ child: tail
@@ -135,9 +142,16 @@ async def _tail(folder: Path, freeze: bool) -> dict:
         caught_up = time.perf_counter() - started - wrote
         probe.stop()
         grown = rss() - before
-    return {"lines": lines, "write_s": wrote, "catch_up_s": caught_up, "lag_max_ms": max(lags) * 1000,
-            "lag_median_ms": statistics.median(lags) * 1000, "lag_p99_ms": _p99(lags) * 1000, "rss_mb": grown / MB,
-            "peak_rss_mb": probe.peak_growth(before) / MB}
+    return {
+        "lines": lines,
+        "write_s": wrote,
+        "catch_up_s": caught_up,
+        "lag_max_ms": max(lags) * 1000,
+        "lag_median_ms": statistics.median(lags) * 1000,
+        "lag_p99_ms": _p99(lags) * 1000,
+        "rss_mb": grown / MB,
+        "peak_rss_mb": probe.peak_growth(before) / MB,
+    }
 
 
 class _Probe:
@@ -187,9 +201,13 @@ def headless_run(folder: Path, command: str) -> dict:
     folder.mkdir()
     (folder / "dag.yaml").write_text(json.dumps({"tasks": {"writer": {"run": command}}}))
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", "dag.yaml", "--state-dir", "state"],
-                            cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "dag.yaml", "--state-dir", "state"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     printed = 0
 
     def drain() -> None:
@@ -214,8 +232,10 @@ def headless_run(folder: Path, command: str) -> dict:
 
 def headless(folder: Path, repeats: int) -> None:
     baseline = [headless_run(folder / f"baseline-{i}", HEADLESS_CASES["one line"])["peak"] for i in range(repeats)]
-    print(f"headless: peak RSS of a run printing one line (median of {repeats}): "
-          f"{statistics.median(baseline) / MB:,.1f} MB")
+    print(
+        f"headless: peak RSS of a run printing one line (median of {repeats}): "
+        f"{statistics.median(baseline) / MB:,.1f} MB"
+    )
     for number, (title, command) in enumerate(list(HEADLESS_CASES.items())[1:]):
         results = []
         for i in range(repeats):
@@ -234,8 +254,9 @@ def _p99(values: list[float]) -> float:
 
 # ---------------------------------------------------------------------------------------------------- parent
 def run_child(kind: str, target: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, str(target)], check=True, capture_output=True,
-                         text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, str(target)], check=True, capture_output=True, text=True, cwd=ROOT
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -265,8 +286,10 @@ def main() -> None:
             report(f"index {big.stat().st_size / MB:.0f} MB", [run_child("index", big) for _ in range(args.repeats)])
             big.unlink()
         if args.only in (None, "tail"):
-            for kind, title in [("tail", "tail 100 MB written flat out"),
-                                ("tail-frozen", "the same, gc.freeze() after start-up")]:
+            for kind, title in [
+                ("tail", "tail 100 MB written flat out"),
+                ("tail-frozen", "the same, gc.freeze() after start-up"),
+            ]:
                 results = []
                 for i in range(args.repeats):
                     run = folder / f"{kind}-{i}"

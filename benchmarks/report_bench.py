@@ -10,6 +10,7 @@ on their own.
     python benchmarks/report_bench.py                # N=5000, 5 repeats
     python benchmarks/report_bench.py --tasks 2000 --repeats 9
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,13 +38,16 @@ def synthetic_run(state: Path, n: int) -> str:
     rng = random.Random(19)
     width = max(1, n // 10)
     names = [f"layer{i // width}-task{i % width}" for i in range(n)]
-    deps = {names[i]: sorted({names[(i // width - 1) * width + rng.randrange(width)] for _ in range(2)})
-            for i in range(width, n)}
+    deps = {
+        names[i]: sorted({names[(i // width - 1) * width + rng.randrange(width)] for _ in range(2)})
+        for i in range(width, n)
+    }
     durations = {name: rng.uniform(1, 60) for name in names}
-    spans = simulate(deps, names, now=1_800_000_000.0, finished={}, running={}, expected=durations,
-                     max_parallel=16).spans
+    spans = simulate(
+        deps, names, now=1_800_000_000.0, finished={}, running={}, expected=durations, max_parallel=16
+    ).spans
     plans = {}
-    failing = set(names[n // 2::n // 5][:5])
+    failing = set(names[n // 2 :: n // 5][:5])
     for i, name in enumerate(names):
         start, end = spans[name]
         if i % 50 == 0:  # failed once, retried at once, the second attempt took the rest
@@ -93,10 +97,14 @@ def main() -> None:
         facts = report_facts(run)
         html_time = median_of(args.repeats, lambda: render_html(facts))
         journal = run.journal.stat().st_size
-        print(f"{args.tasks:,} tasks, journal {journal / 1e6:.1f} MB, report {out.stat().st_size / 1e6:.1f} MB "
-              f"({sum(s['kind'] == 'running' for s in facts['segments']):,} attempt bars)")
-        print(f"tuidag report (new process): median {cli:.2f} s over {args.repeats}, CPU {statistics.median(cpu_times):.2f} s"
-              f"  (target < 2 s)")
+        print(
+            f"{args.tasks:,} tasks, journal {journal / 1e6:.1f} MB, report {out.stat().st_size / 1e6:.1f} MB "
+            f"({sum(s['kind'] == 'running' for s in facts['segments']):,} attempt bars)"
+        )
+        print(
+            f"tuidag report (new process): median {cli:.2f} s over {args.repeats}, CPU {statistics.median(cpu_times):.2f} s"
+            f"  (target < 2 s)"
+        )
         print(f"  facts (journal, timeline, critical path, speedups): {facts_time:.2f} s; HTML: {html_time:.2f} s")
 
 

@@ -37,6 +37,7 @@
     python benchmarks/ui_bench.py --only big --repeats 3
     python benchmarks/ui_bench.py --only timeline --repeats 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,9 +81,17 @@ FINDER_TYPED = "t123"
 KEY_TARGET = 0.1
 FIRST_FRAME_TARGET = {2000: 1.0}
 #: (label, key) of the `big` key measurements, in the order they are made
-BIG_KEYS = (("j: selection down", "j"), ("l: selection right", "l"), ("z: zoom", "z"), ("o: orientation", "o"),
-            ("F: state filter", "F"), (": finder opens", ":"), ("finder keystroke (t 1 2 3)", "t123"),
-            ("esc: finder closes", "escape"), ("L: list view <-> graph", "L"))
+BIG_KEYS = (
+    ("j: selection down", "j"),
+    ("l: selection right", "l"),
+    ("z: zoom", "z"),
+    ("o: orientation", "o"),
+    ("F: state filter", "F"),
+    (": finder opens", ":"),
+    ("finder keystroke (t 1 2 3)", "t123"),
+    ("esc: finder closes", "escape"),
+    ("L: list view <-> graph", "L"),
+)
 
 
 def dag_of(tasks: list[tuple[str, list[str]]], command: str, jobs: int = 8) -> DagSpec:
@@ -231,8 +240,11 @@ async def big_run(state: Path, n: int, keys: bool, presses: int = BIG_PRESSES) -
                         await pace()
                     latencies[labels[key]].append(await timed_key(app, frames, key, lambda: canvas.selected))
                     await pace()
-            for key, probe in (("z", lambda: canvas.graph), ("o", lambda: canvas.graph),
-                               ("F", lambda: app.model.state_filter)):
+            for key, probe in (
+                ("z", lambda: canvas.graph),
+                ("o", lambda: canvas.graph),
+                ("F", lambda: app.model.state_filter),
+            ):
                 for _ in range(presses):
                     latencies[labels[key]].append(await timed_key(app, frames, key, probe))
                     await pace()
@@ -242,7 +254,8 @@ async def big_run(state: Path, n: int, keys: bool, presses: int = BIG_PRESSES) -
                 await pace()
                 for letter in FINDER_TYPED:
                     latencies[labels[FINDER_TYPED]].append(
-                        await timed_key(app, frames, letter, lambda: app.screen.found))
+                        await timed_key(app, frames, letter, lambda: app.screen.found)
+                    )
                     await pace()
                 latencies[labels["escape"]].append(await timed_key(app, frames, "escape", lambda: app.screen))
                 await pace()
@@ -256,9 +269,15 @@ async def big_run(state: Path, n: int, keys: bool, presses: int = BIG_PRESSES) -
 
 TIMELINE_TASKS = 2000
 #: (label, key) of the timeline measurements, in the order they are made
-TIMELINE_KEYS = (("j in the graph (same load)", "graph-j"), ("t: timeline's first frame", "t"),
-                 ("t: back to the graph", "t-back"), ("j: selection down", "j"),
-                 ("Z / z: time scale", "zZ"), ("F: state filter", "F"), ("x: critical path", "x"))
+TIMELINE_KEYS = (
+    ("j in the graph (same load)", "graph-j"),
+    ("t: timeline's first frame", "t"),
+    ("t: back to the graph", "t-back"),
+    ("j: selection down", "j"),
+    ("Z / z: time scale", "zZ"),
+    ("F: state filter", "F"),
+    ("x: critical path", "x"),
+)
 
 
 async def timeline_run(state: Path, n: int = TIMELINE_TASKS, presses: int = BIG_PRESSES) -> dict[str, list[float]]:
@@ -311,15 +330,19 @@ async def timeline_run(state: Path, n: int = TIMELINE_TASKS, presses: int = BIG_
 
 
 def report_timeline(keys: dict[str, list[float]], repeats: int) -> None:
-    print(f"timeline: real app at {SIZE[0]}x{SIZE[1]}, {TIMELINE_TASKS:,}-task layered DAG, -j 8 of `{BIG_COMMAND}` "
-          f"running; {repeats} repeats; ms")
+    print(
+        f"timeline: real app at {SIZE[0]}x{SIZE[1]}, {TIMELINE_TASKS:,}-task layered DAG, -j 8 of `{BIG_COMMAND}` "
+        f"running; {repeats} repeats; ms"
+    )
     for label, key in TIMELINE_KEYS:
         times = keys[label]
         median, worst = statistics.median(times), max(times)
         target = FIRST_FRAME_TARGET[TIMELINE_TASKS] if key == "t" else KEY_TARGET
         mark = "PASS" if worst < target else "FAIL"
-        print(f"{TIMELINE_TASKS:>6,}  {label:<32} {median * 1000:8.1f} {worst * 1000:8.1f}   "
-              f"< {target * 1000:.0f} ms   {mark}   n={len(times)}")
+        print(
+            f"{TIMELINE_TASKS:>6,}  {label:<32} {median * 1000:8.1f} {worst * 1000:8.1f}   "
+            f"< {target * 1000:.0f} ms   {mark}   n={len(times)}"
+        )
 
 
 def report_big(n: int, fresh: list[float], again: list[float], keys: dict[str, list[float]]) -> None:
@@ -331,14 +354,18 @@ def report_big(n: int, fresh: list[float], again: list[float], keys: dict[str, l
     for which, firsts in (("first frame, fresh state dir", fresh), ("first frame, state dir reused", again)):
         median = statistics.median(firsts)
         wanted = f"< {target * 1000:.0f} ms" if target else "none set"
-        print(f"{n:>6,}  {which:<32} {median * 1000:8.0f} {max(firsts) * 1000:8.0f}   {wanted:<10} "
-              f"{verdict(median, target)}")
+        print(
+            f"{n:>6,}  {which:<32} {median * 1000:8.0f} {max(firsts) * 1000:8.0f}   {wanted:<10} "
+            f"{verdict(median, target)}"
+        )
     for label, _ in BIG_KEYS:
         times = keys[label]
         median, worst = statistics.median(times), max(times)
         mark = verdict(worst, KEY_TARGET)
-        print(f"{n:>6,}  {label:<32} {median * 1000:8.1f} {worst * 1000:8.1f}   < {KEY_TARGET * 1000:.0f} ms   "
-              f"{mark}{' (max)' if mark == 'FAIL' and median < KEY_TARGET else ''}   n={len(times)}")
+        print(
+            f"{n:>6,}  {label:<32} {median * 1000:8.1f} {worst * 1000:8.1f}   < {KEY_TARGET * 1000:.0f} ms   "
+            f"{mark}{' (max)' if mark == 'FAIL' and median < KEY_TARGET else ''}   n={len(times)}"
+        )
 
 
 async def flood(state: Path, combined: bool) -> tuple[float, float, float, float]:
@@ -367,6 +394,7 @@ async def flood(state: Path, combined: bool) -> tuple[float, float, float, float
             lags: list[float] = []
             t0 = time.perf_counter()
             (state / "go").touch()
+
             def shown() -> int:  # the combined view keeps the latest lines only and counts the rest as dropped
                 return app.combined.dropped + app.combined.line_count if combined else app.log_pane.line_count
 
@@ -391,10 +419,14 @@ async def first_lines(state: Path, trials: int = 10) -> list[float]:
     for i in range(trials):
         tasks.append((f"gate{i}", []))
         tasks.append((f"late{i}", [f"gate{i}"]))
-    specs = {name: TaskSpec(name=name, depends_on=tuple(deps),
-                            run=(f"while [ ! -f {state}/{name}.go ]; do sleep 0.005; done" if not deps else
-                                 "date +%s.%N; sleep 0.5"))
-             for name, deps in tasks}
+    specs = {
+        name: TaskSpec(
+            name=name,
+            depends_on=tuple(deps),
+            run=(f"while [ ! -f {state}/{name}.go ]; do sleep 0.005; done" if not deps else "date +%s.%N; sleep 0.5"),
+        )
+        for name, deps in tasks
+    }
     session = RunSession.create(DagSpec(name="bench", tasks=specs, max_parallel=2 * trials, kill_grace=0.5), state)
     app = viewed(session)
     latencies = []
@@ -424,8 +456,9 @@ async def first_lines(state: Path, trials: int = 10) -> list[float]:
 def run_span(session: RunSession) -> list[float]:
     """Filled with the engine's own start and finish times: the run without the front end's start-up."""
     span: list[float] = []
-    session.scheduler.subscribe(lambda e: span.append(e.time) if isinstance(e, RunEvent) and
-                                e.kind in ("started", "finished") else None)
+    session.scheduler.subscribe(
+        lambda e: span.append(e.time) if isinstance(e, RunEvent) and e.kind in ("started", "finished") else None
+    )
     return span
 
 
@@ -467,10 +500,12 @@ def engine_fork(state: Path, wait_for_viewer: bool) -> tuple[int, Path]:
                 session.serve_control()
             start = session.scheduler.start
             if wait_for_viewer:
+
                 def start_when_viewed() -> None:
                     while session.control is None or not session.control.viewers:
                         time.sleep(0.001)
                     start()
+
                 session.scheduler.start = start_when_viewed
             os.write(write_end, f"{session.run.path}\n".encode())
             os.close(write_end)
@@ -511,13 +546,17 @@ async def viewer_run(state: Path, detached: bool) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", nargs="+", choices=["first-frame", "flood", "first-line", "overhead", "big",
-                                                      "timeline"],
-                        help="measure these parts only")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=["first-frame", "flood", "first-line", "overhead", "big", "timeline"],
+        help="measure these parts only",
+    )
     parser.add_argument("--dir", help="where state dirs and logs are written (default: the temp dir)")
     args = parser.parse_args()
     wanted = set(args.only or ["first-frame", "flood", "first-line", "overhead", "big", "timeline"])
     with tempfile.TemporaryDirectory(prefix="tuidag-ui-bench-", dir=args.dir) as tmp:
+
         def state(tag: str, i: int) -> Path:
             path = Path(tmp) / f"{tag}-{i}"
             path.mkdir()
@@ -529,37 +568,60 @@ def main() -> None:
             firsts.append(first)
             keys.extend(latencies)
         if firsts:
-            print(f"2,000-task DAG, first frame:  median {statistics.median(firsts) * 1000:6.0f} ms   (target < 1000 ms)")
-            print(f"key j -> repainted selection: median {statistics.median(keys) * 1000:6.1f} ms, "
-                  f"max {max(keys) * 1000:.1f} ms   (target < 100 ms)")
+            print(
+                f"2,000-task DAG, first frame:  median {statistics.median(firsts) * 1000:6.0f} ms   (target < 1000 ms)"
+            )
+            print(
+                f"key j -> repainted selection: median {statistics.median(keys) * 1000:6.1f} ms, "
+                f"max {max(keys) * 1000:.1f} ms   (target < 100 ms)"
+            )
         for combined in (False, True) if "flood" in wanted else ():
             results = [asyncio.run(flood(state(f"flood{combined}", i), combined)) for i in range(args.repeats)]
             lag, worst, rss, secs = (statistics.median(r[k] for r in results) for k in range(4))
             view = "combined view" if combined else "task log     "
-            print(f"100 MB flood, {view}: loop lag median {lag * 1000:.1f} ms, max {worst * 1000:.0f} ms "
-                  f"(target < 100 ms); RSS growth {rss:.0f} MB (target < 100 MB); caught up in {secs:.1f} s")
-        lines = [t for i in range(args.repeats if "first-line" in wanted else 0)
-                 for t in asyncio.run(first_lines(state("first-line", i)))]
+            print(
+                f"100 MB flood, {view}: loop lag median {lag * 1000:.1f} ms, max {worst * 1000:.0f} ms "
+                f"(target < 100 ms); RSS growth {rss:.0f} MB (target < 100 MB); caught up in {secs:.1f} s"
+            )
+        lines = [
+            t
+            for i in range(args.repeats if "first-line" in wanted else 0)
+            for t in asyncio.run(first_lines(state("first-line", i)))
+        ]
         if lines:
-            print(f"a new task's first line, written -> on screen: median {statistics.median(lines) * 1000:.0f} ms, "
-                  f"max {max(lines) * 1000:.0f} ms over {len(lines)} tasks   (target < 100 ms)")
+            print(
+                f"a new task's first line, written -> on screen: median {statistics.median(lines) * 1000:.0f} ms, "
+                f"max {max(lines) * 1000:.0f} ms over {len(lines)} tasks   (target < 100 ms)"
+            )
         first, again, plain, viewed, attached = [], [], [], [], []
         if "overhead" in wanted:
             seen = state("seen", 0)  # the state dir of a DAG run before: its layout is in the cache
             asyncio.run(tui_run(seen))
             asyncio.run(viewer_run(seen, detached=False))
-        for i in range(args.repeats if "overhead" in wanted else 0):  # alternated, so that a change in the machine's load hits all alike
+        for i in range(
+            args.repeats if "overhead" in wanted else 0
+        ):  # alternated, so that a change in the machine's load hits all alike
             first.append(asyncio.run(tui_run(state("tui", i))))
             again.append(asyncio.run(tui_run(seen)))
             plain.append(headless_run(state("plain", i)))
             viewed.append(asyncio.run(viewer_run(seen, detached=False)))
             attached.append(asyncio.run(viewer_run(seen, detached=True)))
-        for runs, which in ((first, "first run"), (again, "run again"), (viewed, "engine + viewer (tuidag run)"),
-                            (attached, "detached, a viewer attached")) if plain else ():
+        for runs, which in (
+            (
+                (first, "first run"),
+                (again, "run again"),
+                (viewed, "engine + viewer (tuidag run)"),
+                (attached, "detached, a viewer attached"),
+            )
+            if plain
+            else ()
+        ):
             for k, what in ((0, "wall, start-up included"), (1, "run only (engine start to finish)")):
                 a, b = statistics.median(t[k] for t in runs), statistics.median(p[k] for p in plain)
-                print(f"1,000 layered tasks of `true`, -j 8, {which}, {what}: app {a:.2f} s vs headless {b:.2f} s: "
-                      f"ratio {a / b:.2f}")
+                print(
+                    f"1,000 layered tasks of `true`, -j 8, {which}, {what}: app {a:.2f} s vs headless {b:.2f} s: "
+                    f"ratio {a / b:.2f}"
+                )
         if "big" in wanted:
             results = {n: ([], [], {label: [] for label, _ in BIG_KEYS}) for n in BIG_SIZES}
             for i in range(args.repeats):
@@ -571,8 +633,10 @@ def main() -> None:
                     for label, times in latencies.items():
                         keys[label].extend(times)
                     again.append(asyncio.run(big_run(dir_, n, keys=False))[0])
-            print(f"big DAGs: real app at {SIZE[0]}x{SIZE[1]}, layered, -j 8 of `{BIG_COMMAND}` running; "
-                  f"{args.repeats} repeats; ms")
+            print(
+                f"big DAGs: real app at {SIZE[0]}x{SIZE[1]}, layered, -j 8 of `{BIG_COMMAND}` running; "
+                f"{args.repeats} repeats; ms"
+            )
             print(f"{'tasks':>6}  {'measurement':<32} {'median':>8} {'max':>8}   {'target':<10} verdict")
             for n in BIG_SIZES:
                 report_big(n, *results[n])

@@ -1,7 +1,8 @@
 """A Python DAG: callables with their own log files, a shell task, an isolated (killable) task.
 
-    tuidag run demos/etl.py          # or: python demos/etl.py --no-tui
+tuidag run demos/etl.py          # or: python demos/etl.py --no-tui
 """
+
 import logging
 import os
 import time

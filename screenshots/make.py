@@ -10,6 +10,7 @@ tiles that looked broken. Here each cell is drawn like a terminal draws it: one 
 wide and its ascent + descent high, so DejaVu Sans Mono's box characters meet their neighbours; characters it lacks
 come from DejaVu Sans, centred in their cell. Look at the PNGs before committing them.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -139,8 +140,12 @@ async def list_running(app: TuidagApp, pilot: Pilot) -> float:
         if table.selected != table.rows[0] and app.model.snapshots[table.rows[0]].state is S.RUNNING:
             table.action_ends(-1)
         ranks = [rank[app.model.snapshots[name].state] for name in table.rows]
-        return (ranks == sorted(ranks) and table.selected == table.rows[0]
-                and app.model.snapshots[table.selected].state is S.RUNNING and app.log_pane.line_count >= 1)
+        return (
+            ranks == sorted(ranks)
+            and table.selected == table.rows[0]
+            and app.model.snapshots[table.selected].state is S.RUNNING
+            and app.log_pane.line_count >= 1
+        )
 
     await until(pilot, ready, timeout=10)
     return 0.0  # at once: a row that changes state now keeps its place until the next re-sort
@@ -148,8 +153,9 @@ async def list_running(app: TuidagApp, pilot: Pilot) -> float:
 
 async def deep_running(app: TuidagApp, pilot: Pilot) -> None:
     """A deep pipeline, top down as the app chose; the training task selected, its log in the pane."""
-    await until(pilot, lambda: app.model.snapshots["train-model"].state is S.RUNNING
-                and "train-model" in app.model.usage)
+    await until(
+        pilot, lambda: app.model.snapshots["train-model"].state is S.RUNNING and "train-model" in app.model.usage
+    )
     freeze_usage(app)
     app.canvas.select("train-model")
     await until(pilot, lambda: app.log_pane.line_count >= 4)
@@ -158,8 +164,14 @@ async def deep_running(app: TuidagApp, pilot: Pilot) -> None:
 async def timeline_running(app: TuidagApp, pilot: Pilot) -> None:
     """The deep pipeline run again, in the timeline (`t`) while the model trains, the critical path listed (`x`):
     attempts on one axis, the running bar growing, what the forecast says is still to come after it, the ETA."""
-    await until(pilot, lambda: app.model.snapshots["train-model"].state is S.RUNNING
-                and app.model.snapshots["train-baseline"].state is S.SUCCEEDED and app.timeline.forecast)
+    await until(
+        pilot,
+        lambda: (
+            app.model.snapshots["train-model"].state is S.RUNNING
+            and app.model.snapshots["train-baseline"].state is S.SUCCEEDED
+            and app.timeline.forecast
+        ),
+    )
     freeze_usage(app)
     app.select_task("train-model")
     await pilot.press("t", "x")
@@ -182,8 +194,9 @@ async def finder_open(app: TuidagApp, pilot: Pilot) -> None:
 async def dots_running(app: TuidagApp, pilot: Pilot) -> None:
     """5,000 tasks as dots, mid-run: done, running, queued, pending, and the first failure (selected on its own,
     its log in the pane) with the branch it skipped."""
-    await until(pilot, lambda: count(app, S.SUCCEEDED) >= 2200 and count(app, S.FAILED) >= 2
-                and count(app, S.RUNNING) >= 8)
+    await until(
+        pilot, lambda: count(app, S.SUCCEEDED) >= 2200 and count(app, S.FAILED) >= 2 and count(app, S.RUNNING) >= 8
+    )
     await until(pilot, lambda: app.log_pane.line_count >= 2)
 
 
@@ -253,8 +266,12 @@ def big_dag() -> str:
                 deps = ", ".join(f"{STAGES[layer - 1]}-{j:03d}" for j in sorted(rng.sample(range(WIDTH), 2)))
                 lines.append(f"    depends_on: [{deps}]")
             if (layer, i) in ((2, 137), (3, 402)):
-                lines += ["    run: |", f"      echo 'reading shard {i}'",
-                          f"      echo 'error: shard {i}: 3 malformed records' >&2", "      exit 1"]
+                lines += [
+                    "    run: |",
+                    f"      echo 'reading shard {i}'",
+                    f"      echo 'error: shard {i}: 3 malformed records' >&2",
+                    "      exit 1",
+                ]
             elif rng.random() < 0.04:
                 lines.append(f"    run: echo 'working on {stage} {i}'; sleep 0.{rng.randint(3, 9)}")
             else:
@@ -276,17 +293,20 @@ def made_up(file_name: str, text: Callable[[], str]) -> Demo:
             path.parent.mkdir(exist_ok=True)
             path.write_text(text())
         return path
+
     return write
 
 
 def with_history(demo: Demo) -> Demo:
     """The DAG run once to its end first (headless, in the same state dir), so the scene's run has history: an ETA,
     progress bars, a forecast."""
+
     def write(tmp: Path) -> Path:
         path = demo(tmp)
         with contextlib.redirect_stdout(io.StringIO()):
             run_headless(RunSession.create(load_dag(path), tmp, kill_grace=0.5), quiet=True)
         return path
+
     return write
 
 
@@ -309,8 +329,16 @@ SHOTS: list[tuple[str, Demo, Scene]] = [
 def screen_lines(app: TuidagApp) -> list[list[Segment]]:
     """The screen as the terminal gets it (what `App.export_screenshot` records), one list of segments per row."""
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
-                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     segments = list(console._record_buffer)
     return list(Segment.split_and_crop_lines(segments, width, pad=True))[:height]

@@ -5,6 +5,7 @@ task retried, an evaluation that fails), write its `tuidag report`, and have hea
 
 Look at the PNG before committing it.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,14 +72,31 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "training.yaml").write_text(DAG)
-        subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", "training.yaml"], cwd=folder,
-                       env=env, stdout=subprocess.DEVNULL)  # exit 1: eval-large fails, as it should
+        subprocess.run(
+            [sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", "training.yaml"],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )  # exit 1: eval-large fails, as it should
         report = folder / "report.html"
         subprocess.run([sys.executable, "-m", "tuidag", "report", "-o", str(report)], cwd=folder, env=env, check=True)
-        subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        "--force-device-scale-factor=1", "--window-size=1280,1560",
-                        f"--screenshot={HERE / 'report.png'}", report.as_uri()],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        subprocess.run(
+            [
+                browser,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--force-device-scale-factor=1",
+                "--window-size=1280,1560",
+                f"--screenshot={HERE / 'report.png'}",
+                report.as_uri(),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=120,
+        )
     print(f"wrote {HERE / 'report.png'}")
 
 

@@ -3,6 +3,7 @@ load a page, collect what it logged as errors, evaluate JavaScript in it.
 
 The pipe is the browser's fds 3 (commands in) and 4 (replies and events out), each message JSON ending in NUL.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,6 @@ import time
 from typing import Any
 
 from slowness import patience
-
 
 
 def chromium() -> str | None:
@@ -34,11 +34,25 @@ class Browser:
             os.dup2(from_browser_w, 4)
 
         self.proc = subprocess.Popen(
-            [chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-             "--no-first-run", "--no-default-browser-check", f"--user-data-dir={self._profile.name}",
-             "--disable-extensions", "--disable-background-networking", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4), preexec_fn=wire)
+            [
+                chromium(),
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--remote-debugging-pipe",
+                "--no-first-run",
+                "--no-default-browser-check",
+                f"--user-data-dir={self._profile.name}",
+                "--disable-extensions",
+                "--disable-background-networking",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(3, 4),
+            preexec_fn=wire,
+        )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buffer = b""
@@ -91,8 +105,9 @@ class Browser:
     def open(self, url: str) -> None:
         """A new page showing `url`, loaded, with its console and log watched from the start."""
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
-        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True},
-                                 session=False)["sessionId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable")
         self.events.clear()

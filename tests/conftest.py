@@ -21,5 +21,6 @@ def pytest_configure(config):
 
 
 def pytest_terminal_summary(terminalreporter):
-    terminalreporter.write_line(f"machine slowness {slowness():.2f}: deadlines that wait for processes, and the test "
-                                "timeout, were scaled by it")
+    terminalreporter.write_line(
+        f"machine slowness {slowness():.2f}: deadlines that wait for processes, and the test timeout, were scaled by it"
+    )

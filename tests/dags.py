@@ -1,4 +1,5 @@
 """Building DAGs and runs in tests without going through a file format."""
+
 from __future__ import annotations
 
 import threading
@@ -38,16 +39,31 @@ def stubborn_trees(pids: Path) -> str:
 """
 
 
-def make_dag(tasks: dict[str, Any], *, name: str = "test", max_parallel: int = 4, workdir: Path | None = None,
-             on_failure: str = "skip-downstream", kill_grace: float = 1.0, env: dict | None = None) -> DagSpec:
+def make_dag(
+    tasks: dict[str, Any],
+    *,
+    name: str = "test",
+    max_parallel: int = 4,
+    workdir: Path | None = None,
+    on_failure: str = "skip-downstream",
+    kill_grace: float = 1.0,
+    env: dict | None = None,
+) -> DagSpec:
     """tasks: name -> command, or name -> dict(run=..., depends_on=[...], retries=..., ...)."""
     specs = {}
     for task_name, value in tasks.items():
         fields = {"run": value} if isinstance(value, str) else dict(value)
         fields["depends_on"] = tuple(fields.get("depends_on", ()))
         specs[task_name] = TaskSpec(name=task_name, **fields)
-    return DagSpec(name=name, tasks=specs, max_parallel=max_parallel, on_failure=FailurePolicy(on_failure),
-                   kill_grace=kill_grace, env=env or {}, workdir=workdir or Path.cwd())
+    return DagSpec(
+        name=name,
+        tasks=specs,
+        max_parallel=max_parallel,
+        on_failure=FailurePolicy(on_failure),
+        kill_grace=kill_grace,
+        env=env or {},
+        workdir=workdir or Path.cwd(),
+    )
 
 
 class Recorder:

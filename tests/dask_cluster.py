@@ -1,5 +1,6 @@
 """A Dask cluster started as its users start one: `dask scheduler` and `dask worker` processes from the command line,
 each in a process group of its own, on free ports, killed with real signals."""
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,10 @@ class CliCluster:
         self.port = free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.env = {**os.environ, "TUIDAG_WORKER_LOG_DIR": str(folder / "worker-logs"), **(env or {})}
-        self.scheduler = self._start("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port",
-                                                   str(self.port), "--dashboard-address", ":0"])
+        self.scheduler = self._start(
+            "scheduler",
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--dashboard-address", ":0"],
+        )
         self.workers: dict[str, subprocess.Popen] = {}
         try:
             wait_until(self._listening, timeout=60)
@@ -45,8 +48,7 @@ class CliCluster:
     def _start(self, name: str, command: list[str]) -> subprocess.Popen:
         log = open(self.folder / f"{name}.log", "ab")
         with log:
-            return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                    start_new_session=True)
+            return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
 
     def _listening(self) -> bool:
         try:
@@ -56,8 +58,17 @@ class CliCluster:
             return False
 
     def add_worker(self, name: str, threads: int = 2, resources: str | None = None) -> None:
-        command = [DASK, "worker", self.address, "--nthreads", str(threads), "--name", name,
-                   "--dashboard-address", ":0"]
+        command = [
+            DASK,
+            "worker",
+            self.address,
+            "--nthreads",
+            str(threads),
+            "--name",
+            name,
+            "--dashboard-address",
+            ":0",
+        ]
         if resources:
             command += ["--resources", resources]
         self.workers[name] = self._start(f"worker-{name}", command)

@@ -9,6 +9,7 @@ nothing while the tests pass; waits that must run out (nothing may happen within
 The controller of a session measures it in `pytest_configure` and leaves it in the environment, where pytest-xdist
 workers and the processes tests start find it; setting TUIDAG_TEST_SLOWNESS yourself skips the measurement.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """The engine's slot pool and the forecast follow one admission rule: for any slot demands and capacities they let
 the same tasks have their slots in the same order, so an ETA never assumes an order the scheduler would not take."""
+
 from __future__ import annotations
 
 import heapq
@@ -18,12 +19,19 @@ def slot_demands(draw):
     """(order, capacities, requests, durations): independent tasks, each asking for some slots of the declared
     kinds (at most the capacity, as `model.resources.resolve` ensures) or none."""
     capacities = draw(st.dictionaries(st.sampled_from(KINDS), st.integers(1, 3), min_size=1))
-    tasks = draw(st.lists(st.tuples(st.dictionaries(st.sampled_from(KINDS), st.integers(1, 3)), st.integers(1, 4)),
-                          min_size=1, max_size=12))
+    tasks = draw(
+        st.lists(
+            st.tuples(st.dictionaries(st.sampled_from(KINDS), st.integers(1, 3)), st.integers(1, 4)),
+            min_size=1,
+            max_size=12,
+        )
+    )
     order = [f"t{i}" for i in range(len(tasks))]
-    requests = {name: asked for name, (wanted, _) in zip(order, tasks)
-                if (asked := {kind: min(count, capacities[kind]) for kind, count in wanted.items()
-                              if kind in capacities})}
+    requests = {
+        name: asked
+        for name, (wanted, _) in zip(order, tasks)
+        if (asked := {kind: min(count, capacities[kind]) for kind, count in wanted.items() if kind in capacities})
+    }
     durations = {name: float(seconds) for name, (_, seconds) in zip(order, tasks)}
     return order, capacities, requests, durations
 
@@ -63,7 +71,17 @@ def pool_start_order(order, capacities, requests, durations) -> list[tuple[str, 
 @given(slot_demands())
 def test_the_engines_slot_pool_and_the_forecast_admit_the_same_tasks_in_the_same_order(demands):
     order, capacities, requests, durations = demands
-    forecast = simulate({}, order, now=0.0, finished={}, running={}, expected=durations, max_parallel=len(order),
-                        capacities=capacities, requests=requests)
-    assert [(name, start) for name, (start, _) in forecast.spans.items()] == \
-        pool_start_order(order, capacities, requests, durations)
+    forecast = simulate(
+        {},
+        order,
+        now=0.0,
+        finished={},
+        running={},
+        expected=durations,
+        max_parallel=len(order),
+        capacities=capacities,
+        requests=requests,
+    )
+    assert [(name, start) for name, (start, _) in forecast.spans.items()] == pool_start_order(
+        order, capacities, requests, durations
+    )

@@ -2,6 +2,7 @@
 
 FILE in an expectation stands for the path as it was passed, so the same corpus checks the loader and the CLI.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,7 @@ EXPECT = "# expect: "
 def expected_lines(path: Path, shown_as: str) -> list[str]:
     # bytes, decoded leniently: some files are broken on purpose below their header (not_utf8.yaml)
     text = path.read_bytes().decode("utf-8", errors="replace")
-    return [line[len(EXPECT):].replace("FILE", shown_as) for line in text.splitlines() if line.startswith(EXPECT)]
+    return [line[len(EXPECT) :].replace("FILE", shown_as) for line in text.splitlines() if line.startswith(EXPECT)]
 
 
 def test_corpus_is_complete():
@@ -51,8 +52,14 @@ def cli_results(tmp_path_factory) -> dict[Path, tuple[subprocess.CompletedProces
     def run(path: Path) -> tuple[subprocess.CompletedProcess, Path]:
         state = base / path.stem
         relative = str(path.relative_to(REPO))  # as a user would type it, from the project folder
-        proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "--state-dir", str(state),
-                               relative], cwd=REPO, env=env, capture_output=True, text=True, timeout=patience(60))
+        proc = subprocess.run(
+            [sys.executable, "-m", "tuidag", "run", "--no-tui", "--state-dir", str(state), relative],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=patience(60),
+        )
         return proc, state
 
     with ThreadPoolExecutor(4) as pool:

@@ -1,4 +1,5 @@
 """A cancel that ends the run is still answered, and cancelling a big branch is linear work."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,9 @@ def test_a_cancel_that_ends_the_run_is_answered_before_the_channel_closes(tmp_pa
     """The engine closes the channel once every task has ended, and the cancel that ended them may still be building
     its reply: the reply was lost ("run ... ended before it answered", exit 2) though everything was cancelled. Here
     the cancel returns only once the engine has begun closing the channel."""
-    session = RunSession.create(make_dag({"a": "sleep 600", "b": {"run": "true", "depends_on": ["a"]}}),
-                                tmp_path / "state")
+    session = RunSession.create(
+        make_dag({"a": "sleep 600", "b": {"run": "true", "depends_on": ["a"]}}), tmp_path / "state"
+    )
     session.serve_control()
     session.scheduler.start()
     closing = threading.Event()
@@ -72,8 +74,14 @@ def test_cancelling_two_branches_of_30000_tasks_answers_with_every_task(tmp_path
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
     def tuidag(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "tuidag", *args, "--state-dir", str(state)], capture_output=True,
-                              text=True, timeout=patience(120), env=env, cwd=tmp_path)
+        return subprocess.run(
+            [sys.executable, "-m", "tuidag", *args, "--state-dir", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=patience(120),
+            env=env,
+            cwd=tmp_path,
+        )
 
     started = tuidag("run", "-d", str(dag))
     assert started.returncode == 0, started.stderr

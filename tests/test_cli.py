@@ -1,4 +1,5 @@
 """The real `tuidag` command in a subprocess: exit codes, headless output, the run store, `runs` and `logs`."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -24,8 +25,14 @@ REPO = Path(__file__).resolve().parent.parent
 def tuidag(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     full_env.update({"NO_COLOR": "1", **(env or {})})
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=patience(timeout))
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=patience(timeout),
+    )
 
 
 def write(path: Path, text: str) -> Path:
@@ -65,7 +72,7 @@ def test_successful_run_exit_0_prefixed_output_and_summary(tmp_path):
     assert "[hello] --> SUCCEEDED" in out
     assert out.index("[hello] hello from hello") < out.index("[hello] --> SUCCEEDED")  # output before the end
     assert "\x1b[" not in out  # piped: no colour
-    table = out[out.index("TASK "):]
+    table = out[out.index("TASK ") :]
     assert "hello  SUCCEEDED  1" in table and str(tmp_path / ".tuidag" / "runs") in table
     assert "2 tasks: 2 succeeded" in out
 
@@ -95,8 +102,9 @@ def test_invalid_file_exit_2_nothing_started(tmp_path):
     assert not (tmp_path / "started").exists() and not (tmp_path / ".tuidag").exists()
 
 
-@pytest.mark.parametrize("args", [["run"], ["run", "x.yaml", "-j", "0"], ["frobnicate"],
-                                  ["run", "x.yaml", "--kill-grace", "soon"]])
+@pytest.mark.parametrize(
+    "args", [["run"], ["run", "x.yaml", "-j", "0"], ["frobnicate"], ["run", "x.yaml", "--kill-grace", "soon"]]
+)
 def test_usage_errors_exit_2(tmp_path, args):
     proc = tuidag(*args, cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.strip()
@@ -142,8 +150,11 @@ def test_journal_and_logs_after_a_run(tmp_path):
     running = [r for r in records if r.get("task") == "bad" and r["to"] == "RUNNING" and "pid" in r]
     assert running and running[0]["pid"] > 0  # the leader, named with the run's tag (see ShellAttempt._track)
     rep = replay(run.journal)
-    assert {n: t.state.value for n, t in rep.tasks.items()} == {"bad": "FAILED", "fine": "SUCCEEDED",
-                                                                "after": "SKIPPED"}
+    assert {n: t.state.value for n, t in rep.tasks.items()} == {
+        "bad": "FAILED",
+        "fine": "SUCCEEDED",
+        "after": "SKIPPED",
+    }
     assert rep.tasks["bad"].exit_code == 4 and rep.tasks["after"].reason == "upstream 'bad' failed"
     summary = json.loads(run.summary.read_text())
     assert summary["outcome"] == "failed" and summary["counts"] == {"SUCCEEDED": 1, "FAILED": 1, "SKIPPED": 1}
@@ -180,8 +191,12 @@ def test_logs_of_latest_and_named_run(tmp_path):
 
 def test_logs_follow_until_the_task_ends(tmp_path):
     dag = write(tmp_path / "dag.yaml", "tasks:\n  t:\n    run: for i in 1 2 3; do echo line $i; sleep 0.3; done\n")
-    runner = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag)], cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", str(dag)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_until(lambda: (tmp_path / ".tuidag" / "runs").is_dir() and RunStore(tmp_path / ".tuidag").runs())
         follow = tuidag("logs", "t", "-f", cwd=tmp_path, timeout=30)
@@ -194,10 +209,17 @@ def test_logs_follow_until_the_task_ends(tmp_path):
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_cancels_every_tree_and_exits_with_128_plus_signal(tmp_path, sig, code):
     pids = tmp_path / "pids"
-    dag = write(tmp_path / "dag.yaml", "kill_grace: 500ms\ntasks:\n" + stubborn_trees(pids)
-                + "  c:\n    depends_on: a\n    run: echo never\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dag = write(
+        tmp_path / "dag.yaml",
+        "kill_grace: 500ms\ntasks:\n" + stubborn_trees(pids) + "  c:\n    depends_on: a\n    run: echo never\n",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", str(dag)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3)
     refs = read_pids(pids)
     proc.send_signal(sig)
@@ -236,9 +258,11 @@ def test_version_is_the_one_the_package_is_built_with():
 
 
 def test_core_never_imports_textual():
-    code = ("import sys, tuidag.engine, tuidag.store, tuidag.model, tuidag.views.headless, tuidag.launch, "
-            "tuidag.control.server, tuidag.control.client, tuidag.background, tuidag.cli; "
-            "print('textual' in sys.modules)")
+    code = (
+        "import sys, tuidag.engine, tuidag.store, tuidag.model, tuidag.views.headless, tuidag.launch, "
+        "tuidag.control.server, tuidag.control.client, tuidag.background, tuidag.cli; "
+        "print('textual' in sys.modules)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.stdout.strip() == "False", proc.stderr
 
@@ -247,9 +271,11 @@ def test_arrows_point_down_the_cli_loads_a_python_dag_without_the_python_front_e
     """`Dag.main()` runs the CLI, so the CLI must not need `tuidag.api`: loading a .py file goes through
     model/python_loader, which knows `Dag` only by its base class."""
     dag = write(tmp_path / "flow.py", "from tuidag import Dag\ndag = Dag('flow')\ndag.shell('a', 'true')\n")
-    code = (f"import sys, tuidag.cli; assert 'tuidag.api' not in sys.modules; "
-            f"from pathlib import Path; spec = tuidag.cli._load(Path({str(dag)!r}), []); "
-            f"print(spec.name, list(spec.tasks))")
+    code = (
+        f"import sys, tuidag.cli; assert 'tuidag.api' not in sys.modules; "
+        f"from pathlib import Path; spec = tuidag.cli._load(Path({str(dag)!r}), []); "
+        f"print(spec.name, list(spec.tasks))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.stdout.strip() == "flow ['a']", proc.stderr
 
@@ -257,10 +283,17 @@ def test_arrows_point_down_the_cli_loads_a_python_dag_without_the_python_front_e
 def test_second_sigint_kills_at_once(tmp_path):
     """A task that ignores SIGTERM would keep a first Ctrl-C waiting for the grace period; a second one doesn't wait."""
     pids = tmp_path / "pids"
-    dag = write(tmp_path / "dag.yaml", f"kill_grace: 60s\ntasks:\n  a:\n    run: trap '' TERM; echo $$ > {pids}; "
-                                       "while :; do sleep 0.05; done\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dag = write(
+        tmp_path / "dag.yaml",
+        f"kill_grace: 60s\ntasks:\n  a:\n    run: trap '' TERM; echo $$ > {pids}; while :; do sleep 0.05; done\n",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", str(dag)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_until(lambda: pids.exists() and pids.read_text().strip())
     refs = read_pids(pids)
     proc.send_signal(signal.SIGINT)
@@ -298,11 +331,16 @@ def test_runs_and_logs_keep_to_the_dag_file_in_a_shared_state_dir(tmp_path):
 
 
 def test_logs_of_a_task_that_never_ran_says_why_and_where_its_latest_output_is(tmp_path):
-    dag = write(tmp_path / "dag.yaml", "max_parallel: 1\ntasks:\n  a:\n    run: echo a\n"
-                                       "  train-small:\n    run: echo small output\n")
+    dag = write(
+        tmp_path / "dag.yaml",
+        "max_parallel: 1\ntasks:\n  a:\n    run: echo a\n  train-small:\n    run: echo small output\n",
+    )
     assert tuidag("run", str(dag), cwd=tmp_path).returncode == 0
-    write(dag, "max_parallel: 1\non_failure: finish-running\ntasks:\n  a:\n    run: exit 3\n"
-               "  b:\n    run: echo b\n    depends_on: a\n  train-small:\n    run: echo small output\n")
+    write(
+        dag,
+        "max_parallel: 1\non_failure: finish-running\ntasks:\n  a:\n    run: exit 3\n"
+        "  b:\n    run: echo b\n    depends_on: a\n  train-small:\n    run: echo small output\n",
+    )
     assert tuidag("run", str(dag), cwd=tmp_path).returncode == 1  # a fails: train-small is cancelled unstarted
     first, second = RunStore(tmp_path / ".tuidag").runs()
     logs = tuidag("logs", "train-small", "--file", str(dag), cwd=tmp_path)
@@ -311,13 +349,18 @@ def test_logs_of_a_task_that_never_ran_says_why_and_where_its_latest_output_is(t
         f"tuidag: train-small never ran in run {second.run_id}: it was cancelled before it started "
         f"(run stopped: 'a' failed (finish-running))",
         f"tuidag: the latest run with output of it is {first.run_id}: "
-        f"tuidag logs train-small --run {first.run_id} --file {dag}"]
+        f"tuidag logs train-small --run {first.run_id} --file {dag}",
+    ]
     pointed = tuidag("logs", "train-small", "--run", first.run_id, "--file", str(dag), cwd=tmp_path)
     assert pointed.returncode == 0 and pointed.stdout.endswith("small output\n")
     skipped = tuidag("logs", "b", cwd=tmp_path)
-    assert (skipped.returncode, skipped.stderr.splitlines()) == (1, [
-        f"tuidag: b never ran in run {second.run_id}: it was skipped (upstream 'a' failed)",
-        f"tuidag: no run in {tmp_path / '.tuidag'} has output of it"])
+    assert (skipped.returncode, skipped.stderr.splitlines()) == (
+        1,
+        [
+            f"tuidag: b never ran in run {second.run_id}: it was skipped (upstream 'a' failed)",
+            f"tuidag: no run in {tmp_path / '.tuidag'} has output of it",
+        ],
+    )
 
 
 def test_an_ambiguous_run_prefix_lists_the_candidates(tmp_path):
@@ -330,7 +373,9 @@ def test_an_ambiguous_run_prefix_lists_the_candidates(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         f"tuidag: run id {prefix!r} is ambiguous: 2 runs in {tmp_path / '.tuidag'} start with it (give more of the id):",
-        f"  {second.run_id}  demo", f"  {first.run_id}  demo"]
+        f"  {second.run_id}  demo",
+        f"  {first.run_id}  demo",
+    ]
     resume = tuidag("run", str(dag), "--resume", prefix, cwd=tmp_path)
     assert resume.returncode == 2 and resume.stderr.startswith(f"tuidag: --resume: run id {prefix!r} is ambiguous")
     assert tuidag("logs", "train", "--run", first.run_id[:-1], cwd=tmp_path).returncode == 0  # unique: fine
@@ -349,7 +394,8 @@ def test_finding_no_runs_nearby_says_where_runs_are_kept(tmp_path):
         f"no runs in {tmp_path / '.tuidag'}",
         "runs are kept in .tuidag/ next to each DAG file (or in --state-dir DIR, or $TUIDAG_STATE_DIR): pass the "
         "DAG file, e.g. `tuidag runs FILE`, `tuidag logs TASK --file FILE`",
-        "folders below this one that hold runs: demos/.tuidag"]
+        "folders below this one that hold runs: demos/.tuidag",
+    ]
     logs = tuidag("logs", "train", cwd=tmp_path)
     assert logs.returncode == 2 and logs.stderr.startswith(f"tuidag: no runs in {tmp_path / '.tuidag'}\nruns are kept")
     assert "demos/.tuidag" in logs.stderr

@@ -1,5 +1,6 @@
 """A reader that goes away (`tuidag run p.yaml | head -1`) stops the printing, never the run and never the truth of
 the exit code."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ GATE_LOOPS = round(patience(30) / 0.02)
 
 def start(tmp_path: Path, *args: str, stdout: int, stderr) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"} | {"NO_COLOR": "1"}
-    return subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", *args], cwd=tmp_path, env=env,
-                            stdout=stdout, stderr=stderr)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", *args], cwd=tmp_path, env=env, stdout=stdout, stderr=stderr
+    )
 
 
 def latest_summary(tmp_path: Path) -> dict:
@@ -76,8 +78,10 @@ def test_resume_into_a_closed_pipe_still_runs_and_tells_the_truth(tmp_path):
     assert not (tmp_path / "ran-a").exists()  # reused, not run again
 
 
-@pytest.mark.parametrize("streams", ["stdout closed", "stdout and stderr closed", "stdout on a full device",
-                                     "stdout and stderr on a full device"])
+@pytest.mark.parametrize(
+    "streams",
+    ["stdout closed", "stdout and stderr closed", "stdout on a full device", "stdout and stderr on a full device"],
+)
 def test_output_that_cannot_be_written_stops_the_printing_not_the_run(tmp_path, streams):
     """`tuidag run p.yaml >&-` (Python then has no sys.stdout) and `> /dev/full` (ENOSPC on every write) once ended
     tuidag with a traceback before any task ran, leaving the run `interrupted`."""
@@ -86,13 +90,22 @@ def test_output_that_cannot_be_written_stops_the_printing_not_the_run(tmp_path, 
     dag = tmp_path / "p.yaml"
     dag.write_text(DAG.format(tmp=tmp_path, loops=GATE_LOOPS))
     (tmp_path / "go").touch()
-    redirect = {"stdout closed": ">&-", "stdout and stderr closed": ">&- 2>&-",
-                "stdout on a full device": ">/dev/full", "stdout and stderr on a full device": ">/dev/full 2>&1"}
+    redirect = {
+        "stdout closed": ">&-",
+        "stdout and stderr closed": ">&- 2>&-",
+        "stdout on a full device": ">/dev/full",
+        "stdout and stderr on a full device": ">/dev/full 2>&1",
+    }
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     # stderr, where it is not redirected, goes to a file the test reads: tracebacks would show there
     with open(tmp_path / "stderr", "w") as err:
-        proc = subprocess.run(["sh", "-c", f'exec "$0" -m tuidag run --no-tui p.yaml {redirect[streams]}',
-                               sys.executable], cwd=tmp_path, env=env, stderr=err, timeout=patience(60))
+        proc = subprocess.run(
+            ["sh", "-c", f'exec "$0" -m tuidag run --no-tui p.yaml {redirect[streams]}', sys.executable],
+            cwd=tmp_path,
+            env=env,
+            stderr=err,
+            timeout=patience(60),
+        )
     assert proc.returncode == 1  # b failed
     assert (tmp_path / "stderr").read_text() == ""
     assert (tmp_path / "ran-a").exists() and (tmp_path / "ran-c").exists()
@@ -106,8 +119,15 @@ def test_a_command_whose_output_is_lost_says_so_and_a_reader_that_had_enough_is_
     PYTHONUNBUFFERED, so the output is still in Python's buffer when the command returns."""
     (tmp_path / "p.yaml").write_text("tasks:\n  a: {run: 'seq 1 20000'}\n")
     env = {k: v for k, v in os.environ.items() if k not in ("TUIDAG_STATE_DIR", "PYTHONUNBUFFERED")}
-    assert subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", "p.yaml"], cwd=tmp_path,
-                          env=env, capture_output=True).returncode == 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", "p.yaml"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+        ).returncode
+        == 0
+    )
     tuidag = [sys.executable, "-m", "tuidag", *command]
     with open("/dev/full", "w") as full:
         lost = subprocess.run(tuidag, cwd=tmp_path, env=env, stdout=full, stderr=subprocess.PIPE, text=True)

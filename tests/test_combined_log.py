@@ -1,4 +1,5 @@
 """Many tasks' logs interleaved into one bounded view (CombinedLog)."""
+
 from __future__ import annotations
 
 import os
@@ -11,6 +12,7 @@ from tuidag.views.match_count import MatchCount
 
 # --- CombinedLog --------------------------------------------------------------------------------------------------
 
+
 def test_combined_interleaves_and_prefixes(tmp_path: Path) -> None:
     a, b = tmp_path / "a.log", tmp_path / "b.log"
     append(a, "=== tuidag: a attempt 1 started at 12:00:00 ===\na1\n")
@@ -21,8 +23,13 @@ def test_combined_interleaves_and_prefixes(tmp_path: Path) -> None:
     combined.refresh()  # each refresh sees one log's new lines: their order is the order they arrived in
     append(b, "b1\nb2")
     combined.refresh()
-    assert lines_of(combined) == ["[a] === tuidag: a attempt 1 started at 12:00:00 ===", "[a] a1", "[a] a2", "[b] b1",
-                                  "[b] b2"]
+    assert lines_of(combined) == [
+        "[a] === tuidag: a attempt 1 started at 12:00:00 ===",
+        "[a] a1",
+        "[a] a2",
+        "[b] b1",
+        "[b] b2",
+    ]
     assert combined.complete_lines == 4  # "[b] b2" is still being written
     append(b, "+\rb2 done\n")
     append(a, "progress 1%\r")
@@ -88,9 +95,13 @@ def test_combined_orders_a_backlog_by_when_it_was_written_not_by_file(tmp_path: 
     combined.add("export", export, started=1_000_105.0)
     combined.add("tokenize", tokenize, started=1_000_080.0)
     combined.refresh()
-    assert lines_of(combined) == ["[tokenize] tokenize line 0", "[tokenize] tokenize line 1",
-                                  "[tokenize] tokenize line 2", "[export] export 1",
-                                  "[export] error: disk quota exceeded"]
+    assert lines_of(combined) == [
+        "[tokenize] tokenize line 0",
+        "[tokenize] tokenize line 1",
+        "[tokenize] tokenize line 2",
+        "[export] export 1",
+        "[export] error: disk quota exceeded",
+    ]
 
 
 def test_combined_interleaves_tasks_that_ran_at_the_same_time(tmp_path: Path) -> None:
@@ -103,11 +114,24 @@ def test_combined_interleaves_tasks_that_ran_at_the_same_time(tmp_path: Path) ->
     combined.add("short", short, started=1_000_105.0)
     combined.refresh()
     assert [line.split("] ")[1] for line in lines_of(combined)] == [
-        "l0", "l1", "l2", "l3", "l4", "s0", "l5", "s1", "l6", "l7", "l8", "l9"]
+        "l0",
+        "l1",
+        "l2",
+        "l3",
+        "l4",
+        "s0",
+        "l5",
+        "s1",
+        "l6",
+        "l7",
+        "l8",
+        "l9",
+    ]
 
 
 def test_combined_catching_up_in_slices_gives_the_same_order(tmp_path: Path) -> None:
     """A backlog read a slice per tick: lines wait until no unread part of another log can precede them."""
+
     def make(folder: Path) -> CombinedLog:
         folder.mkdir()
         a = written(folder / "a.log", [f"a{i:05d}" for i in range(40_000)], at=1_000_200.0)

@@ -1,4 +1,5 @@
 """The control channel on a real run in this process: requests, the viewer's stream, and hostile clients."""
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,15 @@ S = TaskState
 def live(tmp_path):
     """A served run: `gate` waits for a file, `after` depends on it, `other` sleeps; torn down however the test ends."""
     gate = tmp_path / "go"
-    dag = make_dag({"gate": f"while [ ! -e {gate} ]; do sleep 0.02; done",
-                    "after": {"run": "echo after", "depends_on": ["gate"]},
-                    "other": "sleep 30", "broken": "exit 3"}, workdir=tmp_path)
+    dag = make_dag(
+        {
+            "gate": f"while [ ! -e {gate} ]; do sleep 0.02; done",
+            "after": {"run": "echo after", "depends_on": ["gate"]},
+            "other": "sleep 30",
+            "broken": "exit 3",
+        },
+        workdir=tmp_path,
+    )
     with served_run(dag, tmp_path, gate) as session:
         yield session, gate
 
@@ -65,8 +72,9 @@ def test_a_viewer_gets_a_snapshot_then_only_newer_events(live):
     assert json.loads(lines.readline()) == {"type": "reply", "id": 7, "ok": True}
     head = json.loads(lines.readline())
     assert head["type"] == "snapshot" and head["count"] == 4 and head["run_id"] == session.run.run_id
-    snaps = {e.snapshot.name: e.snapshot for e in (decode_event(json.loads(lines.readline()))
-                                                    for _ in range(head["count"]))}
+    snaps = {
+        e.snapshot.name: e.snapshot for e in (decode_event(json.loads(lines.readline())) for _ in range(head["count"]))
+    }
     assert snaps["gate"].state is S.RUNNING and snaps["gate"].pid is not None
     # A batch the engine delivers after the snapshot that already holds it (delivery is not under its lock): here
     # the 'gate' QUEUED event again, which would roll the viewer's gate back from RUNNING.
@@ -88,10 +96,19 @@ def test_hostile_clients_get_errors_and_never_stall_the_run(live):
     quiet = connect(session.run)  # connects and never reads nor writes
     sock = connect(session.run)
     lines = LineReader(sock)
-    bad = [b"not json", b"[1,2]", b'{"op": "format_disk"}', b'{"v": 99, "op": "status"}', b'{"op": "cancel"}',
-           b'{"op": "cancel", "tasks": [1]}', b'{"op": "interrupt", "signal": "SIGKILL"}', b"\xff\xfe",
-           b'{"op": "status", "id": {"deep": 1}}', b'{"op":' + b" " * 100,
-           b'{"op": "cancel_all", "origin": "cancelled by the boss"}']
+    bad = [
+        b"not json",
+        b"[1,2]",
+        b'{"op": "format_disk"}',
+        b'{"v": 99, "op": "status"}',
+        b'{"op": "cancel"}',
+        b'{"op": "cancel", "tasks": [1]}',
+        b'{"op": "interrupt", "signal": "SIGKILL"}',
+        b"\xff\xfe",
+        b'{"op": "status", "id": {"deep": 1}}',
+        b'{"op":' + b" " * 100,
+        b'{"op": "cancel_all", "origin": "cancelled by the boss"}',
+    ]
     for i in range(200):
         sock.sendall(bad[i % len(bad)] + b"\n")
     for _ in range(200):

@@ -2,6 +2,7 @@
 place for as long as they stayed open: `tuidag pause` and `stop` then failed (Connection reset by peer, exit 2) while
 `tuidag runs` said the run was running. Silent connections are now closed after a few seconds, one-off requests
 always find a place (the idle connection that waited longest makes room), and a refusal says why."""
+
 from __future__ import annotations
 
 import json
@@ -49,10 +50,13 @@ def connect_soon(run) -> socket.socket:
 @pytest.mark.cli
 def test_idle_connections_never_lock_commands_out_and_are_closed_saying_why(tmp_path):
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(tmp_path, f"""\
+    dag, run_id, pid = start_detached(
+        tmp_path,
+        f"""\
 tasks:
   gate: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}
-""")
+""",
+    )
     run = the_run(tmp_path, run_id)
     wait_until(lambda: (run.path / protocol.SOCKET_NAME).exists())
     idle = [connect_soon(run) for _ in range(150)]  # more than every place there is; not one byte sent
@@ -99,8 +103,11 @@ def test_when_every_place_is_taken_the_refusal_says_why(tmp_path, monkeypatch):
         waiting = threading.Thread(target=pausing.request, args=("pause",))
         waiting.start()
         wait_until(lambda: any(c.pending for c in session.control.transport.clients.values()))
-        with pytest.raises(NotLive, match="closed the connection: too many connections: 1 viewers and 1 requests "
-                                          "waiting for answers; try again"):
+        with pytest.raises(
+            NotLive,
+            match="closed the connection: too many connections: 1 viewers and 1 requests "
+            "waiting for answers; try again",
+        ):
             ControlClient(session.run).request("status")
         release.set()
         waiting.join(patience(30))

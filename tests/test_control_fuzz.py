@@ -3,6 +3,7 @@ socket) takes thousands of random and hand-made malformed requests, answers each
 `status`, `pause` and `stop`. A single request once stopped the channel for good: 60,000 `[` (RecursionError in the
 decoder) or a lone surrogate in an `id` echoed back (UnicodeEncodeError), and `tuidag stop` then said "not running"
 while the engine went on running the tasks."""
+
 from __future__ import annotations
 
 import json
@@ -22,29 +23,84 @@ pytestmark = pytest.mark.cli
 
 #: Ops that change the run: the fuzz never sends one that could be valid and on time.
 CHANGES = ("cancel", "cancel_all", "rerun", "pause", "resume", "stop", "interrupt", "detach")
-WRONG = [None, True, False, 0, -1, 1.5, 1e308, -1e308, 10 ** 300, "", "x" * 5000, "\u0000", "\udc80", [], {}, [[]],
-         {"a": 1}, ["a", 1], [None], "SIGKILL", "\x1b[2J", "é" * 100]
+WRONG = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    1e308,
+    -1e308,
+    10**300,
+    "",
+    "x" * 5000,
+    "\u0000",
+    "\udc80",
+    [],
+    {},
+    [[]],
+    {"a": 1},
+    ["a", 1],
+    [None],
+    "SIGKILL",
+    "\x1b[2J",
+    "é" * 100,
+]
 FIELDS = ("v", "op", "id", "deadline", "tasks", "task", "signal")
 
 
 def hand_made() -> list[bytes]:
     """What the attacks used, and their relatives: nesting, surrogates, huge numbers, NUL, invalid UTF-8."""
-    lines = [b"[" * 60000, b"{" * 30000, b'{"a":' * 12000, b'{"op":"status","x":' + b"[" * 40000,
-             b'{"v":1,"op":"hello","id":"\\ud800"}', b'{"v":1,"op":"status","id":"\\udfff"}',
-             b'{"op":"hello\\ud800"}', b'{"\\ud800":1,"op":"status"}', b'{"op":"branch","task":"\\udc80"}',
-             b'{"op":"cancel","tasks":["\\ud83d"],"deadline":1}', b'{"op":"status","id":"\\ud83d\\ude00x"}',
-             b'{"op":"status","id":1' + b"0" * 5000 + b"}", b'{"op":"status","id":1e999}',
-             b'{"op":"status","id":-1e999}', b'{"op":"status","v":1' + b"0" * 4000 + b"}",
-             b'{"op":"status","id":NaN}', b'{"op":"status","id":Infinity}', b'{"op":"status","deadline":1e999}',
-             b'{"op":"status","deadline":NaN}', b'{"op":"status","id":' + b"9" * 64 + b"}",
-             b"\x00", b"\x00" * 1000, b'{"op":"status\x00"}', b'{"op":"status","id":"a\\u0000b"}',
-             b"\xff\xfe\xfd", b'{"op":"status","id":"\xff"}', b'{"op":"\xc0\xaf"}', b"\xef\xbb\xbf{}",
-             b'{"op":"status","id":"' + "é".encode() * 3000 + b'"}', b'{"op":"branch","task":"' + b"a" * 5000 + b'"}',
-             b'{"op":"cancel","tasks":[' + b'"a",' * 15000 + b'"a"],"deadline":1}', b"[]", b"null", b"1", b'"x"',
-             b'{"op":"interrupt","signal":"SIGKILL"}', b'{"op":"interrupt","signal":9}', b'{"op":"cancel"}',
-             b'{"op":"rerun","tasks":"gate"}', b'{"op":"cancel","tasks":[]}', b'{"v":"1","op":"stop"}',
-             b'{"v":1.0,"op":"stop","x":1,"v":2}', b'{"op":"stop","id":[1]}', b'{"op":"stop","deadline":"soon"}',
-             b'{"op":"pause","deadline":0}', b'{"op":"stop","deadline":-1}', b'{"op":"subscribe","id":{"a":1}}']
+    lines = [
+        b"[" * 60000,
+        b"{" * 30000,
+        b'{"a":' * 12000,
+        b'{"op":"status","x":' + b"[" * 40000,
+        b'{"v":1,"op":"hello","id":"\\ud800"}',
+        b'{"v":1,"op":"status","id":"\\udfff"}',
+        b'{"op":"hello\\ud800"}',
+        b'{"\\ud800":1,"op":"status"}',
+        b'{"op":"branch","task":"\\udc80"}',
+        b'{"op":"cancel","tasks":["\\ud83d"],"deadline":1}',
+        b'{"op":"status","id":"\\ud83d\\ude00x"}',
+        b'{"op":"status","id":1' + b"0" * 5000 + b"}",
+        b'{"op":"status","id":1e999}',
+        b'{"op":"status","id":-1e999}',
+        b'{"op":"status","v":1' + b"0" * 4000 + b"}",
+        b'{"op":"status","id":NaN}',
+        b'{"op":"status","id":Infinity}',
+        b'{"op":"status","deadline":1e999}',
+        b'{"op":"status","deadline":NaN}',
+        b'{"op":"status","id":' + b"9" * 64 + b"}",
+        b"\x00",
+        b"\x00" * 1000,
+        b'{"op":"status\x00"}',
+        b'{"op":"status","id":"a\\u0000b"}',
+        b"\xff\xfe\xfd",
+        b'{"op":"status","id":"\xff"}',
+        b'{"op":"\xc0\xaf"}',
+        b"\xef\xbb\xbf{}",
+        b'{"op":"status","id":"' + "é".encode() * 3000 + b'"}',
+        b'{"op":"branch","task":"' + b"a" * 5000 + b'"}',
+        b'{"op":"cancel","tasks":[' + b'"a",' * 15000 + b'"a"],"deadline":1}',
+        b"[]",
+        b"null",
+        b"1",
+        b'"x"',
+        b'{"op":"interrupt","signal":"SIGKILL"}',
+        b'{"op":"interrupt","signal":9}',
+        b'{"op":"cancel"}',
+        b'{"op":"rerun","tasks":"gate"}',
+        b'{"op":"cancel","tasks":[]}',
+        b'{"v":"1","op":"stop"}',
+        b'{"v":1.0,"op":"stop","x":1,"v":2}',
+        b'{"op":"stop","id":[1]}',
+        b'{"op":"stop","deadline":"soon"}',
+        b'{"op":"pause","deadline":0}',
+        b'{"op":"stop","deadline":-1}',
+        b'{"op":"subscribe","id":{"a":1}}',
+    ]
     return lines
 
 
@@ -93,8 +149,11 @@ def garbage(rng: random.Random, count: int) -> list[bytes]:
         elif kind == 1:
             line = bytes(rng.choice(alphabet) for _ in range(rng.randrange(1, 300)))
         else:
-            line = bytearray(json.dumps({"v": 1, "op": rng.choice(list(protocol.OPS)), "id": i,
-                                         "tasks": ["gate"], "deadline": 1.0}).encode())
+            line = bytearray(
+                json.dumps(
+                    {"v": 1, "op": rng.choice(list(protocol.OPS)), "id": i, "tasks": ["gate"], "deadline": 1.0}
+                ).encode()
+            )
             line[rng.randrange(len(line))] = rng.randrange(256)
             line = bytes(line)
             if b'"deadline": 1.0' not in line:
@@ -106,11 +165,14 @@ def garbage(rng: random.Random, count: int) -> list[bytes]:
 
 def test_thousands_of_hostile_requests_get_errors_and_the_run_stays_controllable(tmp_path):
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(tmp_path, f"""\
+    dag, run_id, pid = start_detached(
+        tmp_path,
+        f"""\
 tasks:
   gate: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}
   after: {{run: "true", depends_on: [gate]}}
-""")
+""",
+    )
     run = the_run(tmp_path, run_id)
     wait_until(lambda: (run.path / protocol.SOCKET_NAME).exists())
     rng = random.Random(25)

@@ -1,5 +1,6 @@
 """Every message that counts something says `1 task` (not `1 tasks`) and writes numbers one way (`3,000 tasks: 3,000
 succeeded`, not `3,000 tasks: 3000 succeeded`)."""
+
 from __future__ import annotations
 
 from dags import finish, make_dag, start_run
@@ -12,8 +13,10 @@ from tuidag.views.headless import recorded_counts_line
 
 def test_the_summary_line_writes_every_number_alike():
     assert recorded_counts_line({"SUCCEEDED": 3000}, 1.0) == "3,000 tasks: 3,000 succeeded in 1.0s\n"
-    assert recorded_counts_line({"SUCCEEDED": 2999, "FAILED": 1}, 1.0) == \
-        "3,000 tasks: 2,999 succeeded, 1 failed in 1.0s\n"
+    assert (
+        recorded_counts_line({"SUCCEEDED": 2999, "FAILED": 1}, 1.0)
+        == "3,000 tasks: 2,999 succeeded, 1 failed in 1.0s\n"
+    )
     assert recorded_counts_line({"CANCELLED": 1}, 1.0) == "1 task: 1 cancelled in 1.0s\n"
 
 

@@ -1,5 +1,6 @@
 """A tuidag killed with SIGKILL mid-run: the journal survives, the run shows as interrupted, and the next tuidag
 command kills exactly the processes the dead run left behind. Plus --resume and concurrent runs on one state dir."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,12 @@ tasks:
 def start_and_kill9(tmp_path: Path) -> tuple[list[tuple[int, float]], Path]:
     pids = tmp_path / "pids"
     dag = write(tmp_path / "dag.yaml", LONG_DAG.format(pids=pids))
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", str(dag)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3)
     refs = read_pids(pids)
 
@@ -92,17 +97,27 @@ def test_reaper_never_touches_a_recycled_pid(tmp_path, identity):
     try:
         store = RunStore(tmp_path / "state")
         run, journal = store.create_run("fake", None, ["t"])
-        record = {"type": "task", "seq": 1, "t": 1.0, "task": "t", "from": "QUEUED", "to": "RUNNING",
-                  "pid": bystander.pid}
+        record = {
+            "type": "task",
+            "seq": 1,
+            "t": 1.0,
+            "task": "t",
+            "from": "QUEUED",
+            "to": "RUNNING",
+            "pid": bystander.pid,
+        }
         if identity == "other create time":
             record["create_time"] = psutil.Process(bystander.pid).create_time() - 100
         journal.write(record)
         journal.close()
         # the run's owner is this very process; a fresh process must see it as dead to reap it
-        code = ("import sys; from pathlib import Path; from tuidag.store.runs import RunStore; "
-                "from tuidag.store.reaper import reap_interrupted; "
-                "r = reap_interrupted(RunStore(Path(sys.argv[1]))); print(len(r), sum(len(x.processes) for x in r))")
+        code = (
+            "import sys; from pathlib import Path; from tuidag.store.runs import RunStore; "
+            "from tuidag.store.reaper import reap_interrupted; "
+            "r = reap_interrupted(RunStore(Path(sys.argv[1]))); print(len(r), sum(len(x.processes) for x in r))"
+        )
         from tuidag.store import runs as runs_module
+
         for fd in runs_module._owner_locks:  # give up ownership as a dead process would
             os.close(fd)
         runs_module._owner_locks.clear()
@@ -117,7 +132,9 @@ def test_reaper_never_touches_a_recycled_pid(tmp_path, identity):
 def test_resume_reuses_succeeded_tasks(tmp_path):
     flag = tmp_path / "fixed"
     counter = tmp_path / "a-runs"
-    dag = write(tmp_path / "dag.yaml", f"""\
+    dag = write(
+        tmp_path / "dag.yaml",
+        f"""\
 tasks:
   a:
     run: echo a >> {counter}; echo output of a
@@ -129,7 +146,8 @@ tasks:
     run: echo c
   d:
     run: echo d
-""")
+""",
+    )
     assert tuidag("run", str(dag), cwd=tmp_path).returncode == 1
     flag.touch()
     proc = tuidag("run", str(dag), "--resume", cwd=tmp_path)
@@ -166,15 +184,30 @@ def test_resume_named_run_and_unknown_run(tmp_path):
 def test_two_tuidags_on_one_state_dir(tmp_path):
     """Concurrent runs don't corrupt each other, and neither one's reaper touches the other's live run."""
     pids, go = tmp_path / "pids", tmp_path / "go"
-    slow = write(tmp_path / "slow.yaml", f"tasks:\n  s:\n    run: echo $$ > {pids}; "
-                                         f"while [ ! -e {go} ]; do sleep 0.05; done; echo slow done\n")
+    slow = write(
+        tmp_path / "slow.yaml",
+        f"tasks:\n  s:\n    run: echo $$ > {pids}; while [ ! -e {go} ]; do sleep 0.05; done; echo slow done\n",
+    )
     fast = write(tmp_path / "fast.yaml", "tasks:\n" + "".join(f"  t{i}:\n    run: echo {i}\n" for i in range(20)))
-    runner = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(slow)], cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", str(slow)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_until(lambda: pids.exists() and pids.read_text().strip())
     (ref,) = read_pids(pids)
-    results = [subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(fast)], cwd=tmp_path,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tuidag", "run", str(fast)],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     for proc in results:
         _, err = proc.communicate(timeout=patience(60))
         assert proc.returncode == 0 and "interrupted" not in err

@@ -1,5 +1,6 @@
 """The cache of validated DAGs: a hit gives exactly what loading the file gives, and anything that could change the
 result is a miss."""
+
 from __future__ import annotations
 
 import os
@@ -57,8 +58,10 @@ def dag_file(tmp_path):
 @pytest.fixture
 def no_loading(monkeypatch):
     """After this, a cache miss fails the test: only a hit can produce the DAG."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("the file was loaded: the cache missed")
+
     return lambda: monkeypatch.setattr(cache, "load_dag", refuse)
 
 
@@ -180,8 +183,9 @@ def test_a_second_run_does_not_even_import_the_yaml_parser(tmp_path):
     command = [sys.executable, "-X", "importtime", "-m", "tuidag", "run", "--no-tui", "-q", str(path)]
     runs = [subprocess.run(command, capture_output=True, text=True, env=env, timeout=patience(60)) for _ in range(2)]
     assert [r.returncode for r in runs] == [0, 0]
-    imported = [{line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
-                for r in runs]
+    imported = [
+        {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")} for r in runs
+    ]
     assert "yaml" in imported[0] and "yaml" not in imported[1]
     assert len(list((tmp_path / "state" / "cache").iterdir())) == 1
 

@@ -1,5 +1,6 @@
 """`tuidag run --executor dask...` as a user runs it: a local Dask cluster started and closed with the run, the
 journal naming the worker, signals, and a clear exit 2 when Dask is missing or misnamed."""
+
 from __future__ import annotations
 
 import json
@@ -23,12 +24,15 @@ pytestmark = pytest.mark.cli
 
 
 def test_a_run_on_a_local_cluster_names_the_worker_and_streams_output(tmp_path):
-    dag = write(tmp_path / "dag.yaml", """\
+    dag = write(
+        tmp_path / "dag.yaml",
+        """\
 executor: dask-local:1
 tasks:
   hello: {run: "echo hello from $TUIDAG_TASK"}
   world: {run: "printf 'world'", depends_on: hello}
-""")
+""",
+    )
     proc = tuidag("run", str(dag), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "[hello] hello from hello" in proc.stdout and "[world] world" in proc.stdout
@@ -36,8 +40,11 @@ tasks:
     (run,) = RunStore(tmp_path / ".tuidag").runs()
     final = [r for r in read_journal(run.journal) if r.get("type") == "task" and r["to"] == "SUCCEEDED"]
     assert len(final) == 2 and all(r["worker"].startswith("127.0.0.1:") for r in final)  # (host:port: no --name)
-    live = {r["task"]: r["worker"] for r in read_journal(run.journal)
-            if r.get("type") == "task" and r["from"] == "QUEUED" and r["to"] == "RUNNING" and r.get("worker")}
+    live = {
+        r["task"]: r["worker"]
+        for r in read_journal(run.journal)
+        if r.get("type") == "task" and r["from"] == "QUEUED" and r["to"] == "RUNNING" and r.get("worker")
+    }
     assert live == {r["task"]: r["worker"] for r in final}  # named while it ran, by the worker that ran it
     assert replay(run.journal).tasks["world"].worker == final[-1]["worker"]
     logs = tuidag("logs", "world", "--file", str(dag), cwd=tmp_path)
@@ -49,9 +56,14 @@ def test_a_signal_kills_every_tree_and_closes_the_local_cluster(tmp_path, sig, c
     """Sent to the whole process group, as Ctrl+C in a terminal is: the cluster's workers get it too."""
     pids = tmp_path / "pids"
     dag = write(tmp_path / "dag.yaml", "kill_grace: 500ms\ntasks:\n" + stubborn_trees(pids))
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--executor", "dask-local:2"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", str(dag), "--executor", "dask-local:2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     # In a session of its own, tuidag looks like a run's orphan to an OrphanReaper an engine test may have left
     # running in this process, which would take its exit status (`subprocess` then reports 0): it is a leader.
     process.LEADERS.add(proc.pid)
@@ -82,8 +94,9 @@ def test_without_dask_the_run_says_how_to_install_it(tmp_path):
     env = {"PYTHONPATH": f"{tmp_path / 'site'}:{os.environ.get('PYTHONPATH', '')}"}
     proc = tuidag("run", str(dag), "--executor", "dask-local", cwd=tmp_path, env=env)
     assert proc.returncode == 2
-    assert proc.stderr == ("tuidag: the Dask executor needs Dask: pip install 'tuidag[dask]' "
-                           "(or pip install 'dask[distributed]')\n")
+    assert proc.stderr == (
+        "tuidag: the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip install 'dask[distributed]')\n"
+    )
 
 
 def test_bad_executor_choices_are_usage_errors(tmp_path):
@@ -96,8 +109,7 @@ def test_bad_executor_choices_are_usage_errors(tmp_path):
     bad = write(tmp_path / "bad.yaml", "executor: ray\ntasks:\n  a: {run: 'true'}\n")
     proc = tuidag("validate", str(bad), cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr == (f"{bad}:1:11: executor: the executor must be local, dask or dask-local[:N], "
-                           f"got 'ray'\n")
+    assert proc.stderr == (f"{bad}:1:11: executor: the executor must be local, dask or dask-local[:N], got 'ray'\n")
 
 
 def test_a_scheduler_that_goes_away_fails_the_running_tasks_and_its_worker_kills_their_trees(tmp_path):
@@ -109,25 +121,68 @@ def test_a_scheduler_that_goes_away_fails_the_running_tasks_and_its_worker_kills
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", str(port), "--dashboard-address", ":0"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dashboard-address",
+            ":0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     address = f"tcp://127.0.0.1:{port}"
-    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "2",
-                               "--no-nanny", "--dashboard-address", ":0"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_worker",
+            address,
+            "--nthreads",
+            "2",
+            "--no-nanny",
+            "--dashboard-address",
+            ":0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         started = tmp_path / "started"
-        dag = write(tmp_path / "dag.yaml", f"tasks:\n  slow: {{run: 'echo $$ >> {started}; exec sleep 30'}}\n"
-                                           f"  slower: {{run: 'echo $$ >> {started}; exec sleep 30'}}\n")
-        run = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--executor", "dask",
-                                "--dask-address", address, "--dask-timeout", f"{patience(30):.0f}s"],
-                               cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+        dag = write(
+            tmp_path / "dag.yaml",
+            f"tasks:\n  slow: {{run: 'echo $$ >> {started}; exec sleep 30'}}\n"
+            f"  slower: {{run: 'echo $$ >> {started}; exec sleep 30'}}\n",
+        )
+        run = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tuidag",
+                "run",
+                str(dag),
+                "--executor",
+                "dask",
+                "--dask-address",
+                address,
+                "--dask-timeout",
+                f"{patience(30):.0f}s",
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # (the scheduler has just been started: on a busy machine it may open its port later than the default
         # --dask-timeout of 5 s; a run that ends anyway says why at once)
-        wait_until(lambda: run.poll() is not None or (started.exists() and len(started.read_text().split()) == 2),
-                   timeout=60)
+        wait_until(
+            lambda: run.poll() is not None or (started.exists() and len(started.read_text().split()) == 2), timeout=60
+        )
         assert run.poll() is None, run.communicate()
         tasks = read_pids(started)
         scheduler.kill()

@@ -2,6 +2,7 @@
 its own, one advertising `gpu=2`), its parts killed with real signals: an attempt runs once whatever Dask would do,
 nothing an attempt started outlives it on the worker's host when its worker, its client or its scheduler dies, the
 scheduler keeps no output, and a wrong address is said clearly and soon."""
+
 from __future__ import annotations
 
 import json
@@ -36,10 +37,27 @@ def cluster(tmp_path_factory):
 
 
 def start(dag, cluster, tmp_path, *options) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--no-tui", "--executor", "dask",
-                             "--dask-address", cluster.address, *options], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "NO_COLOR": "1"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tuidag",
+            "run",
+            str(dag),
+            "--no-tui",
+            "--executor",
+            "dask",
+            "--dask-address",
+            cluster.address,
+            *options,
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     process.LEADERS.add(proc.pid)  # (see test_dask_cli: an engine test's OrphanReaper must not take its status)
     return proc
 
@@ -50,7 +68,9 @@ def test_a_lost_worker_fails_its_attempt_once_and_its_tree_dies_on_that_host_whi
     starts once, its processes (leader and child) die while the retry runs (it waits for that, then succeeds), the
     journal says `worker lost`."""
     marks, pids = tmp_path / "marks", tmp_path / "pids"
-    dag = write(tmp_path / "dag.yaml", f"""\
+    dag = write(
+        tmp_path / "dag.yaml",
+        f"""\
 tasks:
   long:
     retries: 1
@@ -65,7 +85,8 @@ tasks:
       done
       exit 3
   after: {{run: "echo done", depends_on: long}}
-""")
+""",
+    )
     run = start(dag, cluster, tmp_path)
     try:
         wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, timeout=60)
@@ -82,8 +103,11 @@ tasks:
     assert run.returncode == 0, out + err
     assert [line.split()[0] for line in marks.read_text().splitlines()] == ["1", "2"]  # each attempt started once
     (stored,) = RunStore(tmp_path / ".tuidag").runs()
-    ends = [r for r in read_journal(stored.journal) if r.get("type") == "task" and r["task"] == "long"
-            and r["to"] in ("RETRYING", "FAILED", "SUCCEEDED")]
+    ends = [
+        r
+        for r in read_journal(stored.journal)
+        if r.get("type") == "task" and r["task"] == "long" and r["to"] in ("RETRYING", "FAILED", "SUCCEEDED")
+    ]
     assert ends[0]["to"] == "RETRYING" and ends[0]["reason"].startswith("worker lost: tcp://127.0.0.1:")
     assert ends[-1]["to"] == "SUCCEEDED"
     # The report says where the run ran and which worker ran each attempt.
@@ -105,14 +129,17 @@ def test_a_worker_retired_in_an_orderly_way_does_not_get_its_attempt_run_again_b
     from distributed import Client
 
     marks = tmp_path / "marks"
-    dag = write(tmp_path / "dag.yaml", f"""\
+    dag = write(
+        tmp_path / "dag.yaml",
+        f"""\
 tasks:
   long:
     retries: 1
     run: |
       echo "$TUIDAG_ATTEMPT $PPID" >> {marks}
       if [ "$TUIDAG_ATTEMPT" = 1 ]; then exec sleep 60; fi
-""")
+""",
+    )
     run = start(dag, cluster, tmp_path)
     try:
         wait_until(lambda: marks.exists() and marks.read_text().strip(), timeout=60)
@@ -138,14 +165,17 @@ def test_a_killed_client_leaves_nothing_running_on_the_workers(cluster, tmp_path
     """`kill -9` of tuidag mid-run: the scheduler drops its tasks as the client's connection closes, and each worker's
     guard kills their trees (a child that ignores SIGTERM and a grandchild in a session of its own included)."""
     pids = tmp_path / "pids"
-    dag = write(tmp_path / "dag.yaml", f"""\
+    dag = write(
+        tmp_path / "dag.yaml",
+        f"""\
 kill_grace: 200ms
 tasks:
   a:
     run: sh -c 'trap "" TERM; echo $$ >> {pids}; sleep 60' & echo $$ >> {pids}; wait
   b:
     run: setsid sleep 60 & echo $! >> {pids}; wait
-""")
+""",
+    )
     run = start(dag, cluster, tmp_path)
     try:
         wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=60)
@@ -180,12 +210,16 @@ def test_a_silent_client_is_dropped_and_its_trees_killed(tmp_path):
 def test_the_scheduler_keeps_no_output_of_a_run(cluster, tmp_path):
     """Output goes from the worker to the client directly: the local log is byte for byte the task's output, and
     the scheduler holds none of it, during the run or after it (no topic of tuidag's is left)."""
-    dag = write(tmp_path / "dag.yaml", """\
+    dag = write(
+        tmp_path / "dag.yaml",
+        """\
 tasks:
   big: {run: "python3 -c \\"import sys; sys.stdout.buffer.write(bytes(range(256)) * 20000)\\""}
-""")
-    proc = tuidag("run", str(dag), "--no-tui", "--quiet", "--executor", "dask", "--dask-address", cluster.address,
-                  cwd=tmp_path)
+""",
+    )
+    proc = tuidag(
+        "run", str(dag), "--no-tui", "--quiet", "--executor", "dask", "--dask-address", cluster.address, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (stored,) = RunStore(tmp_path / ".tuidag").runs()
     log = (stored.logs / "big.log").read_bytes()
@@ -245,8 +279,19 @@ def test_a_wrong_address_is_said_clearly_within_the_timeout(cluster, tmp_path, w
     dag = write(tmp_path / "dag.yaml", "tasks:\n  a: {run: 'true'}\n")
     began = time.monotonic()
     try:
-        proc = tuidag("run", str(dag), "--no-tui", "--executor", "dask", "--dask-address",
-                      f"tcp://127.0.0.1:{port}", "--dask-timeout", "1s", cwd=tmp_path, timeout=60)
+        proc = tuidag(
+            "run",
+            str(dag),
+            "--no-tui",
+            "--executor",
+            "dask",
+            "--dask-address",
+            f"tcp://127.0.0.1:{port}",
+            "--dask-timeout",
+            "1s",
+            cwd=tmp_path,
+            timeout=60,
+        )
     finally:
         if talker is not None:
             talker.sock.close()
@@ -305,15 +350,21 @@ def test_another_tuidag_version_on_the_cluster_is_named_host_by_host():
             address = "tcp://10.0.0.1:8786"
 
         def get_versions(self, packages):
-            return {"scheduler": {"packages": {"tuidag": __version__}},
-                    "workers": {"tcp://10.0.0.2:4000": {"packages": {"tuidag": "0.0.9"}},
-                                "tcp://10.0.0.3:4000": {"packages": {"tuidag": None}},
-                                "tcp://10.0.0.4:4000": {"packages": {"tuidag": __version__}}}}
+            return {
+                "scheduler": {"packages": {"tuidag": __version__}},
+                "workers": {
+                    "tcp://10.0.0.2:4000": {"packages": {"tuidag": "0.0.9"}},
+                    "tcp://10.0.0.3:4000": {"packages": {"tuidag": None}},
+                    "tcp://10.0.0.4:4000": {"packages": {"tuidag": __version__}},
+                },
+            }
 
     with pytest.raises(DaskUnreachable) as caught:
         check_versions(Client())
-    assert str(caught.value) == (f"this tuidag is {__version__}, but worker tcp://10.0.0.2:4000 has 0.0.9; "
-                                 f"worker tcp://10.0.0.3:4000 has no tuidag: install tuidag {__version__} there")
+    assert str(caught.value) == (
+        f"this tuidag is {__version__}, but worker tcp://10.0.0.2:4000 has 0.0.9; "
+        f"worker tcp://10.0.0.3:4000 has no tuidag: install tuidag {__version__} there"
+    )
 
 
 def test_killing_an_attempt_leaves_another_attempt_of_the_same_task_running(tmp_path):
@@ -328,8 +379,16 @@ def test_killing_an_attempt_leaves_another_attempt_of_the_same_task_running(tmp_
 
     def attempt(number: int) -> ShellAttempt:
         env = {**os.environ, "TUIDAG_RUN_ID": "r1", "TUIDAG_TASK": "t", "TUIDAG_ATTEMPT": str(number)}
-        spec = Attempt(run_id="r1", task=TaskSpec("t"), number=number, env=env, workdir=tmp_path,
-                       log_path=str(tmp_path / f"t.{number}.log"), timeout=None, kill_grace=0.2)
+        spec = Attempt(
+            run_id="r1",
+            task=TaskSpec("t"),
+            number=number,
+            env=env,
+            workdir=tmp_path,
+            log_path=str(tmp_path / f"t.{number}.log"),
+            timeout=None,
+            kill_grace=0.2,
+        )
         # A child in a session of its own: found only by its tags.
         return ShellAttempt(spec, [("run", f"setsid sleep 60 & echo $! >> {pids}; wait")])
 
@@ -351,7 +410,9 @@ def test_a_task_is_queued_until_its_process_starts_on_a_worker_and_shows_what_it
     so each `sleep 1` runs about 1 s, not its wait too. Two `gpu: 2` tasks (tuidag's cluster-wide slots 0,1 and 2,3)
     run one after the other on the worker with gpu=2: the RUNNING line, the journal and the task all say 0,1, and
     the worker is named by its --name."""
-    dag = write(tmp_path / "dag.yaml", """\
+    dag = write(
+        tmp_path / "dag.yaml",
+        """\
 resources: {gpu: 4}
 tasks:
   g1: {run: "echo $CUDA_VISIBLE_DEVICES; sleep 1", resources: {gpu: 2}}
@@ -360,9 +421,11 @@ tasks:
   c2: {run: "sleep 1"}
   c3: {run: "sleep 1"}
   c4: {run: "sleep 1"}
-""")
-    proc = tuidag("run", str(dag), "--no-tui", "-j", "6", "--executor", "dask", "--dask-address", cluster.address,
-                  cwd=tmp_path)
+""",
+    )
+    proc = tuidag(
+        "run", str(dag), "--no-tui", "-j", "6", "--executor", "dask", "--dask-address", cluster.address, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (stored,) = RunStore(tmp_path / ".tuidag").runs()
     records = [r for r in read_journal(stored.journal) if r.get("type") == "task"]
@@ -380,7 +443,7 @@ tasks:
     assert next(read_journal(stored.journal))["executor"] == f"dask {cluster.address}"
 
 
-LOGGING_DAG = '''
+LOGGING_DAG = """
 import logging
 from tuidag import Dag
 
@@ -392,7 +455,7 @@ def extract():
     log.info("info line")
     log.warning("careful: %s", "formatted")
     raise ValueError("bad row")
-'''
+"""
 
 
 def test_a_callable_on_a_worker_logs_as_an_isolated_one_does_locally(cluster, tmp_path):
@@ -405,8 +468,9 @@ def test_a_callable_on_a_worker_logs_as_an_isolated_one_does_locally(cluster, tm
         assert proc.returncode == 1, proc.stdout + proc.stderr
         stored = RunStore(tmp_path / ".tuidag").runs()[-1]
         text = (stored.logs / "extract.log").read_text()
-        logs[bool(options)] = _without_tuidag_frames([line.split(" ", 2)[-1] if line[:2].isdigit() else line
-                                                      for line in text.splitlines()[1:]])  # (times differ)
+        logs[bool(options)] = _without_tuidag_frames(
+            [line.split(" ", 2)[-1] if line[:2].isdigit() else line for line in text.splitlines()[1:]]
+        )  # (times differ)
     assert logs[True] == logs[False]
     assert "INFO etl: info line" in logs[True] and "WARNING etl: careful: formatted" in logs[True]
     assert f'  File "{dag}", line 12, in extract' in logs[True]
@@ -433,8 +497,7 @@ def test_a_starting_worker_kills_what_dead_workers_of_its_host_left_and_old_log_
     from tuidag.engine.dask import output, watchdog
 
     def tagged_sleep(token: str) -> subprocess.Popen:
-        return subprocess.Popen(["sleep", "60"], env={**os.environ, watchdog.GUARD_TAG: token},
-                                start_new_session=True)
+        return subprocess.Popen(["sleep", "60"], env={**os.environ, watchdog.GUARD_TAG: token}, start_new_session=True)
 
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -467,13 +530,18 @@ def test_a_remote_task_has_its_cpu_and_memory_sampled_on_its_worker(cluster, tmp
 
     go = tmp_path / "go"
     spin = f"import os; x = bytearray(80 << 20)\nwhile not os.path.exists('{go}'): pass"
-    dag = make_dag({"busy": f"python3 -c \"{spin}\""})
+    dag = make_dag({"busy": f'python3 -c "{spin}"'})
     monkeypatch.setattr(dags, "new_executor", lambda dag: DaskExecutor(cluster.address, dag_env=dag.env))
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_state("busy", "RUNNING", timeout=30)
     samples = []
-    wait_until(lambda: samples.append(scheduler.usage("busy")) or
-               (samples[-1] is not None and samples[-1][0] > 20 and samples[-1][1] > 80 << 20), timeout=15)
+    wait_until(
+        lambda: (
+            samples.append(scheduler.usage("busy"))
+            or (samples[-1] is not None and samples[-1][0] > 20 and samples[-1][1] > 80 << 20)
+        ),
+        timeout=15,
+    )
     go.touch()
     assert finish(scheduler) == {"busy": "SUCCEEDED"}
     assert scheduler.usage("busy") is None
@@ -484,8 +552,9 @@ def test_without_max_parallel_a_run_follows_the_cluster_s_worker_threads(cluster
     CPU count), said at the start and in the run record, and followed as a worker joins (a run event and the
     headless output say so, and that many tasks run at once)."""
     gate, started = tmp_path / "gate", tmp_path / "started"
-    tasks = "".join(f"  t{i}: {{run: 'echo {i} >> {started}; while [ ! -e {gate} ]; do sleep 0.05; done'}}\n"
-                    for i in range(8))
+    tasks = "".join(
+        f"  t{i}: {{run: 'echo {i} >> {started}; while [ ! -e {gate} ]; do sleep 0.05; done'}}\n" for i in range(8)
+    )
     dag = write(tmp_path / "dag.yaml", "tasks:\n" + tasks)
     run = start(dag, cluster, tmp_path)
     try:
@@ -510,8 +579,9 @@ def test_without_max_parallel_a_run_follows_the_cluster_s_worker_threads(cluster
     (stored,) = RunStore(tmp_path / ".tuidag").runs()
     records = list(read_journal(stored.journal))
     assert records[0]["max_parallel"] == 4
-    assert [r["detail"] for r in records if r.get("event") == "parallel"] == \
-        ["max_parallel 6 (the Dask cluster's worker threads)"]
+    assert [r["detail"] for r in records if r.get("event") == "parallel"] == [
+        "max_parallel 6 (the Dask cluster's worker threads)"
+    ]
 
 
 def test_ctrl_c_while_connecting_says_so_without_a_traceback(cluster, tmp_path):
@@ -522,11 +592,30 @@ def test_ctrl_c_while_connecting_says_so_without_a_traceback(cluster, tmp_path):
     with Client(cluster.address, timeout="20s") as client:
         port = client.scheduler_info()["services"]["dashboard"]
     dag = write(tmp_path / "dag.yaml", "tasks:\n  a: {run: 'true'}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", str(dag), "--no-tui", "--executor", "dask",
-                             "--dask-address", f"tcp://127.0.0.1:{port}", "--dask-timeout", "60s"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_until(lambda: any(conn.raddr and conn.raddr.port == port
-                           for conn in psutil.Process(proc.pid).net_connections()), timeout=30)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tuidag",
+            "run",
+            str(dag),
+            "--no-tui",
+            "--executor",
+            "dask",
+            "--dask-address",
+            f"tcp://127.0.0.1:{port}",
+            "--dask-timeout",
+            "60s",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_until(
+        lambda: any(conn.raddr and conn.raddr.port == port for conn in psutil.Process(proc.pid).net_connections()),
+        timeout=30,
+    )
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=patience(30))
     assert proc.returncode == 130, out + err

@@ -2,6 +2,7 @@
 in-process LocalCluster shared by the module, for speed), then what only Dask has: output streamed from a worker, the
 worker named while the task runs, tasks queued inside Dask, resources asked of the workers (and a request none of them
 can meet), worker loss, and the tree kill on real worker processes (`processes=True`)."""
+
 from __future__ import annotations
 
 import io
@@ -44,6 +45,7 @@ from test_engine import (  # noqa: F401
     test_timeout_applies_retries,
     test_timeout_kills_tree_and_fails_with_reason,
 )
+
 # The slot tests too: slots never exceeded (from the times the tasks write), no head-of-line blocking, no starvation.
 # (Not the one that expects a missing workdir to fail at launch: on Dask the worker finds it, see below.)
 from test_slots import (  # noqa: F401
@@ -65,8 +67,9 @@ ADVERTISED = {"gpu": 4, "db": 4, "V100": 4}
 @pytest.fixture(scope="module")
 def client():
     """Two in-process workers (a LocalCluster of threads starts in a few hundredths of a second)."""
-    with LocalCluster(n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0",
-                      resources=ADVERTISED) as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0", resources=ADVERTISED
+    ) as cluster:
         with Client(cluster) as client:
             yield client
 
@@ -113,8 +116,10 @@ def test_output_arrives_while_the_task_runs(tmp_path):
 
 def test_the_worker_gets_its_own_environment_not_the_clients(tmp_path, monkeypatch):
     """PATH/HOME come from the worker's environment, never from the client's; the DAG's and the task's do come."""
-    dag = make_dag({"a": {"run": 'echo "$CLIENT_ONLY|$FROM_DAG|$FROM_TASK|$TUIDAG_TASK"', "env": {"FROM_TASK": "t"}}},
-                   env={"FROM_DAG": "d"})
+    dag = make_dag(
+        {"a": {"run": 'echo "$CLIENT_ONLY|$FROM_DAG|$FROM_TASK|$TUIDAG_TASK"', "env": {"FROM_TASK": "t"}}},
+        env={"FROM_DAG": "d"},
+    )
     executor = DaskExecutor(client=dags.new_executor(dag).client, dag_env=dag.env)
     monkeypatch.setattr(dags, "new_executor", lambda _: executor)
     os.environ["CLIENT_ONLY"] = "leaked"  # in the client's environment: what is sent to the worker must not carry it
@@ -152,16 +157,21 @@ def test_cancel_a_task_queued_inside_dask_never_starts_it(tmp_path):
     """The one worker thread is taken by a Dask task of our own, so `waiting` sits in Dask's queue (tuidag launched
     it): it is QUEUED, saying so, not RUNNING; cancelling it cancels its future, and it never runs."""
     marker, gate = tmp_path / "ran", tmp_path / "gate"
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
-            Client(cluster) as one:
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster) as one,
+    ):
         blocker = one.submit(_wait_for, str(gate), pure=False)
         try:
-            wait_until(lambda: getattr(cluster.scheduler.tasks.get(blocker.key), "state", None) == "processing",
-                       timeout=30)
+            wait_until(
+                lambda: getattr(cluster.scheduler.tasks.get(blocker.key), "state", None) == "processing", timeout=30
+            )
             dags.new_executor = lambda dag: DaskExecutor(client=one, dag_env=dag.env)  # undone by monkeypatch
             scheduler, rec = start_run(make_dag({"waiting": f"touch {marker}"}), tmp_path)
-            rec.wait_for(lambda: any(e.snapshot.reason == "waiting for a Dask worker"
-                                     for e in rec.task_events("waiting")), timeout=30)
+            rec.wait_for(
+                lambda: any(e.snapshot.reason == "waiting for a Dask worker" for e in rec.task_events("waiting")),
+                timeout=30,
+            )
             wait_until(lambda: len(cluster.scheduler.tasks) == 2, timeout=30)  # Dask's, behind the blocker
             assert "RUNNING" not in rec.states("waiting")
             scheduler.cancel("waiting")
@@ -202,8 +212,10 @@ def test_an_unpicklable_callable_or_result_fails_the_task_clearly(tmp_path):
     import threading
 
     lock = threading.Lock()
-    tasks = {"bad_func": TaskSpec("bad_func", func=lambda: lock),  # the closure holds a lock: can't be pickled
-             "bad_result": TaskSpec("bad_result", func=make_lock)}
+    tasks = {
+        "bad_func": TaskSpec("bad_func", func=lambda: lock),  # the closure holds a lock: can't be pickled
+        "bad_result": TaskSpec("bad_result", func=make_lock),
+    }
     dag = make_dag({}).replace(tasks=tasks)
     scheduler, _ = start_run(dag, tmp_path)
     assert finish(scheduler) == {"bad_func": "FAILED", "bad_result": "FAILED"}
@@ -231,8 +243,10 @@ def test_cancel_kills_the_whole_tree_on_a_worker_process(tmp_path, process_clust
     with Client(process_cluster) as client:
         dags.new_executor = lambda dag: DaskExecutor(client=client, dag_env=dag.env)
         pids = tmp_path / "pids"
-        script = (f"echo $$ >> {pids}; setsid sh -c 'echo $$ >> {pids}; sleep 60' & "
-                  f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; while :; do sleep 0.1; done' & wait")
+        script = (
+            f"echo $$ >> {pids}; setsid sh -c 'echo $$ >> {pids}; sleep 60' & "
+            f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; while :; do sleep 0.1; done' & wait"
+        )
         dag = make_dag({"t": script}, kill_grace=0.3)
         scheduler, rec = start_run(dag, tmp_path)
         wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=30)
@@ -251,8 +265,9 @@ def test_a_worker_that_dies_fails_the_attempt_and_the_retry_runs_elsewhere(tmp_p
     with Client(process_cluster) as client:
         dags.new_executor = lambda dag: DaskExecutor(client=client, dag_env=dag.env)
         pids = tmp_path / "pids"
-        dag = make_dag({"t": {"run": f"echo $PPID $$ >> {pids}; [ $TUIDAG_ATTEMPT = 2 ] || exec sleep 60",
-                              "retries": 1}})
+        dag = make_dag(
+            {"t": {"run": f"echo $PPID $$ >> {pids}; [ $TUIDAG_ATTEMPT = 2 ] || exec sleep 60", "retries": 1}}
+        )
         scheduler, rec = start_run(dag, tmp_path)
         wait_until(lambda: pids.exists() and pids.read_text().strip(), timeout=30)
         worker, leader = map(int, pids.read_text().split())
@@ -283,6 +298,7 @@ def test_the_worker_is_named_as_soon_as_the_task_runs_there(tmp_path, client):
 
 def _start_worker(cluster: LocalCluster, resources: dict) -> Worker:
     """One more in-process worker, advertising `resources`, joining the running cluster."""
+
     async def start():
         return await Worker(cluster.scheduler_address, nthreads=4, resources=resources, dashboard_address=":0")
 
@@ -292,11 +308,18 @@ def _start_worker(cluster: LocalCluster, resources: dict) -> Worker:
 def test_a_request_no_worker_can_meet_waits_and_says_why_until_a_worker_that_can_joins(tmp_path):
     """The only worker has no GPU: the GPU task waits in tuidag (QUEUED, with the reason) while a CPU task runs; once
     a worker with two GPUs joins, every GPU task runs there, as Dask resources send them."""
-    with LocalCluster(n_workers=1, threads_per_worker=4, processes=False, dashboard_address=":0",
-                      resources={"gpu": 1}) as cluster, Client(cluster) as one:
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=4, processes=False, dashboard_address=":0", resources={"gpu": 1}
+        ) as cluster,
+        Client(cluster) as one,
+    ):
         dags.new_executor = lambda dag: DaskExecutor(client=one, dag_env=dag.env)  # undone by monkeypatch
-        dag = slotted(make_dag({"pair": "true", "single": "true", "cpu": "true", "single2": "true"}, workdir=tmp_path),
-                      {"pair": {"gpu": 2}, "single": {"gpu": 1}, "single2": {"gpu": 1}}, {"gpu": 2})
+        dag = slotted(
+            make_dag({"pair": "true", "single": "true", "cpu": "true", "single2": "true"}, workdir=tmp_path),
+            {"pair": {"gpu": 2}, "single": {"gpu": 1}, "single2": {"gpu": 1}},
+            {"gpu": 2},
+        )
         scheduler, rec = start_run(dag, tmp_path)
         rec.wait_state("cpu", "SUCCEEDED")
         rec.wait_for(lambda: scheduler.snapshot()["pair"].reason == "waiting: no Dask worker has gpu=2")
@@ -317,8 +340,10 @@ def test_a_request_no_worker_can_meet_waits_and_says_why_until_a_worker_that_can
     reporter.start(list(dag.tasks))
     reporter.stop()
     lines = [line for line in out.getvalue().splitlines() if line.startswith("[pair]")]
-    assert lines[:2] == ["[pair]    --> QUEUED: waiting: no Dask worker has gpu=2",
-                         "[pair]    --> RUNNING [slots gpu:0,1]"], lines
+    assert lines[:2] == [
+        "[pair]    --> QUEUED: waiting: no Dask worker has gpu=2",
+        "[pair]    --> RUNNING [slots gpu:0,1]",
+    ], lines
     assert len(lines) == 3 and lines[2].startswith("[pair]    --> SUCCEEDED"), lines
 
 
@@ -345,12 +370,17 @@ def test_a_local_clusters_workers_each_advertise_the_whole_capacity():
 def test_on_a_cluster_of_other_machines_each_worker_numbers_the_slots_of_its_own_devices(tmp_path):
     """Two workers with one GPU each (two machines): tuidag's two GPU slots are cluster-wide, but each task gets the
     device of the machine it runs on, GPU 0 on both, and the views and the journal say so."""
-    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0",
-                      resources={"gpu": 1}) as cluster, Client(cluster) as both:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0", resources={"gpu": 1}
+        ) as cluster,
+        Client(cluster) as both,
+    ):
         dags.new_executor = lambda dag: DaskExecutor(client=both, dag_env=dag.env, workers_number_slots=True)
         show = f'echo "$TUIDAG_SLOTS_GPU $CUDA_VISIBLE_DEVICES"; {WAIT_FOR_GO}'
-        dag = slotted(make_dag({"a": show, "b": show}, workdir=tmp_path), {"a": {"gpu": 1}, "b": {"gpu": 1}},
-                      {"gpu": 2})
+        dag = slotted(
+            make_dag({"a": show, "b": show}, workdir=tmp_path), {"a": {"gpu": 1}, "b": {"gpu": 1}}, {"gpu": 2}
+        )
         scheduler, rec = start_run(dag, tmp_path)
         rec.wait_for(lambda: all(s.worker for s in scheduler.snapshot().values()))
         running = scheduler.snapshot()

@@ -2,6 +2,7 @@
 engine's executor tests again with groups, then what groups must keep: each attempt ends on its own, cancelling one
 that is still queued inside Dask leaves the others of its group, one that fails on the worker fails alone, and a
 worker lost takes each attempt of the group with it."""
+
 from __future__ import annotations
 
 import os
@@ -100,6 +101,7 @@ def start_together(client, dag, tmp_path):
 def thread_held(client, gate):
     """The worker's one thread busy with a Dask task of its own until `gate` exists: what tuidag hands Dask meanwhile
     waits there, queued."""
+
     def hold(path: str) -> None:
         deadline = time.monotonic() + 30
         while not os.path.exists(path) and time.monotonic() < deadline:
@@ -188,8 +190,7 @@ def test_a_lost_worker_fails_every_attempt_of_its_group(tmp_path):
         with Client(cluster) as client:
             pids = tmp_path / "pids"
             command = f"echo $PPID $$ >> {pids}; [ $TUIDAG_ATTEMPT = 2 ] || exec sleep 60"
-            dag = make_dag({"x": {"run": command, "retries": 1}, "y": {"run": command, "retries": 1}},
-                           max_parallel=2)
+            dag = make_dag({"x": {"run": command, "retries": 1}, "y": {"run": command, "retries": 1}}, max_parallel=2)
             scheduler, rec = start_together(client, dag, tmp_path)
             wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 4, timeout=30)
             lines = [tuple(map(int, line.split())) for line in pids.read_text().splitlines()]

@@ -1,4 +1,5 @@
 """The demos show what their comments say, run by the shell tuidag runs tasks with (`/bin/sh`, often dash)."""
+
 from __future__ import annotations
 
 import os
@@ -26,10 +27,18 @@ def test_the_pipeline_demos_shards_take_random_durations(tmp_path):
     log = tmp_path / "sleeps"
     for name in ["shard-0", "shard-1", "shard-2", "shard-3"]:
         task = dag.tasks[name]
-        env = {**os.environ, **dag.env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLEEP_LOG": str(log),
-               "TMPDIR": str(tmp_path), "TUIDAG_RUN_ID": "r", "TUIDAG_TASK": name}
-        proc = subprocess.run([task.shell, "-c", task.run], env=env, capture_output=True, text=True,
-                              timeout=patience(30))
+        env = {
+            **os.environ,
+            **dag.env,
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "SLEEP_LOG": str(log),
+            "TMPDIR": str(tmp_path),
+            "TUIDAG_RUN_ID": "r",
+            "TUIDAG_TASK": name,
+        }
+        proc = subprocess.run(
+            [task.shell, "-c", task.run], env=env, capture_output=True, text=True, timeout=patience(30)
+        )
         assert proc.returncode == 0, proc.stderr
         assert f"shard {name[-1]} done" in proc.stdout
     sleeps = [float(line) for line in log.read_text().split()]

@@ -1,6 +1,7 @@
 """Runs that outlive the terminal: `tuidag run -d` and the commands that control a live run from anywhere.
 
 Real processes only: the engine is a real detached process, its tasks real process trees, checked with psutil."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,15 @@ pytestmark = pytest.mark.cli
 def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     env["NO_COLOR"] = "1"
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=patience(timeout), stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patience(timeout),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 _ENGINES: list[int] = []
@@ -72,11 +80,14 @@ def summary_of(run) -> dict:
 
 def test_a_detached_run_has_no_terminal_and_finishes_on_its_own(tmp_path):
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(tmp_path, f"""\
+    dag, run_id, pid = start_detached(
+        tmp_path,
+        f"""\
 tasks:
   wait: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done; echo waited"}}
   after: {{run: "echo after", depends_on: [wait]}}
-""")
+""",
+    )
     engine = psutil.Process(pid)
     assert engine.terminal() is None and os.getsid(pid) != os.getsid(0)
     run = the_run(tmp_path, run_id)
@@ -95,12 +106,17 @@ tasks:
 def test_control_commands_act_on_a_live_run_and_say_what_changed(tmp_path):
     pids = tmp_path / "pids"
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(tmp_path, "max_parallel: 8\ntasks:\n" + stubborn_trees(pids) + f"""\
+    dag, run_id, pid = start_detached(
+        tmp_path,
+        "max_parallel: 8\ntasks:\n"
+        + stubborn_trees(pids)
+        + f"""\
   a_child: {{run: "echo child", depends_on: [a]}}
   broken: {{run: "exit 3"}}
   fixed: {{run: "echo fixed", depends_on: [broken]}}
   held: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}
-""")
+""",
+    )
     run = the_run(tmp_path, run_id)
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=20)
     trees = read_pids(pids)
@@ -133,11 +149,14 @@ def test_control_commands_act_on_a_live_run_and_say_what_changed(tmp_path):
 
 def test_a_run_whose_every_task_was_cancelled_is_recorded_as_cancelled(tmp_path):
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(tmp_path, f"""\
+    dag, run_id, pid = start_detached(
+        tmp_path,
+        f"""\
 tasks:
   held: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}
   after: {{run: "echo after", depends_on: [held]}}
-""")
+""",
+    )
     run = the_run(tmp_path, run_id)
     wait_until(lambda: replay(run.journal).tasks["held"].state.value == "RUNNING")
     assert tuidag("stop", "--file", str(dag), cwd=tmp_path).returncode == 0
@@ -149,11 +168,14 @@ tasks:
 
 def test_every_command_that_takes_task_names_suggests_the_one_meant(tmp_path):
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(tmp_path, f"""\
+    dag, run_id, pid = start_detached(
+        tmp_path,
+        f"""\
 tasks:
   train-large: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}
   train-small: {{run: "echo small"}}
-""")
+""",
+    )
     run = the_run(tmp_path, run_id)
     wait_until(lambda: (run.path / "control.sock").exists())
     expected = f"tuidag: run {run_id} has no task 'train-lage' (did you mean 'train-large'?)\n"
@@ -182,7 +204,7 @@ def test_sigterm_to_a_detached_engine_stops_it_like_a_foreground_run(tmp_path):
 
 def test_several_commands_at_once_each_get_their_answer(tmp_path):
     gate = tmp_path / "go"
-    tasks = "".join(f"  t{i}: {{run: \"while [ ! -e {gate} ]; do sleep 0.02; done\"}}\n" for i in range(6))
+    tasks = "".join(f'  t{i}: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}\n' for i in range(6))
     dag, run_id, pid = start_detached(tmp_path, "max_parallel: 8\ntasks:\n" + tasks)
     run = the_run(tmp_path, run_id)
     wait_until(lambda: (run.path / "control.sock").exists())
@@ -212,8 +234,16 @@ def test_bad_input_with_detach_is_reported_here_and_starts_nothing(tmp_path):
     bad_executor = tuidag("run", str(dag.with_name("ok.yaml")), "-d", cwd=tmp_path)
     assert bad_executor.returncode == 2
     (tmp_path / "ok.yaml").write_text("tasks:\n  a: {run: 'true'}\n")
-    unreachable = tuidag("run", str(tmp_path / "ok.yaml"), "-d", "--executor", "dask",
-                         "--dask-address", "tcp://127.0.0.1:9", cwd=tmp_path)
+    unreachable = tuidag(
+        "run",
+        str(tmp_path / "ok.yaml"),
+        "-d",
+        "--executor",
+        "dask",
+        "--dask-address",
+        "tcp://127.0.0.1:9",
+        cwd=tmp_path,
+    )
     assert unreachable.returncode == 2 and "Traceback" not in unreachable.stderr
     assert "127.0.0.1:9" in unreachable.stderr
 

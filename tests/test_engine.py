@@ -1,4 +1,5 @@
 """The scheduler and local executor against real subprocesses: states, policies, retries, timeouts, cancellation."""
+
 from __future__ import annotations
 
 import threading
@@ -39,23 +40,38 @@ def test_output_goes_to_per_task_log_with_header(tmp_path):
 
 
 def test_environment_and_stdin(tmp_path):
-    dag = make_dag({"a": {"run": 'echo "$SHARED $OWN $TUIDAG_RUN_ID $TUIDAG_TASK $TUIDAG_ATTEMPT"; cat',
-                          "env": {"OWN": "mine", "SHARED": "task-wins"}}},
-                   env={"SHARED": "dag"})
+    dag = make_dag(
+        {
+            "a": {
+                "run": 'echo "$SHARED $OWN $TUIDAG_RUN_ID $TUIDAG_TASK $TUIDAG_ATTEMPT"; cat',
+                "env": {"OWN": "mine", "SHARED": "task-wins"},
+            }
+        },
+        env={"SHARED": "dag"},
+    )
     scheduler, _ = start_run(dag, tmp_path)
     assert finish(scheduler, 10) == {"a": "SUCCEEDED"}  # `cat` reads /dev/null and ends at once
     assert (tmp_path / "logs" / "a.log").read_text().splitlines()[1] == f"task-wins mine {scheduler.run_id} a 1"
 
 
 def test_failure_skips_downstream_and_independent_branch_continues(tmp_path):
-    dag = make_dag({
-        "bad": "exit 3", "after_bad": {"run": "true", "depends_on": ["bad"]},
-        "deep": {"run": "true", "depends_on": ["after_bad"]},
-        "other": "sleep 0.2", "after_other": {"run": "true", "depends_on": ["other"]},
-    })
+    dag = make_dag(
+        {
+            "bad": "exit 3",
+            "after_bad": {"run": "true", "depends_on": ["bad"]},
+            "deep": {"run": "true", "depends_on": ["after_bad"]},
+            "other": "sleep 0.2",
+            "after_other": {"run": "true", "depends_on": ["other"]},
+        }
+    )
     scheduler, rec = start_run(dag, tmp_path)
-    assert finish(scheduler) == {"bad": "FAILED", "after_bad": "SKIPPED", "deep": "SKIPPED", "other": "SUCCEEDED",
-                                 "after_other": "SUCCEEDED"}
+    assert finish(scheduler) == {
+        "bad": "FAILED",
+        "after_bad": "SKIPPED",
+        "deep": "SKIPPED",
+        "other": "SUCCEEDED",
+        "after_other": "SUCCEEDED",
+    }
     snaps = scheduler.snapshot()
     assert snaps["bad"].exit_code == 3 and snaps["bad"].reason == "exit code 3"
     assert snaps["deep"].reason == "upstream 'bad' failed"
@@ -64,11 +80,15 @@ def test_failure_skips_downstream_and_independent_branch_continues(tmp_path):
 
 def test_finish_running_policy_lets_running_finish_and_cancels_the_rest(tmp_path):
     marker = tmp_path / "slow-done"
-    dag = make_dag({
-        "slow": f"sleep 0.5; touch {marker}", "bad": "exit 1",
-        "after_bad": {"run": "true", "depends_on": ["bad"]},
-        "after_slow": {"run": "true", "depends_on": ["slow"]},
-    }, on_failure="finish-running")
+    dag = make_dag(
+        {
+            "slow": f"sleep 0.5; touch {marker}",
+            "bad": "exit 1",
+            "after_bad": {"run": "true", "depends_on": ["bad"]},
+            "after_slow": {"run": "true", "depends_on": ["slow"]},
+        },
+        on_failure="finish-running",
+    )
     scheduler, rec = start_run(dag, tmp_path)
     states = finish(scheduler)
     assert states == {"slow": "SUCCEEDED", "bad": "FAILED", "after_bad": "SKIPPED", "after_slow": "CANCELLED"}
@@ -78,8 +98,14 @@ def test_finish_running_policy_lets_running_finish_and_cancels_the_rest(tmp_path
 
 def test_cancel_all_policy_kills_running_tasks(tmp_path):
     pids = tmp_path / "pids"
-    dag = make_dag({"slow": f"echo $$ > {pids}; sleep 30", "bad": "sleep 0.3; exit 1",
-                    "later": {"run": "true", "depends_on": ["slow"]}}, on_failure="cancel-all")
+    dag = make_dag(
+        {
+            "slow": f"echo $$ > {pids}; sleep 30",
+            "bad": "sleep 0.3; exit 1",
+            "later": {"run": "true", "depends_on": ["slow"]},
+        },
+        on_failure="cancel-all",
+    )
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_state("slow", "RUNNING")
     wait_until(lambda: pids.exists() and pids.read_text().strip())
@@ -91,7 +117,7 @@ def test_cancel_all_policy_kills_running_tasks(tmp_path):
 
 def test_retries_then_success(tmp_path):
     counter = tmp_path / "count"
-    cmd = f'n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo try $n; [ $n -ge 3 ]'
+    cmd = f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo try $n; [ $n -ge 3 ]"
     dag = make_dag({"flaky": {"run": cmd, "retries": 2, "retry_delay": 0.05}})
     scheduler, rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"flaky": "SUCCEEDED"}
@@ -170,12 +196,15 @@ def test_cancel_running_branch_kills_whole_tree(tmp_path):
         f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; while :; do sleep 0.1; done' & "
         "wait"
     )
-    dag = make_dag({
-        "root": "true",
-        "target": {"run": script, "depends_on": ["root"]},
-        "child": {"run": "true", "depends_on": ["target"]},
-        "independent": "sleep 0.5",
-    }, kill_grace=0.5)
+    dag = make_dag(
+        {
+            "root": "true",
+            "target": {"run": script, "depends_on": ["root"]},
+            "child": {"run": "true", "depends_on": ["target"]},
+            "independent": "sleep 0.5",
+        },
+        kill_grace=0.5,
+    )
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_state("target", "RUNNING")
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3)
@@ -187,8 +216,12 @@ def test_cancel_running_branch_kills_whole_tree(tmp_path):
     assert scheduler.snapshot()["child"].state is TaskState.CANCELLED  # pending: cancelled at once
     rec.wait_state("target", "CANCELLED")
     assert not any(alive(*r) for r in refs), "a process of the cancelled tree survived"
-    assert finish(scheduler) == {"root": "SUCCEEDED", "target": "CANCELLED", "child": "CANCELLED",
-                                 "independent": "SUCCEEDED"}
+    assert finish(scheduler) == {
+        "root": "SUCCEEDED",
+        "target": "CANCELLED",
+        "child": "CANCELLED",
+        "independent": "SUCCEEDED",
+    }
     assert rec.states("target")[-2:] == ["CANCELLING", "CANCELLED"]
 
 
@@ -264,7 +297,10 @@ def test_rerun_failed_task_and_its_skipped_descendants(tmp_path):
     scheduler, rec = start_run(dag, tmp_path)
     scheduler.wait(patience(10))
     assert {n: s.state.value for n, s in scheduler.snapshot().items()} == {
-        "a": "FAILED", "b": "SKIPPED", "c": "SUCCEEDED"}
+        "a": "FAILED",
+        "b": "SKIPPED",
+        "c": "SUCCEEDED",
+    }
     flag.touch()
     assert scheduler.rerun("a") == ["a", "b"]
     assert scheduler.rerun("c") == []  # succeeded tasks are not re-run
@@ -299,7 +335,9 @@ def test_pause_also_holds_tasks_already_waiting_for_a_slot(tmp_path):
     rec.wait_state("a", "SUCCEEDED")
     assert not scheduler.wait(0.3)
     assert {n: s.state for n, s in scheduler.snapshot().items() if n != "a"} == {
-        "b": TaskState.QUEUED, "c": TaskState.QUEUED}
+        "b": TaskState.QUEUED,
+        "c": TaskState.QUEUED,
+    }
     scheduler.resume()
     assert finish(scheduler) == {"a": "SUCCEEDED", "b": "SUCCEEDED", "c": "SUCCEEDED"}
 
@@ -345,6 +383,7 @@ def test_observer_may_call_back_into_the_scheduler(tmp_path):
         def observer(event):
             if getattr(event, "task", None) == "a" and event.new is TaskState.RUNNING:
                 scheduler.cancel("b")
+
         return observer
 
     scheduler, rec = start_run(dag, tmp_path, observers=[cancel_b_when_a_runs])
@@ -373,8 +412,12 @@ def test_run_summary_counts_and_outcome(tmp_path):
 
 def test_daemon_left_by_a_successful_task_is_ended_with_the_run(tmp_path):
     pids = tmp_path / "pids"
-    dag = make_dag({"a": f"sh -c \"setsid sh -c 'echo \\$\\$ > {pids}; exec sleep 60' &\"; "
-                         f"until [ -s {pids} ]; do sleep 0.01; done"})
+    dag = make_dag(
+        {
+            "a": f"sh -c \"setsid sh -c 'echo \\$\\$ > {pids}; exec sleep 60' &\"; "
+            f"until [ -s {pids} ]; do sleep 0.01; done"
+        }
+    )
     scheduler, rec = start_run(dag, tmp_path)
     wait_until(lambda: pids.exists() and pids.read_text().strip())
     refs = read_pids(pids)
@@ -404,9 +447,14 @@ def test_a_rerun_that_arrives_as_the_run_is_closed_is_refused(tmp_path):
 
 def test_rerun_leaves_descendants_that_wait_on_another_dead_end(tmp_path):
     flag = tmp_path / "ok"
-    dag = make_dag({"a": f"test -e {flag}", "x": "exit 1",
-                    "both": {"run": "true", "depends_on": ["a", "x"]},
-                    "only_a": {"run": "true", "depends_on": ["a"]}})
+    dag = make_dag(
+        {
+            "a": f"test -e {flag}",
+            "x": "exit 1",
+            "both": {"run": "true", "depends_on": ["a", "x"]},
+            "only_a": {"run": "true", "depends_on": ["a"]},
+        }
+    )
     scheduler, rec = start_run(dag, tmp_path)
     assert scheduler.wait(patience(10))
     flag.touch()
@@ -450,8 +498,7 @@ def test_a_cancel_while_launching_still_reports_every_step_in_order(tmp_path):
 
 def test_ready_work_runs_in_the_order_it_became_ready(tmp_path):
     """A pool thread runs the task its attempt made ready itself only when no older one waits for a thread."""
-    dag = make_dag({"a": "true", "b": "true", "c": "true", "a2": {"run": "true", "depends_on": ["a"]}},
-                   max_parallel=1)
+    dag = make_dag({"a": "true", "b": "true", "c": "true", "a2": {"run": "true", "depends_on": ["a"]}}, max_parallel=1)
     scheduler, rec = start_run(dag, tmp_path)
     finish(scheduler)
     started = [e.task for e in rec.task_events() if e.is_transition and e.new is TaskState.RUNNING]

@@ -6,6 +6,7 @@ Each shape runs against real processes, checked by pid and create time (a recycl
 tests run twice where the machine allows: with a cgroup per attempt, and with the subreaper alone (the fallback where
 tuidag may not create cgroups).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,12 +40,18 @@ def _cgroups_work() -> bool:
 
 
 CGROUPS = _cgroups_work()
-NO_CGROUPS = ("no cgroups for tuidag here: cgroup v2 with cgroup.kill (Linux 5.14) writable by this user (root or a "
-              "delegated subtree) is needed, and TUIDAG_CGROUPS must not be off")
-MODES = [pytest.param(False, id="subreaper"),
-         pytest.param(True, id="cgroup", marks=pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS))]
-CLI_MODES = [pytest.param("off", id="subreaper"),
-             pytest.param("on", id="cgroup", marks=pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS))]
+NO_CGROUPS = (
+    "no cgroups for tuidag here: cgroup v2 with cgroup.kill (Linux 5.14) writable by this user (root or a "
+    "delegated subtree) is needed, and TUIDAG_CGROUPS must not be off"
+)
+MODES = [
+    pytest.param(False, id="subreaper"),
+    pytest.param(True, id="cgroup", marks=pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS)),
+]
+CLI_MODES = [
+    pytest.param("off", id="subreaper"),
+    pytest.param("on", id="cgroup", marks=pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS)),
+]
 
 
 def start(dag, tmp_path: Path, cgroups: bool) -> tuple[Scheduler, Recorder, str]:
@@ -127,12 +134,17 @@ def test_untagged_daemon_ends_with_its_attempt_or_the_run(tmp_path, cgroups, kin
 def test_attempts_running_at_once_have_cgroups_of_their_own(tmp_path):
     """Eight attempts start together: eight cgroups; cancelling one kills nothing of the others."""
     go = tmp_path / "go"
-    tasks = {f"t{i}": f"tail -1 /proc/$$/cgroup > {tmp_path}/cg{i}; until [ -e {go} ]; do sleep 0.02; done"
-             for i in range(8)}
+    tasks = {
+        f"t{i}": f"tail -1 /proc/$$/cgroup > {tmp_path}/cg{i}; until [ -e {go} ]; do sleep 0.02; done" for i in range(8)
+    }
     scheduler, rec, run_id = start(make_dag(tasks, max_parallel=8, kill_grace=0.2), tmp_path, cgroups=True)
     try:
-        wait_until(lambda: all((tmp_path / f"cg{i}").exists() and (tmp_path / f"cg{i}").read_text().endswith("\n")
-                               for i in range(8)), timeout=20)
+        wait_until(
+            lambda: all(
+                (tmp_path / f"cg{i}").exists() and (tmp_path / f"cg{i}").read_text().endswith("\n") for i in range(8)
+            ),
+            timeout=20,
+        )
         groups = {(tmp_path / f"cg{i}").read_text() for i in range(8)}
         assert len(groups) == 8 and all(f"/tuidag-{run_id}/a" in g for g in groups), groups
         scheduler.cancel("t0")
@@ -174,8 +186,9 @@ def test_a_process_that_relaunches_itself_is_ended(tmp_path, cgroups, tags, endi
     """Each generation ignores SIGTERM and starts its successor in a new session just before it exits: one snapshot
     of the tree misses the successor; the kill passes repeat until one finds nothing alive."""
     pids = tmp_path / "pids"
-    hop = write(tmp_path / "hop.sh", HOP.format(pids=pids, hop=tmp_path / "hop.sh",
-                                                env="env -i" if tags == "untagged" else ""))
+    hop = write(
+        tmp_path / "hop.sh", HOP.format(pids=pids, hop=tmp_path / "hop.sh", env="env -i" if tags == "untagged" else "")
+    )
     command = f"setsid sh {hop} & sleep 1" if ending == "run-ends" else f"setsid sh {hop} & sleep 60"
     dag = make_dag({"t": {"run": command}}, kill_grace=0.2)
     scheduler, rec, _ = start(dag, tmp_path, cgroups)
@@ -276,8 +289,9 @@ def test_any_exception_from_a_callable_fails_its_attempt(tmp_path, exc):
     def raiser():
         raise exc("from the task")
 
-    scheduler, rec, _ = start(make_dag({"py": {"func": raiser}, "after": {"run": "true", "depends_on": ["py"]}}),
-                              tmp_path, cgroups=False)
+    scheduler, rec, _ = start(
+        make_dag({"py": {"func": raiser}, "after": {"run": "true", "depends_on": ["py"]}}), tmp_path, cgroups=False
+    )
     try:
         event = rec.wait_state("py", "FAILED", timeout=10)
         assert event.snapshot.reason == f"raised {exc.__name__}: from the task"
@@ -321,8 +335,7 @@ print(finished, states.count("SUCCEEDED"), states.count("FAILED"), len(states), 
 def test_out_of_descriptors_fails_attempts_instead_of_hanging(tmp_path):
     """More attempts than descriptors (the cap turned off): each one that cannot start fails with its reason, no pool
     thread dies, and the run ends."""
-    script = write(tmp_path / "low.py", LOW_LIMIT.format(tests=str(Path(__file__).parent),
-                                                         logs=str(tmp_path / "logs")))
+    script = write(tmp_path / "low.py", LOW_LIMIT.format(tests=str(Path(__file__).parent), logs=str(tmp_path / "logs")))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "started\n"
@@ -343,9 +356,27 @@ def test_parallelism_is_capped_by_the_descriptor_limit(tmp_path):
     """300 tasks with a timeout at -j 300 under `ulimit -n 256`: all run, 64 at a time, and tuidag says so."""
     tasks = "".join(f"  t{i}:\n    run: sleep 0.05\n    timeout: 30\n" for i in range(300))
     dag = write(tmp_path / "dag.yaml", "tasks:\n" + tasks)
-    proc = subprocess.run(["sh", "-c", f'ulimit -n 256 && exec "$@"', "sh", sys.executable, "-m", "tuidag", "run",
-                           "--no-tui", "--quiet", "-j", "300", str(dag)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=patience(240))
+    proc = subprocess.run(
+        [
+            "sh",
+            "-c",
+            f'ulimit -n 256 && exec "$@"',
+            "sh",
+            sys.executable,
+            "-m",
+            "tuidag",
+            "run",
+            "--no-tui",
+            "--quiet",
+            "-j",
+            "300",
+            str(dag),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=patience(240),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "max_parallel 300 capped to 64 by the open-file limit (256" in proc.stderr
     (run,) = RunStore(tmp_path / ".tuidag").runs()
@@ -360,9 +391,14 @@ def _yaml(text: str) -> str:
 
 def run_headless(dag: Path, mode: str, stderr=subprocess.PIPE) -> subprocess.Popen:
     """`tuidag run --no-tui DAG` in DAG's folder, with cgroups on or off (`mode`)."""
-    return subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=dag.parent,
-                            env={**os.environ, "TUIDAG_CGROUPS": mode}, stdout=subprocess.DEVNULL, stderr=stderr,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)],
+        cwd=dag.parent,
+        env={**os.environ, "TUIDAG_CGROUPS": mode},
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+    )
 
 
 def crash(tmp_path: Path, command: str, mode: str) -> Path:
@@ -370,13 +406,15 @@ def crash(tmp_path: Path, command: str, mode: str) -> Path:
     written = [tmp_path / "pids", tmp_path / "leader"]
     dag = write(tmp_path / "dag.yaml", f"kill_grace: 0.3\ntasks:\n  t:\n    run: {_yaml(command)}\n")
     proc = run_headless(dag, mode, stderr=subprocess.DEVNULL)
+
     def journalled() -> bool:  # the leader's pid is in the journal, as a crash after that leaves it
         runs = RunStore(tmp_path / ".tuidag").runs()
         return bool(runs) and bool(replay(runs[0].journal).tasks.get("t") and replay(runs[0].journal).tasks["t"].pids)
 
     try:
-        wait_until(lambda: all(f.exists() and f.read_text().endswith("\n") for f in written) and journalled(),
-                   timeout=15)
+        wait_until(
+            lambda: all(f.exists() and f.read_text().endswith("\n") for f in written) and journalled(), timeout=15
+        )
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(patience(10))
@@ -462,7 +500,9 @@ def test_untagged_daemon_ends_with_a_headless_run(tmp_path, mode):
 # also what the callable started (it carries the run's tag from tuidag's own environment).
 def test_os_exit_in_a_callable_leaves_nothing_after_the_next_command(tmp_path):
     pids = tmp_path / "pids"
-    source = write(tmp_path / "exits.py", textwrap.dedent(f"""\
+    source = write(
+        tmp_path / "exits.py",
+        textwrap.dedent(f"""\
         import os, subprocess, time
         from pathlib import Path
         from tuidag import Dag
@@ -481,9 +521,11 @@ def test_os_exit_in_a_callable_leaves_nothing_after_the_next_command(tmp_path):
 
         if __name__ == "__main__":
             dag.main()
-        """))
-    proc = subprocess.run([sys.executable, str(source), "--no-tui"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=patience(60))
+        """),
+    )
+    proc = subprocess.run(
+        [sys.executable, str(source), "--no-tui"], cwd=tmp_path, capture_output=True, text=True, timeout=patience(60)
+    )
     assert proc.returncode == 3
     refs = read_pids(pids)
     assert len(refs) == 3 and all(alive(*r) for r in refs)

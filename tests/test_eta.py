@@ -1,4 +1,5 @@
 """A live run's forecast from engine snapshots, the progress of a running attempt, and the ETA's words."""
+
 from __future__ import annotations
 
 from tuidag.engine.events import TaskSnapshot
@@ -15,10 +16,15 @@ def snap(name, state, attempt=0, started=None, finished=None, changed=0.0):
 
 
 def test_each_state_becomes_the_right_input():
-    snaps = {"a": snap("a", S.SUCCEEDED, 1, 0, 10), "b": snap("b", S.RUNNING, 1, 10), "c": snap("c", S.PENDING),
-             "d": snap("d", S.FAILED, 1, 0, 4), "e": snap("e", S.PENDING),  # e never runs: d failed
-             "f": snap("f", S.RUNNING, 2, 0, changed=12),  # a retry: its attempt started at 12, not 0
-             "g": snap("g", S.PENDING)}
+    snaps = {
+        "a": snap("a", S.SUCCEEDED, 1, 0, 10),
+        "b": snap("b", S.RUNNING, 1, 10),
+        "c": snap("c", S.PENDING),
+        "d": snap("d", S.FAILED, 1, 0, 4),
+        "e": snap("e", S.PENDING),  # e never runs: d failed
+        "f": snap("f", S.RUNNING, 2, 0, changed=12),  # a retry: its attempt started at 12, not 0
+        "g": snap("g", S.PENDING),
+    }
     f = live_forecast(SHAPE, snaps, EXPECTED, now=15)
     assert f.spans["b"] == (10, 20) and f.spans["c"] == (20, 30) and f.spans["d"] == (0, 4)
     assert "e" not in f.spans and f.spans["f"] == (12, 22) and f.spans["g"] == (22, 32) and f.end == 32

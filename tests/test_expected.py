@@ -1,4 +1,5 @@
 """Expected durations learned from the state dir: same definition first, then same name, never a guess."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,8 +16,14 @@ from slowness import patience
 def runs_of(state, durations: list[float], *, task="a", fp="f1", dag="d", source=None, start=0):
     """One run per duration, oldest first, each with `task` succeeding in one attempt of that duration."""
     for i, d in enumerate(durations):
-        write_run(state, f"2026{start + i:04d}", {task: Plan(0, [(100.0, 100.0 + d)])}, dag=dag, source=source,
-                  fingerprints={task: fp})
+        write_run(
+            state,
+            f"2026{start + i:04d}",
+            {task: Plan(0, [(100.0, 100.0 + d)])},
+            dag=dag,
+            source=source,
+            fingerprints={task: fp},
+        )
 
 
 def test_median_of_the_last_five_with_the_same_definition(tmp_path):
@@ -55,8 +62,9 @@ def test_other_dags_failures_and_reused_results_do_not_count(tmp_path):
 
 def test_only_complete_runs_count_not_cancelled_or_unfinished_ones(tmp_path):
     runs_of(tmp_path, [10, 20])
-    write_run(tmp_path, "20260005", {"a": Plan(0, [(0, 0.3)]), "b": Plan(0, [(0, 1)], "CANCELLED")},
-              fingerprints={"a": "f1"})  # cancelled soon after a's quick success: not how long a takes
+    write_run(
+        tmp_path, "20260005", {"a": Plan(0, [(0, 0.3)]), "b": Plan(0, [(0, 1)], "CANCELLED")}, fingerprints={"a": "f1"}
+    )  # cancelled soon after a's quick success: not how long a takes
     write_run(tmp_path, "20260006", {"a": Plan(0, [(0, 0.4)])}, fingerprints={"a": "f1"}, summary=False)  # running
     assert expected_durations(RunStore(tmp_path), "d", "", {"a": "f1"}) == {"a": Expected(15, 2, True)}
 
@@ -82,8 +90,13 @@ def test_a_journal_that_grew_is_read_again(tmp_path):
 def test_a_real_run_is_learned_from(tmp_path):
     dag = tmp_path / "dag.yaml"
     dag.write_text("tasks:\n  a:\n    run: sleep 0.3\n  b:\n    run: 'true'\n    depends_on: [a]\n")
-    proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", str(dag)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=patience(60))
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", str(dag)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
     assert proc.returncode == 0, proc.stderr
     store = RunStore(tmp_path / ".tuidag")
     got = expected_for_run(store, read_header(store.runs()[-1].journal))

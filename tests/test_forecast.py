@@ -1,4 +1,5 @@
 """The ETA simulation, the critical path and the speedups, on hand-made DAGs whose answers are worked out by hand."""
+
 from __future__ import annotations
 
 
@@ -10,11 +11,31 @@ from tuidag.model.timeline import TimelineRecorder
 from tuidag.store.run_dag import dag_from_header
 
 
-def sim(deps, order, expected, *, now=0.0, finished=None, running=None, max_parallel=8, capacities=None,
-        requests=None, blocked=frozenset()):
-    return simulate(deps, order, now=now, finished=finished or {}, running=running or {}, expected=expected,
-                    max_parallel=max_parallel, capacities=capacities or {}, requests=requests or {},
-                    blocked=blocked)
+def sim(
+    deps,
+    order,
+    expected,
+    *,
+    now=0.0,
+    finished=None,
+    running=None,
+    max_parallel=8,
+    capacities=None,
+    requests=None,
+    blocked=frozenset(),
+):
+    return simulate(
+        deps,
+        order,
+        now=now,
+        finished=finished or {},
+        running=running or {},
+        expected=expected,
+        max_parallel=max_parallel,
+        capacities=capacities or {},
+        requests=requests or {},
+        blocked=blocked,
+    )
 
 
 DIAMOND = {"b": ["a"], "c": ["a"], "d": ["b", "c"]}
@@ -50,15 +71,26 @@ def test_one_gpu_serialises_its_users_but_not_the_others():
 
 def test_a_large_request_reserves_its_kind_so_a_later_small_one_does_not_pass_it():
     # gpu capacity 2: a takes one; b needs two and waits, reserving gpu; c (one gpu) may not take the free one.
-    f = sim({}, "abc", {"a": 4, "b": 1, "c": 1}, capacities={"gpu": 2},
-            requests={"a": {"gpu": 1}, "b": {"gpu": 2}, "c": {"gpu": 1}})
+    f = sim(
+        {},
+        "abc",
+        {"a": 4, "b": 1, "c": 1},
+        capacities={"gpu": 2},
+        requests={"a": {"gpu": 1}, "b": {"gpu": 2}, "c": {"gpu": 1}},
+    )
     assert f.spans == {"a": (0, 4), "b": (4, 5), "c": (5, 6)} and f.end == 6
 
 
 def test_a_task_admitted_to_slots_holds_them_while_it_waits_for_a_thread():
     # max_parallel 1: a runs; b gets the db slot at once but waits for the thread; c, also wanting db, waits for b.
-    f = sim({}, "abcd", {"a": 3, "b": 1, "c": 1, "d": 1}, max_parallel=1, capacities={"db": 1},
-            requests={"b": {"db": 1}, "c": {"db": 1}})
+    f = sim(
+        {},
+        "abcd",
+        {"a": 3, "b": 1, "c": 1, "d": 1},
+        max_parallel=1,
+        capacities={"db": 1},
+        requests={"b": {"db": 1}, "c": {"db": 1}},
+    )
     assert f.spans == {"a": (0, 3), "b": (3, 4), "d": (4, 5), "c": (5, 6)}
 
 
@@ -69,8 +101,16 @@ def test_running_tasks_end_when_expected_or_any_moment_when_late():
 
 
 def test_running_tasks_hold_their_threads_and_slots():
-    f = sim({}, "abc", {"a": 5, "b": 1, "c": 1}, now=2, running={"a": 0}, max_parallel=2, capacities={"gpu": 1},
-            requests={"a": {"gpu": 1}, "b": {"gpu": 1}})
+    f = sim(
+        {},
+        "abc",
+        {"a": 5, "b": 1, "c": 1},
+        now=2,
+        running={"a": 0},
+        max_parallel=2,
+        capacities={"gpu": 1},
+        requests={"a": {"gpu": 1}, "b": {"gpu": 1}},
+    )
     assert f.spans["b"] == (5, 6) and f.spans["c"] == (2, 3)
 
 
@@ -117,8 +157,13 @@ def test_critical_path_of_actual_spans_follows_the_dependency_each_task_waited_f
 def test_a_task_held_for_a_slot_follows_the_task_that_freed_it():
     # Both trainings need the one GPU: large waited for small, so small is on the path though no edge links them.
     deps = {"small": ["feat"], "large": ["feat"], "eval": ["large"], "lint": []}
-    f = sim(deps, ["feat", "small", "large", "eval", "lint"], {"feat": 1, "small": 2, "large": 3, "eval": 1, "lint": 5},
-            capacities={"gpu": 1}, requests={"small": {"gpu": 1}, "large": {"gpu": 1}})
+    f = sim(
+        deps,
+        ["feat", "small", "large", "eval", "lint"],
+        {"feat": 1, "small": 2, "large": 3, "eval": 1, "lint": 5},
+        capacities={"gpu": 1},
+        requests={"small": {"gpu": 1}, "large": {"gpu": 1}},
+    )
     assert f.spans["large"] == (3, 6) and f.end == 7
     assert critical_path(deps, f.spans) == ["feat", "small", "large", "eval"]
 
@@ -134,7 +179,10 @@ def test_speedups_rank_the_tasks_whose_halving_shortens_the_run_most():
     expected = {"a": 1, "b": 5, "c": 4, "d": 1}
     # Halving b (5 -> 2.5) leaves c (4) on the path: 7 -> 6; a or d save 0.5; c is not on the path.
     assert speedups(DIAMOND, "abcd", now=0, finished={}, running={}, expected=expected, max_parallel=4) == [
-        ("b", 1.0), ("a", 0.5), ("d", 0.5)]
+        ("b", 1.0),
+        ("a", 0.5),
+        ("d", 0.5),
+    ]
 
 
 def test_speedups_count_the_thread_a_task_waited_for():
@@ -145,14 +193,21 @@ def test_speedups_count_the_thread_a_task_waited_for():
 
 
 def test_speedups_skip_finished_tasks():
-    got = speedups({"b": ["a"]}, "ab", now=5, finished={"a": (0, 5)}, running={}, expected={"a": 5, "b": 2},
-                   max_parallel=1)
+    got = speedups(
+        {"b": ["a"]}, "ab", now=5, finished={"a": (0, 5)}, running={}, expected={"a": 5, "b": 2}, max_parallel=1
+    )
     assert got == [("b", 1.0)]
 
 
 def test_shape_of_a_stored_dag_feeds_the_simulation():
-    header = {"dag": "d", "tasks": ["a", "b", "c"], "deps": {"c": ["a", "b"]}, "capacities": {"gpu": 1},
-              "requests": {"a": {"gpu": 1}, "b": {"gpu": 1}}, "max_parallel": 3}
+    header = {
+        "dag": "d",
+        "tasks": ["a", "b", "c"],
+        "deps": {"c": ["a", "b"]},
+        "capacities": {"gpu": 1},
+        "requests": {"a": {"gpu": 1}, "b": {"gpu": 1}},
+        "max_parallel": 3,
+    }
     shape = shape_of(dag_from_header(header))
     f = simulate(**shape._asdict(), now=0, finished={}, running={}, expected={"a": 1, "b": 2, "c": 1})
     assert f.spans == {"a": (0, 1), "b": (1, 3), "c": (3, 4)}
@@ -160,8 +215,13 @@ def test_shape_of_a_stored_dag_feeds_the_simulation():
 
 def test_task_spans_cover_retries_and_leave_out_the_first_wait():
     rec = TimelineRecorder()
-    for old, new, t, attempt in [(None, S.QUEUED, 0, 0), (S.QUEUED, S.RUNNING, 2, 1), (S.RUNNING, S.RETRYING, 4, 1),
-                                 (S.RETRYING, S.RUNNING, 5, 2), (S.RUNNING, S.SUCCEEDED, 9, 2)]:
+    for old, new, t, attempt in [
+        (None, S.QUEUED, 0, 0),
+        (S.QUEUED, S.RUNNING, 2, 1),
+        (S.RUNNING, S.RETRYING, 4, 1),
+        (S.RETRYING, S.RUNNING, 5, 2),
+        (S.RUNNING, S.SUCCEEDED, 9, 2),
+    ]:
         rec.record("a", old, new, t, attempt)
     rec.record("b", None, S.QUEUED, 0, 0)
     rec.record("c", None, S.QUEUED, 0, 0)
@@ -173,8 +233,14 @@ def test_simulating_a_dag_of_thousands_keeps_every_task():
     n = 5000
     deps = {f"t{i}": [f"t{i // 2}"] for i in range(1, n)}
     order = [f"t{i}" for i in range(n)]
-    f = sim(deps, order, {name: 1.0 for name in order}, max_parallel=4, capacities={"gpu": 2},
-            requests={name: {"gpu": 1} for name in order[::3]})
+    f = sim(
+        deps,
+        order,
+        {name: 1.0 for name in order},
+        max_parallel=4,
+        capacities={"gpu": 2},
+        requests={name: {"gpu": 1} for name in order[::3]},
+    )
     assert f.end is not None and len(f.spans) == n
 
 
@@ -185,7 +251,15 @@ def test_speedups_below_the_threshold_are_neither_named_nor_simulated(monkeypatc
     real = forecast.simulate
     monkeypatch.setattr(forecast, "simulate", lambda *a, **k: calls.append(1) or real(*a, **k))
     deps = {"b": ["a"], "c": ["b"]}
-    got = speedups(deps, "abc", now=0, finished={}, running={}, expected={"a": 0.01, "b": 4, "c": 0.02},
-                   max_parallel=1, min_saved=0.5)
+    got = speedups(
+        deps,
+        "abc",
+        now=0,
+        finished={},
+        running={},
+        expected={"a": 0.01, "b": 4, "c": 0.02},
+        max_parallel=1,
+        min_saved=0.5,
+    )
     assert [name for name, _ in got] == ["b"] and got[0][1] == pytest.approx(2.0)
     assert len(calls) == 2  # the forecast, then b only

@@ -1,5 +1,6 @@
 """A state dir whose disk fills up (a real 1 MB tmpfs): one clear error, no traceback, the run stops starting tasks
 under its failure policy, exit 1, and its outcome is recorded as honestly as the store allows."""
+
 from __future__ import annotations
 
 import errno
@@ -26,8 +27,15 @@ pytestmark = pytest.mark.cli
 
 def tuidag(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"} | {"NO_COLOR": "1"}
-    return subprocess.Popen([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuidag", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def echo_dag(path: Path, count: int, first: str = "", policy: str = "skip-downstream") -> Path:
@@ -72,7 +80,8 @@ def test_a_disk_that_fills_up_stops_the_run_with_one_clear_error(tmp_path):
         # each log takes a page of its own, the journal's appends share one: a new log is what fails first
         assert err.splitlines() == [
             f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "
-            "any more, so no more tasks start; running tasks finish"]
+            "any more, so no more tasks start; running tasks finish"
+        ]
         assert out.endswith("tuidag: run incomplete: state dir full (see the error above)\n")
         rows = table(out)
         assert len(rows) == 1000
@@ -85,13 +94,18 @@ def test_a_disk_that_fills_up_stops_the_run_with_one_clear_error(tmp_path):
         assert sorted(os.listdir(run.path)) == ["journal.jsonl", "logs", "owner.lock", "summary.json"]  # no temp file
         summary = json.loads(run.summary.read_text())
         assert summary["outcome"] == "incomplete: state dir full"
-        assert summary["counts"] == {s: n for s in ("SUCCEEDED", "FAILED", "CANCELLED")
-                                     if (n := sum(v[0] == s for v in rows.values()))}
+        assert summary["counts"] == {
+            s: n for s in ("SUCCEEDED", "FAILED", "CANCELLED") if (n := sum(v[0] == s for v in rows.values()))
+        }
         ends = [r for r in read_journal(run.journal) if r.get("to") in ("SUCCEEDED", "FAILED", "CANCELLED")]
         assert 0 < len(ends) < 1000  # it stops where the disk filled up: not every task's end is in it
 
-        listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
-                                 capture_output=True, text=True, timeout=patience(60))
+        listing = subprocess.run(
+            [sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=patience(60),
+        )
         assert listing.returncode == 0 and listing.stderr == ""
         assert listing.stdout.splitlines()[1].endswith("incomplete: state dir full")
 
@@ -102,12 +116,13 @@ def test_a_running_task_is_treated_by_the_failure_policy(tmp_path, policy):
     DAG's policy is cancel-all (then it is killed, as when a task fails)."""
     go, finished = tmp_path / "go", tmp_path / "finished"
     # waits (up to ~30 s of a quiet machine) for the test to say go, writing nothing to its log on the full disk
-    long = (f"for i in $(seq {round(patience(30) / 0.02)}); do [ -e {go} ] && break; sleep 0.02; done; "
-            f"[ -e {go} ] && touch {finished}")
+    long = (
+        f"for i in $(seq {round(patience(30) / 0.02)}); do [ -e {go} ] && break; sleep 0.02; done; "
+        f"[ -e {go} ] && touch {finished}"
+    )
     with small_disk(tmp_path / "disk") as disk:
         dag = echo_dag(tmp_path / "echoes.yaml", 300, first=long, policy=policy)
-        proc = tuidag("run", "--no-tui", "-q", "-j", "4", str(dag), "--state-dir", str(disk / "state"),
-                      cwd=tmp_path)
+        proc = tuidag("run", "--no-tui", "-q", "-j", "4", str(dag), "--state-dir", str(disk / "state"), cwd=tmp_path)
         error = proc.stderr.readline()
         assert error.startswith(f"tuidag: error: the state dir {disk / 'state'} is full"), error
         if policy != "cancel-all":
@@ -136,8 +151,12 @@ def test_runs_closes_a_crashed_run_on_a_full_disk(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         fill(disk)
-        listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
-                                 capture_output=True, text=True, timeout=patience(60))
+        listing = subprocess.run(
+            [sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=patience(60),
+        )
         assert listing.returncode == 0 and "Traceback" not in listing.stderr, listing.stderr
         assert "was interrupted; killed 1 leftover process: slow: pid" in listing.stderr
         assert listing.stdout.splitlines()[1].endswith("interrupted")
@@ -158,7 +177,6 @@ def test_a_full_disk_at_the_start_is_refused_before_anything_starts(tmp_path):
         assert proc.returncode == 2 and err == f"tuidag: state dir {state} is full (No space left on device)\n"
         assert not (tmp_path / "started").exists()
         assert [n for n in os.listdir(state / "runs") if n != ".reap.lock"] == []  # the half-made run is gone
-
 
 
 def test_stop_starts_nothing_more_and_lets_running_tasks_finish(tmp_path):
@@ -183,22 +201,29 @@ def test_a_task_log_that_fills_the_state_dir_stops_the_run_like_a_full_journal(t
     with small_disk(tmp_path / "disk") as disk:
         state = disk / "state"
         dag = tmp_path / "fill.yaml"
-        dag.write_text("tasks:\n  fill: {run: 'head -c 2000000 /dev/zero || true'}\n"
-                       + "".join(f"  t{i}: {{run: echo {i}, depends_on: fill}}\n" for i in range(5)))
+        dag.write_text(
+            "tasks:\n  fill: {run: 'head -c 2000000 /dev/zero || true'}\n"
+            + "".join(f"  t{i}: {{run: echo {i}, depends_on: fill}}\n" for i in range(5))
+        )
         proc = tuidag("run", "--no-tui", "-q", "-j", "1", str(dag), "--state-dir", str(state), cwd=tmp_path)
         out, err = proc.communicate(timeout=patience(120))
         assert proc.returncode == 1 and "Traceback" not in err + out, err
         assert err.splitlines() == [
             f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "
-            "any more, so no more tasks start; running tasks finish"]
+            "any more, so no more tasks start; running tasks finish"
+        ]
         rows = table(out)
         assert rows == {"fill": ("SUCCEEDED", 1), **{f"t{i}": ("CANCELLED", 0) for i in range(5)}}
         assert out.count("not started: state dir full") == 5
         assert out.endswith("tuidag: run incomplete: state dir full (see the error above)\n")
         (run,) = RunStore(state).runs()
         assert json.loads(run.summary.read_text())["outcome"] == "incomplete: state dir full"
-        listing = subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
-                                 capture_output=True, text=True, timeout=patience(60))
+        listing = subprocess.run(
+            [sys.executable, "-m", "tuidag", "runs", "--state-dir", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=patience(60),
+        )
         assert listing.stdout.splitlines()[1].endswith("incomplete: state dir full")
 
 
@@ -207,14 +232,16 @@ def test_no_room_to_start_the_command_after_its_setup_ends_the_task_cancelled(tm
     (it was an engine error before, 'internal error (see tuidag's log)')."""
     with small_disk(tmp_path / "disk") as disk:
         state = disk / "state"
-        task = write_task(tmp_path / "task.yaml", "name: prep\nsetup: head -c 2000000 /dev/zero || true\n"
-                                                  "run: echo never\n")
+        task = write_task(
+            tmp_path / "task.yaml", "name: prep\nsetup: head -c 2000000 /dev/zero || true\nrun: echo never\n"
+        )
         proc = tuidag("run", "--no-tui", "-q", str(task), "--state-dir", str(state), cwd=tmp_path)
         out, err = proc.communicate(timeout=patience(120))
         assert proc.returncode == 1 and "Traceback" not in err + out, err
         assert err.splitlines() == [
             f"tuidag: error: the state dir {state} is full (No space left on device): task logs can't be written "
-            "any more, so no more tasks start; running tasks finish"]
+            "any more, so no more tasks start; running tasks finish"
+        ]
         assert table(out) == {"prep": ("CANCELLED", 1)}
         assert "not started: state dir full" in out and "never" not in out
 

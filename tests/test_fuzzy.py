@@ -1,4 +1,5 @@
 """Fuzzy matching for the finder (`views.fuzzy`): which names match, where the matched letters are, and the order."""
+
 from __future__ import annotations
 
 from hypothesis import given

@@ -1,4 +1,5 @@
 """The graph layout as text: columns by longest path, edges routed in the gaps, merged fan-in/fan-out, speed."""
+
 from __future__ import annotations
 
 import random
@@ -117,9 +118,12 @@ def test_tile_at_and_layout_of_a_dagspec():
 def test_two_thousand_tasks_lay_out():
     """Shapes that stress the layout (wide layers, a 1,998-way fan, a long chain); its speed is measured by
     benchmarks/ui_bench.py, not here."""
-    for deps in (_layered(2000, 100, seed=1), _layered(2000, 500, seed=2),
-                 {"root": [], **{f"x{i}": ["root"] for i in range(1998)}, "sink": [f"x{i}" for i in range(1998)]},
-                 {f"c{i}": [f"c{i - 1}"] if i else [] for i in range(2000)}):
+    for deps in (
+        _layered(2000, 100, seed=1),
+        _layered(2000, 500, seed=2),
+        {"root": [], **{f"x{i}": ["root"] for i in range(1998)}, "sink": [f"x{i}" for i in range(1998)]},
+        {f"c{i}": [f"c{i - 1}"] if i else [] for i in range(2000)},
+    ):
         layout = layout_graph(deps)
         for y in range(min(layout.height, 60)):  # a first screen of edges
             layout.edge_runs(y)
@@ -137,8 +141,11 @@ def test_the_canvas_draws_the_layers_tuidag_graph_lists():
     deps = _layered(300, 30, seed=5)
     dag = make_dag({name: {"run": "true", "depends_on": d} for name, d in deps.items()})
     assert len(set(dag.depth.values())) > 2
-    for style in (LayoutStyle(), LayoutStyle(Zoom.COMPACT, Orientation.TD, VIEW),
-                  LayoutStyle(Zoom.DOTS, Orientation.LR, VIEW)):
+    for style in (
+        LayoutStyle(),
+        LayoutStyle(Zoom.COMPACT, Orientation.TD, VIEW),
+        LayoutStyle(Zoom.DOTS, Orientation.LR, VIEW),
+    ):
         assert {name: tile.layer for name, tile in layout_dag(dag, style).tiles.items()} == dag.depth, style
     assert DagShape(dag_deps(dag)).layer == dag.depth
 
@@ -149,7 +156,7 @@ def _layered(n: int, width: int, seed: int) -> dict[str, list[str]]:
     deps: dict[str, list[str]] = {}
     for i, name in enumerate(names):
         layer = i // width
-        earlier = names[max(0, layer - 2) * width:layer * width]
+        earlier = names[max(0, layer - 2) * width : layer * width]
         deps[name] = rng.sample(earlier, min(len(earlier), rng.randint(1, 3))) if layer else []
     return deps
 
@@ -195,7 +202,7 @@ def test_a_layer_wider_than_the_screen_is_packed_into_sub_columns_with_a_bus():
     # one line in (setup ──▶┤ the bracket) and one out (├──▶ merge): a bus, not 64 edges
     assert lines[setup.mid].count(ARROW) == 2
     left = min(t.x for t in workers) - 2
-    assert lines[setup.mid][left - 1:left + 1] == ARROW + "┤" and "├" in lines[merge.mid]
+    assert lines[setup.mid][left - 1 : left + 1] == ARROW + "┤" and "├" in lines[merge.mid]
     top = min(t.y for t in workers) - 1
     assert lines[top][left] == "┌" and lines[top + 17][left] == "└"
     assert sum(line.count(ARROW) for line in lines) == 2
@@ -281,13 +288,13 @@ def test_a_long_chain_wraps_into_bands_joined_end_to_start_like_lines_of_text():
     rows = sorted({tile.y for tile in tiles.values()})
     assert len(rows) == 4 and layout.width <= VIEW[0]  # 5 steps a band
     for name, tile in tiles.items():
-        assert f"─ {name} ─" in lines[tile.y][tile.x:tile.x + tile.width]  # every name whole
+        assert f"─ {name} ─" in lines[tile.y][tile.x : tile.x + tile.width]  # every name whole
     for i in range(1, 20):
         parent, child = tiles[f"step-{i - 1:02d}"], tiles[f"step-{i:02d}"]
         assert lines[child.mid][child.x - 1] == "▶"  # every step has its edge in
         if child.y != parent.y:  # a band's end: out right, down, back left to the margin, down and in
             exit_x = parent.x + parent.width + 1
-            assert lines[parent.mid][parent.x + parent.width:exit_x + 1] == "─┐"
+            assert lines[parent.mid][parent.x + parent.width : exit_x + 1] == "─┐"
             turn = parent.y + parent.height
             assert lines[turn][0] == "┌" and lines[turn][exit_x] == "┘" and set(lines[turn][1:exit_x]) == {"─"}
             assert lines[child.mid][:2] == "└▶" and child.y == turn + 1
@@ -303,8 +310,9 @@ def test_a_band_never_ends_where_an_edge_passes_over_the_cut():
             deps["late"] = ["step-02"]
     layout = layout_graph(deps, LayoutStyle(Zoom.FULL, Orientation.LR, VIEW))
     tiles = layout.tiles
-    wrapped = [(parent, child) for child, parents in deps.items() for parent in parents
-               if tiles[child].x < tiles[parent].x]  # the child starts the next band
+    wrapped = [
+        (parent, child) for child, parents in deps.items() for parent in parents if tiles[child].x < tiles[parent].x
+    ]  # the child starts the next band
     assert wrapped and layout.width <= VIEW[0]
     for parent, child in wrapped:
         layer = tiles[parent].layer
@@ -316,8 +324,9 @@ def test_a_graph_that_fits_is_never_wrapped_and_a_resize_of_it_keeps_its_layout(
     layout = layout_graph(short, LayoutStyle(Zoom.FULL, Orientation.LR, VIEW))
     assert len({tile.y for tile in layout.tiles.values()}) == 1 and layout.tiles["s0"].x == 0
     shape = DagShape(short)
-    assert shape.key(LayoutStyle(Zoom.FULL, Orientation.LR, VIEW)) == \
-        shape.key(LayoutStyle(Zoom.FULL, Orientation.LR, (VIEW[0] + 7, VIEW[1])))
+    assert shape.key(LayoutStyle(Zoom.FULL, Orientation.LR, VIEW)) == shape.key(
+        LayoutStyle(Zoom.FULL, Orientation.LR, (VIEW[0] + 7, VIEW[1]))
+    )
 
 
 def test_every_style_of_big_dags_lays_out_and_keeps_tiles_apart():
@@ -327,8 +336,9 @@ def test_every_style_of_big_dags_lays_out_and_keeps_tiles_apart():
                 layout = layout_graph(deps, LayoutStyle(zoom, orientation, VIEW))
                 seen: set[tuple[int, int]] = set()
                 for tile in layout.tiles.values():
-                    cells = {(x, y) for x in range(tile.x, tile.x + tile.width)
-                             for y in range(tile.y, tile.y + tile.height)}
+                    cells = {
+                        (x, y) for x in range(tile.x, tile.x + tile.width) for y in range(tile.y, tile.y + tile.height)
+                    }
                     assert not cells & seen, (zoom, orientation, tile)
                     seen |= cells
                     assert tile.x + tile.width <= layout.width and tile.y + tile.height <= layout.height

@@ -2,6 +2,7 @@
 took tuidag to 0.9 GB, one 200 MB line to 0.6 GB). The peak RSS (VmHWM) of a real `tuidag run --no-tui` whose output
 is drained from a pipe is compared with that of a run printing one line; `benchmarks/log_bench.py` measures the same
 at 200 MB and more."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,13 @@ def peak_rss(folder: Path, command: str) -> tuple[int, int]:
     folder.mkdir()
     (folder / "dag.yaml").write_text(json.dumps({"tasks": {"writer": {"run": command}}}))
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"} | {"NO_COLOR": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", "dag.yaml"], cwd=folder, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "dag.yaml"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     printed = 0
 
     def drain() -> None:
@@ -50,10 +56,13 @@ def peak_rss(folder: Path, command: str) -> tuple[int, int]:
     return peak, printed
 
 
-@pytest.mark.parametrize("command", [
-    pytest.param(f"yes \"$(printf '%099d' 0)\" | head -c {SIZE}", id="64 MB of 100-byte lines"),
-    pytest.param(f"head -c {SIZE} /dev/zero | tr '\\0' x; echo", id="one 64 MB line"),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(f"yes \"$(printf '%099d' 0)\" | head -c {SIZE}", id="64 MB of 100-byte lines"),
+        pytest.param(f"head -c {SIZE} /dev/zero | tr '\\0' x; echo", id="one 64 MB line"),
+    ],
+)
 def test_rss_growth_stays_under_50_mb_whatever_the_task_prints(tmp_path, command):
     baseline, _ = peak_rss(tmp_path / "baseline", "echo hello")
     peak, printed = peak_rss(tmp_path / "flood", command)

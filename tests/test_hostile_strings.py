@@ -1,6 +1,7 @@
 """Every command that prints a string from the DAG file, the journal or a task (the DAG's name, a failure's reason
 holding a path, a bad key) prints it inert: no escape sequence or control character reaches the terminal, and no
 newline in it can start a line that poses as tuidag's own (`[deploy] --> SUCCEEDED`)."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,11 +37,23 @@ def test_no_print_path_lets_a_hostile_name_or_reason_reach_the_terminal_raw(tmp_
     quick = write(tmp_path / "quick.yaml", DAG.replace("sleep 30", "true"))
     bad = write(tmp_path / "bad.yaml", rf'"key{FORGERY}": 1' + "\ntasks:\n  a: {run: echo}\n")
     commands = [
-        ("validate", str(dag)), ("validate", str(bad)), ("run", "--no-tui", str(bad)),
-        ("graph", str(dag)), ("graph", "--format", "dot", str(dag)), ("graph", "--format", "mermaid", str(dag)),
-        ("run", "--no-tui", str(quick)), ("run", "--no-tui", "-q", str(quick)),
-        ("runs",), ("runs", "--task", "lost"), ("report", "-o", "r.html"),
-        ("run", "-d", str(dag)), ("pause",), ("resume",), ("cancel", "long"), ("stop",), ("runs",),
+        ("validate", str(dag)),
+        ("validate", str(bad)),
+        ("run", "--no-tui", str(bad)),
+        ("graph", str(dag)),
+        ("graph", "--format", "dot", str(dag)),
+        ("graph", "--format", "mermaid", str(dag)),
+        ("run", "--no-tui", str(quick)),
+        ("run", "--no-tui", "-q", str(quick)),
+        ("runs",),
+        ("runs", "--task", "lost"),
+        ("report", "-o", "r.html"),
+        ("run", "-d", str(dag)),
+        ("pause",),
+        ("resume",),
+        ("cancel", "long"),
+        ("stop",),
+        ("runs",),
     ]
     seen = []
     for command in commands:

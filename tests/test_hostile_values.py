@@ -1,5 +1,6 @@
 """Numbers and strings in a DAG file that once crashed tuidag: each is a located error (exit 2, no traceback, nothing
 left in the state dir), or, for a month-long timeout, simply works."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], capture_output=True, text=True,
-                          timeout=patience(timeout), cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args],
+        capture_output=True,
+        text=True,
+        timeout=patience(timeout),
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def test_a_month_long_timeout_lets_the_task_run(tmp_path):
@@ -32,23 +39,38 @@ def test_a_month_long_timeout_lets_the_task_run(tmp_path):
 
 
 HUGE = {
-    "a timeout of 401 digits": ("tasks:\n  a:\n    run: echo\n    timeout: 1" + "0" * 400 + "\n",
-                                "4:14: task 'a': timeout is too long: at most 8760h (a year) is allowed"),
-    "a timeout over a year": ("tasks:\n  a:\n    run: echo\n    timeout: 9000h\n",
-                              "4:14: task 'a': timeout is too long: at most 8760h (a year) is allowed"),
-    "max_parallel of 5,000 hex digits": ("max_parallel: 0x" + "f" * 5000 + "\ntasks:\n  a: {run: echo}\n",
-                                         "1:15: max_parallel is too large: at most 1,000,000 is allowed"),
-    "a capacity of 5,000 hex digits": ("resources: {gpu: 0x" + "f" * 5000 + "}\ntasks:\n  a: {run: echo}\n",
-                                       "1:18: resources: 'gpu' is too large: at most 1,000,000 is allowed"),
-    "retries of 5,000 hex digits": ("tasks:\n  a: {run: echo, retries: 0x" + "f" * 5000 + "}\n",
-                                    "2:27: task 'a': retries is too large: at most 1,000,000 is allowed"),
-    "a lone surrogate in the name": ('name: "etl\\ud800"\ntasks:\n  a: {run: echo}\n',
-                                     "1:7: this value contains a lone surrogate (\\ud800 at character 4)"),
-    "a lone surrogate in a command": ('tasks:\n  a: {run: "echo \\udc80"}\n',
-                                      "2:12: this value contains a lone surrogate (\\udc80 at character 6)"),
-    "a SkyPilot delay of 5,000 digits": ("name: p\nexecution: parallel\ntermination_delay: 9" + "9" * 5000
-                                         + "\n---\nname: a\nrun: echo\n",
-                                         "3:20: termination_delay is too long: at most 8760h (a year) is allowed"),
+    "a timeout of 401 digits": (
+        "tasks:\n  a:\n    run: echo\n    timeout: 1" + "0" * 400 + "\n",
+        "4:14: task 'a': timeout is too long: at most 8760h (a year) is allowed",
+    ),
+    "a timeout over a year": (
+        "tasks:\n  a:\n    run: echo\n    timeout: 9000h\n",
+        "4:14: task 'a': timeout is too long: at most 8760h (a year) is allowed",
+    ),
+    "max_parallel of 5,000 hex digits": (
+        "max_parallel: 0x" + "f" * 5000 + "\ntasks:\n  a: {run: echo}\n",
+        "1:15: max_parallel is too large: at most 1,000,000 is allowed",
+    ),
+    "a capacity of 5,000 hex digits": (
+        "resources: {gpu: 0x" + "f" * 5000 + "}\ntasks:\n  a: {run: echo}\n",
+        "1:18: resources: 'gpu' is too large: at most 1,000,000 is allowed",
+    ),
+    "retries of 5,000 hex digits": (
+        "tasks:\n  a: {run: echo, retries: 0x" + "f" * 5000 + "}\n",
+        "2:27: task 'a': retries is too large: at most 1,000,000 is allowed",
+    ),
+    "a lone surrogate in the name": (
+        'name: "etl\\ud800"\ntasks:\n  a: {run: echo}\n',
+        "1:7: this value contains a lone surrogate (\\ud800 at character 4)",
+    ),
+    "a lone surrogate in a command": (
+        'tasks:\n  a: {run: "echo \\udc80"}\n',
+        "2:12: this value contains a lone surrogate (\\udc80 at character 6)",
+    ),
+    "a SkyPilot delay of 5,000 digits": (
+        "name: p\nexecution: parallel\ntermination_delay: 9" + "9" * 5000 + "\n---\nname: a\nrun: echo\n",
+        "3:20: termination_delay is too long: at most 8760h (a year) is allowed",
+    ),
 }
 
 
@@ -67,11 +89,13 @@ def test_huge_numbers_and_lone_surrogates_are_located_errors_in_validate_and_run
 
 def test_the_python_front_end_refuses_lone_surrogates_and_huge_counts(tmp_path):
     path = tmp_path / "api.py"
-    path.write_text(textwrap.dedent('''\
+    path.write_text(
+        textwrap.dedent("""\
         from tuidag import Dag
         dag = Dag("etl\\ud800", max_parallel=16 ** 5000)
         dag.shell("a", "echo \\ud800", retries=10 ** 4000, timeout=10 ** 400)
-    '''))
+    """)
+    )
     proc = tuidag("validate", str(path), cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     f = str(path)
@@ -93,8 +117,10 @@ def test_a_device_is_refused_before_it_is_read(tmp_path, device):
     for command in (["validate"], ["run", "--no-tui", "--state-dir", str(tmp_path / "state")]):
         proc = tuidag(*command, device, cwd=tmp_path, timeout=30)
         assert proc.returncode == 2
-        assert proc.stderr == f"{device}:1:1: cannot read file: it is a character device: a DAG file must be a " \
-                              f"regular file\n"
+        assert (
+            proc.stderr == f"{device}:1:1: cannot read file: it is a character device: a DAG file must be a "
+            f"regular file\n"
+        )
 
 
 @pytest.mark.parametrize("name", ["dag.yaml", "dag.py"])
@@ -112,5 +138,7 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, name)
     for command in (["validate"], ["run", "--no-tui", "--state-dir", str(tmp_path / "state")]):
         proc = tuidag(*command, name, cwd=tmp_path)
         assert proc.returncode == 2
-        assert proc.stderr == f"{name}:1:1: cannot read file: it is {MAX_SOURCE_BYTES + 1:,} bytes: a DAG file may be " \
-                              f"at most 32 MiB\n"
+        assert (
+            proc.stderr == f"{name}:1:1: cannot read file: it is {MAX_SOURCE_BYTES + 1:,} bytes: a DAG file may be "
+            f"at most 32 MiB\n"
+        )

@@ -1,5 +1,6 @@
 """Limits every front end (YAML, SkyPilot pipeline, Python API) enforces before anything runs: task names that are
 exactly the allowed alphabet and short enough for any file system, no NUL in what reaches the OS, YAML nesting."""
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,8 @@ def test_name_length_is_capped_where_every_file_system_takes_the_log_name():
 
 def test_python_api_refuses_bad_names_and_nul(tmp_path):
     path = tmp_path / "api.py"
-    path.write_text(textwrap.dedent('''\
+    path.write_text(
+        textwrap.dedent("""\
         from tuidag import Dag
         dag = Dag("x", env={"A": "1\\0"})
         dag.shell("a\\n", "echo a")
@@ -56,7 +58,8 @@ def test_python_api_refuses_bad_names_and_nul(tmp_path):
         @dag.task(env={"E": "\\0"})
         def d(ctx):
             pass
-    '''))
+    """)
+    )
     f = str(path)
     assert errors(path) == [
         f"{f}:2:1: env value for 'A' {NUL}",
@@ -113,9 +116,11 @@ def yaml_parser(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("shape, where", [(flow, "4:107"), (block, "104:101"), (sequences, "4:199"),
-                                          (unclosed, "4:107"), (pipeline, "5:408")],
-                         ids=lambda v: getattr(v, "__name__", v))
+@pytest.mark.parametrize(
+    "shape, where",
+    [(flow, "4:107"), (block, "104:101"), (sequences, "4:199"), (unclosed, "4:107"), (pipeline, "5:408")],
+    ids=lambda v: getattr(v, "__name__", v),
+)
 @pytest.mark.parametrize("depth", [1_000, 60_000])
 def test_deep_nesting_is_a_located_error(tmp_path, shape, where, depth, yaml_parser):
     if shape is block and depth > 1_000:
@@ -135,9 +140,13 @@ def test_nesting_up_to_the_limit_is_fine(tmp_path, yaml_parser):
 def test_deep_file_through_the_cli_exits_2_without_a_traceback(tmp_path):
     path = tmp_path / "deep.yaml"
     path.write_text(flow(100_000))
-    proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "--state-dir", str(tmp_path / "s"),
-                           str(path)], capture_output=True, text=True, timeout=patience(60),
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "--state-dir", str(tmp_path / "s"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 2
     assert proc.stderr == f"{path}:4:107: nesting too deep: more than {MAX_DEPTH} levels of lists and mappings\n"
     assert not (tmp_path / "s").exists()
@@ -151,8 +160,11 @@ def _nested(depth: int, draw_kind: list[bool]):
 
 
 @settings(max_examples=60, deadline=None)
-@given(kinds=st.lists(st.booleans(), min_size=1, max_size=40), flow_style=st.sampled_from([True, False, None]),
-       indent=st.integers(2, 6))
+@given(
+    kinds=st.lists(st.booleans(), min_size=1, max_size=40),
+    flow_style=st.sampled_from([True, False, None]),
+    indent=st.integers(2, 6),
+)
 def test_the_depth_bound_is_never_below_the_real_depth(kinds, flow_style, indent):
     """The cheap bound decides whether the event scan runs: it must never miss real depth, in any style."""
     text = yaml.safe_dump(_nested(len(kinds), kinds), default_flow_style=flow_style, indent=indent)

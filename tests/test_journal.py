@@ -1,4 +1,5 @@
 """The journal's hand-formatted task lines say exactly what the generic JSON encoding of the record says."""
+
 from __future__ import annotations
 
 import json
@@ -13,15 +14,29 @@ _FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid",
 
 times = st.floats(min_value=0, max_value=4e9, allow_nan=False)
 optional_time = st.none() | times
-values = (st.none() | st.integers() | st.floats() | st.text() | st.lists(st.integers(), max_size=3)
-          | st.tuples(st.integers()) | st.dictionaries(st.integers(), st.text(), max_size=2) | st.builds(object))
+values = (
+    st.none()
+    | st.integers()
+    | st.floats()
+    | st.text()
+    | st.lists(st.integers(), max_size=3)
+    | st.tuples(st.integers())
+    | st.dictionaries(st.integers(), st.text(), max_size=2)
+    | st.builds(object)
+)
 
 
 def generic_record(event: TaskEvent) -> dict:
     """The record as a plain dict, the way any JSON encoder would be given it."""
     snap = event.snapshot
-    record = {"type": "task", "seq": event.seq, "t": event.time, "task": snap.name,
-              "from": event.old.value if event.old else None, "to": snap.state.value}
+    record = {
+        "type": "task",
+        "seq": event.seq,
+        "t": event.time,
+        "task": snap.name,
+        "from": event.old.value if event.old else None,
+        "to": snap.state.value,
+    }
     for name in _FIELDS:
         value = getattr(snap, name)
         if value is not None and value is not False:
@@ -40,16 +55,36 @@ def generic_record(event: TaskEvent) -> dict:
 
 @given(
     name=st.text(min_size=1, max_size=20),
-    state=st.sampled_from(TaskState), old=st.none() | st.sampled_from(TaskState),
-    seq=st.integers(0, 10**9), t=times, attempt=st.integers(0, 100),
-    reason=st.none() | st.text(max_size=40), exit_code=st.none() | st.integers(-64, 255),
-    started_at=optional_time, finished_at=optional_time, pid=st.none() | st.integers(1, 2**22),
-    create_time=optional_time, reused=st.booleans(), value=values,
+    state=st.sampled_from(TaskState),
+    old=st.none() | st.sampled_from(TaskState),
+    seq=st.integers(0, 10**9),
+    t=times,
+    attempt=st.integers(0, 100),
+    reason=st.none() | st.text(max_size=40),
+    exit_code=st.none() | st.integers(-64, 255),
+    started_at=optional_time,
+    finished_at=optional_time,
+    pid=st.none() | st.integers(1, 2**22),
+    create_time=optional_time,
+    reused=st.booleans(),
+    value=values,
 )
-def test_task_line_matches_the_generic_encoding(name, state, old, seq, t, attempt, reason, exit_code, started_at,
-                                               finished_at, pid, create_time, reused, value):
-    snap = TaskSnapshot(name, state, attempt=attempt, reason=reason, exit_code=exit_code, started_at=started_at,
-                        finished_at=finished_at, pid=pid, create_time=create_time, reused=reused, value=value)
+def test_task_line_matches_the_generic_encoding(
+    name, state, old, seq, t, attempt, reason, exit_code, started_at, finished_at, pid, create_time, reused, value
+):
+    snap = TaskSnapshot(
+        name,
+        state,
+        attempt=attempt,
+        reason=reason,
+        exit_code=exit_code,
+        started_at=started_at,
+        finished_at=finished_at,
+        pid=pid,
+        create_time=create_time,
+        reused=reused,
+        value=value,
+    )
     event = TaskEvent(seq, t, old, snap)
     line = task_line(event)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
@@ -61,12 +96,23 @@ def test_written_events_replay_to_the_last_state(tmp_path):
     writer = JournalWriter(path, {"tasks": ["a"]})
     snap = TaskSnapshot("a", TaskState.RUNNING, attempt=1, started_at=10.5, pid=4242, create_time=9.25)
     writer.record([TaskEvent(1, 10.5, TaskState.QUEUED, snap)])
-    writer.record([RunEvent(2, 10.7, "paused"),
-                   TaskEvent(3, 11.0, TaskState.RUNNING,
-                             snap.evolve(state=TaskState.FAILED, exit_code=3, reason='exit code 3 "quoted"\n',
-                                         finished_at=11.0))])
+    writer.record(
+        [
+            RunEvent(2, 10.7, "paused"),
+            TaskEvent(
+                3,
+                11.0,
+                TaskState.RUNNING,
+                snap.evolve(state=TaskState.FAILED, exit_code=3, reason='exit code 3 "quoted"\n', finished_at=11.0),
+            ),
+        ]
+    )
     writer.close()
     assert [r.get("seq") for r in read_journal(path)] == [None, 1, 2, 3]
     task = replay(path).tasks["a"]
     assert (task.state, task.exit_code, task.reason, task.pids) == (
-        TaskState.FAILED, 3, 'exit code 3 "quoted"\n', [(4242, 9.25)])
+        TaskState.FAILED,
+        3,
+        'exit code 3 "quoted"\n',
+        [(4242, 9.25)],
+    )

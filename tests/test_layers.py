@@ -1,6 +1,7 @@
 """The import contract of pyproject.toml's [tool.importlinter]: arrows point down the layers only (front ends ->
 views -> control -> store -> engine -> model), every top-level module has its place in them, and nothing outside
 tuidag.ui imports textual. Checked on the source by import-linter, imports inside functions included."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """One task's log indexed in place (LogIndex), its search, and the text helpers."""
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,9 @@ def reference_lines(data: bytes) -> list[str]:
 def log(tmp_path: Path) -> Path:
     return tmp_path / "task.log"
 
+
 # --- LogIndex -----------------------------------------------------------------------------------------------------
+
 
 def test_lines_and_partial_last_line_grow(log: Path) -> None:
     append(log, "one\n\nthree\npar")
@@ -160,6 +163,7 @@ def test_large_file_indexes_with_bounded_memory(log: Path) -> None:
 
 # --- search -------------------------------------------------------------------------------------------------------
 
+
 def test_search_ignores_case_and_ansi_and_overwritten_text(log: Path) -> None:
     append(log, "alpha\n\x1b[31mFoo\x1b[0mBar\nhidden\rshown\nlast alpha")
     index = LogIndex(log)
@@ -216,18 +220,22 @@ def test_search_across_real_chunk_boundaries(log: Path) -> None:
 
 # --- helpers ------------------------------------------------------------------------------------------------------
 
+
 def test_printable_keeps_colour_only() -> None:
     assert printable("a\x1b[31mred\x1b[0m") == "a\x1b[31mred\x1b[0m"
     assert printable("a\x1b[2Kb\x1b]0;title\x07c\x1b]8;;http://x\x1b\\d") == "abcd"
     assert printable("bell\x07 nul\x00 ff\x0c tab\t esc\x1b") == "bell\ufffd nul\ufffd ff\ufffd tab\t esc"
     assert strip_ansi("\x1b[1;32mok\x1b[0m done") == "ok done"
 
+
 def test_matching_lines_agree_with_search_slice_by_slice(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(log_index, "CHUNK", 64)
     rng = random.Random(7)
     words = ["apple", "Banana", "\x1b[1mAPP\x1b[0mLE", "old\rnew", "old\r", "crlf apple\r"]
-    log.write_text("\n".join(" ".join(rng.choice(words) for _ in range(rng.randrange(0, 4))) for _ in range(300))
-                   + "\nunfinished apple")
+    log.write_text(
+        "\n".join(" ".join(rng.choice(words) for _ in range(rng.randrange(0, 4))) for _ in range(300))
+        + "\nunfinished apple"
+    )
     index = LogIndex(log)
     index.refresh()
     plain = [strip_ansi(line).lower() for line in lines_of(index)]

@@ -1,4 +1,5 @@
 """Knowing that logs changed: file-system events, or polling when they cannot be had (LogWatcher)."""
+
 from __future__ import annotations
 
 import time
@@ -11,6 +12,7 @@ from slowness import patience
 
 
 # --- LogWatcher ---------------------------------------------------------------------------------------------------
+
 
 def wait_for(condition, timeout: float | None = None) -> bool:
     """Whether `condition` came true within `timeout` seconds (a wait that may run out), by default within 5 s of a

@@ -1,4 +1,5 @@
 """The minimap's cells follow every state change task by task and always equal a fresh count."""
+
 from __future__ import annotations
 
 import random

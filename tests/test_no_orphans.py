@@ -5,6 +5,7 @@ its pid is alive with the create time recorded at start (a recycled pid never co
 moment tuidag reports the task CANCELLED/FAILED, or the moment the tuidag process exits: no grace afterwards.
 The UI ways of ending (c, C, q, closing the terminal) are covered in tests/ui/.
 """
+
 from __future__ import annotations
 
 import signal
@@ -37,12 +38,17 @@ def survivors(refs) -> list[int]:
 @pytest.mark.parametrize("way", ["cancel-branch", "cancel-all", "timeout", "cancel-all-policy"])
 def test_engine_endings(tmp_path, tree, way):
     if tree.escapes and not CGROUPS:
-        pytest.skip("without cgroups, a process that left the group and session and dropped the tags ends with the "
-                    "run, not with its attempt (test_escapes.py checks that)")
+        pytest.skip(
+            "without cgroups, a process that left the group and session and dropped the tags ends with the "
+            "run, not with its attempt (test_escapes.py checks that)"
+        )
     pids = tmp_path / "pids"
     task = {"run": tree.command(pids)}
-    tasks = {"root": "true", "victim": {**task, "depends_on": ["root"]},
-             "downstream": {"run": "true", "depends_on": ["victim"]}}
+    tasks = {
+        "root": "true",
+        "victim": {**task, "depends_on": ["root"]},
+        "downstream": {"run": "true", "depends_on": ["victim"]},
+    }
     if way == "timeout":
         # generous: the fifty-children tree must finish starting first
         task_timeout = 3.0
@@ -73,10 +79,16 @@ def test_engine_endings(tmp_path, tree, way):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signals_to_headless_tuidag(tmp_path, tree, sig):
     pids = tmp_path / "pids"
-    dag = write(tmp_path / "dag.yaml",
-                f"kill_grace: {GRACE}\ntasks:\n  victim:\n    run: {_yaml_str(tree.command(pids))}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    dag = write(
+        tmp_path / "dag.yaml", f"kill_grace: {GRACE}\ntasks:\n  victim:\n    run: {_yaml_str(tree.command(pids))}\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         refs = started(pids, tree)
         proc.send_signal(sig)

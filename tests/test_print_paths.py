@@ -2,6 +2,7 @@
 a reason, a source path, a task list) put into printed text goes through the terminal sanitiser (`terminal_line`,
 `terminal_lines`, or the table's `printable`). test_hostile_strings.py runs the commands on hostile input; this
 finds the print paths a new command adds without it."""
+
 from __future__ import annotations
 
 import ast
@@ -10,8 +11,15 @@ from pathlib import Path
 import pytest
 
 TUIDAG = Path(__file__).resolve().parent.parent / "tuidag"
-MODULES = ["cli.py", "cli_common.py", "control_commands.py", "history_commands.py", "ui/viewer.py",
-           "views/graph_text.py", "views/headless.py"]
+MODULES = [
+    "cli.py",
+    "cli_common.py",
+    "control_commands.py",
+    "history_commands.py",
+    "ui/viewer.py",
+    "views/graph_text.py",
+    "views/headless.py",
+]
 #: What a printed value is when it comes from the DAG file, the journal or a task.
 FROM_OUTSIDE = {"name", "reason", "source", "dag", "detail", "message"}
 SANITISERS = {"terminal_line", "terminal_lines", "printable", "_listed", "_tasks"}

@@ -1,4 +1,5 @@
 """Property-based: random DAGs, random failures, random cancellations from another thread, real subprocesses."""
+
 from __future__ import annotations
 
 import random
@@ -21,8 +22,11 @@ def random_dags(draw, max_tasks: int = 10):
         deps = draw(st.lists(st.integers(0, i - 1), unique=True, max_size=3)) if i else []
         code = draw(st.sampled_from([0, 0, 0, 1]))
         ms = draw(st.integers(0, 30))
-        tasks[f"t{i}"] = {"run": f"sleep 0.{ms:03d}; exit {code}", "depends_on": [f"t{d}" for d in deps],
-                          "retries": draw(st.sampled_from([0, 0, 1]))}
+        tasks[f"t{i}"] = {
+            "run": f"sleep 0.{ms:03d}; exit {code}",
+            "depends_on": [f"t{d}" for d in deps],
+            "retries": draw(st.sampled_from([0, 0, 1])),
+        }
     policy = draw(st.sampled_from(["skip-downstream", "finish-running", "cancel-all"]))
     cancels = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 60)), max_size=3))
     return tasks, policy, draw(st.integers(1, 4)), cancels

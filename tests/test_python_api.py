@@ -3,6 +3,7 @@
 Runs go through the real scheduler and executor. Waits poll against deadlines; a threading.Barrier makes the tasks
 of the routing test really overlap instead of hoping they do.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -60,12 +61,13 @@ def log_lines(tmp_path: Path, task: str) -> list[str]:
 def tuidag(*args: str, cwd: Path, python: bool = False) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     command = [sys.executable, *args] if python else [sys.executable, "-m", "tuidag", *args]
-    return subprocess.run(command, cwd=cwd, env={**env, "NO_COLOR": "1"}, capture_output=True, text=True,
-                          timeout=patience(60))
+    return subprocess.run(
+        command, cwd=cwd, env={**env, "NO_COLOR": "1"}, capture_output=True, text=True, timeout=patience(60)
+    )
 
 
 # --- building and loading ---------------------------------------------------------------------------------------
-ETL = '''
+ETL = """
 from pathlib import Path
 from tuidag import Dag
 
@@ -83,15 +85,19 @@ load = dag.shell("load", "echo load", depends_on=[transform, "extract"], setup="
 
 if __name__ == "__main__":
     Path("main-ran").touch()
-'''
+"""
 
 
 def test_load_python_builds_the_spec_without_running_main(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path / "etl_build.py", ETL)
     spec = load_python(path)
-    assert (spec.name, list(spec.tasks), spec.max_parallel, spec.kill_grace) == ("etl", ["extract", "clean", "load"],
-                                                                                3, 2.0)
+    assert (spec.name, list(spec.tasks), spec.max_parallel, spec.kill_grace) == (
+        "etl",
+        ["extract", "clean", "load"],
+        3,
+        2.0,
+    )
     assert spec.env == {"STAGE": "test", "N": "2"}
     assert (spec.source, spec.workdir) == (path.resolve(), tmp_path.resolve())
     extract, clean, load = spec.tasks.values()
@@ -120,7 +126,9 @@ def test_a_dag_without_a_file_and_bare_decorators(tmp_path):
 
 
 def test_building_mistakes_are_collected_and_located(tmp_path):
-    path = write(tmp_path / "bad_build.py", '''
+    path = write(
+        tmp_path / "bad_build.py",
+        """
         from tuidag import Dag
 
         dag = Dag("bad", on_failure="explode")
@@ -145,7 +153,8 @@ def test_building_mistakes_are_collected_and_located(tmp_path):
 
         factory()
         dag.shell("bad name", "echo hi", env={"A": [1]})
-    ''')
+    """,
+    )
     f = str(path)
     assert errors_of(path) == [
         f"{f}:3:1: on_failure must be one of skip-downstream, finish-running, cancel-all, got 'explode'",
@@ -153,8 +162,7 @@ def test_building_mistakes_are_collected_and_located(tmp_path):
         f"{f}:11:1: duplicate task 'extract' (first defined on line 8)",
         f"{f}:16:1: task 'load': retries must be an integer from 0 to 1,000,000, got -1",
         f"{f}:16:1: task 'load': timeout must be a duration like 500ms, 5s, 2m or 1h, got 'soon'",
-        f"{f}:16:1: task 'load' depends on helper(), which is not a task of this DAG "
-        f"(register it with @dag.task())",
+        f"{f}:16:1: task 'load' depends on helper(), which is not a task of this DAG (register it with @dag.task())",
         f"{f}:20:1: task 'inner': isolate=True needs a function defined at module level "
         f"(the child process imports it by name)",
         f"{f}:24:1: task 'bad name': env value for 'A' must be a string, number or boolean, got [1]",
@@ -163,25 +171,38 @@ def test_building_mistakes_are_collected_and_located(tmp_path):
 
 
 def test_a_cycle_is_located_at_the_call_that_closes_it(tmp_path):
-    path = write(tmp_path / "cycle_build.py", '''
+    path = write(
+        tmp_path / "cycle_build.py",
+        """
         from tuidag import Dag
         dag = Dag()
         dag.shell("a", "true", depends_on=["c"])
         dag.shell("b", "true", depends_on=["a"])
         dag.shell("c", "true", depends_on=["b"])
-    ''')
+    """,
+    )
     assert errors_of(path) == [f"{path}:4:1: dependency cycle: a -> b -> c -> a"]
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("x = 1\n", "{f}:1:1: no tuidag.Dag found at module level: define one, e.g. dag = Dag(\"etl\")"),
-    ("from tuidag import Dag\nfirst = Dag('a')\nalias = first\n\nsecond = Dag('b')\n",
-     "{f}:5:1: found 2 Dag objects: first = alias (line 2), second (line 5); a file may define only one"),
-    ("from tuidag import Dag\ndag = Dag(\n", "{f}:2:10: invalid Python: '(' was never closed"),
-    ("from tuidag import Dag\n\ndef f():\n    raise ValueError('no config')\n\nf()\n",
-     "{f}:4:1: error while importing the file: raised ValueError: no config"),
-    ("from tuidag import Dag\ndag = Dag()\n", "{f}:2:1: the DAG has no tasks: add some with @dag.task() or dag.shell()"),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("x = 1\n", '{f}:1:1: no tuidag.Dag found at module level: define one, e.g. dag = Dag("etl")'),
+        (
+            "from tuidag import Dag\nfirst = Dag('a')\nalias = first\n\nsecond = Dag('b')\n",
+            "{f}:5:1: found 2 Dag objects: first = alias (line 2), second (line 5); a file may define only one",
+        ),
+        ("from tuidag import Dag\ndag = Dag(\n", "{f}:2:10: invalid Python: '(' was never closed"),
+        (
+            "from tuidag import Dag\n\ndef f():\n    raise ValueError('no config')\n\nf()\n",
+            "{f}:4:1: error while importing the file: raised ValueError: no config",
+        ),
+        (
+            "from tuidag import Dag\ndag = Dag()\n",
+            "{f}:2:1: the DAG has no tasks: add some with @dag.task() or dag.shell()",
+        ),
+    ],
+)
 def test_file_level_errors(tmp_path, source, expected):
     path = tmp_path / "file_level.py"
     path.write_text(source)
@@ -225,8 +246,11 @@ def test_results_flow_to_dependents_and_values_are_journalled(tmp_path):
     assert seen["thread"].startswith("tuidag-task") and seen["pid"] == os.getpid()
     assert seen["results"] == {"extract": 42} and seen["load"] == {"load": None}
     assert seen["ctx"] == ("transform", 1, "transform", tmp_path.resolve(), "transform.log")
-    records = {r["task"]: r for r in read_journal(session.run.journal)
-               if r.get("type") == "task" and r.get("to") == "SUCCEEDED"}
+    records = {
+        r["task"]: r
+        for r in read_journal(session.run.journal)
+        if r.get("type") == "task" and r.get("to") == "SUCCEEDED"
+    }
     assert records["extract"]["value"] == 42 and records["transform"]["value"] == {"rows": 84}
     assert "value" not in records["load"] and records["opaque"]["value_repr"].startswith("<object object at")
     assert summary.snapshots["transform"].value == {"rows": 84}
@@ -254,7 +278,9 @@ def test_an_exception_fails_the_task_with_its_traceback_in_the_log(tmp_path):
 @pytest.mark.parametrize("how", ["thread", "isolate", "dask"])
 def test_a_task_traceback_starts_at_the_task_s_own_code(tmp_path, how):
     """tuidag's own frames (the attempt, `call_task`) came first in every traceback and said nothing of the task."""
-    path = write(tmp_path / "tb_dag.py", f"""
+    path = write(
+        tmp_path / "tb_dag.py",
+        f"""
         from tuidag import Dag
 
         dag = Dag("tb")
@@ -265,7 +291,8 @@ def test_a_task_traceback_starts_at_the_task_s_own_code(tmp_path, how):
         @dag.task({"isolate=True" if how == "isolate" else ""})
         def boom(ctx):
             helper()
-        """)
+        """,
+    )
     extra = ["--executor", "dask-local:1"] if how == "dask" else []
     proc = tuidag("run", str(path), "--no-tui", *extra, cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -273,8 +300,10 @@ def test_a_task_traceback_starts_at_the_task_s_own_code(tmp_path, how):
     start = log.index("Traceback (most recent call last):")
     frames = [line for line in log[start:] if line.startswith("  File ")]
     file = path.resolve()  # on Dask too: the function travels by value, its source file named again on the worker
-    assert frames == [f'  File "{file}", line {line_of(path, "helper()", 2)}, in boom',
-                      f'  File "{file}", line {line_of(path, "raise ValueError")}, in helper'], log
+    assert frames == [
+        f'  File "{file}", line {line_of(path, "helper()", 2)}, in boom',
+        f'  File "{file}", line {line_of(path, "raise ValueError")}, in helper',
+    ], log
     assert log[-1] == "ValueError: bad row"
 
 
@@ -390,7 +419,8 @@ def test_cancelling_a_running_callable_is_cooperative(tmp_path):
     assert snap.reason == "cancelled by user" and snap.value is None
     assert log_lines(tmp_path, "waits") == [
         "--- tuidag: cancel requested: ctx.cancelled is set, waiting for the callable to return ---",
-        "saw the cancel, stopping"]
+        "saw the cancel, stopping",
+    ]
 
 
 def test_a_callable_that_ignores_cancellation_stays_cancelling_until_it_returns(tmp_path):
@@ -439,7 +469,7 @@ def test_cancel_before_the_callable_starts_never_calls_it(tmp_path):
 
 
 # --- isolate=True: a child process ------------------------------------------------------------------------------
-ISOLATED = '''
+ISOLATED = """
 import logging
 import os
 import signal
@@ -468,7 +498,7 @@ def sleeper(ctx):
 @dag.task(isolate=True)
 def boom(ctx):
     raise RuntimeError("exploded in the child")
-'''
+"""
 
 
 def test_isolated_callables_run_in_a_child_that_can_be_killed(tmp_path):
@@ -487,8 +517,12 @@ def test_isolated_callables_run_in_a_child_that_can_be_killed(tmp_path):
 
     value = scheduler.snapshot()["child"].value
     assert value["pid"] != os.getpid() and value["sid"] == value["pid"]
-    assert (value["cwd"], value["task"], value["results"], value["isolated"]) == (str(tmp_path.resolve()), "child",
-                                                                                  {}, True)
+    assert (value["cwd"], value["task"], value["results"], value["isolated"]) == (
+        str(tmp_path.resolve()),
+        "child",
+        {},
+        True,
+    )
     log = log_lines(tmp_path, "child")
     assert log[:4] == ["hello from the child", "from a grandchild", "grandchild err", "straight to fd 1"]
     assert log[4].endswith(" INFO iso: child logging") and len(log) == 5
@@ -499,7 +533,7 @@ def test_isolated_callables_run_in_a_child_that_can_be_killed(tmp_path):
 
 
 # --- the command line -------------------------------------------------------------------------------------------
-CLI_ETL = '''
+CLI_ETL = """
 import logging
 from tuidag import Dag
 
@@ -526,7 +560,7 @@ if __name__ == "__main__":
         sys.argv.remove("--fail")
     print("main block ran")
     dag.main()
-'''
+"""
 
 
 @pytest.mark.cli
@@ -546,8 +580,10 @@ def test_tuidag_run_imports_the_file_and_uses_the_state_dir_next_to_it(tmp_path)
     values = [r.get("value") for r in read_journal(runs[0] / "journal.jsonl") if r.get("to") == "SUCCEEDED"]
     assert values == [42, None]
 
-    assert tuidag("validate", "project/cli_etl.py", cwd=tmp_path).stdout == \
-        "project/cli_etl.py: ok: cli-etl, 2 tasks, 1 edge\n"
+    assert (
+        tuidag("validate", "project/cli_etl.py", cwd=tmp_path).stdout
+        == "project/cli_etl.py: ok: cli-etl, 2 tasks, 1 edge\n"
+    )
 
 
 @pytest.mark.cli
@@ -565,7 +601,9 @@ def test_python_file_runs_itself_through_dag_main(tmp_path):
 
 @pytest.mark.cli
 def test_sigint_stops_in_process_and_isolated_tasks(tmp_path):
-    write(tmp_path / "sig_etl.py", '''
+    write(
+        tmp_path / "sig_etl.py",
+        """
         import os, time
         from pathlib import Path
         from tuidag import Dag
@@ -583,14 +621,25 @@ def test_sigint_stops_in_process_and_isolated_tasks(tmp_path):
         def hard(ctx):
             Path("hard.pid").write_text(f"{os.getpid()}\\n")
             time.sleep(60)
-    ''')
+    """,
+    )
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", "sig_etl.py"], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "sig_etl.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         pid_file = tmp_path / "hard.pid"
-        wait_until(lambda: (tmp_path / "polite.started").exists() and pid_file.exists()
-                   and pid_file.read_text().endswith("\n"), timeout=30)
+        wait_until(
+            lambda: (
+                (tmp_path / "polite.started").exists() and pid_file.exists() and pid_file.read_text().endswith("\n")
+            ),
+            timeout=30,
+        )
         hard = read_pids(pid_file)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=patience(30))
@@ -607,13 +656,16 @@ def test_sigint_stops_in_process_and_isolated_tasks(tmp_path):
 
 @pytest.mark.cli
 def test_invalid_python_dag_exits_2_with_located_errors(tmp_path):
-    write(tmp_path / "bad_cli.py", '''
+    write(
+        tmp_path / "bad_cli.py",
+        """
         from tuidag import Dag
         dag = Dag("bad")
 
         @dag.task(depends_on=["nothing"])
         def only(ctx): ...
-    ''')
+    """,
+    )
     proc = tuidag("run", "--no-tui", "bad_cli.py", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == "bad_cli.py:4:1: task 'only' depends on unknown task 'nothing'\n"
@@ -621,8 +673,10 @@ def test_invalid_python_dag_exits_2_with_located_errors(tmp_path):
 
 
 def test_import_tuidag_stays_light():
-    code = ("import sys, tuidag; light = 'tuidag.api' not in sys.modules; from tuidag import Dag, TaskContext; "
-            "print(light, 'textual' in sys.modules, Dag.__module__)")
+    code = (
+        "import sys, tuidag; light = 'tuidag.api' not in sys.modules; from tuidag import Dag, TaskContext; "
+        "print(light, 'textual' in sys.modules, Dag.__module__)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.stdout.split() == ["True", "False", "tuidag.api"], proc.stderr
 
@@ -665,8 +719,11 @@ def test_routing_while_the_textual_ui_owns_stdout(tmp_path):
                 assert asyncio.get_running_loop().time() < deadline, "run did not finish"
                 print("from the app's thread")
                 await pilot.pause(0.02)
-            wrapped.append(type(output_routing.RoutingStream.wrapped.fget(sys.stdout)).__name__
-                           if isinstance(sys.stdout, output_routing.RoutingStream) else type(sys.stdout).__name__)
+            wrapped.append(
+                type(output_routing.RoutingStream.wrapped.fget(sys.stdout)).__name__
+                if isinstance(sys.stdout, output_routing.RoutingStream)
+                else type(sys.stdout).__name__
+            )
         remote.close()
         session.finish()
 
@@ -675,6 +732,5 @@ def test_routing_while_the_textual_ui_owns_stdout(tmp_path):
     assert "from the app's thread" in "".join(captured)
     assert not any(text.startswith("u") and text[1].isdigit() for text in captured)
     for i in range(4):
-        lines = [line for line in session.run.log_path(f"u{i}").read_text().splitlines()
-                 if not line.startswith("===")]
+        lines = [line for line in session.run.log_path(f"u{i}").read_text().splitlines() if not line.startswith("===")]
         assert lines == [f"u{i} {n}" for n in range(50)]

@@ -1,5 +1,6 @@
 """The README is where a new user starts: its command list names every option, and it says which Python is needed
 (#13: `--file` was missing from the list, and nothing said Python 3.11 or later)."""
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,10 @@ def test_the_command_list_names_the_command_and_each_of_its_options(name):
     for action in commands()[name]._actions:
         if isinstance(action, argparse._HelpAction) or not action.option_strings:
             continue
-        assert any(re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)
-                   for option in action.option_strings), (name, action.option_strings)
+        assert any(re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) for option in action.option_strings), (
+            name,
+            action.option_strings,
+        )
 
 
 def test_the_readme_says_which_python_is_needed():

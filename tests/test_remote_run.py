@@ -1,4 +1,5 @@
 """RemoteRun without the UI: a real run served in this process, followed over its control socket."""
+
 from __future__ import annotations
 
 import threading
@@ -22,10 +23,16 @@ S = TaskState
 @pytest.fixture
 def live(tmp_path):
     gate = tmp_path / "go"
-    dag = make_dag({"gate": f"while [ ! -e {gate} ]; do sleep 0.02; done",
-                    "after": {"run": "echo after", "depends_on": ["gate"]},
-                    "broken": "exit 3", "needs-broken": {"run": "true", "depends_on": ["broken"]}},
-                   workdir=tmp_path, kill_grace=0.5)
+    dag = make_dag(
+        {
+            "gate": f"while [ ! -e {gate} ]; do sleep 0.02; done",
+            "after": {"run": "echo after", "depends_on": ["gate"]},
+            "broken": "exit 3",
+            "needs-broken": {"run": "true", "depends_on": ["broken"]},
+        },
+        workdir=tmp_path,
+        kill_grace=0.5,
+    )
     with served_run(dag, tmp_path, gate) as session:
         wait_until(lambda: session.scheduler.snapshot()["needs-broken"].state is S.SKIPPED)
         remote = RemoteRun.attach(session.run, session.store)
@@ -49,9 +56,12 @@ def test_events_reach_observers_within_100_ms_even_after_bursts(live):
     seen = Recorder()
     remote.subscribe(seen)
     for _ in range(2):
-        threads = [threading.Thread(target=lambda: [f() for _ in range(300) for f in (session.scheduler.pause,
-                                                                                     session.scheduler.resume)])
-                   for _ in range(2)]
+        threads = [
+            threading.Thread(
+                target=lambda: [f() for _ in range(300) for f in (session.scheduler.pause, session.scheduler.resume)]
+            )
+            for _ in range(2)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -76,8 +86,10 @@ def test_controls_are_requests_answered_by_id_from_any_thread(live):
     with pytest.raises(Refused, match="no task named"):
         remote.cancel("ghost")
     results = {}
-    threads = [threading.Thread(target=lambda: results.setdefault("branch", remote.branch("gate"))),
-               threading.Thread(target=lambda: results.setdefault("pause", remote.pause()))]
+    threads = [
+        threading.Thread(target=lambda: results.setdefault("branch", remote.branch("gate"))),
+        threading.Thread(target=lambda: results.setdefault("pause", remote.pause())),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -127,8 +139,7 @@ def test_the_remote_run_is_core_it_never_imports_textual():
     assert done.returncode == 0, done.stderr
 
 
-def test_an_engine_that_holds_the_run_but_does_not_answer_is_not_answering_and_controls_say_so(tmp_path,
-                                                                                               monkeypatch):
+def test_an_engine_that_holds_the_run_but_does_not_answer_is_not_answering_and_controls_say_so(tmp_path, monkeypatch):
     """A stopped engine (SIGSTOP) accepts connections (the kernel does) but never answers: not a hang, and not a
     finished run either while it holds the run's owner lock (here: this process does)."""
     import os

@@ -1,5 +1,6 @@
 """`tuidag report`: the facts of a stored run, the HTML drawn from them (escaped: names and logs are hostile), and
 the command's choices of run and output. The HTML in a real browser: test_report_browser.py."""
+
 from __future__ import annotations
 
 import json
@@ -25,12 +26,19 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 def sample_run(state):
     """prep -> train (waits 1 s, fails once, retried) -> eval (fails) -> publish (skipped); HOSTILE after prep;
     cached reused from an earlier run."""
-    plans = {"cached": Plan(0, []), "prep": Plan(0, [(0, 2)]), "train": Plan(2, [(3, 5), (6, 9)]),
-             HOSTILE: Plan(2, [(2, 4)]), "eval": Plan(9, [(9, 10)], "FAILED"), "publish": Plan(10, [], "SKIPPED")}
+    plans = {
+        "cached": Plan(0, []),
+        "prep": Plan(0, [(0, 2)]),
+        "train": Plan(2, [(3, 5), (6, 9)]),
+        HOSTILE: Plan(2, [(2, 4)]),
+        "eval": Plan(9, [(9, 10)], "FAILED"),
+        "publish": Plan(10, [], "SKIPPED"),
+    }
     deps = {"train": ["prep"], HOSTILE: ["prep"], "eval": ["train"], "publish": ["eval"]}
     log = "line1\n\x1b[31mred\x1b[0m\n</pre><script>alert(1)</script>\n"
-    return write_run(state, "20260101-000000-000-abcd", plans, dag="nightly", deps=deps, logs={"eval": log},
-                     reused=["cached"])
+    return write_run(
+        state, "20260101-000000-000-abcd", plans, dag="nightly", deps=deps, logs={"eval": log}, reused=["cached"]
+    )
 
 
 def test_the_facts_of_a_run(tmp_path):
@@ -39,8 +47,13 @@ def test_the_facts_of_a_run(tmp_path):
     assert (run["dag"], run["outcome"], run["duration"]) == ("nightly", "failed", 10)
     assert run["counts"] == {"SUCCEEDED": 4, "FAILED": 1, "SKIPPED": 1}
     attempts = [(s["task"], s["attempt"], s["outcome"]) for s in facts["segments"] if s["kind"] == "running"]
-    assert attempts == [("prep", 1, "SUCCEEDED"), ("train", 1, "RETRYING"), ("train", 2, "SUCCEEDED"),
-                        (HOSTILE, 1, "SUCCEEDED"), ("eval", 1, "FAILED")]
+    assert attempts == [
+        ("prep", 1, "SUCCEEDED"),
+        ("train", 1, "RETRYING"),
+        ("train", 2, "SUCCEEDED"),
+        (HOSTILE, 1, "SUCCEEDED"),
+        ("eval", 1, "FAILED"),
+    ]
     train = next(t for t in facts["tasks"] if t["name"] == "train")
     assert (train["attempts"], train["duration"], train["waited"]) == (2, 6, 2)  # 1 s for a thread, 1 s retry delay
     assert [(s["task"], s["duration"]) for s in facts["critical_path"]] == [("prep", 2), ("train", 6), ("eval", 1)]
@@ -79,8 +92,10 @@ def test_a_failed_tasks_log_is_shown_without_its_escapes_and_control_characters(
     assert "<pre>\ufffdxbold</pre>" in page
 
 
-@pytest.mark.parametrize("span, step, label", [(0.9, 0.2, "0.4s"), (45, 10, "20s"), (600, 120, "4m"),
-                                               (5400, 900, "30m"), (25000, 3600, "2h")])
+@pytest.mark.parametrize(
+    "span, step, label",
+    [(0.9, 0.2, "0.4s"), (45, 10, "20s"), (600, 120, "4m"), (5400, 900, "30m"), (25000, 3600, "2h")],
+)
 def test_the_time_axis_steps_in_the_clocks_units(span, step, label):
     assert tick_step(span) == step
     assert clock(2 * step, fine=step < 1) == label
@@ -91,20 +106,25 @@ def test_report_writes_the_latest_run_by_default_next_to_the_user(tmp_path, caps
     write_run(tmp_path, "20260102-01", {"b": Plan(0, [(0, 1)])})
     monkeypatch.chdir(tmp_path)
     assert main(["report", "--state-dir", str(tmp_path)]) == 0
-    assert capsys.readouterr().out == ("tuidag: report of run 20260102-01 (d) written to "
-                                       "tuidag-report-20260102-01.html (only you can read it; --mode 644 lets "
-                                       "others)\n")
+    assert capsys.readouterr().out == (
+        "tuidag: report of run 20260102-01 (d) written to "
+        "tuidag-report-20260102-01.html (only you can read it; --mode 644 lets "
+        "others)\n"
+    )
     assert "<title>d run 20260102-01" in (tmp_path / "tuidag-report-20260102-01.html").read_text()
     assert main(["report", "20260101", "--state-dir", str(tmp_path), "--format", "json", "-o", "-"]) == 0
     facts = json.loads(capsys.readouterr().out)
     assert facts["format"] == 1 and [t["name"] for t in facts["tasks"]] == ["a"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["2026"], "run id '2026' is ambiguous"),
-    (["1999"], "no run"),
-    (["-o", "/nonexistent/dir/r.html"], "cannot write the report to /nonexistent/dir/r.html: No such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["2026"], "run id '2026' is ambiguous"),
+        (["1999"], "no run"),
+        (["-o", "/nonexistent/dir/r.html"], "cannot write the report to /nonexistent/dir/r.html: No such file"),
+    ],
+)
 def test_report_mistakes_are_one_line_and_exit_2(tmp_path, capsys, args, message):
     write_run(tmp_path, "20260101-01", {"a": Plan(0, [(0, 1)])})
     write_run(tmp_path, "20260102-01", {"a": Plan(0, [(0, 1)])})
@@ -121,10 +141,13 @@ def test_report_of_an_empty_state_dir_says_where_it_looked(tmp_path, capsys):
 def test_a_report_of_a_run_still_going_draws_its_running_attempt_to_now(tmp_path):
     dag = tmp_path / "dag.yaml"
     gate = f"for i in $(seq {round(patience(30) / 0.05)}); do [ -e go ] && exit 0; sleep 0.05; done"
-    dag.write_text(f"tasks:\n  gate:\n    run: '{gate}'\n"
-                   "  after:\n    run: 'true'\n    depends_on: [gate]\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", str(dag)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dag.write_text(f"tasks:\n  gate:\n    run: '{gate}'\n  after:\n    run: 'true'\n    depends_on: [gate]\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", str(dag)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         store = RunStore(tmp_path / ".tuidag")
         wait_until(lambda: store.runs() and b'"to":"RUNNING"' in store.runs()[0].journal.read_bytes())

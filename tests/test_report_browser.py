@@ -1,5 +1,6 @@
 """The report in a real headless Chromium (Debian's `chromium`; .ci/run installs it): it loads with no console
 errors, and its SVG has one bar per attempt, counted in the page's DOM after it loaded."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,8 +35,14 @@ def a_run(state):
             deps[name] = [list(plans)[(layer - 1) * 10 + (i % 10)]]
     plans["after-failure"] = Plan(50, [], "SKIPPED")
     deps["after-failure"] = ["t39"]
-    return write_run(state, "20260101-000000-000-beef", plans, deps=deps, dag="browser-test",
-                     logs={"t39": "<script>console.error('from the log')</script>\n\x1b[31mfailed\x1b[0m\n"})
+    return write_run(
+        state,
+        "20260101-000000-000-beef",
+        plans,
+        deps=deps,
+        dag="browser-test",
+        logs={"t39": "<script>console.error('from the log')</script>\n\x1b[31mfailed\x1b[0m\n"},
+    )
 
 
 def test_the_report_loads_without_errors_and_draws_a_bar_per_attempt(tmp_path, browser):

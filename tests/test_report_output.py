@@ -1,5 +1,6 @@
 """`tuidag report -o FILE` in a folder others can write to, the file's permissions, and the failure tails the report
 and the headless summary share (the last attempt's last lines, a long line cut with its true size)."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,10 @@ def test_a_symlink_planted_at_the_destination_is_refused_and_its_target_left_alo
     (shared / "report.html").symlink_to(victim)
     proc = tuidag("report", "-o", "shared/report.html", cwd=finished_run)
     assert proc.returncode == 2
-    assert proc.stderr == ("tuidag: cannot write the report to shared/report.html: it is a symbolic link (a report "
-                           "replaces only a regular file of your own)\n")
+    assert proc.stderr == (
+        "tuidag: cannot write the report to shared/report.html: it is a symbolic link (a report "
+        "replaces only a regular file of your own)\n"
+    )
     assert victim.read_text() == "precious\n" and (shared / "report.html").is_symlink()
     assert sorted(os.listdir(shared)) == ["report.html"]  # no temporary file left
 
@@ -94,6 +97,7 @@ def test_report_and_summary_show_the_last_attempts_last_lines_and_long_lines_wit
     assert failures == {"flaky": ["attempt 2 printed this"], "wide": [wide], "huge": [huge]}
     summary = run.stdout
     assert tail_of(summary, "flaky attempt 2 failed (exit code 3): the last line of its log") == [
-        "[flaky] attempt 2 printed this"]
+        "[flaky] attempt 2 printed this"
+    ]
     assert tail_of(summary, "wide failed (exit code 1): the last line of its log") == ["[wide]  " + wide]
     assert tail_of(summary, "huge failed (exit code 1): the last line of its log") == ["[huge]  " + huge]

@@ -1,6 +1,7 @@
 """`tuidag run --resume` of Python DAGs: a reused task's return value reaches its dependents (in threads, in
 isolate=True children, on Dask, and in the run the post-mortem's `r` starts), a callable whose code changed runs
 again, and the note says why tasks are not reused."""
+
 from __future__ import annotations
 
 import os
@@ -48,8 +49,14 @@ def report(ctx):
 
 def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env={**env, "NO_COLOR": "1"},
-                          capture_output=True, text=True, timeout=patience(120))
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args],
+        cwd=cwd,
+        env={**env, "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=patience(120),
+    )
 
 
 def etl(tmp_path: Path, options: str = "") -> Path:
@@ -95,8 +102,14 @@ def test_the_run_the_post_mortem_r_starts_hands_on_reused_values(tmp_path, monke
     if started_as == "python etl.py":
         source.write_text(source.read_text() + '\nif __name__ == "__main__":\n    dag.main()\n')
         env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-        first = subprocess.run([sys.executable, str(source), "--no-tui"], cwd=tmp_path, env=env, capture_output=True,
-                               text=True, timeout=patience(120))
+        first = subprocess.run(
+            [sys.executable, str(source), "--no-tui"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=patience(120),
+        )
     else:
         first = tuidag("run", str(source), "--no-tui", cwd=tmp_path)
     assert first.returncode == 1, first.stdout + first.stderr
@@ -125,8 +138,10 @@ def test_a_value_json_cannot_hold_exactly_is_not_reused_and_the_note_says_so(tmp
     assert "value" not in produced and produced["value_repr"] == "{'total': 3, 'pair': (1, 2)}"
     (tmp_path / "consume-fixed").touch()
     proc = tuidag("run", str(source), "--no-tui", "--resume", cwd=tmp_path)
-    assert ("reusing 0 of 3 tasks: return value not kept (not plain JSON): produce; failed there: consume; skipped there: report"
-            in proc.stderr), proc.stderr
+    assert (
+        "reusing 0 of 3 tasks: return value not kept (not plain JSON): produce; failed there: consume; skipped there: report"
+        in proc.stderr
+    ), proc.stderr
     assert (tmp_path / "produced").read_text() == "xx"
 
 
@@ -135,11 +150,9 @@ def fingerprint_of(tmp_path: Path, source: str, name: str = "task") -> str:
     randomisation, other addresses)."""
     path = tmp_path / "fp_dag.py"
     path.write_text(textwrap.dedent(source))
-    code = ("import sys; from tuidag.api import load_python; "
-            f"print(load_python(sys.argv[1]).fingerprints[{name!r}])")
+    code = f"import sys; from tuidag.api import load_python; print(load_python(sys.argv[1]).fingerprints[{name!r}])"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}  # a new hash seed each time
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=tmp_path,
-                         env=env)
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
@@ -207,15 +220,24 @@ def test_a_callable_s_fingerprint_changes_when_what_it_runs_changes(tmp_path, ed
     assert fingerprint_of(tmp_path, BASE.replace(old, new)) != fingerprint_of(tmp_path, BASE)
 
 
-@pytest.mark.parametrize("edit", [("make(1)", "make(2)"), ("helper(LIMIT)", "helper(LIMIT) + 1"),
-                                  ("functools.partial(scaled, 2)", "functools.partial(scaled, 3)")])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        ("make(1)", "make(2)"),
+        ("helper(LIMIT)", "helper(LIMIT) + 1"),
+        ("functools.partial(scaled, 2)", "functools.partial(scaled, 3)"),
+    ],
+)
 def test_closures_and_partials_count_what_they_hold(tmp_path, edit):
-    source = BASE + """
+    source = (
+        BASE
+        + """
     def scaled(k, ctx):
         return k
     dag.task(name="closure")(make(1))
     dag.task(name="partial")(functools.partial(scaled, 2))
     """
+    )
     name = "partial" if "partial" in edit[0] else "closure"
     assert fingerprint_of(tmp_path, source.replace(*edit), name) != fingerprint_of(tmp_path, source, name)
 
@@ -253,5 +275,4 @@ def test_the_note_names_the_tasks_that_changed_and_those_after_them(tmp_path):
     tuidag("run", str(source), cwd=tmp_path)
     source.write_text(dag.format(b="two") + "  d:\n    run: echo d\n")
     proc = tuidag("run", str(source), "--resume", cwd=tmp_path)
-    assert "reusing 1 of 4 tasks (a): changed: b; not in that run: d; after a task that runs again: c\n" \
-        in proc.stderr
+    assert "reusing 1 of 4 tasks (a): changed: b; not in that run: d; after a task that runs again: c\n" in proc.stderr

@@ -1,4 +1,6 @@
 """The DAG's shape kept in a run's journal header: what viewers, the post-mortem browser and the report draw."""
+
+
 def test_a_stored_run_gives_back_its_dag_shape_and_a_tampered_header_cannot_make_a_cycle(tmp_path):
     from tuidag.launch import RunSession
     from tuidag.model.resources import resolve
@@ -7,10 +9,18 @@ def test_a_stored_run_gives_back_its_dag_shape_and_a_tampered_header_cannot_make
     from tuidag.store.journal import read_header
     from tuidag.store.run_dag import dag_from_header
 
-    dag = resolve(DagSpec("d", {"a": TaskSpec("a", run="true"),
-                                "b": TaskSpec("b", run="true", depends_on=("a",), resources={"gpu": Request(2)}),
-                                "c": TaskSpec("c", run="true", depends_on=("a", "b"))},
-                          resources={"gpu": 2}, max_parallel=3))
+    dag = resolve(
+        DagSpec(
+            "d",
+            {
+                "a": TaskSpec("a", run="true"),
+                "b": TaskSpec("b", run="true", depends_on=("a",), resources={"gpu": Request(2)}),
+                "c": TaskSpec("c", run="true", depends_on=("a", "b")),
+            },
+            resources={"gpu": 2},
+            max_parallel=3,
+        )
+    )
     session = RunSession.create(dag, tmp_path)
     try:
         header = read_header(session.run.journal)

@@ -1,4 +1,5 @@
 """The critical path and speedups of a finished run, as the headless summary prints them."""
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,10 @@ def test_a_finished_diamond_names_its_long_branch_and_what_halving_saves():
     insight = run_insight(DIAMOND, spans, started=0)
     assert insight.path == ["a", "b", "d"]
     assert insight.faster == [("b", 1.0), ("a", 0.5), ("d", 0.5)]
-    assert summary_lines(insight) == ("critical path (3 tasks, 7.0s): a 1.0s -> b 5.0s -> d 1.0s\n"
-                                      "halved, these would shorten the run most: b (-1.0s), a (-0.5s), d (-0.5s)\n")
+    assert summary_lines(insight) == (
+        "critical path (3 tasks, 7.0s): a 1.0s -> b 5.0s -> d 1.0s\n"
+        "halved, these would shorten the run most: b (-1.0s), a (-0.5s), d (-0.5s)\n"
+    )
 
 
 def test_reused_and_never_run_tasks_are_not_on_the_path_nor_sped_up():
@@ -35,8 +38,9 @@ def test_a_long_path_is_shown_by_its_ends_and_a_count_of_the_middle():
     spans = {f"t{i}": (i, i + 1) for i in range(n)}
     insight = run_insight(shape, spans, started=0)
     assert len(insight.path) == n
-    assert path_text(insight) == ("t0 1.0s -> t1 1.0s -> t2 1.0s -> t3 1.0s -> (92 more, 1m32s) -> "
-                                  "t96 1.0s -> t97 1.0s -> t98 1.0s -> t99 1.0s")
+    assert path_text(insight) == (
+        "t0 1.0s -> t1 1.0s -> t2 1.0s -> t3 1.0s -> (92 more, 1m32s) -> t96 1.0s -> t97 1.0s -> t98 1.0s -> t99 1.0s"
+    )
 
 
 def test_when_no_single_halving_helps_the_summary_says_so():
@@ -49,11 +53,18 @@ def test_when_no_single_halving_helps_the_summary_says_so():
 
 def test_the_headless_summary_ends_with_the_path_then_the_verdict(tmp_path):
     dag = tmp_path / "dag.yaml"
-    dag.write_text("tasks:\n  a:\n    run: 'true'\n  slow:\n    run: sleep 0.4\n    depends_on: [a]\n"
-                   "  quick:\n    run: 'true'\n    depends_on: [a]\n  end:\n    run: 'true'\n"
-                   "    depends_on: [slow, quick]\n")
-    proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", str(dag)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=patience(60))
+    dag.write_text(
+        "tasks:\n  a:\n    run: 'true'\n  slow:\n    run: sleep 0.4\n    depends_on: [a]\n"
+        "  quick:\n    run: 'true'\n    depends_on: [a]\n  end:\n    run: 'true'\n"
+        "    depends_on: [slow, quick]\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", str(dag)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
     assert proc.returncode == 0, proc.stderr
     last = proc.stdout.rstrip("\n").splitlines()[-3:]
     # slow's 0.4 s may measure longer on a loaded machine: the path and who comes first are what is checked

@@ -1,5 +1,6 @@
 """Reading the run store back: a journal line or summary of the wrong shape is skipped with a warning naming the file
 and line, and every command that reads the state dir (`run`, `runs`, `logs`) goes on working."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,14 @@ DAG = "tasks:\n  x:\n    run: echo hello x\n  y:\n    run: echo hello y\n    dep
 def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     env.update({"NO_COLOR": "1", "PYTHONPATH": str(REPO)})
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=patience(timeout))
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patience(timeout),
+    )
 
 
 def finished_run(tmp_path: Path):
@@ -137,28 +144,54 @@ def test_what_the_writer_writes_is_valid(tmp_path):
 times = st.floats(min_value=0, max_value=4e9, allow_nan=False)
 
 
-@given(name=st.text(min_size=1, max_size=20), state=st.sampled_from(TaskState),
-       old=st.none() | st.sampled_from(TaskState), seq=st.integers(0, 10**9), t=times,
-       attempt=st.integers(0, 100), reason=st.none() | st.text(max_size=40),
-       exit_code=st.none() | st.integers(-64, 255), started_at=st.none() | times, finished_at=st.none() | times,
-       pid=st.none() | st.integers(1, 2**22), create_time=st.none() | times, reused=st.booleans(),
-       value=st.none() | st.integers() | st.text() | st.builds(object))
-def test_every_task_line_the_writer_can_write_passes_validation(name, state, old, seq, t, attempt, reason,
-                                                               exit_code, started_at, finished_at, pid,
-                                                               create_time, reused, value):
-    snap = TaskSnapshot(name, state, attempt=attempt, reason=reason, exit_code=exit_code, started_at=started_at,
-                        finished_at=finished_at, pid=pid, create_time=create_time, reused=reused, value=value)
+@given(
+    name=st.text(min_size=1, max_size=20),
+    state=st.sampled_from(TaskState),
+    old=st.none() | st.sampled_from(TaskState),
+    seq=st.integers(0, 10**9),
+    t=times,
+    attempt=st.integers(0, 100),
+    reason=st.none() | st.text(max_size=40),
+    exit_code=st.none() | st.integers(-64, 255),
+    started_at=st.none() | times,
+    finished_at=st.none() | times,
+    pid=st.none() | st.integers(1, 2**22),
+    create_time=st.none() | times,
+    reused=st.booleans(),
+    value=st.none() | st.integers() | st.text() | st.builds(object),
+)
+def test_every_task_line_the_writer_can_write_passes_validation(
+    name, state, old, seq, t, attempt, reason, exit_code, started_at, finished_at, pid, create_time, reused, value
+):
+    snap = TaskSnapshot(
+        name,
+        state,
+        attempt=attempt,
+        reason=reason,
+        exit_code=exit_code,
+        started_at=started_at,
+        finished_at=finished_at,
+        pid=pid,
+        create_time=create_time,
+        reused=reused,
+        value=value,
+    )
     assert record_problem(json.loads(task_line(TaskEvent(seq, t, old, snap)))) is None
 
 
 def test_bad_lines_reach_neither_replay_nor_the_reaper(tmp_path):
     path = tmp_path / "journal.jsonl"
-    path.write_bytes(b"\n".join([
-        b'{"type":"run","event":"created","tasks":["x"]}',
-        b'{"type":"task","task":"x","to":"RUNNING","pid":0}',
-        b'{"type":"task","task":"x","to":"RUNNING","pid":4242,"create_time":5.5,"attempt":1}',
-        b'{"type":"task","task":"x","to":"BOGUS","pid":1}',
-    ]) + b"\n")
+    path.write_bytes(
+        b"\n".join(
+            [
+                b'{"type":"run","event":"created","tasks":["x"]}',
+                b'{"type":"task","task":"x","to":"RUNNING","pid":0}',
+                b'{"type":"task","task":"x","to":"RUNNING","pid":4242,"create_time":5.5,"attempt":1}',
+                b'{"type":"task","task":"x","to":"BOGUS","pid":1}',
+            ]
+        )
+        + b"\n"
+    )
     assert [r.get("pid") for r in read_journal(path)] == [None, 4242]
     record = replay(path).tasks["x"]
     assert (record.state, record.pids) == (TaskState.RUNNING, [(4242, 5.5)])
@@ -169,8 +202,14 @@ def test_an_interrupted_run_lasts_until_its_owner_died(tmp_path):
     dag = tmp_path / "dag.yaml"
     dag.write_text("tasks:\n  quiet:\n    run: sleep 60\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
     def started() -> bool:
         runs = RunStore(tmp_path / ".tuidag").runs()
         task = replay(runs[0].journal).tasks.get("quiet") if runs else None

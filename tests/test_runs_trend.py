@@ -1,4 +1,5 @@
 """`tuidag runs`: a duration trend per DAG, and `--task NAME` for one task across runs."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,11 @@ def test_each_dag_with_two_finished_runs_gets_a_trend(tmp_path, capsys):
     write_run(tmp_path, "20260101", {"a": Plan(0, [(0, 5)])}, dag="build", summary=False)  # died: left out
     code, lines = runs(capsys, "--state-dir", str(tmp_path))
     assert code == 0 and len(lines) == 1 + 5 + 3
-    assert lines[-3:] == ["", "duration trend per DAG, oldest to newest (the last 20 complete runs):",
-                          "build  ▁▂█  latest 1m20s  median 20.0s  range 10.0s-1m20s"]
+    assert lines[-3:] == [
+        "",
+        "duration trend per DAG, oldest to newest (the last 20 complete runs):",
+        "build  ▁▂█  latest 1m20s  median 20.0s  range 10.0s-1m20s",
+    ]
 
 
 def test_a_cancelled_run_is_listed_as_cancelled_and_stays_out_of_the_trends(tmp_path, capsys):
@@ -34,8 +38,9 @@ def test_a_cancelled_run_is_listed_as_cancelled_and_stays_out_of_the_trends(tmp_
     for i, seconds in enumerate([40, 70]):
         write_run(tmp_path, f"2026{i:04d}", {"a": Plan(0, [(0, seconds)])}, dag="build")
     write_run(tmp_path, "20260002", {"a": Plan(0, [(0, 0.3)], "CANCELLED")}, dag="build")
-    write_run(tmp_path, "20260003", {"a": Plan(0, [(0, 0.2)]), "b": Plan(0.2, [(0.2, 0.3)], "CANCELLED")},
-              dag="build")  # one task succeeded, the other was cancelled: no failure, not complete either
+    write_run(
+        tmp_path, "20260003", {"a": Plan(0, [(0, 0.2)]), "b": Plan(0.2, [(0.2, 0.3)], "CANCELLED")}, dag="build"
+    )  # one task succeeded, the other was cancelled: no failure, not complete either
     code, lines = runs(capsys, "--state-dir", str(tmp_path))
     assert [line.split()[-1] for line in lines[1:5]] == ["succeeded", "succeeded", "cancelled", "cancelled"]
     assert lines[-1] == "build  ▁█  latest 1m10s  median 55.0s  range 40.0s-1m10s"
@@ -58,8 +63,10 @@ def test_task_lists_its_state_duration_and_attempts_in_each_run(tmp_path, capsys
     assert code == 0
     table = [line.split() for line in lines[1:5]]
     assert [(row[0], row[-3], row[-2], row[-1]) for row in table[:3]] == [
-        ("20260001", "SUCCEEDED", "3.0s", "1"), ("20260002", "FAILED", "9.0s", "2"),
-        ("20260004", "SUCCEEDED", "5.0s", "1")]
+        ("20260001", "SUCCEEDED", "3.0s", "1"),
+        ("20260002", "FAILED", "9.0s", "2"),
+        ("20260004", "SUCCEEDED", "5.0s", "1"),
+    ]
     assert table[3][0] == "20260005" and "(reused)" in lines[4] and table[3][-2:] == ["-", "0"]
     assert lines[-1] == "its last 2 successes, oldest to newest: ▁█  range 3.0s-5.0s"
 

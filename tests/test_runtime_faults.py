@@ -1,4 +1,5 @@
 """Runtime faults: hostile output must land in the log byte for byte, and hostile names never escape the run folder."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,10 +18,10 @@ HEADER = b"=== tuidag: "
 WRITERS = {
     "invalid-utf8": "import sys; sys.stdout.buffer.write(b'ok \\xff\\xfe\\xc3( bad \\xed\\xa0\\x80 end\\n')",
     "binary": "import sys, random; r = random.Random(7); sys.stdout.buffer.write(bytes(r.randrange(256) "
-              "for _ in range(200000)))",
+    "for _ in range(200000)))",
     "five-mb-line": "import sys; sys.stdout.buffer.write(b'x' * (5 << 20))",
     "hundred-mb": "import sys; line = b'0123456789' * 10 + b'\\n'; chunk = line * 10000; "
-                  "[sys.stdout.buffer.write(chunk) for _ in range(100 * 1000 * 1000 // len(chunk))]",
+    "[sys.stdout.buffer.write(chunk) for _ in range(100 * 1000 * 1000 // len(chunk))]",
     "cr-progress": "import sys; [sys.stdout.write(f'\\r{i}%') for i in range(101)]; print()",
 }
 
@@ -36,17 +37,23 @@ def without_headers(data: bytes) -> bytes:
 @pytest.mark.parametrize("name", list(WRITERS))
 def test_log_holds_exactly_what_the_task_wrote(tmp_path, name):
     code = WRITERS[name]
-    dag = write(tmp_path / "dag.yaml", f"tasks:\n  t:\n    run: {sys.executable} -c \"{code}\"\n")
-    proc = subprocess.run([sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)], cwd=tmp_path,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=patience(120))
+    dag = write(tmp_path / "dag.yaml", f'tasks:\n  t:\n    run: {sys.executable} -c "{code}"\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=patience(120),
+    )
     assert proc.returncode == 0, proc.stderr
     (run,) = RunStore(tmp_path / ".tuidag").runs()
     data = run.log_path("t").read_bytes()
     want = expected_bytes(code)
     got = without_headers(data)
     assert len(got) == len(want) and hashlib.sha256(got).digest() == hashlib.sha256(want).digest()
-    logs = subprocess.run([sys.executable, "-m", "tuidag", "logs", "t"], cwd=tmp_path, capture_output=True,
-                          timeout=patience(60))
+    logs = subprocess.run(
+        [sys.executable, "-m", "tuidag", "logs", "t"], cwd=tmp_path, capture_output=True, timeout=patience(60)
+    )
     assert logs.returncode == 0 and logs.stdout == data
 
 

@@ -1,5 +1,6 @@
 """The README's screenshots draw box characters joined, as a terminal does (#13: Textual's SVG, turned into PNG, left
 gaps between rows: rounded corners open, vertical lines dashed, tiles that looked broken)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,8 +19,10 @@ def make():
     return module
 
 
-@pytest.mark.skipif(not (Path("/usr/share/fonts/truetype/dejavu") / "DejaVuSansMono.ttf").exists(),
-                    reason="the screenshots' font (DejaVu Sans Mono) is not installed")
+@pytest.mark.skipif(
+    not (Path("/usr/share/fonts/truetype/dejavu") / "DejaVuSansMono.ttf").exists(),
+    reason="the screenshots' font (DejaVu Sans Mono) is not installed",
+)
 def test_a_tiles_border_is_drawn_without_gaps():
     from rich.segment import Segment
     from rich.style import Style

@@ -3,6 +3,7 @@
 Every `bad_*.yaml` in tests/skypilot/ states the exact errors it must produce in `# expect:` lines, and a good file
 its notes in `# note:` lines (FILE stands for the path as passed).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,11 @@ BAD = sorted(FIXTURES.glob("bad_*.yaml"))
 
 
 def comment_lines(path: Path, prefix: str, shown_as: str) -> list[str]:
-    return [line[len(prefix):].replace("FILE", shown_as) for line in path.read_text().splitlines()
-            if line.startswith(prefix)]
+    return [
+        line[len(prefix) :].replace("FILE", shown_as)
+        for line in path.read_text().splitlines()
+        if line.startswith(prefix)
+    ]
 
 
 def copy_fixture(name: str, tmp_path: Path) -> Path:
@@ -49,8 +53,14 @@ def edges(dag) -> set[tuple[str, str]]:
 
 def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env={**env, "NO_COLOR": "1"},
-                          capture_output=True, text=True, timeout=patience(60))
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args],
+        cwd=cwd,
+        env={**env, "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
 
 
 # --- loading ----------------------------------------------------------------------------------------------------
@@ -65,7 +75,10 @@ def test_chain_in_document_order_with_setup_envs_and_workdir(tmp_path, monkeypat
     fetch, train, report = dag.tasks.values()
     assert fetch.setup and "setting up fetch" in fetch.setup and "fetch says" in fetch.run
     assert {k: v for k, v in fetch.env.items() if not k.startswith("SKYPILOT_")} == {
-        "GREETING": "hello", "RETRIES": "3", "VERBOSE": "True"}  # str() of the YAML value, as SkyPilot makes it
+        "GREETING": "hello",
+        "RETRIES": "3",
+        "VERBOSE": "True",
+    }  # str() of the YAML value, as SkyPilot makes it
     assert fetch.location == Location(str(path), 4, 7)
     assert train.workdir == tmp_path / "sub" and fetch.workdir is None
     assert report.run is None and "no run step" in report.setup
@@ -77,8 +90,12 @@ def test_diamonds(name):
     path = FIXTURES / name
     dag, notes = load(path)
     assert list(dag.tasks) == ["data-processing", "infer_A", "infer_B", "eval"]
-    assert edges(dag) == {("data-processing", "infer_A"), ("data-processing", "infer_B"), ("infer_A", "eval"),
-                          ("infer_B", "eval")}
+    assert edges(dag) == {
+        ("data-processing", "infer_A"),
+        ("data-processing", "infer_B"),
+        ("infer_A", "eval"),
+        ("infer_B", "eval"),
+    }
     assert dag.depth == {"data-processing": 0, "infer_A": 1, "infer_B": 1, "eval": 2}
     assert notes == comment_lines(path, "# note: ", str(path))
 
@@ -119,7 +136,8 @@ def test_detection_is_by_content_not_file_name(tmp_path, monkeypatch):
     with pytest.raises(DagErrors) as caught:
         load_dag(two)
     assert [str(e) for e in caught.value.errors] == [
-        f"{two}:3:1: found a second YAML document: a DAG file holds exactly one"]
+        f"{two}:3:1: found a second YAML document: a DAG file holds exactly one"
+    ]
     # A single document with SkyPilot task keys is a one-task pipeline, whatever the file is called ...
     single = tmp_path / "task.txt"
     single.write_text("name: a\nrun: echo a\n")
@@ -131,7 +149,8 @@ def test_detection_is_by_content_not_file_name(tmp_path, monkeypatch):
         load_dag(own_single)
     assert [str(e) for e in caught.value.errors] == [
         f"{own_single}:1:1: missing 'tasks': a DAG file needs at least one task",
-        f"{own_single}:2:1: unknown key 'run'"]
+        f"{own_single}:2:1: unknown key 'run'",
+    ]
 
 
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
@@ -187,8 +206,10 @@ def test_setup_failure_fails_the_task_and_skips_downstream(tmp_path):
 
 def test_setup_failure_is_retried_like_any_failure(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text("name: p\n---\nname: flaky\nsetup: test -e ok || { touch ok; exit 3; }\nrun: echo ran\n"
-                    "resources: {job_recovery: {max_restarts_on_errors: 1}}\n---\nname: after\nrun: echo after\n")
+    path.write_text(
+        "name: p\n---\nname: flaky\nsetup: test -e ok || { touch ok; exit 3; }\nrun: echo ran\n"
+        "resources: {job_recovery: {max_restarts_on_errors: 1}}\n---\nname: after\nrun: echo after\n"
+    )
     dag, _ = load(path)
     assert dag.tasks["flaky"].retries == 1  # SkyPilot restarts a managed job that many times on user errors
     scheduler, rec = start_run(dag, tmp_path)
@@ -200,8 +221,10 @@ def test_setup_failure_is_retried_like_any_failure(tmp_path):
 
 def test_cancelling_during_setup_kills_it_and_run_never_starts(tmp_path):
     path = tmp_path / "slow-setup.yaml"
-    path.write_text("name: p\n---\nname: prepare\nsetup: echo $$ > setup.pid; sleep 30\nrun: touch ran\n"
-                    "---\nname: after\nrun: touch after-ran\n")
+    path.write_text(
+        "name: p\n---\nname: prepare\nsetup: echo $$ > setup.pid; sleep 30\nrun: touch ran\n"
+        "---\nname: after\nrun: touch after-ran\n"
+    )
     dag, _ = load(path)
     scheduler, rec = start_run(dag, tmp_path, kill_grace=1.0)
     pid_file = tmp_path / "setup.pid"
@@ -227,8 +250,9 @@ def test_cli_runs_a_pipeline_and_prints_notes(tmp_path):
     proc = tuidag("validate", "diamond_downstream.yaml", cwd=tmp_path)
     assert proc.returncode == 0
     assert proc.stdout == "diamond_downstream.yaml: ok: diamond, 4 tasks, 4 edges\n"
-    assert proc.stderr.splitlines() == comment_lines(tmp_path / "diamond_downstream.yaml", "# note: ",
-                                                     "diamond_downstream.yaml")
+    assert proc.stderr.splitlines() == comment_lines(
+        tmp_path / "diamond_downstream.yaml", "# note: ", "diamond_downstream.yaml"
+    )
     proc = tuidag("run", "--no-tui", "-q", "diamond_downstream.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stderr.splitlines()) == 3
@@ -236,11 +260,18 @@ def test_cli_runs_a_pipeline_and_prints_notes(tmp_path):
 
 @pytest.mark.cli
 def test_cli_reports_located_errors_with_exit_2(tmp_path):
-    proc = tuidag("run", "--no-tui", "--state-dir", str(tmp_path / "state"),
-                  str((FIXTURES / "bad_keys.yaml").relative_to(REPO)), cwd=REPO)
+    proc = tuidag(
+        "run",
+        "--no-tui",
+        "--state-dir",
+        str(tmp_path / "state"),
+        str((FIXTURES / "bad_keys.yaml").relative_to(REPO)),
+        cwd=REPO,
+    )
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == comment_lines(FIXTURES / "bad_keys.yaml", "# expect: ",
-                                                     "tests/skypilot/bad_keys.yaml")
+    assert proc.stderr.splitlines() == comment_lines(
+        FIXTURES / "bad_keys.yaml", "# expect: ", "tests/skypilot/bad_keys.yaml"
+    )
     assert not (tmp_path / "state").exists()
 
 

@@ -5,6 +5,7 @@ tuidag runs, the runtime variables a task sees, and job groups run for real.
 Fixtures are loaded from tests/skypilot (their relative workdirs are taken from there, as `sky` takes them from the
 folder it runs in).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,11 @@ GRAPHS = sorted(FIXTURES.glob("graph_*.yaml"))
 
 
 def comment(path: Path, prefix: str) -> list[str]:
-    return [line[len(prefix):].replace("FILE", str(path)) for line in path.read_text().splitlines()
-            if line.startswith(prefix)]
+    return [
+        line[len(prefix) :].replace("FILE", str(path))
+        for line in path.read_text().splitlines()
+        if line.startswith(prefix)
+    ]
 
 
 def stated_graph(path: Path) -> tuple[list[str], set[tuple[str, str]]]:
@@ -50,9 +54,14 @@ def edges(dag) -> set[tuple[str, str]]:
 
 def tuidag(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd,
-                          env={**base, "NO_COLOR": "1", **(env or {})}, capture_output=True, text=True,
-                          timeout=patience(60))
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args],
+        cwd=cwd,
+        env={**base, "NO_COLOR": "1", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
 
 
 @pytest.fixture
@@ -105,16 +114,25 @@ def test_validate_reports_a_missing_workdir(tmp_path):
     shutil.copy(FIXTURES / "bad_workdir.yaml", tmp_path)
     proc = tuidag("validate", "bad_workdir.yaml", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr == ("bad_workdir.yaml:5:10: task 'a': workdir: './missing-$SUB' ('./missing-x') is not a "
-                           f"directory (relative to {tmp_path}, where tuidag runs, as for sky)\n")
+    assert proc.stderr == (
+        "bad_workdir.yaml:5:10: task 'a': workdir: './missing-$SUB' ('./missing-x') is not a "
+        f"directory (relative to {tmp_path}, where tuidag runs, as for sky)\n"
+    )
 
 
 # --- 4: envs values, null values and --env ---------------------------------------------------------------------
 def test_env_values_are_converted_as_skypilot_converts_them(in_fixtures):
     dag, _ = load(FIXTURES / "graph_env_values.yaml")
     env = {k: v for k, v in dag.tasks["values"].env.items() if not k.startswith("SKYPILOT_")}
-    assert env == {"SHARED": "from-anchor", "OVERRIDDEN": "own", "FLAG": "True", "HEX": "16", "BIG": "1000",
-                   "FLOAT": "1.1", "TEXT": "0x10"}
+    assert env == {
+        "SHARED": "from-anchor",
+        "OVERRIDDEN": "own",
+        "FLAG": "True",
+        "HEX": "16",
+        "BIG": "1000",
+        "FLOAT": "1.1",
+        "TEXT": "0x10",
+    }
 
 
 def test_env_overrides_fill_null_values_and_win_over_the_file(in_fixtures):
@@ -167,8 +185,14 @@ def test_cli_env_flag_for_python_dags(tmp_path):
 def test_cli_env_flag_mistakes_are_usage_errors(tmp_path):
     shutil.copy(FIXTURES / "bad_null_env.yaml", tmp_path / "p.yaml")
     env = {k: v for k, v in os.environ.items() if k != "TOKEN"}
-    proc = subprocess.run([sys.executable, "-m", "tuidag", "validate", "--env", "TOKEN", "p.yaml"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=patience(60))
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "validate", "--env", "TOKEN", "p.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "TOKEN is not set in tuidag's environment: give its value, TOKEN=VALUE" in proc.stderr
     proc = tuidag("validate", "--env", "1X=2", "p.yaml", cwd=tmp_path)
@@ -251,8 +275,9 @@ def test_job_group_model(in_fixtures):
 
 def test_job_group_without_primary_tasks_has_every_task_primary(tmp_path):
     path = tmp_path / "g.yaml"
-    path.write_text("name: g\nexecution: parallel\nprimary_tasks: []\n---\nname: a\nrun: 'true'\n---\n"
-                    "name: b\nrun: 'true'\n")
+    path.write_text(
+        "name: g\nexecution: parallel\nprimary_tasks: []\n---\nname: a\nrun: 'true'\n---\nname: b\nrun: 'true'\n"
+    )
     assert load(path)[0].job_group == JobGroup(("a", "b"), {})
 
 
@@ -283,8 +308,13 @@ def test_job_group_stops_the_other_tasks_once_the_primary_ends(tmp_path):
     path.write_text(JOB_GROUP.format(delay="1s"))
     dag, _ = load(path)
     scheduler, rec = start_run(dag, tmp_path, max_parallel=1)  # a job group runs every task at once whatever -j says
-    wait_until(lambda: (tmp_path / "servers.pid").exists() and (tmp_path / "slow.pid").exists()
-               and len((tmp_path / "slow.pid").read_text().split()) == 2)
+    wait_until(
+        lambda: (
+            (tmp_path / "servers.pid").exists()
+            and (tmp_path / "slow.pid").exists()
+            and len((tmp_path / "slow.pid").read_text().split()) == 2
+        )
+    )
     procs = read_pids(tmp_path / "servers.pid") + read_pids(tmp_path / "slow.pid")
     assert finish(scheduler) == {"trainer": "SUCCEEDED", "server": "CANCELLED", "slow-stop": "CANCELLED"}
     snaps = scheduler.snapshot()
@@ -309,8 +339,10 @@ def test_job_group_resumed_with_its_primary_task_reused_stops_the_others(tmp_pat
 
 def test_job_group_fails_when_a_primary_task_fails(tmp_path):
     path = tmp_path / "group.yaml"
-    path.write_text("name: g\nexecution: parallel\nprimary_tasks: [a]\n---\nname: a\nrun: exit 3\n---\n"
-                    "name: server\nrun: sleep 60\n")
+    path.write_text(
+        "name: g\nexecution: parallel\nprimary_tasks: [a]\n---\nname: a\nrun: exit 3\n---\n"
+        "name: server\nrun: sleep 60\n"
+    )
     dag, _ = load(path)
     scheduler, _ = start_run(dag, tmp_path)
     assert finish(scheduler) == {"a": "FAILED", "server": "CANCELLED"}
@@ -326,4 +358,3 @@ def test_cli_job_group_exits_0_and_shows_stopped_tasks(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     stopped = [line for line in proc.stdout.splitlines() if "--> CANCELLED in " in line]
     assert len(stopped) == 2 and all(line.endswith(f": {JOB_GROUP_STOPPED}") for line in stopped)
-

@@ -5,6 +5,7 @@ For every fixture SkyPilot loads, tuidag builds the same tasks (names, in order)
 group; every fixture SkyPilot refuses, tuidag refuses too. Fixtures with `downstream:`/`edges:` need a SkyPilot with
 DAG support (the parallel-execution branch): with a release that refuses them they are skipped.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,11 @@ from tuidag.model import DagErrors  # noqa: E402
 from tuidag.model.loader import load_dag  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "skypilot"
-GOOD = sorted(FIXTURES.glob("graph_*.yaml")) + [FIXTURES / "setup_fails.yaml", FIXTURES / "diamond_edges.yaml",
-                                                 FIXTURES / "diamond_downstream.yaml"]
+GOOD = sorted(FIXTURES.glob("graph_*.yaml")) + [
+    FIXTURES / "setup_fails.yaml",
+    FIXTURES / "diamond_edges.yaml",
+    FIXTURES / "diamond_downstream.yaml",
+]
 #: Refused by both, for reasons tuidag's own format or local running adds: SkyPilot accepts these.
 TUIDAG_STRICTER = {"bad_nul_and_names"}  # task names with a newline: tuidag names log files after tasks
 BAD = [path for path in sorted(FIXTURES.glob("bad_*.yaml")) if path.stem not in TUIDAG_STRICTER]
@@ -71,11 +75,18 @@ def test_same_graph_as_skypilot(path, tmp_path):
         assert list(ours.tasks) == names
         if with_edges:
             assert {(a.name, b.name) for a, b in sky.graph.edges()} == {
-                (dep, name) for name, task in ours.tasks.items() for dep in task.depends_on}
+                (dep, name) for name, task in ours.tasks.items() for dep in task.depends_on
+            }
     for task, name in zip(sky.tasks, ours.tasks):
         ours_task = ours.tasks[name]
-        expected = {**task.envs, **{k: v.get_secret_value() if hasattr(v, "get_secret_value") else v
-                                    for k, v in (task.secrets or {}).items() if v is not None}}
+        expected = {
+            **task.envs,
+            **{
+                k: v.get_secret_value() if hasattr(v, "get_secret_value") else v
+                for k, v in (task.secrets or {}).items()
+                if v is not None
+            },
+        }
         assert {k: v for k, v in ours_task.env.items() if not k.startswith("SKYPILOT_")} == expected
         if isinstance(task.workdir, str):
             assert ours_task.workdir == Path(task.workdir)

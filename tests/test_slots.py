@@ -1,5 +1,6 @@
 """Resource slots against real subprocesses: capacities never exceeded, numbered slots in the environment, no
 head-of-line blocking, no starvation of large requests, slots released however an attempt ends."""
+
 from __future__ import annotations
 
 import subprocess
@@ -22,8 +23,10 @@ WAIT_FOR_GO = f"for i in $(seq {round(patience(30) / 0.01)}); do [ -e go ] && br
 
 def slotted(dag, requests: dict[str, dict[str, int]], capacities: dict[str, int]):
     """`dag` with slot requests (task -> {kind: count}) and capacities."""
-    tasks = {name: spec._replace(resources={kind: Request(n) for kind, n in requests.get(name, {}).items()})
-             for name, spec in dag.tasks.items()}
+    tasks = {
+        name: spec._replace(resources={kind: Request(n) for kind, n in requests.get(name, {}).items()})
+        for name, spec in dag.tasks.items()
+    }
     return dag.replace(tasks=tasks, resources=capacities)
 
 
@@ -37,11 +40,16 @@ def read_intervals(folder: Path) -> list[tuple[int, int, str, set[str]]]:
 
 
 def test_capacity_is_never_exceeded_and_overlapping_tasks_hold_different_slots(tmp_path):
-    record = 'date +%s%N > "$TUIDAG_TASK.tmp"; sleep 0.05; date +%s%N >> "$TUIDAG_TASK.tmp"; ' \
-             'echo "$TUIDAG_SLOTS_GPU" >> "$TUIDAG_TASK.tmp"; mv "$TUIDAG_TASK.tmp" "$TUIDAG_TASK.times"'
+    record = (
+        'date +%s%N > "$TUIDAG_TASK.tmp"; sleep 0.05; date +%s%N >> "$TUIDAG_TASK.tmp"; '
+        'echo "$TUIDAG_SLOTS_GPU" >> "$TUIDAG_TASK.tmp"; mv "$TUIDAG_TASK.tmp" "$TUIDAG_TASK.times"'
+    )
     names = [f"t{i}" for i in range(8)]
-    dag = slotted(make_dag({name: record for name in names}, max_parallel=8, workdir=tmp_path),
-                  {name: {"gpu": 2 if i % 3 == 0 else 1} for i, name in enumerate(names)}, {"gpu": 3})
+    dag = slotted(
+        make_dag({name: record for name in names}, max_parallel=8, workdir=tmp_path),
+        {name: {"gpu": 2 if i % 3 == 0 else 1} for i, name in enumerate(names)},
+        {"gpu": 3},
+    )
     scheduler, _ = start_run(dag, tmp_path)
     assert set(finish(scheduler).values()) == {"SUCCEEDED"}
     intervals = read_intervals(tmp_path)
@@ -55,8 +63,11 @@ def test_capacity_is_never_exceeded_and_overlapping_tasks_hold_different_slots(t
 
 
 def test_waiting_for_a_gpu_does_not_hold_up_a_cpu_task_behind_it(tmp_path):
-    dag = slotted(make_dag({"hold": WAIT_FOR_GO, "wants_gpu": "true", "cpu_only": "true"}, max_parallel=2,
-                           workdir=tmp_path), {"hold": {"gpu": 1}, "wants_gpu": {"gpu": 1}}, {"gpu": 1})
+    dag = slotted(
+        make_dag({"hold": WAIT_FOR_GO, "wants_gpu": "true", "cpu_only": "true"}, max_parallel=2, workdir=tmp_path),
+        {"hold": {"gpu": 1}, "wants_gpu": {"gpu": 1}},
+        {"gpu": 1},
+    )
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_state("cpu_only", "SUCCEEDED")  # both pool threads were free for it: the GPU waiter holds none
     waiting = scheduler.snapshot()["wants_gpu"]
@@ -69,10 +80,13 @@ def test_waiting_for_a_gpu_does_not_hold_up_a_cpu_task_behind_it(tmp_path):
 def test_a_large_request_keeps_its_place_against_later_small_ones(tmp_path):
     """`big` needs both GPUs while `hold` has one: the free GPU is kept for `big`, not given to `small` (which asked
     later), else a stream of small tasks could keep `big` waiting forever. A task of another kind is not held up."""
-    dag = slotted(make_dag({"hold": WAIT_FOR_GO, "big": "true", "small": "true", "db_task": "true"},
-                           max_parallel=4, workdir=tmp_path),
-                  {"hold": {"gpu": 1}, "big": {"gpu": 2}, "small": {"gpu": 1}, "db_task": {"db": 1}},
-                  {"gpu": 2, "db": 1})
+    dag = slotted(
+        make_dag(
+            {"hold": WAIT_FOR_GO, "big": "true", "small": "true", "db_task": "true"}, max_parallel=4, workdir=tmp_path
+        ),
+        {"hold": {"gpu": 1}, "big": {"gpu": 2}, "small": {"gpu": 1}, "db_task": {"db": 1}},
+        {"gpu": 2, "db": 1},
+    )
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_state("db_task", "SUCCEEDED")
     snaps = scheduler.snapshot()
@@ -88,22 +102,34 @@ def test_a_large_request_keeps_its_place_against_later_small_ones(tmp_path):
 
 def test_slots_are_released_on_failure_timeout_launch_error_retry_and_cancel(tmp_path):
     """One GPU, every task needs it: each runs only if the one before gave it back."""
-    dag = slotted(make_dag({
-        "hang": "sleep 30",
-        "fails": "exit 3",
-        "times_out": {"run": "sleep 30", "timeout": 0.2},
-        "no_workdir": {"run": "true", "workdir": tmp_path / "missing"},
-        "retried": {"run": "exit 1", "retries": 1},
-        "last": "true",
-    }, max_parallel=6, workdir=tmp_path), {name: {"gpu": 1} for name in
-                                            ("hang", "fails", "times_out", "no_workdir", "retried", "last")},
-        {"gpu": 1})
+    dag = slotted(
+        make_dag(
+            {
+                "hang": "sleep 30",
+                "fails": "exit 3",
+                "times_out": {"run": "sleep 30", "timeout": 0.2},
+                "no_workdir": {"run": "true", "workdir": tmp_path / "missing"},
+                "retried": {"run": "exit 1", "retries": 1},
+                "last": "true",
+            },
+            max_parallel=6,
+            workdir=tmp_path,
+        ),
+        {name: {"gpu": 1} for name in ("hang", "fails", "times_out", "no_workdir", "retried", "last")},
+        {"gpu": 1},
+    )
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_state("hang", "RUNNING")
     assert scheduler.snapshot()["fails"].reason == "waiting for gpu"
     scheduler.cancel("hang")
-    assert finish(scheduler) == {"hang": "CANCELLED", "fails": "FAILED", "times_out": "FAILED",
-                                 "no_workdir": "FAILED", "retried": "FAILED", "last": "SUCCEEDED"}
+    assert finish(scheduler) == {
+        "hang": "CANCELLED",
+        "fails": "FAILED",
+        "times_out": "FAILED",
+        "no_workdir": "FAILED",
+        "retried": "FAILED",
+        "last": "SUCCEEDED",
+    }
     snaps = scheduler.snapshot()
     assert snaps["no_workdir"].reason.startswith("could not start")
     assert snaps["retried"].attempt == 2
@@ -111,8 +137,15 @@ def test_slots_are_released_on_failure_timeout_launch_error_retry_and_cancel(tmp
 
 
 def test_a_task_waiting_out_its_retry_delay_holds_no_slot(tmp_path):
-    dag = slotted(make_dag({"flaky": {"run": "exit 1", "retries": 1, "retry_delay": 30}, "other": "true"},
-                           max_parallel=2, workdir=tmp_path), {"flaky": {"gpu": 1}, "other": {"gpu": 1}}, {"gpu": 1})
+    dag = slotted(
+        make_dag(
+            {"flaky": {"run": "exit 1", "retries": 1, "retry_delay": 30}, "other": "true"},
+            max_parallel=2,
+            workdir=tmp_path,
+        ),
+        {"flaky": {"gpu": 1}, "other": {"gpu": 1}},
+        {"gpu": 1},
+    )
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_state("other", "SUCCEEDED")
     assert scheduler.snapshot()["flaky"].state.value == "RETRYING"
@@ -121,8 +154,11 @@ def test_a_task_waiting_out_its_retry_delay_holds_no_slot(tmp_path):
 
 
 def test_cancelling_the_waiter_ahead_lets_the_ones_behind_it_start(tmp_path):
-    dag = slotted(make_dag({"hold": WAIT_FOR_GO, "big": "true", "small": "true"}, max_parallel=3, workdir=tmp_path),
-                  {"hold": {"gpu": 1}, "big": {"gpu": 2}, "small": {"gpu": 1}}, {"gpu": 2})
+    dag = slotted(
+        make_dag({"hold": WAIT_FOR_GO, "big": "true", "small": "true"}, max_parallel=3, workdir=tmp_path),
+        {"hold": {"gpu": 1}, "big": {"gpu": 2}, "small": {"gpu": 1}},
+        {"gpu": 2},
+    )
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_for(lambda: scheduler.snapshot()["small"].reason == "waiting for gpu")
     scheduler.cancel("big")
@@ -132,8 +168,11 @@ def test_cancelling_the_waiter_ahead_lets_the_ones_behind_it_start(tmp_path):
 
 
 def test_slots_freed_while_paused_are_handed_out_on_resume(tmp_path):
-    dag = slotted(make_dag({"hold": WAIT_FOR_GO, "waiter": "true"}, max_parallel=2, workdir=tmp_path),
-                  {"hold": {"gpu": 1}, "waiter": {"gpu": 1}}, {"gpu": 1})
+    dag = slotted(
+        make_dag({"hold": WAIT_FOR_GO, "waiter": "true"}, max_parallel=2, workdir=tmp_path),
+        {"hold": {"gpu": 1}, "waiter": {"gpu": 1}},
+        {"gpu": 1},
+    )
     scheduler, rec = start_run(dag, tmp_path)
     rec.wait_state("hold", "RUNNING")
     assert scheduler.pause()
@@ -145,16 +184,24 @@ def test_slots_freed_while_paused_are_handed_out_on_resume(tmp_path):
 
 
 def test_slot_numbers_reach_the_task_environment(tmp_path):
-    show = 'echo "${TUIDAG_SLOTS_GPU-none} ${TUIDAG_SLOTS_DB-none} ${TUIDAG_SLOTS_V100-none} ' \
-           '${CUDA_VISIBLE_DEVICES-none}"'
-    dag = slotted(make_dag({"two": show, "after": {"run": show, "depends_on": ["two"]}, "db": show, "v": show},
-                           max_parallel=4, workdir=tmp_path),
-                  {"two": {"gpu": 2, "db": 1}, "after": {"gpu": 1}, "db": {"db": 1}, "v": {"V100": 2}},
-                  {"gpu": 2, "db": 2, "V100": 4})
+    show = (
+        'echo "${TUIDAG_SLOTS_GPU-none} ${TUIDAG_SLOTS_DB-none} ${TUIDAG_SLOTS_V100-none} ${CUDA_VISIBLE_DEVICES-none}"'
+    )
+    dag = slotted(
+        make_dag(
+            {"two": show, "after": {"run": show, "depends_on": ["two"]}, "db": show, "v": show},
+            max_parallel=4,
+            workdir=tmp_path,
+        ),
+        {"two": {"gpu": 2, "db": 1}, "after": {"gpu": 1}, "db": {"db": 1}, "v": {"V100": 2}},
+        {"gpu": 2, "db": 2, "V100": 4},
+    )
     scheduler, _ = start_run(dag, tmp_path)
     assert set(finish(scheduler).values()) == {"SUCCEEDED"}
-    lines = {name: (tmp_path / "logs" / f"{name}.log").read_text().splitlines()[1].split()
-             for name in ("two", "after", "db", "v")}
+    lines = {
+        name: (tmp_path / "logs" / f"{name}.log").read_text().splitlines()[1].split()
+        for name in ("two", "after", "db", "v")
+    }
     assert lines["two"][0] == "0,1" and lines["two"][1] in ("0", "1") and lines["two"][3] == "0,1"
     assert lines["after"] == ["0", "none", "none", "0"]
     assert lines["db"][0] == "none" and lines["db"][3] == "none"  # a database is not a CUDA device
@@ -162,8 +209,15 @@ def test_slot_numbers_reach_the_task_environment(tmp_path):
 
 
 def test_which_kinds_are_cuda_devices():
-    assert [is_cuda_kind(kind) for kind in ("gpu", "GPU", "V100", "a100-80gb", "db", "p1", "license")] == \
-        [True, True, True, True, False, False, False]
+    assert [is_cuda_kind(kind) for kind in ("gpu", "GPU", "V100", "a100-80gb", "db", "p1", "license")] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
     assert is_cuda_kind("Gaudi", accelerator=True) and not is_cuda_kind("tpu-v2-8", accelerator=True)
 
 
@@ -207,14 +261,17 @@ def test_quiet_output_and_the_journal_record_the_slots_each_attempt_held(tmp_pat
 
 
 def test_a_request_for_an_undeclared_kind_or_over_capacity_is_a_located_error_and_nothing_starts(tmp_path):
-    dag = write(tmp_path / "dag.yaml", "resources: {gpu: 1}\ntasks:\n  a:\n    run: touch started\n"
-                                       "    resources: {gpu: 2, db: 1}\n")
+    dag = write(
+        tmp_path / "dag.yaml",
+        "resources: {gpu: 1}\ntasks:\n  a:\n    run: touch started\n    resources: {gpu: 2, db: 1}\n",
+    )
     proc = tuidag("run", str(dag), cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [
         f"{dag}:5:17: task 'a' asks for 2 'gpu' slots, more than the capacity of 1",
         f"{dag}:5:25: task 'a' asks for 1 'db' slot, but no capacity for 'db' is declared: add it to the DAG's "
-        f"'resources' or pass --resources db=N"]
+        f"'resources' or pass --resources db=N",
+    ]
     assert not (tmp_path / "started").exists() and not RunStore(tmp_path / ".tuidag").runs()
     assert tuidag("validate", str(dag), cwd=tmp_path).returncode == 2
     # the command line declares and raises capacities
@@ -242,12 +299,17 @@ def test_every_slot_mistake_of_a_file_is_reported_with_the_others(tmp_path):
     undeclared kind once the capacities are known (the command line may add some): all three at once."""
     dag = write(tmp_path / "dag.yaml", MIXED_SLOT_MISTAKES)
     bad_count = f"{dag}:5:22: task 'a': resources: 'gpu' must be a positive integer, got 0.5"
-    undeclared = (f"{dag}:11:17: task 'c' asks for 1 'tpu' slot, but no capacity for 'tpu' is declared: add it "
-                  f"to the DAG's 'resources' or pass --resources tpu=N")
+    undeclared = (
+        f"{dag}:11:17: task 'c' asks for 1 'tpu' slot, but no capacity for 'tpu' is declared: add it "
+        f"to the DAG's 'resources' or pass --resources tpu=N"
+    )
     for command in ("run", "validate"):
         proc = tuidag(command, str(dag), cwd=tmp_path)
         assert proc.returncode == 2 and proc.stderr.splitlines() == [
-            bad_count, f"{dag}:8:17: task 'b' asks for 3 'gpu' slots, more than the capacity of 2", undeclared]
+            bad_count,
+            f"{dag}:8:17: task 'b' asks for 3 'gpu' slots, more than the capacity of 2",
+            undeclared,
+        ]
     proc = tuidag("run", "--resources", "gpu=4", str(dag), cwd=tmp_path)  # judged by the capacities given
     assert proc.returncode == 2 and proc.stderr.splitlines() == [bad_count, undeclared]
     assert not (tmp_path / "started").exists() and not RunStore(tmp_path / ".tuidag").runs()
@@ -255,24 +317,35 @@ def test_every_slot_mistake_of_a_file_is_reported_with_the_others(tmp_path):
     write(dag, MIXED_SLOT_MISTAKES.replace("{gpu: 2}", "{gpu: two}"))
     proc = tuidag("validate", str(dag), cwd=tmp_path)
     assert proc.returncode == 2 and [line.split(": ", 1)[0] for line in proc.stderr.splitlines()] == [
-        f"{dag}:1:18", f"{dag}:5:22"]
+        f"{dag}:1:18",
+        f"{dag}:5:22",
+    ]
 
 
 def test_every_slot_mistake_of_a_python_dag_is_reported_with_the_others(tmp_path):
-    script = write(tmp_path / "py_dag.py", "from tuidag import Dag\n"
-                                           "dag = Dag('py', resources={'gpu': 2})\n"
-                                           "dag.shell('a', 'touch started', resources={'gpu': 0.5})\n"
-                                           "dag.shell('b', 'touch started', resources={'gpu': 3})\n"
-                                           "dag.shell('c', 'touch started', resources={'tpu': 1})\n"
-                                           "if __name__ == '__main__':\n    dag.main()\n")
+    script = write(
+        tmp_path / "py_dag.py",
+        "from tuidag import Dag\n"
+        "dag = Dag('py', resources={'gpu': 2})\n"
+        "dag.shell('a', 'touch started', resources={'gpu': 0.5})\n"
+        "dag.shell('b', 'touch started', resources={'gpu': 3})\n"
+        "dag.shell('c', 'touch started', resources={'tpu': 1})\n"
+        "if __name__ == '__main__':\n    dag.main()\n",
+    )
     # as given (relative) to `tuidag run`, every error names the file the same way
-    for shown, command in (("py_dag.py", [sys.executable, "-m", "tuidag", "run", "py_dag.py"]),
-                           (str(script), [sys.executable, str(script)])):
-        proc = subprocess.run([*command, "--no-tui"], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=patience(60))
+    for shown, command in (
+        ("py_dag.py", [sys.executable, "-m", "tuidag", "run", "py_dag.py"]),
+        (str(script), [sys.executable, str(script)]),
+    ):
+        proc = subprocess.run(
+            [*command, "--no-tui"], cwd=tmp_path, capture_output=True, text=True, timeout=patience(60)
+        )
         assert proc.returncode == 2, proc.stderr
         assert [line.split(": ", 1)[0] for line in proc.stderr.splitlines()] == [
-            f"{shown}:3:1", f"{shown}:4:1", f"{shown}:5:1"], proc.stderr
+            f"{shown}:3:1",
+            f"{shown}:4:1",
+            f"{shown}:5:1",
+        ], proc.stderr
         assert "more than the capacity of 2" in proc.stderr and "no capacity for 'tpu'" in proc.stderr
     assert not (tmp_path / "started").exists()
 
@@ -307,9 +380,10 @@ def test_python_api_declares_capacities_and_requests(tmp_path):
 
 
 def test_a_python_dag_runs_with_capacities_from_the_command_line(tmp_path):
-    script = write(tmp_path / "py_dag.py", "from tuidag import Dag\n"
-                                           "dag = Dag('py')\n"
-                                           "dag.shell('a', 'echo gpu=$TUIDAG_SLOTS_GPU', resources={'gpu': 2})\n")
+    script = write(
+        tmp_path / "py_dag.py",
+        "from tuidag import Dag\ndag = Dag('py')\ndag.shell('a', 'echo gpu=$TUIDAG_SLOTS_GPU', resources={'gpu': 2})\n",
+    )
     proc = tuidag("run", "-q", str(script), cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"{script}:3:1: task 'a' asks for 2 'gpu' slots, but no capacity")
@@ -338,7 +412,9 @@ def test_skypilot_accelerators_hold_slots_only_when_a_capacity_is_declared(tmp_p
     proc = tuidag("run", "-q", "--resources", "V100=4", str(dag), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "note:" not in proc.stderr  # nothing of 'resources' is ignored: the accelerators hold slots
-    assert "[first]  --> RUNNING [slots V100:0,1]" in proc.stdout and "[second] --> RUNNING [slots V100:0]" in proc.stdout
+    assert (
+        "[first]  --> RUNNING [slots V100:0,1]" in proc.stdout and "[second] --> RUNNING [slots V100:0]" in proc.stdout
+    )
     logs = RunStore(tmp_path / ".tuidag").runs()[-1].logs
     assert (logs / "first.log").read_text().splitlines()[-1] == "first 0,1 0,1 2"
     assert (logs / "second.log").read_text().splitlines()[-1] == "second 0 0"
@@ -352,19 +428,23 @@ def test_skypilot_accelerators_hold_slots_only_when_a_capacity_is_declared(tmp_p
 
     proc = tuidag("run", "--resources", "V100=1", str(dag), cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[-1] == (f"--resources V100=1 is less than the 2 'V100' slots task 'first' asks "
-                                            f"for ({dag}:5:17)")
+    assert proc.stderr.splitlines()[-1] == (
+        f"--resources V100=1 is less than the 2 'V100' slots task 'first' asks for ({dag}:5:17)"
+    )
 
 
 def test_the_skypilot_resources_note_says_what_is_ignored_given_the_capacities(tmp_path):
-    dag = write(tmp_path / "sky.yaml", "resources:\n  accelerators: A100:1\n  cpus: 4+\n  cloud: aws\n"
-                                       "run: echo $CUDA_VISIBLE_DEVICES\n")
+    dag = write(
+        tmp_path / "sky.yaml",
+        "resources:\n  accelerators: A100:1\n  cpus: 4+\n  cloud: aws\nrun: echo $CUDA_VISIBLE_DEVICES\n",
+    )
     for command in ("validate", "run"):
         proc = tuidag(command, str(dag), cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert f"{dag}:1:1: note: 'resources' is ignored when running locally\n" in proc.stderr
         proc = tuidag(command, "--resources", "A100=2", str(dag), cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
-        assert (f"{dag}:1:1: note: 'resources' other than accelerators is ignored when running locally "
-                f"(cpus, cloud)\n") in proc.stderr
+        assert (
+            f"{dag}:1:1: note: 'resources' other than accelerators is ignored when running locally (cpus, cloud)\n"
+        ) in proc.stderr
     assert (RunStore(tmp_path / ".tuidag").runs()[-1].logs / "sky.log").read_text().splitlines()[-1] == "0"

@@ -1,4 +1,5 @@
 """The suite's own deadlines: measured once per session, handed to every pytest-xdist worker, applied by the waits."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Starting a task's process: the libc posix_spawn path and the Popen fallback must give a child the same world."""
+
 from __future__ import annotations
 
 import os
@@ -40,9 +41,11 @@ def run(start, tmp_path, script: str, env: dict[str, str] | None = None, cwd=Non
     log = tmp_path / "out.log"
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
     def start_and_wait() -> int:
-        child = start(["/bin/sh", "-c", script], env if env is not None else dict(os.environ),
-                      str(cwd or tmp_path), stdin, fd)
+        child = start(
+            ["/bin/sh", "-c", script], env if env is not None else dict(os.environ), str(cwd or tmp_path), stdin, fd
+        )
         return child.wait()
 
     # On a thread of its own, as tuidag starts task leaders: a child of the main thread in a session of its own looks
@@ -77,8 +80,13 @@ def test_child_leads_its_own_session_and_group(start, tmp_path):
 def test_cwd_and_exact_environment(start, tmp_path):
     work = tmp_path / "work dir"
     work.mkdir()
-    code, out = run(start, tmp_path, 'pwd; echo "$ONLY_HERE"; echo "${HOME-unset}"',
-                    env={"ONLY_HERE": "yes ü", "PATH": os.defpath}, cwd=work)
+    code, out = run(
+        start,
+        tmp_path,
+        'pwd; echo "$ONLY_HERE"; echo "${HOME-unset}"',
+        env={"ONLY_HERE": "yes ü", "PATH": os.defpath},
+        cwd=work,
+    )
     assert code == 0
     assert out.splitlines() == [str(work), "yes ü", "unset"]
 
@@ -126,8 +134,13 @@ def test_poll_and_wait_with_a_timeout(start, tmp_path):
     flag = tmp_path / "go"
     fd = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     try:
-        child = start(["/bin/sh", "-c", f"while [ ! -e '{flag}' ]; do sleep 0.01; done; exit 7"],
-                      dict(os.environ), str(tmp_path), fd, fd)
+        child = start(
+            ["/bin/sh", "-c", f"while [ ! -e '{flag}' ]; do sleep 0.01; done; exit 7"],
+            dict(os.environ),
+            str(tmp_path),
+            fd,
+            fd,
+        )
     finally:
         os.close(fd)
     assert child.poll() is None
@@ -164,17 +177,23 @@ def test_environment_and_arguments_arrive_entry_for_entry(start, tmp_path):
     assert seen == env
 
 
-@pytest.mark.parametrize("argv, env", [
-    (["/bin/sh", "-c", "echo a\0b"], {}),
-    (["/bin/sh", "-c", "true"], {"A=B": "c"}),
-])
+@pytest.mark.parametrize(
+    "argv, env",
+    [
+        (["/bin/sh", "-c", "echo a\0b"], {}),
+        (["/bin/sh", "-c", "true"], {"A=B": "c"}),
+    ],
+)
 def test_unrepresentable_arguments_are_refused(start, tmp_path, argv, env):
     with pytest.raises(ValueError):
         start(argv, env, str(tmp_path), 0, 1)
 
 
-@pytest.mark.parametrize("own", [{"TASK": "one", "EMPTY_OWN": ""}, {"SHARED_1": "overridden", "TASK": "two"}],
-                         ids=["own-beside-shared", "own-overrides-shared"])
+@pytest.mark.parametrize(
+    "own",
+    [{"TASK": "one", "EMPTY_OWN": ""}, {"SHARED_1": "overridden", "TASK": "two"}],
+    ids=["own-beside-shared", "own-overrides-shared"],
+)
 def test_a_task_environment_arrives_as_the_mapping_it_reads_as(start, tmp_path, own):
     """The run's variables are encoded once and reused (libc path); what the child sees is exactly the mapping."""
     shared = {f"SHARED_{i}": f"value {i}" for i in range(30)} | {"PATH": os.defpath}

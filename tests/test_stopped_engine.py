@@ -7,6 +7,7 @@
 - A viewer says "not answering" while the engine that holds the run does not answer, and goes on live after SIGCONT;
   it once opened such a run as a finished post-mortem.
 - `tuidag logs -f` on a task whose run's engine died says so and exits non-zero (it stopped with exit 0)."""
+
 from __future__ import annotations
 
 import os
@@ -39,15 +40,21 @@ def stopped_engine(tmp_path):
     """A detached run (`gate` waits for a file, `after` follows it) and a way to stop and continue its engine; the
     engine is continued however the test ends."""
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(tmp_path, f"""\
+    dag, run_id, pid = start_detached(
+        tmp_path,
+        f"""\
 tasks:
   gate: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}
   after: {{run: "echo after", depends_on: [gate]}}
-""")
+""",
+    )
     run = the_run(tmp_path, run_id)
     wait_until(lambda: (run.path / protocol.SOCKET_NAME).exists())
-    wait_until(lambda: replay(run.journal).tasks.get("gate") is not None
-               and replay(run.journal).tasks["gate"].state is S.RUNNING)
+    wait_until(
+        lambda: (
+            replay(run.journal).tasks.get("gate") is not None and replay(run.journal).tasks["gate"].state is S.RUNNING
+        )
+    )
     try:
         yield run, pid, gate
     finally:
@@ -81,8 +88,11 @@ def test_a_pause_that_gave_up_on_a_stopped_engine_never_happens_and_the_client_s
     run, pid, _ = stopped_engine
     stop(pid)
     try:
-        with pytest.raises(NotAnswered, match=rf"\(pid {pid}\) did not answer in 2 s \(stopped, or too busy\): "
-                                              r"pause not done, and it won't be"):
+        with pytest.raises(
+            NotAnswered,
+            match=rf"\(pid {pid}\) did not answer in 2 s \(stopped, or too busy\): "
+            r"pause not done, and it won't be",
+        ):
             ControlClient(run, timeout=2).request("pause")
     finally:
         os.kill(pid, signal.SIGCONT)
@@ -91,8 +101,7 @@ def test_a_pause_that_gave_up_on_a_stopped_engine_never_happens_and_the_client_s
     assert "scheduling paused" not in engine_log(run)
 
 
-def test_a_control_the_engine_started_but_did_not_answer_in_time_may_or_may_not_have_happened(tmp_path,
-                                                                                             monkeypatch):
+def test_a_control_the_engine_started_but_did_not_answer_in_time_may_or_may_not_have_happened(tmp_path, monkeypatch):
     """Only here can the client not know: the engine said `started` and then took longer than the deadline."""
     release = threading.Event()
     control = server.ControlServer._control
@@ -105,15 +114,19 @@ def test_a_control_the_engine_started_but_did_not_answer_in_time_may_or_may_not_
     with served_run(make_dag({"a": "sleep 30"}, workdir=tmp_path), tmp_path) as session:
         # The deadline runs out while the control is held, but `started` must come before it: it scales
         with ControlClient(session.run, timeout=patience(1)) as client:
-            with pytest.raises(NotAnswered, match=f"started the pause but did not answer in {patience(1):.0f} s: it "
-                                                  "may or may not have taken effect"):
+            with pytest.raises(
+                NotAnswered,
+                match=f"started the pause but did not answer in {patience(1):.0f} s: it "
+                "may or may not have taken effect",
+            ):
                 client.request("pause")
         release.set()
         wait_until(lambda: session.scheduler.paused)  # it did, this time
 
 
-def test_a_viewer_says_not_answering_while_the_engine_is_stopped_and_its_request_never_happens(stopped_engine,
-                                                                                               monkeypatch):
+def test_a_viewer_says_not_answering_while_the_engine_is_stopped_and_its_request_never_happens(
+    stopped_engine, monkeypatch
+):
     run, pid, gate = stopped_engine
     monkeypatch.setattr(engine_connection, "REQUEST_TIMEOUT", 1.0)
     viewer = RemoteRun.attach(run, RunStore(run.path.parent.parent))
@@ -159,17 +172,26 @@ def test_a_viewer_attached_to_a_stopped_engine_waits_for_it_then_goes_live(stopp
 
 
 def test_logs_follow_says_when_the_runs_engine_died_and_exits_non_zero(tmp_path):
-    dag, run_id, pid = start_detached(tmp_path, """\
+    dag, run_id, pid = start_detached(
+        tmp_path,
+        """\
 tasks:
   talk: {run: "while true; do echo still here; sleep 0.05; done"}
-""")
+""",
+    )
     run = the_run(tmp_path, run_id)
     wait_until(lambda: (run.logs / "talk.log").exists() and b"still here" in (run.logs / "talk.log").read_bytes())
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     printed = tmp_path / "followed"
     with open(printed, "wb") as out:
-        follow = subprocess.Popen([sys.executable, "-m", "tuidag", "logs", "talk", "-f", "--file", str(dag)],
-                                  cwd=tmp_path, env=env, stdout=out, stderr=subprocess.PIPE, text=True)
+        follow = subprocess.Popen(
+            [sys.executable, "-m", "tuidag", "logs", "talk", "-f", "--file", str(dag)],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     try:
         wait_until(lambda: printed.read_bytes().count(b"still here") > 3)  # it follows the live log
         os.kill(pid, signal.SIGKILL)

@@ -1,5 +1,6 @@
 """The state dir as an attack surface: a folder others can write to is refused and never changed; no file of the
 store is written or shown through a planted symlink; a new run folder is never visible before its owner locked it."""
+
 from __future__ import annotations
 
 import errno
@@ -27,8 +28,9 @@ NOBODY = 65534
 
 def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"} | {"NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=patience(60))
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=patience(60)
+    )
 
 
 def dag_file(tmp_path: Path, text: str | None = None) -> Path:
@@ -51,8 +53,10 @@ def test_a_state_dir_others_can_write_to_is_refused_and_left_as_it_is(tmp_path, 
     args = {"run": ["run", "--no-tui", str(dag_file(tmp_path))], "runs": ["runs"], "logs": ["logs", "a"]}[command]
     proc = tuidag(*args, "--state-dir", str(shared), cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == (f"tuidag: state dir {shared} is not safe to use: others can write to it (mode {mode:04o}); "
-                           "use a folder that only you can write to (--state-dir DIR)\n")
+    assert proc.stderr == (
+        f"tuidag: state dir {shared} is not safe to use: others can write to it (mode {mode:04o}); "
+        "use a folder that only you can write to (--state-dir DIR)\n"
+    )
     assert stat.S_IMODE(shared.stat().st_mode) == mode and tree(shared) == []
     assert not (tmp_path / "started").exists()
 
@@ -95,8 +99,10 @@ def test_root_refuses_another_users_state_dir_and_writes_nothing_through_its_sym
     for command in (["run", "--no-tui", str(dag_file(tmp_path))], ["runs"], ["logs", "a"]):
         proc = tuidag(*command, "--state-dir", str(theirs), cwd=tmp_path)
         assert proc.returncode == 2, proc.stderr
-        assert proc.stderr.startswith(f"tuidag: state dir {theirs} is not safe to use: it belongs to nobody "
-                                      f"(uid {NOBODY}), not to you (root (uid 0))")
+        assert proc.stderr.startswith(
+            f"tuidag: state dir {theirs} is not safe to use: it belongs to nobody "
+            f"(uid {NOBODY}), not to you (root (uid 0))"
+        )
     assert secret.read_text() == "root's data\n" and not (tmp_path / "started").exists()
 
 
@@ -106,11 +112,14 @@ def test_a_symlink_planted_as_a_task_log_is_not_written_through(tmp_path):
     target = tmp_path / "target"
     target.write_text("untouched\n")
     state = tmp_path / "state"
-    dag = dag_file(tmp_path, f"""\
+    dag = dag_file(
+        tmp_path,
+        f"""\
 tasks:
   a: {{run: 'ln -s {target} {state}/runs/$TUIDAG_RUN_ID/logs/b.log'}}
   b: {{run: echo into the log, depends_on: a}}
-""")
+""",
+    )
     proc = tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "[b] --> FAILED" in proc.stdout and os.strerror(errno.ELOOP) in proc.stdout
@@ -124,13 +133,16 @@ def test_symlinks_named_like_the_summarys_files_are_not_written_through(tmp_path
     target.write_text("untouched\n")
     state = tmp_path / "state"
     run_dir = f"{state}/runs/$TUIDAG_RUN_ID"
-    dag = dag_file(tmp_path, f"""\
+    dag = dag_file(
+        tmp_path,
+        f"""\
 tasks:
   a:
     run: |
       rm -f {run_dir}/.summary.reserve
       for name in .summary.reserve .summary.json.tmp; do ln -s {target} {run_dir}/$name; done
-""")
+""",
+    )
     assert tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), cwd=tmp_path).returncode == 0
     (run,) = RunStore(state).runs()
     assert target.read_text() == "untouched\n"
@@ -218,6 +230,7 @@ def test_a_reaper_never_sees_a_new_run_folder_without_its_owner(tmp_path, monkey
                 finally:
                     busy.clear()
             return result
+
         return step
 
     for module, name in ((os, "mkdir"), (os, "open"), (os, "rename"), (fcntl, "flock")):

@@ -1,6 +1,7 @@
 """Load: many random 50-task DAGs with random exit codes, 0-50 ms durations and random cancels from another thread.
 Every run must keep the scheduler's invariants, leave no process behind, and have a journal that replays to the
 final states the engine reported. TUIDAG_STRESS_EXAMPLES sets how many DAGs (default 200)."""
+
 from __future__ import annotations
 
 import os
@@ -31,16 +32,22 @@ def stress_case(draw):
     for i in range(50):
         deps = rng.sample(range(i), k=min(i, rng.randint(0, 3)))
         code = rng.choice([0] * 8 + [1, 2])
-        tasks[f"t{i}"] = {"run": f"sleep 0.{rng.randint(0, 50):03d}; exit {code}",
-                          "depends_on": [f"t{d}" for d in deps]}
+        tasks[f"t{i}"] = {
+            "run": f"sleep 0.{rng.randint(0, 50):03d}; exit {code}",
+            "depends_on": [f"t{d}" for d in deps],
+        }
     cancels = [(rng.randrange(50), rng.uniform(0, 0.3)) for _ in range(rng.randint(0, 4))]
     policy = rng.choice(["skip-downstream", "finish-running", "cancel-all"])
     return seed, tasks, cancels, policy
 
 
 @pytest.mark.timeout(patience(max(120, EXAMPLES // 2)))  # 120 s covers the default 200 examples, not 1,000
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(stress_case())
 def test_stress(tmp_path_factory, case):
     seed, tasks, cancels, policy = case

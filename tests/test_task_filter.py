@@ -1,14 +1,20 @@
 """TaskFilter: which tasks the combined view shows (a branch, a name, both), and how its title says so."""
+
 from __future__ import annotations
 
 from dags import make_dag
 from tuidag.views.task_filter import TaskFilter
 
 # build -> test-unit, test-e2e -> report; lint alone
-DAG = make_dag({"build": "true", "lint": "true",
-                "test-unit": {"run": "true", "depends_on": ["build"]},
-                "test-e2e": {"run": "true", "depends_on": ["build"]},
-                "report": {"run": "true", "depends_on": ["test-unit", "test-e2e"]}})
+DAG = make_dag(
+    {
+        "build": "true",
+        "lint": "true",
+        "test-unit": {"run": "true", "depends_on": ["build"]},
+        "test-e2e": {"run": "true", "depends_on": ["build"]},
+        "report": {"run": "true", "depends_on": ["test-unit", "test-e2e"]},
+    }
+)
 
 
 def test_no_filter_shows_every_task() -> None:

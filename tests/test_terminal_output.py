@@ -1,5 +1,6 @@
 """What the real `tuidag` command prints of hostile task output: headless (piped, and on a terminal in tmux) and
 `tuidag logs` (piped, on a pseudo-terminal, `--raw`); attempt headers; long lines; a printer behind the engine."""
+
 from __future__ import annotations
 
 import io
@@ -41,8 +42,16 @@ tasks:
       printf 'x\r[other] forged\n'
 """
 # what each of those lines shows, after the task's prefix
-SHOWN = [b"title  done", b"clear  here", b"up  erased", b"\x1b[31mred\x1b[0m and \x1b[1mbold\x1b[0m", b"dcs  end",
-         "bell \ufffd backspace \ufffd del \ufffd".encode(), b"progress 100%", b"[other] forged"]
+SHOWN = [
+    b"title  done",
+    b"clear  here",
+    b"up  erased",
+    b"\x1b[31mred\x1b[0m and \x1b[1mbold\x1b[0m",
+    b"dcs  end",
+    "bell \ufffd backspace \ufffd del \ufffd".encode(),
+    b"progress 100%",
+    b"[other] forged",
+]
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -51,14 +60,15 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def tuidag(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env(**extra), capture_output=True,
-                          timeout=patience(60))
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env(**extra), capture_output=True, timeout=patience(60)
+    )
 
 
 def task_lines(out: bytes, task: str) -> list[bytes]:
     """The output lines of `task` (not its state changes), without the prefix."""
     prefix = f"[{task}] ".encode()
-    return [line[len(prefix):] for line in out.split(b"\n") if line.startswith(prefix) and b"--> " not in line]
+    return [line[len(prefix) :] for line in out.split(b"\n") if line.startswith(prefix) and b"--> " not in line]
 
 
 def test_piped_headless_output_keeps_colours_and_neutralises_every_other_control(tmp_path: Path) -> None:
@@ -75,8 +85,14 @@ def on_pty(*args: str, cwd: Path) -> bytes:
     master, slave = os.openpty()
     tty.setraw(slave)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env(), stdin=subprocess.DEVNULL,
-                                stdout=slave, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tuidag", *args],
+            cwd=cwd,
+            env=env(),
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+        )
     finally:
         os.close(slave)
     chunks, deadline = [], time.monotonic() + patience(30)
@@ -116,8 +132,21 @@ class Tmux:
     def __init__(self, command: str):
         self.name = f"tuidag-term-{os.getpid()}-{time.monotonic_ns()}"
         self.tmux = ["tmux", "-L", self.name]  # a server of its own: never one that another test's end shuts down
-        subprocess.run([*self.tmux, "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45",
-                        f"{command}; echo RUN-ENDED; sleep 60"], check=True)
+        subprocess.run(
+            [
+                *self.tmux,
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                "160",
+                "-y",
+                "45",
+                f"{command}; echo RUN-ENDED; sleep 60",
+            ],
+            check=True,
+        )
 
     def run(self, command: str, *args: str) -> str:
         return subprocess.run([*self.tmux, command, "-t", self.name, *args], capture_output=True, text=True).stdout
@@ -136,8 +165,7 @@ class Tmux:
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_on_a_terminal_task_output_cannot_retitle_clear_erase_or_forge_a_prefix(tmp_path: Path) -> None:
     (tmp_path / "dag.yaml").write_text(HOSTILE)
-    pane = Tmux(f"cd {tmp_path} && env -u NO_COLOR PYTHONPATH={REPO} {sys.executable} -m tuidag run --no-tui "
-                f"dag.yaml")
+    pane = Tmux(f"cd {tmp_path} && env -u NO_COLOR PYTHONPATH={REPO} {sys.executable} -m tuidag run --no-tui dag.yaml")
     try:
         pane.run("select-pane", "-T", "tuidag-test-title")
         screen = pane.wait_for("RUN-ENDED")
@@ -148,7 +176,7 @@ def test_on_a_terminal_task_output_cannot_retitle_clear_erase_or_forge_a_prefix(
     lines = screen.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("tuidag: run "))  # nothing cleared it
     expected = [SGR.sub(b"", line).decode() for line in SHOWN]
-    fetch = [line[len("[fetch] "):] for line in lines[first:] if line.startswith("[fetch] ") and "-->" not in line]
+    fetch = [line[len("[fetch] ") :] for line in lines[first:] if line.startswith("[fetch] ") and "-->" not in line]
     assert fetch == expected, screen  # every line there (none erased), each after its own prefix
 
 
@@ -157,24 +185,32 @@ def test_a_retry_after_a_partial_line_and_a_forged_header(tmp_path: Path) -> Non
         "tasks:\n  r:\n    retries: 1\n    run: |\n"
         "      echo '=== tuidag: r attempt 7 started at never ==='\n"
         "      printf 'attempt %s partial-no-newline' $TUIDAG_ATTEMPT\n"
-        "      test $TUIDAG_ATTEMPT = 2\n")
+        "      test $TUIDAG_ATTEMPT = 2\n"
+    )
     proc = tuidag("run", "--no-tui", "dag.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     log = next(tmp_path.glob(".tuidag/runs/*/logs/r.log")).read_text()
     assert re.sub(r"at [0-9T:-]+ ===", "at T ===", log).splitlines() == [
-        "=== tuidag: r attempt 1 started at T ===", "=== tuidag: r attempt 7 started at never ===",
-        "attempt 1 partial-no-newline", "=== tuidag: r attempt 2 started at T ===",
-        "=== tuidag: r attempt 7 started at never ===", "attempt 2 partial-no-newline"]
-    assert task_lines(proc.stdout, "r") == [b"=== tuidag: r attempt 7 started at never ===",
-                                            b"attempt 1 partial-no-newline",
-                                            b"=== tuidag: r attempt 7 started at never ===",
-                                            b"attempt 2 partial-no-newline"]
+        "=== tuidag: r attempt 1 started at T ===",
+        "=== tuidag: r attempt 7 started at never ===",
+        "attempt 1 partial-no-newline",
+        "=== tuidag: r attempt 2 started at T ===",
+        "=== tuidag: r attempt 7 started at never ===",
+        "attempt 2 partial-no-newline",
+    ]
+    assert task_lines(proc.stdout, "r") == [
+        b"=== tuidag: r attempt 7 started at never ===",
+        b"attempt 1 partial-no-newline",
+        b"=== tuidag: r attempt 7 started at never ===",
+        b"attempt 2 partial-no-newline",
+    ]
 
 
 def test_a_huge_line_is_cut_with_a_marker(tmp_path: Path) -> None:
     size = 3 * LINE_CAP
     (tmp_path / "dag.yaml").write_text(
-        f"tasks:\n  big:\n    run: head -c {size} /dev/zero | tr '\\0' x; echo; echo after\n")
+        f"tasks:\n  big:\n    run: head -c {size} /dev/zero | tr '\\0' x; echo; echo after\n"
+    )
     proc = tuidag("run", "--no-tui", "dag.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     big, after = task_lines(proc.stdout, "big")
@@ -198,14 +234,25 @@ def test_a_printer_behind_the_engine_prints_each_attempt_before_its_end(tmp_path
     os.close(fd)
     out = io.StringIO()
     reporter = HeadlessReporter(out, headers)
-    for event in (running("t", path, 1), running("t", path, 1, TaskState.RETRYING), running("t", path, 2),
-                  running("t", path, 2, TaskState.SUCCEEDED)):
+    for event in (
+        running("t", path, 1),
+        running("t", path, 1, TaskState.RETRYING),
+        running("t", path, 2),
+        running("t", path, 2, TaskState.SUCCEEDED),
+    ):
         reporter(event)
     reporter.start(["t"])
     reporter.stop()
     assert out.getvalue().splitlines() == [
-        "[t] --> RUNNING", "[t] output of attempt 1", "[t] partial 1", "[t] --> RETRYING",
-        "[t] --> RUNNING (attempt 2)", "[t] output of attempt 2", "[t] partial 2", "[t] --> SUCCEEDED"]
+        "[t] --> RUNNING",
+        "[t] output of attempt 1",
+        "[t] partial 1",
+        "[t] --> RETRYING",
+        "[t] --> RUNNING (attempt 2)",
+        "[t] output of attempt 2",
+        "[t] partial 2",
+        "[t] --> SUCCEEDED",
+    ]
 
 
 def test_a_flood_in_one_log_does_not_hold_up_the_others(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
 """Task output made safe for a terminal (`terminal_text`), and where tuidag's attempt headers are (`log_headers`)."""
+
 from __future__ import annotations
 
 import os
@@ -21,14 +22,14 @@ def test_colours_are_kept_and_reset_at_the_end_of_the_line() -> None:
 
 def test_every_other_escape_sequence_is_dropped() -> None:
     hostile = {
-        "title \x1b]2;PWNED\x07 done": "title  done",           # OSC ended by BEL
-        "link \x1b]8;;http://x\x1b\\here": "link here",          # OSC ended by ST
-        "clear \x1b[2J\x1b[H here": "clear  here",              # CSI
+        "title \x1b]2;PWNED\x07 done": "title  done",  # OSC ended by BEL
+        "link \x1b]8;;http://x\x1b\\here": "link here",  # OSC ended by ST
+        "clear \x1b[2J\x1b[H here": "clear  here",  # CSI
         "up \x1b[1A\x1b[2K erased": "up  erased",
-        "dcs \x1bP1$r0m\x1b\\ end": "dcs  end",                  # DCS string
-        "apc \x1b_payload\x1b\\ end": "apc  end",               # APC string
-        "keypad \x1b= reset \x1bc end": "keypad  reset  end",   # two-byte escapes
-        "open osc \x1b]0;never ended": "open osc ",              # an OSC the line never ends
+        "dcs \x1bP1$r0m\x1b\\ end": "dcs  end",  # DCS string
+        "apc \x1b_payload\x1b\\ end": "apc  end",  # APC string
+        "keypad \x1b= reset \x1bc end": "keypad  reset  end",  # two-byte escapes
+        "open osc \x1b]0;never ended": "open osc ",  # an OSC the line never ends
         "stray \x1b": "stray ",
     }
     for raw, shown in hostile.items():
@@ -36,12 +37,20 @@ def test_every_other_escape_sequence_is_dropped() -> None:
 
 
 def test_control_characters_become_visible_and_inert() -> None:
-    assert terminal_line("bell\x07 bs\x08 del\x7f csi\u009b2J nel\u0085") == \
-        "bell\ufffd bs\ufffd del\ufffd csi\ufffd2J nel\ufffd"
+    assert (
+        terminal_line("bell\x07 bs\x08 del\x7f csi\u009b2J nel\u0085")
+        == "bell\ufffd bs\ufffd del\ufffd csi\ufffd2J nel\ufffd"
+    )
 
 
-@given(st.text(alphabet=st.sampled_from(["a", " ", "\x1b", "[", "]", "2", ";", "m", "J", "\x07", "\\", "P", "\r",
-                                          "\x00", "\u009b", "\t", "é"]), max_size=40))
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            ["a", " ", "\x1b", "[", "]", "2", ";", "m", "J", "\x07", "\\", "P", "\r", "\x00", "\u009b", "\t", "é"]
+        ),
+        max_size=40,
+    )
+)
 def test_nothing_but_colour_reaches_the_terminal(text: str) -> None:
     shown = SGR.sub("", terminal_line(text))
     assert not re.search("[\x00-\x08\x0a-\x1f\x7f-\x9f]", shown), repr(shown)
@@ -79,12 +88,15 @@ def test_a_long_line_is_cut_with_a_marker_saying_how_much_is_missing() -> None:
     assert assemble([b"y" * 50 + b"\rshown\n"], cap=8) == [b"shown"]
 
 
-@given(st.lists(st.sampled_from([b"a", b"bc", b"\r", b"\n", b"\r\n", b"xyz" * 3]), max_size=30),
-       st.integers(1, 8), st.integers(2, 12))
+@given(
+    st.lists(st.sampled_from([b"a", b"bc", b"\r", b"\n", b"\r\n", b"xyz" * 3]), max_size=30),
+    st.integers(1, 8),
+    st.integers(2, 12),
+)
 def test_any_reads_give_the_lines_a_terminal_shows(parts: list[bytes], cut_every: int, cap: int) -> None:
     """However the bytes are split into reads, the lines are each line's `visible_part`, cut at the cap."""
     data = b"".join(parts)
-    chunks = [data[i:i + cut_every] for i in range(0, len(data), cut_every)]
+    chunks = [data[i : i + cut_every] for i in range(0, len(data), cut_every)]
     *complete, last = data.split(b"\n")
     expected = []
     for raw in complete + ([last] if last else []):
@@ -109,6 +121,6 @@ def test_a_header_starts_on_a_line_of_its_own_and_its_bytes_are_on_record(tmp_pa
     data = path.read_bytes()
     assert size == len(data)
     assert spans == [first, second] and first == HeaderSpan(0, len(header_text("r", 1)))
-    assert data[first.start:first.end].startswith(b"=== tuidag: r attempt 1 started at ")
-    assert data[second.start:second.end].startswith(b"\n=== tuidag: r attempt 2 started at ")
+    assert data[first.start : first.end].startswith(b"=== tuidag: r attempt 1 started at ")
+    assert data[second.start : second.end].startswith(b"\n=== tuidag: r attempt 2 started at ")
     assert b"partial-no-newline\n=== tuidag: r attempt 2" in data

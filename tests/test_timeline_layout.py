@@ -1,5 +1,6 @@
 """The timeline's geometry as text: the scale and the axis adapt from seconds to hours, each wait and attempt covers
 the cells of its time (at least one), attempts win over waits, and the rows follow the filter."""
+
 from __future__ import annotations
 
 from tuidag.engine.events import TaskSnapshot
@@ -12,12 +13,12 @@ RUN, WAIT = SegmentKind.RUNNING, SegmentKind.WAITING
 
 
 def test_the_fitted_scale_is_the_finest_round_one_that_leaves_room():
-    assert tl.fit_scale(9, 100) == 0.1      # 9 s in 90 cells
-    assert tl.fit_scale(10, 100) == 0.15    # 10 s would fill the room of 0.1 s a cell
-    assert tl.fit_scale(14.6, 80) == 0.3    # a 15 s run on 80 columns takes 49 of them, not a third
+    assert tl.fit_scale(9, 100) == 0.1  # 9 s in 90 cells
+    assert tl.fit_scale(10, 100) == 0.15  # 10 s would fill the room of 0.1 s a cell
+    assert tl.fit_scale(14.6, 80) == 0.3  # a 15 s run on 80 columns takes 49 of them, not a third
     assert tl.fit_scale(3 * 3600, 100) == 120.0
     assert tl.fit_scale(0, 100) == tl.SCALES[0]
-    assert tl.fit_scale(10 ** 9, 100) == tl.SCALES[-1]
+    assert tl.fit_scale(10**9, 100) == tl.SCALES[-1]
 
 
 def test_zoom_steps_walk_the_ladder_and_stop_at_its_ends():
@@ -54,8 +55,12 @@ def test_labels_of_long_times():
 
 
 def test_a_row_shows_its_wait_and_each_attempt_where_they_happened():
-    segs = [Segment("a", WAIT, 100.0, 102.0, 1), Segment("a", RUN, 102.0, 105.0, 1, S.RETRYING),
-            Segment("a", WAIT, 105.0, 106.0, 2), Segment("a", RUN, 106.0, None, 2)]
+    segs = [
+        Segment("a", WAIT, 100.0, 102.0, 1),
+        Segment("a", RUN, 102.0, 105.0, 1, S.RETRYING),
+        Segment("a", WAIT, 105.0, 106.0, 2),
+        Segment("a", RUN, 106.0, None, 2),
+    ]
     paints = tl.row_paints(segs, S.RUNNING, left=100.0, scale=1.0, cells=12, now=109.0)
     text = "".join("." if p is None else "w" if p.kind is WAIT else p.state.value[0] for p in paints)
     assert text == "wwRRRwRRR..."  # RETRYING (the attempt that failed), then the live attempt as the task runs
@@ -89,8 +94,9 @@ def test_rows_follow_the_filter_and_keep_the_selection():
 def test_a_task_the_recorder_never_saw_is_drawn_from_its_snapshot():
     done = TaskSnapshot("a", S.SUCCEEDED, attempt=2, started_at=10.0, finished_at=12.0)
     assert tl.snapshot_segments(done) == [Segment("a", RUN, 10.0, 12.0, 2, S.SUCCEEDED)]
-    assert tl.snapshot_segments(TaskSnapshot("b", S.RUNNING, attempt=1, started_at=10.0)) == \
-        [Segment("b", RUN, 10.0, None, 1, None)]
+    assert tl.snapshot_segments(TaskSnapshot("b", S.RUNNING, attempt=1, started_at=10.0)) == [
+        Segment("b", RUN, 10.0, None, 1, None)
+    ]
     assert tl.snapshot_segments(TaskSnapshot("c", S.PENDING)) == []
     assert tl.snapshot_segments(done._replace(reused=True)) == []
 
@@ -114,6 +120,6 @@ def test_density_per_row_and_name_column():
 def test_the_forecast_covers_what_is_still_to_come_from_now():
     assert tl.forecast_cells((10.0, 30.0), left=0.0, scale=1.0, cells=40, now=20.0) == (20, 30)  # running: the rest
     assert tl.forecast_cells((25.0, 27.5), left=0.0, scale=1.0, cells=40, now=20.0) == (25, 28)  # not started: all
-    assert tl.forecast_cells((5.0, 15.0), left=0.0, scale=1.0, cells=40, now=20.0) is None       # in the past
-    assert tl.forecast_cells((25.0, 25.0), left=0.0, scale=1.0, cells=40, now=20.0) is None      # no history
-    assert tl.forecast_cells((50.0, 60.0), left=0.0, scale=1.0, cells=40, now=20.0) is None      # out of view
+    assert tl.forecast_cells((5.0, 15.0), left=0.0, scale=1.0, cells=40, now=20.0) is None  # in the past
+    assert tl.forecast_cells((25.0, 25.0), left=0.0, scale=1.0, cells=40, now=20.0) is None  # no history
+    assert tl.forecast_cells((50.0, 60.0), left=0.0, scale=1.0, cells=40, now=20.0) is None  # out of view

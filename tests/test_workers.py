@@ -1,4 +1,5 @@
 """The scheduler's worker pool: bounded threads, order, errors and shutdown."""
+
 from __future__ import annotations
 
 import threading

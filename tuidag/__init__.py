@@ -3,6 +3,7 @@
 `from tuidag import Dag` is the Python front end (see `tuidag.api`). It is imported on first use, so `import tuidag`
 stays light and never pulls in the terminal UI.
 """
+
 from .version import __version__
 
 __all__ = ["Dag", "TaskContext", "load_python"]

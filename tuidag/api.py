@@ -22,6 +22,7 @@ imports a file and turns the one `Dag` it defines into the same DagSpec the YAML
 Mistakes (unknown or duplicate names, cycles, bad options) are collected while the file runs and reported together,
 as `FILE:LINE:COL: message` pointing at the decorator or `dag.shell(...)` call, when the DAG is loaded or run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,7 @@ from .model.counts import counted
 from .model.durations import DurationTooLong, parse_duration
 from .model.errors import DagError, DagErrors, Location, short_repr
 from .model.resources import Request, kind_problem
-from .model.spec import (DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem,
-                         surrogate_problem)
+from .model.spec import DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
 from .model.python_loader import PythonDag, load_python
 from .model.validate import graph_errors
 
@@ -65,10 +65,17 @@ class _Task:
 class Dag(PythonDag):
     """A DAG built in Python. Tasks are callables (`@dag.task()`) or shell commands (`dag.shell(...)`)."""
 
-    def __init__(self, name: str | None = None, *, max_parallel: int | None = None,
-                 on_failure: str | FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM,
-                 kill_grace: float | str = DEFAULT_KILL_GRACE, env: Mapping[str, Any] | None = None,
-                 workdir: str | os.PathLike[str] | None = None, resources: Mapping[str, int] | None = None):
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        max_parallel: int | None = None,
+        on_failure: str | FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM,
+        kill_grace: float | str = DEFAULT_KILL_GRACE,
+        env: Mapping[str, Any] | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        resources: Mapping[str, int] | None = None,
+    ):
         """`resources` declares slot capacities, e.g. {"gpu": 2}; tasks ask for slots with their `resources`."""
         self.location = _caller_location()
         self.source: Path | None = _source_file(self.location.file)
@@ -77,18 +84,22 @@ class Dag(PythonDag):
         self._by_func: dict[Any, list[str]] = {}
         at = self.location
         self.name: str | None = None
-        if name is not None and self._check(isinstance(name, str) and name.strip() != "", at,
-                                            f"Dag name must be a non-empty string, got {name!r}"):
+        if name is not None and self._check(
+            isinstance(name, str) and name.strip() != "", at, f"Dag name must be a non-empty string, got {name!r}"
+        ):
             self.name = name
         self.max_parallel: int | None = None
-        if max_parallel is not None and self._check(_is_int(max_parallel, 1), at,
-                                                    f"max_parallel must be an integer from 1 to {MAX_COUNT:,}, "
-                                                    f"got {short_repr(max_parallel)}"):
+        if max_parallel is not None and self._check(
+            _is_int(max_parallel, 1),
+            at,
+            f"max_parallel must be an integer from 1 to {MAX_COUNT:,}, got {short_repr(max_parallel)}",
+        ):
             self.max_parallel = max_parallel
         self.on_failure = FailurePolicy.SKIP_DOWNSTREAM
         choices = [policy.value for policy in FailurePolicy]
-        if self._check(str(on_failure) in choices, at,
-                       f"on_failure must be one of {', '.join(choices)}, got {on_failure!r}"):
+        if self._check(
+            str(on_failure) in choices, at, f"on_failure must be one of {', '.join(choices)}, got {on_failure!r}"
+        ):
             self.on_failure = FailurePolicy(str(on_failure))
         self.kill_grace = self._duration(kill_grace, "kill_grace", at, positive=False, default=DEFAULT_KILL_GRACE)
         self.env = self._env(env, "env", at)
@@ -105,11 +116,21 @@ class Dag(PythonDag):
         return tuple(self._tasks)
 
     # --- building -----------------------------------------------------------------------------------------------
-    def task(self, func: Callable[..., Any] | None = None, /, *, name: str | None = None,
-             depends_on: Iterable[Any] | Any = (), retries: int = 0, retry_delay: float | str = 0,
-             timeout: float | str | None = None, env: Mapping[str, Any] | None = None,
-             workdir: str | os.PathLike[str] | None = None, isolate: bool = False,
-             resources: Mapping[str, int] | None = None):
+    def task(
+        self,
+        func: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        depends_on: Iterable[Any] | Any = (),
+        retries: int = 0,
+        retry_delay: float | str = 0,
+        timeout: float | str | None = None,
+        env: Mapping[str, Any] | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        isolate: bool = False,
+        resources: Mapping[str, int] | None = None,
+    ):
         """Register a callable as a task: `@dag.task()` (or bare `@dag.task`). It is called with a `TaskContext`
         (or with no argument if it takes none) and returns the function unchanged.
 
@@ -128,8 +149,7 @@ class Dag(PythonDag):
                 self._errors.append(DagError(f"task name must be a string, got {task_name!r}", call_site))
                 return f
             if isolate is not True and isolate is not False:
-                self._errors.append(DagError(f"task '{task_name}': isolate must be True or False, got {isolate!r}",
-                                             at))
+                self._errors.append(DagError(f"task '{task_name}': isolate must be True or False, got {isolate!r}", at))
             elif isolate:
                 from .engine.inprocess import isolate_problem
 
@@ -137,16 +157,27 @@ class Dag(PythonDag):
                 if problem:
                     self._errors.append(DagError(f"task '{task_name}': isolate=True {problem}", at))
             options = self._options(task_name, at, retries, retry_delay, timeout, env, workdir, resources)
-            self._add(_Task(task_name, at, _dependency_list(depends_on),
-                            {"func": f, "isolate": bool(isolate), **options}), f)
+            self._add(
+                _Task(task_name, at, _dependency_list(depends_on), {"func": f, "isolate": bool(isolate), **options}), f
+            )
             return f
 
         return register(func) if func is not None else register
 
-    def shell(self, name: str, run: str, *, depends_on: Iterable[Any] | Any = (), setup: str | None = None,
-              env: Mapping[str, Any] | None = None, workdir: str | os.PathLike[str] | None = None,
-              retries: int = 0, retry_delay: float | str = 0, timeout: float | str | None = None,
-              resources: Mapping[str, int] | None = None) -> str:
+    def shell(
+        self,
+        name: str,
+        run: str,
+        *,
+        depends_on: Iterable[Any] | Any = (),
+        setup: str | None = None,
+        env: Mapping[str, Any] | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        retries: int = 0,
+        retry_delay: float | str = 0,
+        timeout: float | str | None = None,
+        resources: Mapping[str, int] | None = None,
+    ) -> str:
         """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`."""
         at = _caller_location()
         if not isinstance(name, str):
@@ -154,8 +185,9 @@ class Dag(PythonDag):
             return str(name)
         options = self._options(name, at, retries, retry_delay, timeout, env, workdir, resources)
         if not isinstance(run, str) or not run.strip():
-            self._errors.append(DagError(f"task '{name}': run must be a non-empty shell command string, "
-                                         f"got {run!r}", at))
+            self._errors.append(
+                DagError(f"task '{name}': run must be a non-empty shell command string, got {run!r}", at)
+            )
         elif "\0" in run:
             self._errors.append(DagError(nul_problem(f"task '{name}': run"), at))
         else:
@@ -166,16 +198,18 @@ class Dag(PythonDag):
             elif isinstance(setup, str) and setup.strip():
                 options["setup"] = setup
             else:
-                self._errors.append(DagError(f"task '{name}': setup must be a non-empty shell command string, "
-                                             f"got {setup!r}", at))
+                self._errors.append(
+                    DagError(f"task '{name}': setup must be a non-empty shell command string, got {setup!r}", at)
+                )
         self._add(_Task(name, at, _dependency_list(depends_on), options), None)
         return name
 
     def _add(self, task: _Task, func: Callable[..., Any] | None) -> None:
         first = self._tasks.get(task.name)
         if first is not None:
-            self._errors.append(DagError(f"duplicate task '{task.name}' (first defined on line "
-                                         f"{first.location.line})", task.location))
+            self._errors.append(
+                DagError(f"duplicate task '{task.name}' (first defined on line {first.location.line})", task.location)
+            )
             return
         self._tasks[task.name] = task
         if func is not None:
@@ -198,8 +232,9 @@ class Dag(PythonDag):
             options = dict(task.options)
             if options.get("workdir") is not None:
                 options["workdir"] = (workdir / options["workdir"]).resolve()
-            tasks[task.name] = TaskSpec(name=task.name, depends_on=tuple(deps), location=task.location,
-                                        dep_locations=tuple(where), **options)
+            tasks[task.name] = TaskSpec(
+                name=task.name, depends_on=tuple(deps), location=task.location, dep_locations=tuple(where), **options
+            )
         if not self._tasks:
             errors.append(DagError("the DAG has no tasks: add some with @dag.task() or dag.shell()", self.location))
         errors.extend(graph_errors(tasks))
@@ -207,9 +242,17 @@ class Dag(PythonDag):
         errors.extend(self._surrogates(name, tasks))
         settings: dict[str, Any] = {"max_parallel": self.max_parallel} if self.max_parallel else {}
         # Slot requests are checked against the capacities when it runs (`--resources` may still declare some).
-        dag = DagSpec(name=name, tasks=tasks, on_failure=self.on_failure, kill_grace=self.kill_grace, env=self.env,
-                      workdir=workdir, source=src.resolve() if src is not None else None, resources=self.resources,
-                      **settings)
+        dag = DagSpec(
+            name=name,
+            tasks=tasks,
+            on_failure=self.on_failure,
+            kill_grace=self.kill_grace,
+            env=self.env,
+            workdir=workdir,
+            source=src.resolve() if src is not None else None,
+            resources=self.resources,
+            **settings,
+        )
         if errors:
             raise DagErrors(errors, partial=None if self._capacities_wrong else dag)
         return dag
@@ -217,15 +260,21 @@ class Dag(PythonDag):
     def _surrogates(self, name: str, tasks: Mapping[str, TaskSpec]) -> list[DagError]:
         """Strings that can't be encoded (a lone surrogate such as "\\ud800"): no terminal, file or command line
         takes them, so they are refused here rather than failing a task or a print later."""
-        texts = [("Dag name", name, self.location), *((f"env value for '{k}'", v, self.location)
-                                                     for k, v in self.env.items())]
+        texts = [
+            ("Dag name", name, self.location),
+            *((f"env value for '{k}'", v, self.location) for k, v in self.env.items()),
+        ]
         for task in tasks.values():
             what = f"task '{task.name}': "
-            texts += [(what + "run", task.run or "", task.location), (what + "setup", task.setup or "", task.location),
-                      (what + "workdir", str(task.workdir or ""), task.location)]
+            texts += [
+                (what + "run", task.run or "", task.location),
+                (what + "setup", task.setup or "", task.location),
+                (what + "workdir", str(task.workdir or ""), task.location),
+            ]
             texts += [(f"{what}env value for '{k}'", v, task.location) for k, v in task.env.items()]
-        return [DagError(problem, at) for what, text, at in texts
-                if (problem := surrogate_problem(what, text)) is not None]
+        return [
+            DagError(problem, at) for what, text, at in texts if (problem := surrogate_problem(what, text)) is not None
+        ]
 
     def _resolve(self, task: _Task, errors: list[DagError]) -> tuple[list[str], list[Location]]:
         """Dependency names (functions looked up among this DAG's tasks), each located at the task's call."""
@@ -237,18 +286,31 @@ class Dag(PythonDag):
                 registered = self._by_func.get(dep, []) if _hashable(dep) else []
                 label = getattr(dep, "__qualname__", repr(dep))
                 if not registered:
-                    errors.append(DagError(f"task '{task.name}' depends on {label}(), which is not a task of this "
-                                           f"DAG (register it with @dag.task())", task.location))
+                    errors.append(
+                        DagError(
+                            f"task '{task.name}' depends on {label}(), which is not a task of this "
+                            f"DAG (register it with @dag.task())",
+                            task.location,
+                        )
+                    )
                     continue
                 if len(registered) > 1:
-                    errors.append(DagError(f"task '{task.name}' depends on {label}(), which is registered as "
-                                           f"several tasks ({', '.join(registered)}): name the one you mean",
-                                           task.location))
+                    errors.append(
+                        DagError(
+                            f"task '{task.name}' depends on {label}(), which is registered as "
+                            f"several tasks ({', '.join(registered)}): name the one you mean",
+                            task.location,
+                        )
+                    )
                     continue
                 dep_name = registered[0]
             else:
-                errors.append(DagError(f"task '{task.name}': depends_on entries must be task functions or task "
-                                       f"names, got {dep!r}", task.location))
+                errors.append(
+                    DagError(
+                        f"task '{task.name}': depends_on entries must be task functions or task names, got {dep!r}",
+                        task.location,
+                    )
+                )
                 continue
             if dep_name in names:
                 errors.append(DagError(f"task '{task.name}': depends_on lists '{dep_name}' twice", task.location))
@@ -267,8 +329,10 @@ class Dag(PythonDag):
         parser = argparse.ArgumentParser(prog=prog, description=f"Run the {self.name!r} DAG.")
         cli.add_run_options(parser)
         args = parser.parse_args(argv)
-        code = cli.guarded(lambda options: cli.run_dag(self._checked_spec(options.resources).with_env(dict(options.env)),
-                                                       options), args)
+        code = cli.guarded(
+            lambda options: cli.run_dag(self._checked_spec(options.resources).with_env(dict(options.env)), options),
+            args,
+        )
         if exit:
             sys.exit(code)
         return code
@@ -288,20 +352,34 @@ class Dag(PythonDag):
             self._errors.append(DagError(message, at))
         return ok
 
-    def _options(self, name: str, at: Location, retries: Any, retry_delay: Any, timeout: Any,
-                 env: Any, workdir: Any, resources: Any) -> dict[str, Any]:
+    def _options(
+        self,
+        name: str,
+        at: Location,
+        retries: Any,
+        retry_delay: Any,
+        timeout: Any,
+        env: Any,
+        workdir: Any,
+        resources: Any,
+    ) -> dict[str, Any]:
         what = f"task '{name}': "
         options: dict[str, Any] = {}
-        if self._check(_is_int(retries, 0), at,
-                       f"{what}retries must be an integer from 0 to {MAX_COUNT:,}, got {short_repr(retries)}"):
+        if self._check(
+            _is_int(retries, 0),
+            at,
+            f"{what}retries must be an integer from 0 to {MAX_COUNT:,}, got {short_repr(retries)}",
+        ):
             options["retries"] = retries
         options["retry_delay"] = self._duration(retry_delay, what + "retry_delay", at, positive=False, default=0.0)
         if timeout is not None:
             options["timeout"] = self._duration(timeout, what + "timeout", at, positive=True, default=None)
         options["env"] = self._env(env, what + "env", at)
         options["workdir"] = self._path(workdir, what + "workdir", at)
-        options["resources"] = {kind: Request(count, at) for kind, count in
-                                self._slots(resources, what + "resources", at, minimum=1).items()}
+        options["resources"] = {
+            kind: Request(count, at)
+            for kind, count in self._slots(resources, what + "resources", at, minimum=1).items()
+        }
         return options
 
     def _slots(self, value: Any, what: str, at: Location, minimum: int) -> dict[str, int]:
@@ -309,8 +387,9 @@ class Dag(PythonDag):
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            self._errors.append(DagError(f"{what} must be a mapping of resource names to counts, e.g. "
-                                         f"{{'gpu': 1}}, got {value!r}", at))
+            self._errors.append(
+                DagError(f"{what} must be a mapping of resource names to counts, e.g. {{'gpu': 1}}, got {value!r}", at)
+            )
             return {}
         slots = {}
         for kind, count in value.items():
@@ -318,8 +397,12 @@ class Dag(PythonDag):
             if problem:
                 self._errors.append(DagError(f"{what}: {problem}", at))
             elif not _is_int(count, minimum):
-                self._errors.append(DagError(f"{what}: '{kind}' must be an integer from {minimum} to {MAX_COUNT:,}, "
-                                             f"got {short_repr(count)}", at))
+                self._errors.append(
+                    DagError(
+                        f"{what}: '{kind}' must be an integer from {minimum} to {MAX_COUNT:,}, got {short_repr(count)}",
+                        at,
+                    )
+                )
             else:
                 slots[kind] = count
         return slots
@@ -331,8 +414,9 @@ class Dag(PythonDag):
             self._errors.append(DagError(f"{what} is too long: {DurationTooLong.LIMIT}, got {short_repr(value)}", at))
             return default
         except ValueError:
-            self._errors.append(DagError(f"{what} must be a duration like 500ms, 5s, 2m or 1h, "
-                                         f"got {short_repr(value)}", at))
+            self._errors.append(
+                DagError(f"{what} must be a duration like 500ms, 5s, 2m or 1h, got {short_repr(value)}", at)
+            )
             return default
         if positive and seconds == 0:
             self._errors.append(DagError(f"{what} must be longer than 0, got {value!r}", at))
@@ -348,8 +432,9 @@ class Dag(PythonDag):
         result: dict[str, str] = {}
         for key, value in env.items():
             if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-                self._errors.append(DagError(f"{what}: variable name {key!r} must be a non-empty string without "
-                                             f"'=' or NUL", at))
+                self._errors.append(
+                    DagError(f"{what}: variable name {key!r} must be a non-empty string without '=' or NUL", at)
+                )
             elif isinstance(value, bool):
                 result[key] = "true" if value else "false"
             elif isinstance(value, str) and "\0" in value:
@@ -357,8 +442,9 @@ class Dag(PythonDag):
             elif isinstance(value, (str, int, float)):
                 result[key] = str(value)
             else:
-                self._errors.append(DagError(f"{what} value for '{key}' must be a string, number or boolean, "
-                                             f"got {value!r}", at))
+                self._errors.append(
+                    DagError(f"{what} value for '{key}' must be a string, number or boolean, got {value!r}", at)
+                )
         return result
 
     def _path(self, value: Any, what: str, at: Location) -> Path | None:

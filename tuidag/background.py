@@ -11,6 +11,7 @@ its own stderr; the last thing on the pipe is the run's id and the engine's pid 
 starter then exits with the code the engine gave). After that the engine's output goes to `engine.log` in the run
 folder.
 """
+
 from __future__ import annotations
 
 import os
@@ -82,8 +83,7 @@ def _become_engine(work: Callable[[Callable[[str, str], None]], int], pipe: int)
         os.setsid()
         if os.fork() > 0:
             os._exit(0)
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP, signal.SIGTTIN,
-                       signal.SIGTTOU):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
             signal.signal(signum, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # what the engine's children (a Dask cluster's workers) inherit until the run exists
@@ -97,8 +97,11 @@ def _become_engine(work: Callable[[Callable[[str, str], None]], int], pipe: int)
             nonlocal handed_over
             sys.stdout.flush()
             os.write(pipe, READY + f"{run_id} {os.getpid()}\n".encode())
-            log = os.open(os.path.join(folder, ENGINE_LOG),
-                          os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            log = os.open(
+                os.path.join(folder, ENGINE_LOG),
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+            )
             os.dup2(log, 1)
             os.dup2(log, 2)
             os.close(log)

@@ -1,4 +1,5 @@
 """The `tuidag` command: parse arguments, load the DAG, pick a view, return an honest exit code."""
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,10 @@ def _env_arg(text: str) -> tuple[str, str]:
     """`KEY=VALUE`, or `KEY` for the value tuidag itself has (as `sky --env KEY` takes it)."""
     key, equals, value = text.partition("=")
     if not _ENV_NAME.fullmatch(key):
-        raise argparse.ArgumentTypeError(f"expected KEY or KEY=VALUE with KEY made of letters, digits and '_' (not "
-                                         f"starting with a digit), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected KEY or KEY=VALUE with KEY made of letters, digits and '_' (not "
+            f"starting with a digit), got {text!r}"
+        )
     if not equals:
         if key not in os.environ:
             raise argparse.ArgumentTypeError(f"{key} is not set in tuidag's environment: give its value, {key}=VALUE")
@@ -66,9 +69,14 @@ def _resources_arg(text: str) -> dict[str, int]:
 
 
 def _add_resources(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--resources", type=_resources_arg, default={}, metavar="KIND=N[,KIND=N...]",
-                        help="slot capacities, e.g. gpu=2,db=1, over the file's 'resources'; a SkyPilot task's "
-                             "accelerators hold slots of their name when it has one here (V100=4)")
+    parser.add_argument(
+        "--resources",
+        type=_resources_arg,
+        default={},
+        metavar="KIND=N[,KIND=N...]",
+        help="slot capacities, e.g. gpu=2,db=1, over the file's 'resources'; a SkyPilot task's "
+        "accelerators hold slots of their name when it has one here (V100=4)",
+    )
 
 
 def with_resources(dag: DagSpec, resources: dict[str, int]) -> DagSpec:
@@ -79,9 +87,15 @@ def with_resources(dag: DagSpec, resources: dict[str, int]) -> DagSpec:
 
 
 def _add_env(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", action="append", type=_env_arg, default=[], metavar="KEY[=VALUE]",
-                        help="set a variable for every task, over the file's own (KEY alone: the value tuidag has); "
-                             "fills a SkyPilot file's null envs; repeatable")
+    parser.add_argument(
+        "--env",
+        action="append",
+        type=_env_arg,
+        default=[],
+        metavar="KEY[=VALUE]",
+        help="set a variable for every task, over the file's own (KEY alone: the value tuidag has); "
+        "fills a SkyPilot file's null envs; repeatable",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,25 +138,47 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--kill-grace", type=_duration_arg, help="SIGTERM -> SIGKILL grace period (default 5s)")
     run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
     run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
-    run.add_argument("-d", "--detach", action="store_true",
-                     help="run in the background, detached from the terminal: prints the run id and how to attach")
-    run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_ID",
-                     help="reuse the tasks that succeeded in the latest (or the given) run of this DAG")
-    run.add_argument("--executor", metavar="KIND",
-                     help="where tasks run: local (default), dask (an existing cluster: --dask-address), or "
-                          "dask-local[:N] (a local Dask cluster of N worker processes, one per CPU by default)")
-    run.add_argument("--dask-address", metavar="tcp://HOST:8786",
-                     help="the Dask scheduler for --executor dask (default: from the file, or $DASK_SCHEDULER_ADDRESS)")
-    run.add_argument("--dask-timeout", type=_duration_arg, metavar="DURATION",
-                     help="how long to wait for the Dask scheduler to answer (default 5s)")
+    run.add_argument(
+        "-d",
+        "--detach",
+        action="store_true",
+        help="run in the background, detached from the terminal: prints the run id and how to attach",
+    )
+    run.add_argument(
+        "--resume",
+        nargs="?",
+        const="latest",
+        metavar="RUN_ID",
+        help="reuse the tasks that succeeded in the latest (or the given) run of this DAG",
+    )
+    run.add_argument(
+        "--executor",
+        metavar="KIND",
+        help="where tasks run: local (default), dask (an existing cluster: --dask-address), or "
+        "dask-local[:N] (a local Dask cluster of N worker processes, one per CPU by default)",
+    )
+    run.add_argument(
+        "--dask-address",
+        metavar="tcp://HOST:8786",
+        help="the Dask scheduler for --executor dask (default: from the file, or $DASK_SCHEDULER_ADDRESS)",
+    )
+    run.add_argument(
+        "--dask-timeout",
+        type=_duration_arg,
+        metavar="DURATION",
+        help="how long to wait for the Dask scheduler to answer (default 5s)",
+    )
     _add_env(run)
     _add_resources(run)
     _add_state_dir(run)
 
 
 def _add_state_dir(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", type=Path, help="where runs are kept (default: .tuidag next to the DAG "
-                                                       "file, or $TUIDAG_STATE_DIR)")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="where runs are kept (default: .tuidag next to the DAG file, or $TUIDAG_STATE_DIR)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -198,8 +234,9 @@ def guarded(command, args: argparse.Namespace) -> int:
             sys.stdout = stdout
 
 
-def _load(path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None,
-          resources: dict[str, int] | None = None) -> DagSpec:
+def _load(
+    path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None, resources: dict[str, int] | None = None
+) -> DagSpec:
     """The DAG in `path`, with `env` (--env) given to every task; with a `cache_dir`, from there when it holds this
     exact file's model (see model/cache). With `resources` (--resources, for the commands that run or check slots)
     its slot requests are checked against the capacities, and reported with the file's other mistakes."""
@@ -236,8 +273,10 @@ def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes:
 def cmd_validate(args: argparse.Namespace) -> int:
     dag = _load(args.file, args.env, resources=args.resources)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    print(f"{terminal_line(str(args.file))}: ok: {terminal_line(dag.name)}, {counted(len(dag.tasks), 'task')}, "
-          f"{counted(edges, 'edge')}")
+    print(
+        f"{terminal_line(str(args.file))}: ok: {terminal_line(dag.name)}, {counted(len(dag.tasks), 'task')}, "
+        f"{counted(edges, 'edge')}"
+    )
     return EXIT_OK
 
 
@@ -287,8 +326,14 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
     from .launch import RunSession  # the engine is imported only once there is something to run
 
     executor = make_executor(dag, args)
-    session = RunSession.create(dag, state_dir, max_parallel=args.max_parallel, kill_grace=args.kill_grace,
-                                resume_from=earlier, executor=executor)
+    session = RunSession.create(
+        dag,
+        state_dir,
+        max_parallel=args.max_parallel,
+        kill_grace=args.kill_grace,
+        resume_from=earlier,
+        executor=executor,
+    )
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
     if session.reuse is not None:
@@ -297,8 +342,9 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
     return session
 
 
-def _run_in_background(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None,
-                       view: bool) -> int:
+def _run_in_background(
+    dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None, view: bool
+) -> int:
     """The engine in a process of its own (background.py), so the run can outlive this terminal. With `view` this
     process becomes its foreground viewer (the terminal UI; `d` detaches); without (`-d`) it says how to reach the
     run and exits 0."""
@@ -326,12 +372,20 @@ def _run_in_background(dag: DagSpec, args: argparse.Namespace, state_dir: Path, 
     if view:
         from .ui.viewer import run_viewer  # textual is imported only here
 
-        return run_viewer(RunDir(started.run_id, runs_dir / started.run_id), foreground=True,
-                          engine_pid=started.pid, exit_on_finish=args.exit_on_finish, early_signals=early)
-    print(f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background (engine pid {started.pid})\n"
-          f"tuidag: watch it:  {run_command('attach', started.run_id, state_dir)}\n"
-          f"tuidag: stop it:   {run_command('stop', started.run_id, state_dir)}\n"
-          f"tuidag: logs in {runs_dir / started.run_id / 'logs'}", flush=True)
+        return run_viewer(
+            RunDir(started.run_id, runs_dir / started.run_id),
+            foreground=True,
+            engine_pid=started.pid,
+            exit_on_finish=args.exit_on_finish,
+            early_signals=early,
+        )
+    print(
+        f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background (engine pid {started.pid})\n"
+        f"tuidag: watch it:  {run_command('attach', started.run_id, state_dir)}\n"
+        f"tuidag: stop it:   {run_command('stop', started.run_id, state_dir)}\n"
+        f"tuidag: logs in {runs_dir / started.run_id / 'logs'}",
+        flush=True,
+    )
     return EXIT_OK
 
 
@@ -341,8 +395,9 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
     from .model.executor_choice import choose_executor
 
     try:
-        choice = choose_executor(getattr(args, "executor", None) or dag.executor,
-                                 getattr(args, "dask_address", None) or dag.dask_address)
+        choice = choose_executor(
+            getattr(args, "executor", None) or dag.executor, getattr(args, "dask_address", None) or dag.dask_address
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if not choice.uses_dask:
@@ -355,8 +410,9 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
 
     timeout = getattr(args, "dask_timeout", None) or CONNECT_TIMEOUT
     try:
-        return DaskExecutor(choice.address, local_workers=choice.workers, dag_env=dag.env, resources=dag.resources,
-                            timeout=timeout)
+        return DaskExecutor(
+            choice.address, local_workers=choice.workers, dag_env=dag.env, resources=dag.resources, timeout=timeout
+        )
     except DaskUnreachable as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:  # Ctrl+C while connecting: nothing started yet, nothing to stop
@@ -380,11 +436,15 @@ def run_headless(session, quiet: bool = False) -> int:
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
     scheduler = session.scheduler
     where = scheduler.executor.description
-    follows = f", max_parallel {scheduler.max_parallel}: {scheduler.parallel_source}" \
-        if scheduler.parallel_source else ""
-    print(f"tuidag: run {session.run.run_id} of {terminal_line(session.dag.name)} "
-          f"({counted(len(session.dag.tasks), 'task')}{'' if where == 'local' else ' on ' + where}{follows}), "
-          f"logs in {session.run.logs}", flush=True)
+    follows = (
+        f", max_parallel {scheduler.max_parallel}: {scheduler.parallel_source}" if scheduler.parallel_source else ""
+    )
+    print(
+        f"tuidag: run {session.run.run_id} of {terminal_line(session.dag.name)} "
+        f"({counted(len(session.dag.tasks), 'task')}{'' if where == 'local' else ' on ' + where}{follows}), "
+        f"logs in {session.run.logs}",
+        flush=True,
+    )
     session.scheduler.start()
     while not session.scheduler.wait(0.2):  # a timeout lets signal handlers run promptly
         pass
@@ -418,8 +478,13 @@ def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
     return run
 
 
-COMMANDS = {"run": cmd_run, "validate": cmd_validate, "graph": cmd_graph, **history_commands.COMMANDS,
-            **control_commands.COMMANDS}
+COMMANDS = {
+    "run": cmd_run,
+    "validate": cmd_validate,
+    "graph": cmd_graph,
+    **history_commands.COMMANDS,
+    **control_commands.COMMANDS,
+}
 
 
 def entry() -> None:

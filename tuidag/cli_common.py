@@ -3,6 +3,7 @@
 Below `cli` (the parser and the commands) and `control_commands` (commands that act on a live run), so both use
 one way of finding a run and neither imports the other.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,11 @@ def open_store(state_dir: Path) -> RunStore:
         if report.processes:
             listed = ", ".join(f"{task}: pid {pid} ({name})" for task, pid, name in report.processes[:10])
             more = f" and {len(report.processes) - 10} more" if len(report.processes) > 10 else ""
-            print(f"tuidag: run {report.run_id} was interrupted; killed "
-                  f"{counted(len(report.processes), 'leftover process', 'leftover processes')}: {listed}{more}", file=sys.stderr)
+            print(
+                f"tuidag: run {report.run_id} was interrupted; killed "
+                f"{counted(len(report.processes), 'leftover process', 'leftover processes')}: {listed}{more}",
+                file=sys.stderr,
+            )
         else:
             print(f"tuidag: run {report.run_id} was interrupted; no leftover processes", file=sys.stderr)
     return store
@@ -45,11 +49,15 @@ def one_run(found: list[RunDir], run_id: str, where: str, prefix: str = "") -> R
     if not found:
         raise UsageError(f"{prefix}no run {run_id!r} {where}")
     if len(found) > 1:
-        listed = "\n".join(f"  {printable(run.run_id)}  {printable(read_header(run.journal).get('dag', '?'))}"
-                           for run in reversed(found[-10:]))
+        listed = "\n".join(
+            f"  {printable(run.run_id)}  {printable(read_header(run.journal).get('dag', '?'))}"
+            for run in reversed(found[-10:])
+        )
         more = f"\n  ... and {len(found) - 10} older" if len(found) > 10 else ""
-        raise UsageError(f"{prefix}run id {run_id!r} is ambiguous: {len(found)} runs {where} start with it "
-                         f"(give more of the id):\n{listed}{more}")
+        raise UsageError(
+            f"{prefix}run id {run_id!r} is ambiguous: {len(found)} runs {where} start with it "
+            f"(give more of the id):\n{listed}{more}"
+        )
     return found[0]
 
 
@@ -76,8 +84,10 @@ def no_runs(store: RunStore, args: argparse.Namespace) -> str:
         return message
     if args.state_dir is not None or os.environ.get(STATE_DIR_ENV):
         return message
-    message += ("\nruns are kept in .tuidag/ next to each DAG file (or in --state-dir DIR, or $TUIDAG_STATE_DIR): "
-                "pass the DAG file, e.g. `tuidag runs FILE`, `tuidag logs TASK --file FILE`")
+    message += (
+        "\nruns are kept in .tuidag/ next to each DAG file (or in --state-dir DIR, or $TUIDAG_STATE_DIR): "
+        "pass the DAG file, e.g. `tuidag runs FILE`, `tuidag logs TASK --file FILE`"
+    )
     found = nearby_state_dirs(Path.cwd())
     if found:
         listed = ", ".join(printable(os.path.relpath(path)) for path in found)
@@ -95,4 +105,3 @@ def no_such_task(task: str, runs: list[RunDir], message: str) -> UsageError:
     for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
         names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
     return UsageError(printable(message + did_you_mean(task, names)))
-

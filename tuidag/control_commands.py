@@ -5,6 +5,7 @@ Each finds the run (`--run RUN`, or the latest live run of `--file FILE`'s state
 request over its control socket and prints what changed: the lists the UI's confirmations show. Exit codes: 0 done,
 1 refused (the reason is printed: a re-run blocked by a failed dependency), 2 a usage error or no such live run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,9 @@ from .store.runs import RunDir, RunStore
 
 def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser) -> None:
     common = argparse.ArgumentParser(add_help=False, parents=[state])
-    common.add_argument("--run", dest="run_id", metavar="RUN",
-                        help="run id (or a unique prefix); default: the latest live run")
+    common.add_argument(
+        "--run", dest="run_id", metavar="RUN", help="run id (or a unique prefix); default: the latest live run"
+    )
     common.add_argument("--file", type=Path, help="a DAG file: its runs, in the state dir next to it")
     cancel = sub.add_parser("cancel", parents=[common], help="cancel tasks of a live run, with everything downstream")
     cancel.add_argument("tasks", nargs="*", metavar="TASK")
@@ -31,13 +33,19 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
     sub.add_parser("pause", parents=[common], help="pause a live run: running tasks go on, nothing new starts")
     sub.add_parser("resume", parents=[common], help="resume a paused live run")
     sub.add_parser("stop", parents=[common], help="stop a live run: cancel every unfinished task, and it ends")
-    attach = sub.add_parser("attach", parents=[state], help="open the UI on a run going on in another process "
-                                                            "(on a finished run: browse it)")
+    attach = sub.add_parser(
+        "attach",
+        parents=[state],
+        help="open the UI on a run going on in another process (on a finished run: browse it)",
+    )
     show = sub.add_parser("show", parents=[state], help="browse a run in the UI: its graph, states and logs")
     for viewer in (attach, show):
-        viewer.add_argument("run_id", nargs="?", metavar="RUN",
-                            help="run id (or a unique prefix); default: the latest " +
-                                 ("live run" if viewer is attach else "run"))
+        viewer.add_argument(
+            "run_id",
+            nargs="?",
+            metavar="RUN",
+            help="run id (or a unique prefix); default: the latest " + ("live run" if viewer is attach else "run"),
+        )
         viewer.add_argument("--file", type=Path, help="a DAG file: its runs, in the state dir next to it")
 
 
@@ -75,8 +83,9 @@ def find_run_to_view(args: argparse.Namespace, live: bool) -> RunDir:
         return one_run(matching(runs_of(store, args.file), args.run_id), args.run_id, where)
     found = live_runs(store, args.file) if live else runs_of(store, args.file)
     if not found:
-        raise UsageError(f"no {'live run' if live else 'run'} {where}"
-                         + (" (`tuidag show` browses a finished one)" if live else ""))
+        raise UsageError(
+            f"no {'live run' if live else 'run'} {where}" + (" (`tuidag show` browses a finished one)" if live else "")
+        )
     return found[-1]
 
 
@@ -143,8 +152,12 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
-    return _act(args, "pause", "pause", lambda answer: "paused: running tasks go on, nothing new starts"
-                if answer["changed"] else "was already paused")
+    return _act(
+        args,
+        "pause",
+        "pause",
+        lambda answer: "paused: running tasks go on, nothing new starts" if answer["changed"] else "was already paused",
+    )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -152,10 +165,24 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    return _act(args, "stop", "stop", lambda answer: "stopping: " + (
-        f"cancelling {_tasks(answer['changed'])}" if answer["changed"] else "every task already finished"),
-                origin="cli")
+    return _act(
+        args,
+        "stop",
+        "stop",
+        lambda answer: (
+            "stopping: "
+            + (f"cancelling {_tasks(answer['changed'])}" if answer["changed"] else "every task already finished")
+        ),
+        origin="cli",
+    )
 
 
-COMMANDS = {"cancel": cmd_cancel, "rerun": cmd_rerun, "pause": cmd_pause, "resume": cmd_resume, "stop": cmd_stop,
-            "attach": cmd_attach, "show": cmd_show}
+COMMANDS = {
+    "cancel": cmd_cancel,
+    "rerun": cmd_rerun,
+    "pause": cmd_pause,
+    "resume": cmd_resume,
+    "stop": cmd_stop,
+    "attach": cmd_attach,
+    "show": cmd_show,
+}

@@ -2,6 +2,7 @@
 
 Beside `control_commands` (commands on a live run), below `cli`, which only parses and dispatches.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,17 +33,29 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
     logs.add_argument("--run", dest="run_id", help="run id (or a unique prefix); default: the latest run that has TASK")
     logs.add_argument("-f", "--follow", action="store_true", help="follow a live log until the task ends")
     logs.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it")
-    logs.add_argument("--raw", action="store_true",
-                      help="print the bytes as they are on a terminal too (by default a terminal gets them made "
-                           "safe: colours kept, other control sequences neutralised)")
+    logs.add_argument(
+        "--raw",
+        action="store_true",
+        help="print the bytes as they are on a terminal too (by default a terminal gets them made "
+        "safe: colours kept, other control sequences neutralised)",
+    )
     report = sub.add_parser("report", parents=[state], help="write a run's report: one HTML file (or JSON)")
     report.add_argument("run_id", nargs="?", metavar="RUN", help="run id (or a unique prefix); default: the latest run")
-    report.add_argument("-o", "--output", metavar="FILE",
-                        help="where to write it (default: tuidag-report-RUN.html or .json here; - for stdout)")
+    report.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write it (default: tuidag-report-RUN.html or .json here; - for stdout)",
+    )
     report.add_argument("--format", choices=["html", "json"], default="html")
-    report.add_argument("--mode", type=_mode_arg, default=None, metavar="OCTAL",
-                        help="the file's permissions (default 600: it holds log lines, which may hold secrets; "
-                             "644 to let others read it)")
+    report.add_argument(
+        "--mode",
+        type=_mode_arg,
+        default=None,
+        metavar="OCTAL",
+        help="the file's permissions (default 600: it holds log lines, which may hold secrets; "
+        "644 to let others read it)",
+    )
     report.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it (and its runs)")
 
 
@@ -60,8 +73,21 @@ def cmd_runs(args: argparse.Namespace) -> int:
     infos = [run_info(run) for run in runs]
     for run, info in zip(runs, infos):
         counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
-        rows.append(tuple(map(printable, (info.run_id, info.dag, _when(info.started_at),
-                                          format_duration(info.duration), counts, _live_outcome(run, info.outcome)))))
+        rows.append(
+            tuple(
+                map(
+                    printable,
+                    (
+                        info.run_id,
+                        info.dag,
+                        _when(info.started_at),
+                        format_duration(info.duration),
+                        counts,
+                        _live_outcome(run, info.outcome),
+                    ),
+                )
+            )
+        )
     # Where each run ran, once any ran elsewhere than here (on Dask): the executor and its scheduler.
     where = [str(read_header(run.journal).get("executor") or "local") for run in runs]
     if any(w != "local" for w in where):
@@ -88,9 +114,17 @@ def _trends(infos: list[RunInfo]) -> list[tuple[str, ...]]:
     for info in infos:
         if info.duration is not None and info.outcome in COMPLETE_OUTCOMES:
             durations.setdefault(info.dag, []).append(info.duration)
-    return [(printable(dag), sparkline(values[-TREND_RUNS:]), f"latest {format_duration(values[-1])}",
-             f"median {format_duration(median(values[-TREND_RUNS:]))}", _range(values[-TREND_RUNS:]))
-            for dag, values in durations.items() if len(values) >= 2]
+    return [
+        (
+            printable(dag),
+            sparkline(values[-TREND_RUNS:]),
+            f"latest {format_duration(values[-1])}",
+            f"median {format_duration(median(values[-TREND_RUNS:]))}",
+            _range(values[-TREND_RUNS:]),
+        )
+        for dag, values in durations.items()
+        if len(values) >= 2
+    ]
 
 
 def _range(values: list[float]) -> str:
@@ -113,9 +147,20 @@ def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) ->
         duration = record.duration if not record.reused else None
         if duration is not None and record.state is TaskState.SUCCEEDED and run_info(run).outcome in COMPLETE_OUTCOMES:
             durations.append(duration)  # a trend of complete runs only, as the DAG's
-        rows.append(tuple(map(printable, (run.run_id, _when(record.started_at),
-                                           record.state.value + (" (reused)" if record.reused else ""),
-                                           format_duration(duration), record.attempt))))
+        rows.append(
+            tuple(
+                map(
+                    printable,
+                    (
+                        run.run_id,
+                        _when(record.started_at),
+                        record.state.value + (" (reused)" if record.reused else ""),
+                        format_duration(duration),
+                        record.attempt,
+                    ),
+                )
+            )
+        )
     if len(rows) == 1:
         raise no_such_task(args.task, runs, f"no run {where_runs(store, args.file)} has a task {args.task!r}")
     _print_table(rows)
@@ -210,13 +255,16 @@ def _no_output(store: RunStore, run: RunDir, runs: list[RunDir], args: argparse.
     if earlier:
         from shlex import quote
 
-        where = (f" --file {quote(printable(args.file))}" if args.file else "") + \
-                (f" --state-dir {quote(printable(args.state_dir))}" if args.state_dir else "")
-        print(f"tuidag: the latest run with output of it is {earlier[-1].run_id}: "
-              f"tuidag logs {printable(task)} --run {earlier[-1].run_id}{where}", file=sys.stderr)
+        where = (f" --file {quote(printable(args.file))}" if args.file else "") + (
+            f" --state-dir {quote(printable(args.state_dir))}" if args.state_dir else ""
+        )
+        print(
+            f"tuidag: the latest run with output of it is {earlier[-1].run_id}: "
+            f"tuidag logs {printable(task)} --run {earlier[-1].run_id}{where}",
+            file=sys.stderr,
+        )
     else:
-        print(f"tuidag: no run {where_runs(store, args.file)} has output of it",
-              file=sys.stderr)
+        print(f"tuidag: no run {where_runs(store, args.file)} has output of it", file=sys.stderr)
     return EXIT_FAILED
 
 
@@ -248,8 +296,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ReportFileError as exc:
         raise UsageError(f"cannot write the report to {printable(path)}: {exc}") from None
     private = " (only you can read it; --mode 644 lets others)" if mode == DEFAULT_MODE else f" (mode {mode:o})"
-    print(f"tuidag: report of run {run.run_id} ({printable(facts['run']['dag'])}) written to {printable(path)}"
-          + private)
+    print(
+        f"tuidag: report of run {run.run_id} ({printable(facts['run']['dag'])}) written to {printable(path)}" + private
+    )
     return EXIT_OK
 
 

@@ -3,6 +3,7 @@
 Exit codes: 0 every task succeeded; 1 any task failed, was skipped or cancelled; 2 bad input or usage;
 128 + signal number after SIGINT (130), SIGTERM (143) or SIGHUP (129).
 """
+
 from __future__ import annotations
 
 import errno
@@ -29,11 +30,19 @@ from .store.journal import JournalWriter
 from .store.resume import Reuse, plan_reuse
 from .store.runs import RunDir, RunStore, log_file_name
 
+
 class RunSession:
     """One run: its DAG, store folder, journal and scheduler, and how it was interrupted if it was."""
 
-    def __init__(self, dag: DagSpec, store: RunStore, run: RunDir, journal: JournalWriter, scheduler: Scheduler,
-                 started: float | None = None):
+    def __init__(
+        self,
+        dag: DagSpec,
+        store: RunStore,
+        run: RunDir,
+        journal: JournalWriter,
+        scheduler: Scheduler,
+        started: float | None = None,
+    ):
         self.dag = dag
         self.store = store
         self.run = run
@@ -65,15 +74,26 @@ class RunSession:
         store = RunStore(state_dir)
         reuse = plan_reuse(dag, resume_from) if resume_from else None
         reused = reuse.values if reuse else {}
-        extra = {"fingerprints": dag.fingerprints, "shared": dag.shared_digests,
-                 "resumed_from": resume_from.run_id if resume_from else None,
-                 "executor": executor.description if executor is not None else "local",
-                 **dag_header(dag, default_parallel(dag, max_parallel, executor)[0])}
+        extra = {
+            "fingerprints": dag.fingerprints,
+            "shared": dag.shared_digests,
+            "resumed_from": resume_from.run_id if resume_from else None,
+            "executor": executor.description if executor is not None else "local",
+            **dag_header(dag, default_parallel(dag, max_parallel, executor)[0]),
+        }
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
         for name in reused:
             _link_log(resume_from.log_path(name), run.log_path(name))
-        scheduler = Scheduler(dag, executor or LocalExecutor(), run.run_id, run.logs, log_name=log_file_name,
-                              max_parallel=max_parallel, kill_grace=kill_grace, reused=reused)
+        scheduler = Scheduler(
+            dag,
+            executor or LocalExecutor(),
+            run.run_id,
+            run.logs,
+            log_name=log_file_name,
+            max_parallel=max_parallel,
+            kill_grace=kill_grace,
+            reused=reused,
+        )
         # The first observer: the journal records every event before any view sees it.
         scheduler.subscribe(journal.record, batches=True)
         session = cls(dag, store, run, journal, scheduler)
@@ -88,8 +108,11 @@ class RunSession:
         try:
             self.control = ControlServer(self)
         except OSError as exc:  # no socket (a full disk, a file system without them): the run goes on without one
-            print(f"tuidag: warning: no control socket for this run ({exc.strerror or exc}): "
-                  "it can't be attached to or controlled from another terminal", file=sys.stderr)
+            print(
+                f"tuidag: warning: no control socket for this run ({exc.strerror or exc}): "
+                "it can't be attached to or controlled from another terminal",
+                file=sys.stderr,
+            )
 
     def interrupt(self, signum: int) -> None:
         """A signal asked us to stop: cancel every task (killing every tree) without blocking the caller.
@@ -97,8 +120,12 @@ class RunSession:
         if self.interrupted_by is not None:
             self.force_exit(signum)
         self.interrupted_by = signal.Signals(signum).name
-        threading.Thread(target=self.scheduler.cancel_all, args=(f"interrupted by {self.interrupted_by}",),
-                         name="tuidag-interrupt", daemon=True).start()
+        threading.Thread(
+            target=self.scheduler.cancel_all,
+            args=(f"interrupted by {self.interrupted_by}",),
+            name="tuidag-interrupt",
+            daemon=True,
+        ).start()
 
     def force_exit(self, signum: int) -> None:
         """Don't wait for grace periods or for in-process callables that ignore cancellation: SIGKILL every process
@@ -109,8 +136,15 @@ class RunSession:
         process.kill_until_empty(procs, None, lambda: process.collect_tree(None, run_id=self.run.run_id))
         name = signal.Signals(signum).name
         processes = counted(max(killed, len(procs)), "process", "processes")
-        self.journal.write({"type": "run", "event": "forced-exit", "t": time.time(), "signal": name,
-                            "detail": f"second {name}: killed {processes}"})
+        self.journal.write(
+            {
+                "type": "run",
+                "event": "forced-exit",
+                "t": time.time(),
+                "signal": name,
+                "detail": f"second {name}: killed {processes}",
+            }
+        )
         os._exit(SIGNAL_EXIT[signum])
 
     def _journal_failed(self, exc: OSError) -> None:
@@ -125,8 +159,11 @@ class RunSession:
 
     def _stop_for_store(self, exc: OSError, what: str) -> None:
         cancel_all = self.dag.on_failure is FailurePolicy.CANCEL_ALL
-        self._store_failed(exc, f"{what}, so no more tasks start; running "
-                                + ("tasks are cancelled (on_failure: cancel-all)" if cancel_all else "tasks finish"))
+        self._store_failed(
+            exc,
+            f"{what}, so no more tasks start; running "
+            + ("tasks are cancelled (on_failure: cancel-all)" if cancel_all else "tasks finish"),
+        )
         self.scheduler.stop(f"not started: {self.store_error}")
 
     def _store_failed(self, exc: OSError, consequence: str) -> None:
@@ -134,8 +171,10 @@ class RunSession:
             return
         full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         self.store_error = "state dir full" if full else "state dir not writable"
-        self.store_message = (f"tuidag: error: the state dir {self.store.state_dir} is "
-                              f"{'full' if full else 'not writable'} ({exc.strerror or exc}): {consequence}")
+        self.store_message = (
+            f"tuidag: error: the state dir {self.store.state_dir} is "
+            f"{'full' if full else 'not writable'} ({exc.strerror or exc}): {consequence}"
+        )
         if self.on_store_error is not None:
             self.on_store_error(self.store_message)
         if self.control is not None:
@@ -149,8 +188,12 @@ class RunSession:
         summary = RunSummary(self.scheduler.snapshot(), self.interrupted_by)
         finished = self.finished_at = run_end(summary.snapshots.values(), self.started)
         record = {
-            "run_id": self.run.run_id, "dag": self.dag.name, "source": str(self.dag.source or ""),
-            "started_at": self.started, "finished_at": finished, "duration": self.duration,
+            "run_id": self.run.run_id,
+            "dag": self.dag.name,
+            "source": str(self.dag.source or ""),
+            "started_at": self.started,
+            "finished_at": finished,
+            "duration": self.duration,
             "counts": {s.value: n for s, n in summary.counts.items() if n},
             "outcome": f"incomplete: {self.store_error}" if self.store_error else summary.outcome,
             "interrupted_by": self.interrupted_by,
@@ -183,10 +226,12 @@ class RunSession:
 def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
     """What the journal's header keeps of the DAG's shape, so a viewer in another process, the post-mortem browser
     and the report can draw the run without its file (which may have changed since, or be a Python script)."""
-    return {"deps": {name: list(task.depends_on) for name, task in dag.tasks.items() if task.depends_on},
-            "capacities": dict(dag.resources),
-            "requests": {name: requests(task) for name, task in dag.tasks.items() if task.resources},
-            "max_parallel": max(1, max_parallel or dag.max_parallel)}
+    return {
+        "deps": {name: list(task.depends_on) for name, task in dag.tasks.items() if task.depends_on},
+        "capacities": dict(dag.resources),
+        "requests": {name: requests(task) for name, task in dag.tasks.items() if task.resources},
+        "max_parallel": max(1, max_parallel or dag.max_parallel),
+    }
 
 
 def run_end(snapshots: Iterable[TaskSnapshot], started: float) -> float:

@@ -1,4 +1,5 @@
 """Fixtures for the UI tests: real runs in a temporary state dir, and Pilot helpers that poll against deadlines."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,5 +1,6 @@
 """Runs for deterministic snapshots: no engine runs them, the app is fed synthetic engine events, the clock is
 frozen, the run id is fixed and paths are relative to a temporary working directory."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,8 +24,14 @@ class FrozenRun:
     """An in-memory `RunSource` no engine runs: every task as given (pending unless fed otherwise through the app's
     `engine_event`), no usage, and controls that say there is no engine to take them."""
 
-    def __init__(self, dag: DagSpec, run: RunDir, store: RunStore, started: float,
-                 snapshots: dict[str, TaskSnapshot] | None = None):
+    def __init__(
+        self,
+        dag: DagSpec,
+        run: RunDir,
+        store: RunStore,
+        started: float,
+        snapshots: dict[str, TaskSnapshot] | None = None,
+    ):
         self.dag, self.run, self.store, self.started = dag, run, store, started
         self.foreground = True
         self.engine_pid: int | None = None
@@ -65,8 +72,15 @@ class FrozenRun:
     cancel = cancel_all = stop = rerun = pause = resume = interrupt = _no_engine
 
 
-def frozen_app(tasks: dict | DagSpec, tmp_path: Path, monkeypatch, *, now: float, name: str = "pipeline",
-               logs: dict[str, str] | None = None) -> TuidagApp:
+def frozen_app(
+    tasks: dict | DagSpec,
+    tmp_path: Path,
+    monkeypatch,
+    *,
+    now: float,
+    name: str = "pipeline",
+    logs: dict[str, str] | None = None,
+) -> TuidagApp:
     """The app on a run no engine runs: `tasks` as `make_dag` takes them, or a loaded `DagSpec`."""
     monkeypatch.chdir(tmp_path)
     dag = tasks if isinstance(tasks, DagSpec) else make_dag(tasks, name=name, workdir=tmp_path)
@@ -84,4 +98,5 @@ def feed(app: TuidagApp, seq: int, name: str, state: TaskState, **fields) -> Non
 def settled(app: TuidagApp, name: str, state: TaskState):
     async def run_before(pilot) -> None:
         await until(pilot, lambda: app.model.snapshots[name].state is state, what="events applied")
+
     return run_before

@@ -1,5 +1,6 @@
 """Driving `TuidagApp` under Pilot as users get it: a run served on its control socket, viewed through a
 `RemoteRun`; poll for conditions against a deadline, clean up."""
+
 from __future__ import annotations
 
 import time
@@ -20,8 +21,9 @@ SIZE = (160, 45)
 
 
 @asynccontextmanager
-async def open_app(session: RunSession, *, size: tuple[int, int] = SIZE, start: bool = True,
-                   foreground: bool = True, **kwargs) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
+async def open_app(
+    session: RunSession, *, size: tuple[int, int] = SIZE, start: bool = True, foreground: bool = True, **kwargs
+) -> AsyncIterator[tuple[TuidagApp, Pilot]]:
     """The app on `session` started and served as its engine serves it, viewed as `tuidag run` views it (the
     foreground viewer; `foreground=False`: as `tuidag attach` does). `start=False`: the run never starts, and the
     app shows it frozen (`FrozenRun`). Afterwards no task is left running and the session is finished."""
@@ -33,9 +35,11 @@ async def open_app(session: RunSession, *, size: tuple[int, int] = SIZE, start: 
             remote = served_and_viewed(session, foreground=foreground)
             app = TuidagApp(remote, **kwargs)
         else:
-            app = TuidagApp(FrozenRun(session.dag, session.run, session.store, session.started,
-                                      session.scheduler.snapshot()), start=False,
-                            **kwargs)
+            app = TuidagApp(
+                FrozenRun(session.dag, session.run, session.store, session.started, session.scheduler.snapshot()),
+                start=False,
+                **kwargs,
+            )
         async with app.run_test(headless=True, size=size) as pilot:
             if start:  # once the app is up, as a quick run's first events reach a viewer on screen
                 session.scheduler.start()
@@ -84,8 +88,16 @@ def screen_text(app: TuidagApp) -> str:
     from rich.console import Console
 
     width, height = app.size
-    console = Console(width=width, height=height, file=StringIO(), record=True, force_terminal=True,
-                      color_system="truecolor", legacy_windows=False, safe_box=False)
+    console = Console(
+        width=width,
+        height=height,
+        file=StringIO(),
+        record=True,
+        force_terminal=True,
+        color_system="truecolor",
+        legacy_windows=False,
+        safe_box=False,
+    )
     console.print(app.screen._compositor.render_update(full=True))
     return console.export_text(styles=False)
 
@@ -103,5 +115,9 @@ def in_view(app: TuidagApp, name: str) -> bool:
     tile = app.graph.tiles[name]
     x, y = app.canvas.scroll_offset
     view = app.canvas.scrollable_content_region
-    return (x <= tile.x and tile.x + tile.width <= x + view.width
-            and y <= tile.y and tile.y + tile.height <= y + view.height)
+    return (
+        x <= tile.x
+        and tile.x + tile.width <= x + view.width
+        and y <= tile.y
+        and tile.y + tile.height <= y + view.height
+    )

@@ -2,6 +2,7 @@
 
 The run starts before the app subscribes (as `tuidag run` does), so some tasks are already running, or even finished,
 when the app first hears of the run: they must be in the view all the same, each prefix in its task's colour."""
+
 from __future__ import annotations
 
 from dags import wait_until
@@ -9,9 +10,11 @@ from pilot_helpers import open_app, select, until
 from tuidag.views.headless import TASK_COLOURS
 from tuidag.views.terminal_text import strip_ansi
 
-TICKER = ("i=0; while [ ! -f stop ]; do echo tick $i; i=$((i+1)); sleep 0.01; done; echo ticker done")
-BAR = ("for p in 10 20 30; do printf 'progress %s%%\\r' $p; done; printf 'progress 100%%\\n'; "
-       "while [ ! -f stop ]; do sleep 0.01; done; echo bar done")
+TICKER = "i=0; while [ ! -f stop ]; do echo tick $i; i=$((i+1)); sleep 0.01; done; echo ticker done"
+BAR = (
+    "for p in 10 20 30; do printf 'progress %s%%\\r' $p; done; printf 'progress 100%%\\n'; "
+    "while [ ! -f stop ]; do sleep 0.01; done; echo bar done"
+)
 
 
 def shown(app) -> list[str]:
@@ -28,18 +31,24 @@ def body(session, task: str) -> list[str]:
 async def test_tasks_running_before_the_app_subscribed_are_in_the_combined_view(new_session, tmp_path):
     session = new_session({"done-early": "echo early bird", "ticker": TICKER, "bar": BAR}, max_parallel=4)
     session.scheduler.start()  # before the app exists
-    wait_until(lambda: session.scheduler.snapshot()["done-early"].state.value == "SUCCEEDED"
-               and "tick 3" in (session.run.log_path("ticker").read_text()
-                                if session.run.log_path("ticker").exists() else ""))
+    wait_until(
+        lambda: (
+            session.scheduler.snapshot()["done-early"].state.value == "SUCCEEDED"
+            and "tick 3"
+            in (session.run.log_path("ticker").read_text() if session.run.log_path("ticker").exists() else "")
+        )
+    )
     async with open_app(session) as (app, pilot):
         await pilot.press("a")
         await until(pilot, lambda: "3 logs" in str(app.log_pane.border_title), what="all three logs in the view")
-        await until(pilot, lambda: {"[done-early] early bird", "[ticker] tick 0", "[bar] progress 100%"}
-                    <= set(shown(app)), what="every task's early lines")
+        await until(
+            pilot,
+            lambda: {"[done-early] early bird", "[ticker] tick 0", "[bar] progress 100%"} <= set(shown(app)),
+            what="every task's early lines",
+        )
         (tmp_path / "stop").touch()
         await until(pilot, lambda: app.model.finished, what="the run's end")
-        await until(pilot, lambda: {"[ticker] ticker done", "[bar] bar done"} <= set(shown(app)),
-                    what="the last lines")
+        await until(pilot, lambda: {"[ticker] ticker done", "[bar] bar done"} <= set(shown(app)), what="the last lines")
         lines = shown(app)
         for task in ("done-early", "ticker", "bar"):
             assert [line for line in lines if line.startswith(f"[{task}] ")] == body(session, task)
@@ -61,18 +70,22 @@ async def test_a_combined_view_opened_late_holds_every_task_in_the_order_they_ra
         await until(pilot, lambda: len(shown(app)) >= 2 * 41, what="every line")
         assert "41 logs" in str(app.log_pane.border_title)
         lines = [line for line in shown(app) if "=== tuidag" not in line]
-        assert sorted(lines) == sorted([f"[t{i:02d}] {which} of t{i:02d}" for i in range(40)
-                                        for which in ("first", "second")] + ["[last] the end"])
+        assert sorted(lines) == sorted(
+            [f"[t{i:02d}] {which} of t{i:02d}" for i in range(40) for which in ("first", "second")] + ["[last] the end"]
+        )
         assert lines[-1] == "[last] the end"  # it started after every other task ended
         for i in range(40):
             assert lines.index(f"[t{i:02d}] first of t{i:02d}") < lines.index(f"[t{i:02d}] second of t{i:02d}")
 
 
 async def test_the_combined_view_shows_one_branch_or_the_tasks_matching_a_name(new_session):
-    tasks = {"build": "echo built", "lint": "echo linted; echo lint again",
-             "test-unit": {"run": "echo unit ok; echo unit done", "depends_on": ["build"]},
-             "test-e2e": {"run": "echo e2e ok", "depends_on": ["build"]},
-             "report": {"run": "echo reported", "depends_on": ["test-unit", "test-e2e"]}}
+    tasks = {
+        "build": "echo built",
+        "lint": "echo linted; echo lint again",
+        "test-unit": {"run": "echo unit ok; echo unit done", "depends_on": ["build"]},
+        "test-e2e": {"run": "echo e2e ok", "depends_on": ["build"]},
+        "report": {"run": "echo reported", "depends_on": ["test-unit", "test-e2e"]},
+    }
     session = new_session(tasks, max_parallel=1)
     async with open_app(session) as (app, pilot):
         await until(pilot, lambda: app.model.finished, what="the run's end")
@@ -83,7 +96,7 @@ async def test_the_combined_view_shows_one_branch_or_the_tasks_matching_a_name(n
         everything = shown(app)
 
         def task_of(line: str) -> str:
-            return line[1:line.index("]")]
+            return line[1 : line.index("]")]
 
         await select(app, pilot, "test-unit")
         await pilot.press("b")

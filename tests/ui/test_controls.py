@@ -3,6 +3,7 @@
 Tasks that must be stopped write their pids (shell and a child) to files, so the tests can check with psutil that
 the whole tree is gone. Waits poll the app against deadlines; nothing sleeps for a fixed time.
 """
+
 from __future__ import annotations
 
 import signal
@@ -26,11 +27,13 @@ async def wait_pids(pilot, path, count=2):
 
 
 async def test_cancel_running_branch_kills_its_trees(new_session, tmp_path):
-    session = new_session({
-        "a": long_task("a"),
-        "b": {"run": "true", "depends_on": ["a"]},
-        "other": "true",
-    })
+    session = new_session(
+        {
+            "a": long_task("a"),
+            "b": {"run": "true", "depends_on": ["a"]},
+            "other": "true",
+        }
+    )
     async with open_app(session) as (app, pilot):
         procs = await wait_pids(pilot, tmp_path / "a.pids")
         await select(app, pilot, "a")
@@ -38,8 +41,11 @@ async def test_cancel_running_branch_kills_its_trees(new_session, tmp_path):
         assert isinstance(app.screen, ConfirmScreen)
         assert app.screen.items == ["a  (running)", "b  (pending)"]
         await pilot.press("y")
-        await until(pilot, lambda: ui_states(app)["a"] == "CANCELLED" and ui_states(app)["b"] == "CANCELLED",
-                    what="branch cancelled")
+        await until(
+            pilot,
+            lambda: ui_states(app)["a"] == "CANCELLED" and ui_states(app)["b"] == "CANCELLED",
+            what="branch cancelled",
+        )
         assert not any(alive(pid, ct) for pid, ct in procs)
         await until(pilot, lambda: app.model.finished, what="run finished")
         assert ui_states(app)["other"] == "SUCCEEDED"
@@ -60,18 +66,24 @@ async def test_cancel_aborted_with_escape_changes_nothing(new_session, tmp_path)
 
 
 async def test_cancel_a_queued_branch_then_everything(new_session, tmp_path):
-    session = new_session({
-        "a": long_task("a"),
-        "q": "true",
-        "q_after": {"run": "true", "depends_on": ["q"]},
-    }, max_parallel=1)
+    session = new_session(
+        {
+            "a": long_task("a"),
+            "q": "true",
+            "q_after": {"run": "true", "depends_on": ["q"]},
+        },
+        max_parallel=1,
+    )
     async with open_app(session) as (app, pilot):
         procs = await wait_pids(pilot, tmp_path / "a.pids")
         assert ui_states(app)["q"] == "QUEUED"
         await select(app, pilot, "q")
         await pilot.press("c", "y")
-        await until(pilot, lambda: ui_states(app)["q"] == ui_states(app)["q_after"] == "CANCELLED",
-                    what="queued branch cancelled")
+        await until(
+            pilot,
+            lambda: ui_states(app)["q"] == ui_states(app)["q_after"] == "CANCELLED",
+            what="queued branch cancelled",
+        )
         assert ui_states(app)["a"] == "RUNNING"
         await pilot.press("C")
         assert app.screen.items == ["a  (running)"]
@@ -86,10 +98,12 @@ async def test_cancel_a_queued_branch_then_everything(new_session, tmp_path):
 
 
 async def test_rerun_a_failed_task_and_its_skipped_downstream(new_session, tmp_path):
-    session = new_session({
-        "flaky": "test -f marker || { touch marker; echo first try fails; exit 3; }",
-        "after": {"run": "true", "depends_on": ["flaky"]},
-    })
+    session = new_session(
+        {
+            "flaky": "test -f marker || { touch marker; echo first try fails; exit 3; }",
+            "after": {"run": "true", "depends_on": ["flaky"]},
+        }
+    )
     async with open_app(session) as (app, pilot):
         await until(pilot, lambda: app.model.finished, what="first pass")
         assert ui_states(app) == {"flaky": "FAILED", "after": "SKIPPED"}
@@ -105,10 +119,12 @@ async def test_rerun_a_failed_task_and_its_skipped_downstream(new_session, tmp_p
 
 
 async def test_pause_holds_new_tasks_and_resume_releases_them(new_session, tmp_path):
-    session = new_session({
-        "a": "while ! test -f go; do sleep 0.02; done",  # runs until the test creates `go`
-        "b": {"run": "true", "depends_on": ["a"]},
-    })
+    session = new_session(
+        {
+            "a": "while ! test -f go; do sleep 0.02; done",  # runs until the test creates `go`
+            "b": {"run": "true", "depends_on": ["a"]},
+        }
+    )
     async with open_app(session) as (app, pilot):
         await pilot.press("p")
         await until(pilot, lambda: app.model.paused, what="paused")
@@ -227,13 +243,46 @@ async def test_help_screen_and_command_palette_list_every_key(new_session):
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         described = " ".join(what for _, what in app.screen.keys)
-        for word in ("Cancel the selected", "Cancel every", "again", "Pause", "Search", "Next", "Previous",
-                     "following", "wrapping", "top", "bottom", "combined", "Quit", "focus", "dependency",
-                     "dependent", "above", "below"):
+        for word in (
+            "Cancel the selected",
+            "Cancel every",
+            "again",
+            "Pause",
+            "Search",
+            "Next",
+            "Previous",
+            "following",
+            "wrapping",
+            "top",
+            "bottom",
+            "combined",
+            "Quit",
+            "focus",
+            "dependency",
+            "dependent",
+            "above",
+            "below",
+        ):
             assert word in described, word
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        for title in ("Cancel", "Cancel all", "Re-run", "Pause", "Search", "Next", "Prev", "Follow", "Wrap", "Top",
-                      "Bottom", "All logs", "Help", "Stop", "Select left", "Switch focus"):
+        for title in (
+            "Cancel",
+            "Cancel all",
+            "Re-run",
+            "Pause",
+            "Search",
+            "Next",
+            "Prev",
+            "Follow",
+            "Wrap",
+            "Top",
+            "Bottom",
+            "All logs",
+            "Help",
+            "Stop",
+            "Select left",
+            "Switch focus",
+        ):
             assert title in titles, title

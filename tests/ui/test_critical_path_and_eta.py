@@ -1,6 +1,7 @@
 """`x` (the critical path in the graph, the timeline and a side panel), the header's ETA from earlier runs, and a
 running tile's progress against its expected duration. Real runs in one state dir (the second run learns from the
 first), and the told story of the timeline tests with a clock the test sets."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,14 +14,18 @@ from tuidag.store.journal import read_journal
 from tuidag.ui.state_style import CRITICAL_COLOUR
 
 S = TaskState
-BRANCHES = {"a": "true", "slow": {"run": "sleep 0.4", "depends_on": ["a"]},
-            "quick": {"run": "true", "depends_on": ["a"]}, "end": {"run": "true", "depends_on": ["slow", "quick"]}}
+BRANCHES = {
+    "a": "true",
+    "slow": {"run": "sleep 0.4", "depends_on": ["a"]},
+    "quick": {"run": "true", "depends_on": ["a"]},
+    "end": {"run": "true", "depends_on": ["slow", "quick"]},
+}
 
 
 def panel_text(app) -> str:
     region = app.critical_panel.region
-    lines = screen_text(app).splitlines()[region.y:region.bottom]
-    return "\n".join(line[region.x:region.right] for line in lines)
+    lines = screen_text(app).splitlines()[region.y : region.bottom]
+    return "\n".join(line[region.x : region.right] for line in lines)
 
 
 async def test_x_on_a_finished_run_highlights_and_lists_the_chain_that_set_its_length(new_session):
@@ -60,8 +65,11 @@ async def test_x_on_a_live_run_follows_the_forecast(tmp_path, monkeypatch):
 
 def took(session, task: str) -> float:
     """How long the task's (one) attempt ran, as its run's journal says: from its RUNNING to its SUCCEEDED record."""
-    at = {rec["to"]: rec["t"] for rec in read_journal(session.run.journal)
-          if rec.get("type") == "task" and rec.get("task") == task and rec.get("to") in ("RUNNING", "SUCCEEDED")}
+    at = {
+        rec["to"]: rec["t"]
+        for rec in read_journal(session.run.journal)
+        if rec.get("type") == "task" and rec.get("task") == task and rec.get("to") in ("RUNNING", "SUCCEEDED")
+    }
     return at["SUCCEEDED"] - at["RUNNING"]
 
 
@@ -85,8 +93,12 @@ async def test_the_eta_says_no_history_then_learns_from_the_first_run(new_sessio
         await until(pilot, lambda: "ETA " in screen_text(app).splitlines()[0], what="an ETA")
         header = screen_text(app).splitlines()[0]
         assert "ETA: no history" not in header and "elapsed" in header
-        await until(pilot, lambda: "long" in "".join(seg.text for seg in app.canvas._render_box("work")[1]),
-                    timeout=10 + 3 * usual, what="the tile says it runs long")
+        await until(
+            pilot,
+            lambda: "long" in "".join(seg.text for seg in app.canvas._render_box("work")[1]),
+            timeout=10 + 3 * usual,
+            what="the tile says it runs long",
+        )
 
 
 async def test_a_running_tile_shows_its_progress_against_the_expected_duration(tmp_path, monkeypatch):
@@ -104,9 +116,20 @@ async def test_a_running_tile_shows_its_progress_against_the_expected_duration(t
         assert "█" not in "".join(seg.text for seg in app.canvas._render_box("train-baseline")[1])
 
 
-ML_EXPECTED = {"download": 20.0, "prepare-data": 25.0, "tokenize": 15.0, "features": 35.0, "train-small": 20.0,
-               "train-large": 80.0, "train-baseline": 40.0, "evaluate": 30.0, "report": 10.0, "export": 10.0,
-               "publish": 5.0, "notify": 1.0}
+ML_EXPECTED = {
+    "download": 20.0,
+    "prepare-data": 25.0,
+    "tokenize": 15.0,
+    "features": 35.0,
+    "train-small": 20.0,
+    "train-large": 80.0,
+    "train-baseline": 40.0,
+    "evaluate": 30.0,
+    "report": 10.0,
+    "export": 10.0,
+    "publish": 5.0,
+    "notify": 1.0,
+}
 
 
 async def test_with_history_the_timeline_draws_what_is_still_to_come_and_the_header_an_eta(tmp_path, monkeypatch):
@@ -120,7 +143,7 @@ async def test_with_history_the_timeline_draws_what_is_still_to_come_and_the_hea
         await show_timeline(app, pilot)
         row = row_of(app, "train-large")
         assert row.rindex("█") + 1 == row.index("┄")  # from now on, the forecast
-        assert row[row.rindex("┄") + 1:].startswith(" 50.0s")  # and the duration so far after it
+        assert row[row.rindex("┄") + 1 :].startswith(" 50.0s")  # and the duration so far after it
         assert "┄" not in row_of(app, "evaluate")  # below a failure: it will not run
         assert "┄" not in row_of(app, "train-baseline")  # done
 

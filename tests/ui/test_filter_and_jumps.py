@@ -1,5 +1,6 @@
 """`F` filters by state (the header says so), `]` `[` `}` `{` jump between failed / running tasks, and the run's first
 failure is selected unless the user has moved the selection. Real runs of short commands; waits poll deadlines."""
+
 from __future__ import annotations
 
 import pytest
@@ -59,11 +60,18 @@ async def test_a_narrow_header_still_says_a_filter_is_on(new_session):
 
 
 async def test_brackets_jump_between_failed_and_braces_between_running_tasks(new_session, tmp_path):
-    session = new_session({
-        "f1": "exit 1", "f2": "exit 2", "f3": "exit 3", "ok": "true",
-        "r1": WAIT_GO, "r2": WAIT_GO,
-        "after": {"run": "true", "depends_on": ["ok"]},
-    }, max_parallel=8)
+    session = new_session(
+        {
+            "f1": "exit 1",
+            "f2": "exit 2",
+            "f3": "exit 3",
+            "ok": "true",
+            "r1": WAIT_GO,
+            "r2": WAIT_GO,
+            "after": {"run": "true", "depends_on": ["ok"]},
+        },
+        max_parallel=8,
+    )
     async with open_app(session) as (app, pilot):
         notes = []
         app.notify = lambda message, **kw: notes.append(message)
@@ -110,11 +118,13 @@ async def test_the_only_failed_task_selected_says_there_is_no_other(new_session)
 
 
 async def test_the_first_failure_is_selected_with_its_log_and_later_ones_are_not(new_session, tmp_path):
-    session = new_session({
-        "first": "true",
-        "breaks": f"{WAIT_GO}; echo broken; exit 3",
-        "later": "while ! test -f go2; do sleep 0.02; done; exit 4",
-    })
+    session = new_session(
+        {
+            "first": "true",
+            "breaks": f"{WAIT_GO}; echo broken; exit 3",
+            "later": "while ! test -f go2; do sleep 0.02; done; exit 4",
+        }
+    )
     async with open_app(session) as (app, pilot):
         initial = app.selected_task
         assert initial != "breaks"
@@ -130,12 +140,14 @@ async def test_the_first_failure_is_selected_with_its_log_and_later_ones_are_not
 
 @pytest.mark.parametrize("how", ["key", "click", "finder"])
 async def test_a_user_who_moved_the_selection_keeps_it_when_a_task_fails(new_session, tmp_path, how):
-    session = new_session({
-        "top": "true",
-        "idle": "true",
-        "child": {"run": "true", "depends_on": ["top"]},
-        "breaks": {"run": f"{WAIT_GO}; exit 3", "depends_on": ["top"]},
-    })
+    session = new_session(
+        {
+            "top": "true",
+            "idle": "true",
+            "child": {"run": "true", "depends_on": ["top"]},
+            "breaks": {"run": f"{WAIT_GO}; exit 3", "depends_on": ["top"]},
+        }
+    )
     async with open_app(session) as (app, pilot):
         assert app.graph.columns[0] in (["top", "idle"], ["idle", "top"])
         start = app.selected_task

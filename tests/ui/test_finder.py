@@ -1,4 +1,5 @@
 """The `:` / Ctrl+F finder: typing narrows the list, Enter jumps to the task (and its log), Esc changes nothing."""
+
 from __future__ import annotations
 
 from pilot_helpers import open_app, screen_text, until

@@ -1,4 +1,5 @@
 """The footer: one line of the app's keys, drawn by one widget, that presses a key when it is clicked."""
+
 from __future__ import annotations
 
 from pilot_helpers import open_app, until
@@ -20,7 +21,18 @@ async def test_the_footer_shows_every_shown_key_and_is_one_widget(new_session):
         text = footer_text(app)
         shown = [b for b in app.BINDINGS if b.show]
         assert [b.description for b in shown] == [
-            "Help", "Cancel", "Cancel all", "Re-run", "Pause", "Search", "Follow", "Wrap", "All logs", "Quit", "List"]
+            "Help",
+            "Cancel",
+            "Cancel all",
+            "Re-run",
+            "Pause",
+            "Search",
+            "Follow",
+            "Wrap",
+            "All logs",
+            "Quit",
+            "List",
+        ]
         positions = [text.index(f" {app.get_key_display(b)} {b.description} ") for b in shown]
         assert positions == sorted(positions)  # in binding order
         assert text.rstrip().endswith("^p palette")

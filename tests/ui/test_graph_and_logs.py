@@ -1,4 +1,5 @@
 """Selection on the graph (keys and mouse), the log pane keys, focus switching and the batched event pipeline."""
+
 from __future__ import annotations
 
 import threading
@@ -12,15 +13,26 @@ from tuidag.ui.widgets.graph.canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanv
 from tuidag.views.terminal_text import strip_ansi
 
 
-
 async def test_arrows_and_hjkl_move_along_columns_and_edges(new_session):
     async with open_app(new_session(DIAMOND), start=False) as (app, pilot):
         canvas = app.canvas
         assert app.focused is canvas
         assert app.graph.columns[0] == ["a", "e"] and app.graph.columns[1] == ["b", "c"]
         assert canvas.selected == "a"
-        moves = [("l", "b"), ("j", "c"), ("j", "c"), ("right", "d"), ("h", "b"), ("down", "c"), ("left", "a"),
-                 ("down", "e"), ("l", "e"), ("up", "a"), ("k", "a"), ("h", "a")]
+        moves = [
+            ("l", "b"),
+            ("j", "c"),
+            ("j", "c"),
+            ("right", "d"),
+            ("h", "b"),
+            ("down", "c"),
+            ("left", "a"),
+            ("down", "e"),
+            ("l", "e"),
+            ("up", "a"),
+            ("k", "a"),
+            ("h", "a"),
+        ]
         for key, expected in moves:
             await pilot.press(key)
             assert canvas.selected == expected, (key, expected)
@@ -61,8 +73,12 @@ async def test_tab_switches_focus_between_graph_and_log(new_session):
 
 
 async def test_search_next_previous_and_not_found(new_session):
-    session = new_session({"talk": "for i in $(seq 1 400); do echo line $i; done; echo needle one; "
-                                   "for i in $(seq 1 400); do echo more $i; done; echo needle two"})
+    session = new_session(
+        {
+            "talk": "for i in $(seq 1 400); do echo line $i; done; echo needle one; "
+            "for i in $(seq 1 400); do echo more $i; done; echo needle two"
+        }
+    )
     async with open_app(session) as (app, pilot):
         notes = []
         app.notify = lambda message, **kw: notes.append(message)
@@ -142,8 +158,13 @@ async def test_follow_wrap_top_and_bottom(new_session):
 
 
 async def test_combined_view_interleaves_every_task_with_a_prefix(new_session):
-    session = new_session({"left": "echo from-left", "right": "echo from-right",
-                           "after": {"run": "echo from-after", "depends_on": ["left"]}})
+    session = new_session(
+        {
+            "left": "echo from-left",
+            "right": "echo from-right",
+            "after": {"run": "echo from-after", "depends_on": ["left"]},
+        }
+    )
     async with open_app(session) as (app, pilot):
         await until(pilot, lambda: app.model.finished, what="run finished")
         await pilot.press("a")
@@ -152,8 +173,11 @@ async def test_combined_view_interleaves_every_task_with_a_prefix(new_session):
         def lines() -> list[str]:
             return [strip_ansi(app.combined.line(i)) for i in range(app.combined.line_count)]
 
-        await until(pilot, lambda: {"[left] from-left", "[right] from-right", "[after] from-after"} <= set(lines()),
-                    what="combined lines")
+        await until(
+            pilot,
+            lambda: {"[left] from-left", "[right] from-right", "[after] from-after"} <= set(lines()),
+            what="combined lines",
+        )
         await pilot.press("j")  # selecting another task keeps the combined view
         assert app.log_pane.path is None
         await pilot.press("a")
@@ -204,12 +228,20 @@ def tile_text(app, name: str) -> list[str]:
 
 async def test_a_tile_shows_the_meaningful_part_of_a_reason(new_session):
     """`interrupted by SIGINT` used to be cut to `interrupted by …`, hiding the signal."""
-    session = new_session({"slow": "sleep 30", "after": {"run": "true", "depends_on": ["slow"]},
-                           "a-task-with-a-long-name": "exit 4",
-                           "next": {"run": "true", "depends_on": ["a-task-with-a-long-name"]}})
+    session = new_session(
+        {
+            "slow": "sleep 30",
+            "after": {"run": "true", "depends_on": ["slow"]},
+            "a-task-with-a-long-name": "exit 4",
+            "next": {"run": "true", "depends_on": ["a-task-with-a-long-name"]},
+        }
+    )
     async with open_app(session) as (app, pilot):
-        await until(pilot, lambda: ui_states(app)["slow"] == "RUNNING" and ui_states(app)["next"] == "SKIPPED",
-                    what="slow running, next skipped")
+        await until(
+            pilot,
+            lambda: ui_states(app)["slow"] == "RUNNING" and ui_states(app)["next"] == "SKIPPED",
+            what="slow running, next skipped",
+        )
         session.scheduler.cancel_all("interrupted by SIGINT")  # the reason a signal gives (launch.RunSession)
         await until(pilot, lambda: app.model.finished, what="run finished")
         width = app.graph.tiles["slow"].width

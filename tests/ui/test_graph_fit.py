@@ -1,5 +1,6 @@
 """The graph fits the screen and stays navigable at every size: zoom (z / Z), orientation (o), packed layers, the
 minimap, and the selection kept in view through all of it. Driven on the real app under Pilot."""
+
 from __future__ import annotations
 
 from pilot_helpers import in_view, open_app, pin_style, screen_text, until
@@ -9,8 +10,11 @@ from tuidag.views.layout.style import Orientation, Zoom
 from tuidag.ui.widgets.graph.canvas import DagCanvas
 
 WORKERS = [f"worker-{i:02d}" for i in range(64)]
-WIDE = {"setup": "true", **{w: {"run": "true", "depends_on": ["setup"]} for w in WORKERS},
-        "gather": {"run": "true", "depends_on": WORKERS}}
+WIDE = {
+    "setup": "true",
+    **{w: {"run": "true", "depends_on": ["setup"]} for w in WORKERS},
+    "gather": {"run": "true", "depends_on": WORKERS},
+}
 CHAIN = {f"step-{i:02d}": {"run": "true", "depends_on": [f"step-{i - 1:02d}"] if i else []} for i in range(20)}
 
 
@@ -89,12 +93,16 @@ async def test_the_minimap_shows_where_the_view_is_only_when_the_graph_is_larger
         assert box is not None
         lines = screen_text(app).splitlines()
         top = region.y + box.y
-        corner = [line[region.x + box.x:region.x + box.x + box.width] for line in lines[top:top + box.height]]
+        corner = [line[region.x + box.x : region.x + box.x + box.width] for line in lines[top : top + box.height]]
         assert sum(row.count("▪") for row in corner) >= 3, corner  # tiles drawn in it
+
         def lit_rows() -> list[int]:
             strips = [app.canvas._minimap_row(box.y + i, region.width) for i in range(box.height)]
-            return [i for i, strip in enumerate(strips)
-                    if any(seg.style and seg.style.bgcolor and seg.style.bgcolor.name == "#4a4a70" for seg in strip)]
+            return [
+                i
+                for i, strip in enumerate(strips)
+                if any(seg.style and seg.style.bgcolor and seg.style.bgcolor.name == "#4a4a70" for seg in strip)
+            ]
 
         app.canvas.select("worker-00")  # the first worker, at the top
         await until(pilot, lambda: app.canvas.selected == "worker-00" and app.canvas.scroll_offset.y < 5, what="top")
@@ -118,8 +126,13 @@ async def test_top_down_a_tiles_exit_never_cuts_its_details(new_session, monkeyp
     """The usage shown is the one the test gives: with the engine's sampler on, a real sample (taken a second after
     the start, before this one under load) made "usage applied" true at once and then showed instead."""
     monkeypatch.setattr(server, "USAGE_INTERVAL", 3600.0)  # the engine sends viewers no sample during the test
-    session = new_session({"busy": "sleep 30", "next": {"run": "true", "depends_on": ["busy"]},
-                           "last": {"run": "true", "depends_on": ["next"]}})
+    session = new_session(
+        {
+            "busy": "sleep 30",
+            "next": {"run": "true", "depends_on": ["busy"]},
+            "last": {"run": "true", "depends_on": ["next"]},
+        }
+    )
     async with open_app(session) as (app, pilot):
         await pin_style(app, pilot, Zoom.FULL, Orientation.TD)
         await until(pilot, lambda: app.model.snapshots["busy"].state.value == "RUNNING", what="busy running")

@@ -5,6 +5,7 @@ few running, one failed) so colours and glyphs show.
 
 Update after an intended change with `pytest tests/ui/test_graph_snapshots.py --snapshot-update`, then look.
 """
+
 from __future__ import annotations
 
 import random
@@ -23,13 +24,26 @@ S = TaskState
 REPO = Path(__file__).resolve().parents[2]
 LR, TD = Orientation.LR, Orientation.TD
 
-WIDE = {"setup": "true", **{f"worker-{i:02d}": {"run": "true", "depends_on": ["setup"]} for i in range(64)},
-        "gather": {"run": "true", "depends_on": [f"worker-{i:02d}" for i in range(64)]}}
+WIDE = {
+    "setup": "true",
+    **{f"worker-{i:02d}": {"run": "true", "depends_on": ["setup"]} for i in range(64)},
+    "gather": {"run": "true", "depends_on": [f"worker-{i:02d}" for i in range(64)]},
+}
 CHAIN = {f"step-{i:02d}": {"run": "true", "depends_on": [f"step-{i - 1:02d}"] if i else []} for i in range(20)}
-ML = {"download": [], "prepare-data": ["download"], "tokenize": ["prepare-data"], "features": ["prepare-data"],
-      "train-small": ["tokenize", "features"], "train-large": ["tokenize", "features"],
-      "train-baseline": ["features"], "evaluate": ["train-small", "train-large", "train-baseline"],
-      "report": ["evaluate"], "export": ["evaluate"], "publish": ["report", "export"], "notify": ["publish"]}
+ML = {
+    "download": [],
+    "prepare-data": ["download"],
+    "tokenize": ["prepare-data"],
+    "features": ["prepare-data"],
+    "train-small": ["tokenize", "features"],
+    "train-large": ["tokenize", "features"],
+    "train-baseline": ["features"],
+    "evaluate": ["train-small", "train-large", "train-baseline"],
+    "report": ["evaluate"],
+    "export": ["evaluate"],
+    "publish": ["report", "export"],
+    "notify": ["publish"],
+}
 ML = {name: {"run": "true", "depends_on": deps} for name, deps in ML.items()}
 
 
@@ -39,7 +53,7 @@ def random_dag(n: int = 500, width: int = 25, seed: int = 11) -> dict:
     tasks = {}
     for i, name in enumerate(names):
         layer = i // width
-        earlier = names[max(0, layer - 2) * width:layer * width]
+        earlier = names[max(0, layer - 2) * width : layer * width]
         tasks[name] = {"run": "true", "depends_on": rng.sample(earlier, rng.randint(1, 3)) if layer else []}
     return tasks
 
@@ -57,8 +71,16 @@ def progress(app) -> int:
     for i, name in enumerate(names):
         if i < done:
             state = S.FAILED if i == 2 else S.SUCCEEDED
-            feed(app, i + 1, name, state, attempt=1, exit_code=1 if state is S.FAILED else 0, started_at=T0 + i,
-                 finished_at=T0 + i + 1 + i % 5)
+            feed(
+                app,
+                i + 1,
+                name,
+                state,
+                attempt=1,
+                exit_code=1 if state is S.FAILED else 0,
+                started_at=T0 + i,
+                finished_at=T0 + i + 1 + i % 5,
+            )
         elif i < done + running:
             feed(app, i + 1, name, S.RUNNING, attempt=1, started_at=T0 + i, pid=1000 + i)
     return running
@@ -80,6 +102,7 @@ def fed(app):
         app.canvas.scroll_to(0, 0, animate=False, immediate=True)
         app.canvas.scroll_to_selected()
         await pilot.pause()
+
     return run_before
 
 
@@ -108,9 +131,18 @@ class TestEveryStyle:
         app = app_for(WIDE, tmp_path, monkeypatch, zoom, orientation)
         assert snap_compare(app, terminal_size=(160, 45), run_before=fed(app))
 
-    @pytest.mark.parametrize("shape,zoom,orientation", [
-        ("chain", Zoom.FULL, LR), ("chain", Zoom.COMPACT, TD), ("ml", Zoom.FULL, LR), ("ml", Zoom.COMPACT, TD),
-        ("random500", Zoom.COMPACT, LR), ("random500", Zoom.DOTS, TD), ("random500", Zoom.FULL, TD)])
+    @pytest.mark.parametrize(
+        "shape,zoom,orientation",
+        [
+            ("chain", Zoom.FULL, LR),
+            ("chain", Zoom.COMPACT, TD),
+            ("ml", Zoom.FULL, LR),
+            ("ml", Zoom.COMPACT, TD),
+            ("random500", Zoom.COMPACT, LR),
+            ("random500", Zoom.DOTS, TD),
+            ("random500", Zoom.FULL, TD),
+        ],
+    )
     def test_shape(self, snap_compare, tmp_path, monkeypatch, shape, zoom, orientation):
         app = app_for(SHAPES[shape], tmp_path, monkeypatch, zoom, orientation)
         assert snap_compare(app, terminal_size=(160, 45), run_before=fed(app))

@@ -1,5 +1,6 @@
 """A SkyPilot job group in the UI: the tasks stopped once the primary task ended are how the group ends, so the
 header says the run succeeded, as the exit code does."""
+
 from __future__ import annotations
 
 from pilot_helpers import open_app, until

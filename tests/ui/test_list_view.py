@@ -2,6 +2,7 @@
 
 Driven under Pilot on real runs; rows are read from the composed screen, as the user sees them.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,8 @@ STATES = {(look.glyph, look.word) for look in LOOKS.values()}
 def table_lines(app) -> list[str]:
     """The list's lines on the screen, inside its border: the header first, then the rows in view."""
     region = app.table.region
-    lines = screen_text(app).splitlines()[region.y + 1:region.bottom - 1]
-    return [line[region.x + 1:region.right - 1] for line in lines]
+    lines = screen_text(app).splitlines()[region.y + 1 : region.bottom - 1]
+    return [line[region.x + 1 : region.right - 1] for line in lines]
 
 
 def titles(app) -> list[str]:
@@ -221,10 +222,16 @@ async def test_c_in_the_list_cancels_the_selected_branch_and_r_runs_it_again(new
         assert not any(alive(pid, ct) for pid, ct in procs)
         await until(pilot, lambda: "cancelled" in row_of(app, "a"), what="the row to say so")
         await pilot.press("r")
-        await until(pilot, lambda: ui_states(app)["a"] == "RUNNING" and app.model.snapshots["a"].attempt == 2,
-                    what="a running again")
-        await until(pilot, lambda: re.search(r"running\s+a\s.*\s2\s", row_of(app, "a")) is not None,
-                    what="the row to show the second attempt")
+        await until(
+            pilot,
+            lambda: ui_states(app)["a"] == "RUNNING" and app.model.snapshots["a"].attempt == 2,
+            what="a running again",
+        )
+        await until(
+            pilot,
+            lambda: re.search(r"running\s+a\s.*\s2\s", row_of(app, "a")) is not None,
+            what="the row to show the second attempt",
+        )
 
 
 async def test_the_state_filter_applies_to_the_list(new_session):
@@ -265,21 +272,31 @@ async def test_rows_follow_the_run_live(new_session, tmp_path):
     tasks = {"first": gated("go-1"), "second": gated("go-2"), "after": {"run": "true", "depends_on": ["first"]}}
     async with open_app(new_session(tasks)) as (app, pilot):
         await show_list(pilot, app)
-        await until(pilot, lambda: "running" in row_of(app, "first") and "pending" in row_of(app, "after"),
-                    what="first running, after pending")
-        await until(pilot, lambda: re.search(r"\d%\s+[\d.]+[KMG]", row_of(app, "first")) is not None,
-                    what="CPU and memory of the running task")
+        await until(
+            pilot,
+            lambda: "running" in row_of(app, "first") and "pending" in row_of(app, "after"),
+            what="first running, after pending",
+        )
+        await until(
+            pilot,
+            lambda: re.search(r"\d%\s+[\d.]+[KMG]", row_of(app, "first")) is not None,
+            what="CPU and memory of the running task",
+        )
         app.select_task("first")
         app.model.state_filter = StateFilter.RUNNING
         app.table.refilter()
         await pilot.pause()
         assert sorted(listed(app)) == ["first", "second"] and app.selected_task == "first"
         (tmp_path / "go-1").touch()
-        await until(pilot, lambda: "done" in row_of(app, "first") and ui_states(app)["after"] == "SUCCEEDED",
-                    what="first done")
+        await until(
+            pilot, lambda: "done" in row_of(app, "first") and ui_states(app)["after"] == "SUCCEEDED", what="first done"
+        )
         # The selected task stays listed while selected (its row does not vanish under the user)...
-        await until(pilot, lambda: app.table.border_title == "test · 1 of 3 tasks (filter: running)",
-                    what="the list re-filtered")
+        await until(
+            pilot,
+            lambda: app.table.border_title == "test · 1 of 3 tasks (filter: running)",
+            what="the list re-filtered",
+        )
         assert "first" in listed(app) and app.selected_task == "first"
         app.select_task("second")
         # ...and goes once the selection has moved on.

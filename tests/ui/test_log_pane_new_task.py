@@ -3,6 +3,7 @@
 The watcher's safety poll (which hid the defect: the first line came ~2 s late, when the poll caught it) is made an
 hour long here, so only the file-system events and the pane's own reading of a newly appeared file can show lines.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -16,8 +17,9 @@ def gated_late_task(new_session, monkeypatch, gate: str, late: str):
     """A run whose task `late` (running `late`) starts once the file `gate` exists, with the watcher's safety poll an
     hour away."""
     monkeypatch.setattr(following, "LogWatcher", partial(LogWatcher, safety_interval=3600))
-    return new_session({"gate": f"while [ ! -f {gate} ]; do sleep 0.01; done",
-                        "late": {"run": late, "depends_on": ["gate"]}})
+    return new_session(
+        {"gate": f"while [ ! -f {gate} ]; do sleep 0.01; done", "late": {"run": late, "depends_on": ["gate"]}}
+    )
 
 
 def pane_rows(app) -> list[str]:
@@ -26,8 +28,12 @@ def pane_rows(app) -> list[str]:
 
 
 async def test_a_selected_task_shows_its_output_as_it_starts_and_as_it_goes_on(new_session, tmp_path, monkeypatch):
-    session = gated_late_task(new_session, monkeypatch, "go1",
-                              "echo first line; while [ ! -f go2 ]; do sleep 0.01; done; echo second line; exit 7")
+    session = gated_late_task(
+        new_session,
+        monkeypatch,
+        "go1",
+        "echo first line; while [ ! -f go2 ]; do sleep 0.01; done; echo second line; exit 7",
+    )
     async with open_app(session) as (app, pilot):
         await select(app, pilot, "late")
         log = session.run.log_path("late")
@@ -51,13 +57,16 @@ async def test_the_first_lines_show_without_any_file_system_event(new_session, t
     by the pane's own reading of the new file: here no event ever comes and the safety poll is an hour away, so the
     timing of the watcher's thread can't hide a pane that waits for events (it did: 2 s late)."""
     monkeypatch.setattr(LogWatcher, "_run", _deaf)
-    session = gated_late_task(new_session, monkeypatch, "go",
-                              "echo first line; echo second line; while [ ! -f stop ]; do sleep 0.01; done")
+    session = gated_late_task(
+        new_session, monkeypatch, "go", "echo first line; echo second line; while [ ! -f stop ]; do sleep 0.01; done"
+    )
     async with open_app(session) as (app, pilot):
         await select(app, pilot, "late")
         assert not session.run.log_path("late").exists()
         (tmp_path / "go").touch()
         await until(pilot, lambda: "second line" in pane_rows(app), timeout=5, what="the first lines on screen")
         assert [row for row in pane_rows(app) if row and not row.startswith("=== tuidag")][:2] == [
-            "first line", "second line"]
+            "first line",
+            "second line",
+        ]
         (tmp_path / "stop").touch()

@@ -1,5 +1,6 @@
 """The log pane's size: maximised with `m` (20 log lines at 80x24), the split moved with `+`/`-` or by dragging the
 log pane's top border, and the split kept in proportion when the terminal is resized."""
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,11 @@ def longest_run_of_numbers(text: str) -> list[int]:
     best: list[int] = []
     run: list[int] = []
     for number in numbers:
-        run = run + [number] if number is not None and run and number == run[-1] + 1 else (
-            [number] if number is not None else [])
+        run = (
+            run + [number]
+            if number is not None and run and number == run[-1] + 1
+            else ([number] if number is not None else [])
+        )
         best = max(best, run, key=len)
     return best
 

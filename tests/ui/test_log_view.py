@@ -2,6 +2,7 @@
 
 Waits poll the app against a deadline (`until`); nothing sleeps a fixed time.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -101,8 +102,11 @@ async def test_a_file_that_does_not_exist_yet(tmp_path: Path) -> None:
         assert view.line_count == 0 and view.path == log
         write_lines(log, ["hello"])
         await until(pilot, lambda: rows(view)[0] == "hello", what="file picked up")
-        await until(pilot, lambda: view._watcher is not None and view._watcher.paths == {log},
-                    what="the file itself watched once it exists")
+        await until(
+            pilot,
+            lambda: view._watcher is not None and view._watcher.paths == {log},
+            what="the file itself watched once it exists",
+        )
         write_lines(log, ["again"])
         await until(pilot, lambda: rows(view)[1] == "again", what="a write to the watched file shown")
 
@@ -152,7 +156,7 @@ async def test_wrap_toggle(tmp_path: Path) -> None:
         await pilot.pause()  # the horizontal scrollbar appears in the next layout
         view.scroll_to(x=100, animate=False)
         await pilot.pause()
-        assert rows(view)[1] == long[100:100 + width]
+        assert rows(view)[1] == long[100 : 100 + width]
         await pilot.press("w")
         await pilot.pause()
         assert view.wrap and view.scroll_offset.x == 0
@@ -210,7 +214,7 @@ def match_styles(view: LogView, y: int, word: str) -> list:
     cells = [(char, segment.style) for segment in view.render_line(y) for char in segment.text]
     text = "".join(char for char, _ in cells).lower()
     starts = [i for i in range(len(text)) if text.startswith(word, i)]
-    return [[style for _, style in cells[i:i + len(word)]] for i in starts]
+    return [[style for _, style in cells[i : i + len(word)]] for i in starts]
 
 
 async def test_search_counts_matches_and_highlights_every_one_on_screen(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ The run starts before the app, as `tuidag run` does, and the tasks wait for a fl
 the app is up: each task writes both before the app replaced `sys.stdout` and while it is in front (and, in the last
 test, after it closed). Every line is checked in the right log file, none in another.
 """
+
 from __future__ import annotations
 
 import io
@@ -127,8 +128,12 @@ def started(session: RunSession, text_by_task: dict[str, str]) -> bool:
     return all(paths[task].exists() and text in paths[task].read_text() for task, text in text_by_task.items())
 
 
-BEFORE = {"printer": "printer before", "logger": "logger before", "threads": "threads before",
-          "isolated": "isolated before"}
+BEFORE = {
+    "printer": "printer before",
+    "logger": "logger before",
+    "threads": "threads before",
+    "isolated": "isolated before",
+}
 
 
 async def test_every_line_a_python_task_prints_under_the_ui_lands_in_its_own_log(tmp_path):
@@ -149,21 +154,24 @@ async def test_every_line_a_python_task_prints_under_the_ui_lands_in_its_own_log
         assert states == dict.fromkeys(BEFORE, "SUCCEEDED"), {n: s.reason for n, s in app.model.snapshots.items()}
 
     printer = body_lines(session, "printer")
-    assert printer == ["printer before", *(f"printer {kind} {i}" for i in range(15) for kind in ("tick", "err")),
-                       "printer after the app"]
+    assert printer == [
+        "printer before",
+        *(f"printer {kind} {i}" for i in range(15) for kind in ("tick", "err")),
+        "printer after the app",
+    ]
     logger = body_lines(session, "logger")
-    assert logger == [
-        "INFO pyui: logger before", *(f"WARNING pyui: logger line {i}" for i in range(10))]
+    assert logger == ["INFO pyui: logger before", *(f"WARNING pyui: logger line {i}" for i in range(10))]
     threads = body_lines(session, "threads")
     assert threads[0] == "threads before"
-    assert sorted(threads[1:]) == sorted([f"thread {n} line {i}" for n in range(3) for i in range(5)]
-                                         + [f"pool item {i}" for i in range(6)])
+    assert sorted(threads[1:]) == sorted(
+        [f"thread {n} line {i}" for n in range(3) for i in range(5)] + [f"pool item {i}" for i in range(6)]
+    )
     isolated = body_lines(session, "isolated")
     assert isolated[:7] == ["isolated before", *(f"isolated line {i}" for i in range(5)), "isolated fd 1"]
     assert isolated[7:] == ["INFO pyui: isolated logging"]
 
 
-LATE = '''
+LATE = """
 import time
 from pathlib import Path
 from tuidag import Dag
@@ -178,7 +186,7 @@ def late(ctx):
     while not (Path(ctx.workdir) / "app-closed").exists():
         time.sleep(0.01)
     print("late after the app")
-'''
+"""
 
 
 async def test_a_callable_that_outlives_the_app_still_writes_to_its_log(tmp_path, capsys):
@@ -234,8 +242,10 @@ def test_the_python_demo_in_a_terminal_keeps_every_line_and_its_duration_ends_wi
     printed on exit and kept in summary.json, ends with its last task, not when the user quit."""
     shutil.copy(REPO / "demos" / "etl.py", tmp_path / "etl.py")
     name = f"tuidag-A-etl-{os.getpid()}-{time.monotonic_ns()}"
-    command = (f"cd {tmp_path} && env PYTHONPATH={REPO} {sys.executable} -m tuidag run etl.py --state-dir state; "
-               f"echo EXIT $?; sleep 60")
+    command = (
+        f"cd {tmp_path} && env PYTHONPATH={REPO} {sys.executable} -m tuidag run etl.py --state-dir state; "
+        f"echo EXIT $?; sleep 60"
+    )
     subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "160", "-y", "45", command], check=True)
     try:
         wait_until(lambda: "finished:" in screen(name), timeout=60)
@@ -254,10 +264,12 @@ def test_the_python_demo_in_a_terminal_keeps_every_line_and_its_duration_ends_wi
     assert f"4 tasks: 4 succeeded in {format_duration(summary['duration'])}" in text
     extract = (run / "logs" / "extract.log").read_text()
     assert [line for line in extract.splitlines() if line.startswith("page")] == [
-        f"page {i}/5: {20 * i} rows" for i in range(1, 6)]
+        f"page {i}/5: {20 * i} rows" for i in range(1, 6)
+    ]
     transform = (run / "logs" / "transform.log").read_text()  # a thread pool's prints, unconfigured logging
     assert sorted(line.split(":")[0] for line in transform.splitlines() if line.startswith("shard")) == [
-        f"shard {i}" for i in range(4)]
+        f"shard {i}" for i in range(4)
+    ]
     assert " INFO etl: transformed 100 rows into 4 shards\n" in transform
     assert "scoring in pid" in (run / "logs" / "score.log").read_text()
 

@@ -1,4 +1,5 @@
 """A run's duration ends with its last task, however long the UI stays open on the finished run afterwards."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """Resource slots in the UI: a running tile shows the slots it holds, the header the slots in use per kind, a task
 waiting only for slots says so on its tile, and the list's SLOTS column appears."""
+
 from __future__ import annotations
 
 from pilot_helpers import open_app, screen_text, until

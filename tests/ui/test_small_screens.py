@@ -4,6 +4,7 @@ A narrow screen must degrade by priority (the least important things go first, w
 by cutting whatever happens to come last; the selected tile is scrolled into view at start, on a resize and on every
 move. The same checks run in a real 80x24 terminal in test_tmux.py.
 """
+
 from __future__ import annotations
 
 from pilot_helpers import in_view, open_app, pin_style, screen_text, select, until
@@ -14,10 +15,15 @@ from tuidag.views.layout.style import Zoom
 SMALL = (80, 24)
 # A setup task in front of a layer too big to fit even packed (as full tiles), then a gather task.
 WORKERS = [f"worker-with-a-rather-long-name-{i:03d}" for i in range(150)]
-WIDE = {"setup": "true", **{name: {"run": "true", "depends_on": ["setup"]} for name in WORKERS},
-        "gather": {"run": "true", "depends_on": WORKERS}}
-CHAIN = {"prepare": "true", **{f"step-{i}": {"run": "true", "depends_on": [f"step-{i - 1}" if i else "prepare"]}
-                               for i in range(6)}}
+WIDE = {
+    "setup": "true",
+    **{name: {"run": "true", "depends_on": ["setup"]} for name in WORKERS},
+    "gather": {"run": "true", "depends_on": WORKERS},
+}
+CHAIN = {
+    "prepare": "true",
+    **{f"step-{i}": {"run": "true", "depends_on": [f"step-{i - 1}" if i else "prepare"]} for i in range(6)},
+}
 
 
 async def test_the_selection_is_in_view_at_start_on_resize_and_on_every_move(new_session):
@@ -98,8 +104,14 @@ async def test_help_fits_80x24_scrolls_to_every_key_and_lists_the_log_pane_keys(
         for _ in range(10):  # scroll through with the keys the help names
             await pilot.press("pagedown")
             seen += screen_text(app)
-        for row in ("Toggle wrapping", "top of the log", "bottom of the log", "combined view", "Quit;",
-                    "Stop every task now"):
+        for row in (
+            "Toggle wrapping",
+            "top of the log",
+            "bottom of the log",
+            "combined view",
+            "Quit;",
+            "Stop every task now",
+        ):
             assert row in seen, row
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)

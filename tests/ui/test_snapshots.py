@@ -3,6 +3,7 @@ events, the clock is frozen, the run id is fixed and paths are relative to a tem
 
 Update after an intended change with `pytest tests/ui/test_snapshots.py --snapshot-update`, then look at the SVGs.
 """
+
 from __future__ import annotations
 
 import random
@@ -26,8 +27,10 @@ PIPELINE = {
 }
 
 
-FETCH_LOG = "=== tuidag: fetch attempt 1 started at 2026-01-01T00:00:00 ===\nfetching 2000 rows\n" \
-            "downloading 100%\nfetched 2000 rows\n"
+FETCH_LOG = (
+    "=== tuidag: fetch attempt 1 started at 2026-01-01T00:00:00 ===\nfetching 2000 rows\n"
+    "downloading 100%\nfetched 2000 rows\n"
+)
 
 
 def in_progress(tmp_path, monkeypatch) -> TuidagApp:
@@ -48,20 +51,40 @@ class TestSnapshots:
         assert snap_compare(app, terminal_size=SIZE, run_before=settled(app, "lint", S.RETRYING))
 
     def test_finished_run_with_failure_and_skipped_tasks(self, snap_compare, tmp_path, monkeypatch):
-        log = "=== tuidag: shard-2 attempt 2 started at 2026-01-01T00:00:14 ===\nprocessing shard 2\n" \
-              "error: loss is NaN at step 120\n"
+        log = (
+            "=== tuidag: shard-2 attempt 2 started at 2026-01-01T00:00:14 ===\nprocessing shard 2\n"
+            "error: loss is NaN at step 120\n"
+        )
         app = frozen_app(PIPELINE, tmp_path, monkeypatch, now=500.0, logs={"shard-2": log})
         done = dict(attempt=1, exit_code=0)
         feed(app, 1, "fetch", S.SUCCEEDED, started_at=T0, finished_at=T0 + 12.3, **done)
         for i in (0, 1, 3):
             feed(app, 2 + i, f"shard-{i}", S.SUCCEEDED, started_at=T0 + 12.4, finished_at=T0 + 40 + i, **done)
-        feed(app, 6, "shard-2", S.FAILED, attempt=2, exit_code=3, started_at=T0 + 12.4, finished_at=T0 + 61.0,
-             reason="exit code 3")
+        feed(
+            app,
+            6,
+            "shard-2",
+            S.FAILED,
+            attempt=2,
+            exit_code=3,
+            started_at=T0 + 12.4,
+            finished_at=T0 + 61.0,
+            reason="exit code 3",
+        )
         feed(app, 7, "merge", S.SKIPPED, reason="upstream 'shard-2' failed", finished_at=T0 + 61.0)
         feed(app, 8, "report", S.SKIPPED, reason="upstream 'shard-2' failed", finished_at=T0 + 61.0)
         feed(app, 9, "lint", S.SUCCEEDED, started_at=T0, finished_at=T0 + 2.0, **done)
-        feed(app, 10, "docs", S.CANCELLED, attempt=1, exit_code=-15, started_at=T0 + 2.0, finished_at=T0 + 30.0,
-             reason="cancelled by user")
+        feed(
+            app,
+            10,
+            "docs",
+            S.CANCELLED,
+            attempt=1,
+            exit_code=-15,
+            started_at=T0 + 2.0,
+            finished_at=T0 + 30.0,
+            reason="cancelled by user",
+        )
         app.engine_event(RunEvent(11, T0 + 61.0, "finished", "failed"))
 
         async def run_before(pilot) -> None:
@@ -103,7 +126,7 @@ class TestSnapshots:
         names = [f"step-{i:03d}" for i in range(240)]
         for i, task in enumerate(names):
             layer = i // 30
-            earlier = names[max(0, layer - 2) * 30:layer * 30]
+            earlier = names[max(0, layer - 2) * 30 : layer * 30]
             deps = rng.sample(earlier, rng.randint(1, 2)) if layer else []
             tasks[task] = {"run": "true", "depends_on": deps}
         app = frozen_app(tasks, tmp_path, monkeypatch, now=30.0, name="large")
@@ -112,5 +135,4 @@ class TestSnapshots:
         for i, task in enumerate(names[70:76]):
             feed(app, 100 + i, task, S.RUNNING, attempt=1, started_at=T0 + 20)
         presses = ["j"] * 12 + ["l"] * 4
-        assert snap_compare(app, terminal_size=SIZE, press=presses,
-                            run_before=settled(app, names[75], S.RUNNING))
+        assert snap_compare(app, terminal_size=SIZE, press=presses, run_before=settled(app, names[75], S.RUNNING))

@@ -1,4 +1,5 @@
 """The hangup-safe driver: writes to a terminal that is gone are dropped, and SIGCONT resumes only a live terminal."""
+
 from __future__ import annotations
 
 import os

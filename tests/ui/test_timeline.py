@@ -4,6 +4,7 @@ time axis that zooms and scrolls, the selection and the log pane shared with the
 Most tests feed a told story (tests/ui/timeline_story.py) to an app whose run never starts, with a clock the test
 moves; one runs a real DAG started before the app, as `tuidag run` does, for the journal seeding.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,8 @@ async def show_timeline(app, pilot) -> None:
 def timeline_lines(app) -> list[str]:
     """The timeline's lines on the screen, inside its border: the axis first, then the rows in view."""
     region = app.timeline.region
-    lines = screen_text(app).splitlines()[region.y + 1:region.bottom - 1]
-    return [line[region.x + 1:region.right - 1] for line in lines]
+    lines = screen_text(app).splitlines()[region.y + 1 : region.bottom - 1]
+    return [line[region.x + 1 : region.right - 1] for line in lines]
 
 
 def row_of(app, name: str) -> str:
@@ -107,7 +108,7 @@ async def test_each_attempt_is_its_own_bar_waits_are_shaded_and_a_running_bar_gr
         assert bars(tokenize, "█") == 2 and bars(tokenize, "░") == 2  # queued, attempt 1, retry delay, attempt 2
         assert tokenize.index("░") < tokenize.index("█")
         assert bars(row_of(app, "features"), "░") == 1  # waited 10 s for a slot
-        assert "█" not in row_of(app, "evaluate")        # not started: no bar
+        assert "█" not in row_of(app, "evaluate")  # not started: no bar
         assert "40.0s" in row_of(app, "train-baseline")  # a full row says how long it took
         growing = row_of(app, "train-large").count("█")
         assert "50.0s" in row_of(app, "train-large")

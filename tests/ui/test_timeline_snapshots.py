@@ -5,6 +5,7 @@ says when the run started).
 
 Update after an intended change with `pytest tests/ui/test_timeline_snapshots.py --snapshot-update`, then look.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,6 +40,7 @@ def shown_with(app, *keys: str, select: str | None = None):
         await pilot.press("t", *keys)
         await until(pilot, lambda: app.timeline.region.height > 0, what="the timeline on screen")
         await pilot.pause()
+
     return run_before
 
 
@@ -92,8 +94,13 @@ def dense_story(names: list[str]) -> dict:
         if i >= 300:
             story[name] = [(start, S.QUEUED, 0), (run, S.RUNNING, 1)]
         elif i % 11 == 0:
-            story[name] = [(start, S.QUEUED, 0), (run, S.RUNNING, 1), (end, S.RETRYING, 1), (end + 1, S.RUNNING, 2),
-                           (end + 3, S.SUCCEEDED, 2)]
+            story[name] = [
+                (start, S.QUEUED, 0),
+                (run, S.RUNNING, 1),
+                (end, S.RETRYING, 1),
+                (end + 1, S.RUNNING, 2),
+                (end + 3, S.SUCCEEDED, 2),
+            ]
         else:
             outcome = S.FAILED if i % 37 == 5 else S.SUCCEEDED
             story[name] = [(start, S.QUEUED, 0), (run, S.RUNNING, 1), (end, outcome, 1)]

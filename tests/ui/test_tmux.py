@@ -3,6 +3,7 @@
 The tasks write their pids (the shell and a child) to a file; after tuidag exits, none of them, and no process with
 the run's TUIDAG_RUN_ID in its environment, may be left.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,10 @@ tasks:
     run: echo $$ >> pids; sleep 30 & echo $! >> pids; echo other started; wait
 """
 # Runs the CLI like the `tuidag` script does, and records its pid and exit code for the test.
-LAUNCHER = ("import os, sys; open('tuidag.pid', 'w').write(str(os.getpid())); from tuidag.cli import main; "
-            "code = main(sys.argv[1:]); open('exit.code', 'w').write(str(code)); sys.exit(code)")
+LAUNCHER = (
+    "import os, sys; open('tuidag.pid', 'w').write(str(os.getpid())); from tuidag.cli import main; "
+    "code = main(sys.argv[1:]); open('exit.code', 'w').write(str(code)); sys.exit(code)"
+)
 
 
 class Tmux:
@@ -45,11 +48,15 @@ class Tmux:
         self.workdir = workdir
         (workdir / "dag.yaml").write_text(dag)
         # COLUMNS/LINES reach the session from the test's environment and would override the terminal's real size.
-        command = (f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -c \"{LAUNCHER}\" "
-                   f"run dag.yaml --state-dir state --kill-grace {kill_grace}")
+        command = (
+            f'cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -c "{LAUNCHER}" '
+            f"run dag.yaml --state-dir state --kill-grace {kill_grace}"
+        )
         # A server of its own (-L): sessions of tests running at once never meet a shared server as it exits.
-        subprocess.run([*self.tmux, "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
-                        command], check=True)
+        subprocess.run(
+            [*self.tmux, "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]), command],
+            check=True,
+        )
 
     def screen(self) -> str:
         done = subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)

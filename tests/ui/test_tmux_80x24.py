@@ -1,5 +1,6 @@
 """The real binary in a real 80x24 terminal (tmux): every screen usable, nothing wrapped or cut that matters, the
 selection in view, and the graph's keys alive after a search."""
+
 from __future__ import annotations
 
 import shutil
@@ -14,11 +15,16 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 SMALL = (80, 24)
 SEARCH_BAR = "▊▔▔▔"  # the search bar's top edge
-WIDE = "name: wide\ntasks:\n  setup: {run: 'true'}\n" + "".join(
-    f"  worker-{i:02d}: {{run: 'sleep 30', depends_on: setup}}\n" for i in range(40)) + \
-    "  gather: {run: 'true', depends_on: [" + ", ".join(f"worker-{i:02d}" for i in range(40)) + "]}\n"
+WIDE = (
+    "name: wide\ntasks:\n  setup: {run: 'true'}\n"
+    + "".join(f"  worker-{i:02d}: {{run: 'sleep 30', depends_on: setup}}\n" for i in range(40))
+    + "  gather: {run: 'true', depends_on: ["
+    + ", ".join(f"worker-{i:02d}" for i in range(40))
+    + "]}\n"
+)
 CHAIN = "name: chain\ntasks:\n  s0: {run: 'sleep 30'}\n" + "".join(
-    f"  s{i}: {{run: 'true', depends_on: s{i - 1}}}\n" for i in range(1, 6))  # 6 columns: wider than 160
+    f"  s{i}: {{run: 'true', depends_on: s{i - 1}}}\n" for i in range(1, 6)
+)  # 6 columns: wider than 160
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The graph at any size in a real terminal (tmux): a wide DAG fills a 220x60 screen, and at 80x24 the keys that
 find, filter, list and read still work on the real binary."""
+
 from __future__ import annotations
 
 import re
@@ -14,9 +15,13 @@ from slowness import patience
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 WORKERS = [f"worker-{i:02d}" for i in range(64)]
-WIDE = "name: wide\nmax_parallel: 8\ntasks:\n  setup: {run: 'true'}\n" + "".join(
-    f"  {w}: {{run: 'echo $$ >> pids; sleep 30', depends_on: setup}}\n" for w in WORKERS) + \
-    "  gather: {run: 'true', depends_on: [" + ", ".join(WORKERS) + "]}\n"
+WIDE = (
+    "name: wide\nmax_parallel: 8\ntasks:\n  setup: {run: 'true'}\n"
+    + "".join(f"  {w}: {{run: 'echo $$ >> pids; sleep 30', depends_on: setup}}\n" for w in WORKERS)
+    + "  gather: {run: 'true', depends_on: ["
+    + ", ".join(WORKERS)
+    + "]}\n"
+)
 NUMBERED = "seq 1 100 | sed 's/^/log line /'"
 FAILING = f"""\
 name: small
@@ -68,12 +73,34 @@ def test_a_wide_dag_fills_a_220x60_screen_and_z_o_change_the_view(tmp_path):
         wide.kill()
 
 
-STEPS = ["fetch", "unpack", "validate", "clean", "dedupe", "normalise", "tokenise", "embed", "index", "split",
-         "train", "tune", "evaluate", "calibrate", "compare", "report", "package", "sign", "upload", "announce"]
+STEPS = [
+    "fetch",
+    "unpack",
+    "validate",
+    "clean",
+    "dedupe",
+    "normalise",
+    "tokenise",
+    "embed",
+    "index",
+    "split",
+    "train",
+    "tune",
+    "evaluate",
+    "calibrate",
+    "compare",
+    "report",
+    "package",
+    "sign",
+    "upload",
+    "announce",
+]
 CHAIN = "name: chain\ntasks:\n" + "".join(
-    f"  step-{i:02d}-{step}: {{run: 'echo $$ >> pids; sleep 30'" + (f", depends_on: step-{i - 1:02d}-{STEPS[i - 2]}"
-                                                                     if i > 1 else "") + "}\n"
-    for i, step in enumerate(STEPS, 1))
+    f"  step-{i:02d}-{step}: {{run: 'echo $$ >> pids; sleep 30'"
+    + (f", depends_on: step-{i - 1:02d}-{STEPS[i - 2]}" if i > 1 else "")
+    + "}\n"
+    for i, step in enumerate(STEPS, 1)
+)
 
 
 def test_a_20_step_chain_shows_every_step_by_name_at_160x45_from_the_start(tmp_path):

@@ -1,5 +1,6 @@
 """The timeline on the real binary in a real terminal (tmux): `t` on a live run shows it, the running bar grows,
 `x` lists the critical path, `t` again gives the graph back, and quitting leaves no task behind."""
+
 from __future__ import annotations
 
 import shutil

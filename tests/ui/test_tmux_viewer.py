@@ -2,6 +2,7 @@
 server of its own, so killing it hangs up only its viewers), controls from the viewer and from another shell, and
 the engine killed under a viewer. Every task writes its pids (the shell and a child) to a file, so the test can say
 which processes must still run and which must be gone."""
+
 from __future__ import annotations
 
 import os
@@ -50,9 +51,14 @@ def kill_task_trees(workdir) -> None:
 
 
 def tuidag(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuidag", *args, "--state-dir", "state"], cwd=workdir,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
-                          timeout=patience(60))
+    return subprocess.run(
+        [sys.executable, "-m", "tuidag", *args, "--state-dir", "state"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=patience(60),
+    )
 
 
 def until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
@@ -93,8 +99,10 @@ class Viewer:
         self.socket = f"tuidag-viewer-{os.getpid()}-{time.monotonic_ns()}"
         self.workdir = workdir
         (workdir / "attach.code").unlink(missing_ok=True)
-        command = (f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -m tuidag {command} "
-                   f"{' '.join(args)} --state-dir state; echo $? > attach.code; sleep 30")
+        command = (
+            f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -m tuidag {command} "
+            f"{' '.join(args)} --state-dir state; echo $? > attach.code; sleep 30"
+        )
         self._tmux("new-session", "-d", "-s", "v", "-x", str(size[0]), "-y", str(size[1]), command)
 
     def _tmux(self, *args: str) -> subprocess.CompletedProcess:
@@ -129,8 +137,9 @@ def detached(tmp_path):
     (tmp_path / "dag.yaml").write_text(DAG)
     started = tuidag(tmp_path, "run", "-d", "dag.yaml", "--kill-grace", "0.5")
     assert started.returncode == 0, started.stderr
-    run_id, pid = re.search(r"run (\S+) of long started in the background \(engine pid (\d+)\)",
-                            started.stdout).groups()
+    run_id, pid = re.search(
+        r"run (\S+) of long started in the background \(engine pid (\d+)\)", started.stdout
+    ).groups()
     viewers: list[Viewer] = []
     try:
         yield tmp_path, run_id, int(pid), viewers
@@ -168,9 +177,17 @@ def test_attach_cancel_from_viewer_and_shell_hang_up_reattach_then_the_engine_di
     assert alive(keeps)
 
     first.kill_server()  # the terminal goes away: SIGHUP to the viewer, never to the run
-    until(lambda: not any(p.info["cmdline"] and "attach" in p.info["cmdline"]
-                          for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and
-                          str(workdir) in " ".join(p.info["cmdline"])), timeout=5, what="the viewer gone")
+    until(
+        lambda: (
+            not any(
+                p.info["cmdline"] and "attach" in p.info["cmdline"]
+                for p in psutil.process_iter(["cmdline"])
+                if p.info["cmdline"] and str(workdir) in " ".join(p.info["cmdline"])
+            )
+        ),
+        timeout=5,
+        what="the viewer gone",
+    )
     assert alive(keeps) and psutil.pid_exists(engine)
 
     second = Viewer(workdir, run_id)
@@ -224,8 +241,11 @@ def test_attach_to_a_stopped_engine_says_not_answering_and_goes_live_after_sigco
     try:
         viewer = Viewer(workdir, run_id)
         viewers.append(viewer)
-        until(lambda: f"attached · engine pid {engine} · not answering" in header_of(viewer.screen()), timeout=20,
-              what="not answering in the header")
+        until(
+            lambda: f"attached · engine pid {engine} · not answering" in header_of(viewer.screen()),
+            timeout=20,
+            what="not answering in the header",
+        )
         screen = viewer.screen()
         assert "post-mortem" not in screen and "read-only" not in screen and "no recorded end" not in screen
         assert "running" in tuidag(workdir, "runs").stdout
@@ -240,8 +260,10 @@ def test_attach_to_a_stopped_engine_says_not_answering_and_goes_live_after_sigco
 
 
 def test_show_browses_a_finished_run_and_r_starts_one_resuming_from_it(tmp_path):
-    (tmp_path / "dag.yaml").write_text("name: done\ntasks:\n  good:\n    run: echo all good\n"
-                                       "  bad:\n    run: echo bad news; exit 3\n    depends_on: [good]\n")
+    (tmp_path / "dag.yaml").write_text(
+        "name: done\ntasks:\n  good:\n    run: echo all good\n"
+        "  bad:\n    run: echo bad news; exit 3\n    depends_on: [good]\n"
+    )
     ended = tuidag(tmp_path, "run", "--no-tui", "dag.yaml")
     assert ended.returncode == 1
     run_id = re.search(r"run (\S+) of done", ended.stdout).group(1)
@@ -256,8 +278,9 @@ def test_show_browses_a_finished_run_and_r_starts_one_resuming_from_it(tmp_path)
         viewer.wait_for("bad  (runs again)")
         viewer.keys("y")  # exec: tuidag run dag.yaml --resume RUN_ID, in this terminal
         viewer.wait_for("reused")
-        until(lambda: len(re.findall(r"^\d{8}-\d{6}-", tuidag(tmp_path, "runs").stdout, re.M)) == 2,
-              what="a second run")
+        until(
+            lambda: len(re.findall(r"^\d{8}-\d{6}-", tuidag(tmp_path, "runs").stdout, re.M)) == 2, what="a second run"
+        )
     finally:
         viewer.kill_server()
 
@@ -270,8 +293,10 @@ class Foreground(Viewer):
         (workdir / "dag.yaml").write_text(DAG)
         self.socket = f"tuidag-viewer-{os.getpid()}-{time.monotonic_ns()}"
         self.workdir = workdir
-        command = (f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -m tuidag run dag.yaml "
-                   f"--state-dir state --kill-grace 0.5; echo $? > fg.code; sleep 30")
+        command = (
+            f"cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -m tuidag run dag.yaml "
+            f"--state-dir state --kill-grace 0.5; echo $? > fg.code; sleep 30"
+        )
         self._tmux("new-session", "-d", "-s", "v", "-x", "160", "-y", "45", command)
 
     def exit_code(self, timeout: float = 15.0) -> int:
@@ -366,8 +391,19 @@ def test_d_in_a_run_started_from_another_folder_prints_an_attach_command_that_wo
     sub.mkdir()
     shell = Viewer.__new__(Viewer)  # an interactive shell in `sub`, where the user types
     shell.socket, shell.workdir = f"tuidag-viewer-{os.getpid()}-{time.monotonic_ns()}", tmp_path
-    shell._tmux("new-session", "-d", "-s", "v", "-x", "160", "-y", "45", "-c", str(sub),
-                "env -u COLUMNS -u LINES -u TUIDAG_STATE_DIR PS1='$ ' bash --norc --noprofile")
+    shell._tmux(
+        "new-session",
+        "-d",
+        "-s",
+        "v",
+        "-x",
+        "160",
+        "-y",
+        "45",
+        "-c",
+        str(sub),
+        "env -u COLUMNS -u LINES -u TUIDAG_STATE_DIR PS1='$ ' bash --norc --noprofile",
+    )
     try:
         shell.keys(f'tuidag() {{ PYTHONPATH={REPO} {sys.executable} -m tuidag "$@"; }}', "Enter")
         shell.keys("tuidag run ../dag.yaml --kill-grace 0.5", "Enter")
@@ -379,12 +415,20 @@ def test_d_in_a_run_started_from_another_folder_prints_an_attach_command_that_wo
         shell.keys("q")
         shell.wait_for("Detach (d)")
         shell.keys("s")  # stop the run from the viewer the printed command opened
-        until(lambda: (tmp_path / ".tuidag").is_dir() and list((tmp_path / ".tuidag").glob("runs/*/summary.json")),
-              timeout=15, what="the run stopped")
+        until(
+            lambda: (tmp_path / ".tuidag").is_dir() and list((tmp_path / ".tuidag").glob("runs/*/summary.json")),
+            timeout=15,
+            what="the run stopped",
+        )
     finally:
         shell.kill_server()
-        subprocess.run([sys.executable, "-m", "tuidag", "runs", "--state-dir", ".tuidag"], cwd=tmp_path,
-                       capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=patience(60))
+        subprocess.run(
+            [sys.executable, "-m", "tuidag", "runs", "--state-dir", ".tuidag"],
+            cwd=tmp_path,
+            capture_output=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=patience(60),
+        )
         kill_task_trees(tmp_path)
 
 

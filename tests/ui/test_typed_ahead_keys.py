@@ -1,6 +1,7 @@
 """Keys typed faster than the screen changes: a terminal delivers `t z` in one read, so the second key reaches the
 app before anything the first one did was painted. Each test posts its keys at once, as the terminal driver does,
 to a viewer on a run served over its control socket (what `tuidag run` opens)."""
+
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
@@ -18,8 +19,15 @@ from tuidag.ui.widgets.log.view import LogView
 
 @pytest.fixture
 def served(tmp_path):
-    dag = make_dag({"first": "echo first; sleep 60", "second": {"run": "true", "depends_on": ["first"]},
-                    "third": "echo third; sleep 60"}, workdir=tmp_path, kill_grace=0.5)
+    dag = make_dag(
+        {
+            "first": "echo first; sleep 60",
+            "second": {"run": "true", "depends_on": ["first"]},
+            "third": "echo third; sleep 60",
+        },
+        workdir=tmp_path,
+        kill_grace=0.5,
+    )
     with served_run(dag, tmp_path) as session:
         yield session
 

@@ -1,4 +1,5 @@
 """The terminal UI on a state dir whose disk fills up (a real 1 MB tmpfs): the app shows the error, no traceback."""
+
 from __future__ import annotations
 
 import errno
@@ -29,8 +30,9 @@ async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
     go = tmp_path / "go"
     with small_disk(tmp_path / "disk") as disk:
         gate = f"for i in $(seq {round(patience(30) / 0.02)}); do [ -e {go} ] && exit 0; sleep 0.02; done; exit 1"
-        tasks = {"gate": gate} | {f"t{i}": {"run": f"echo hello from task {i}", "depends_on": ["gate"]}
-                                  for i in range(300)}
+        tasks = {"gate": gate} | {
+            f"t{i}": {"run": f"echo hello from task {i}", "depends_on": ["gate"]} for i in range(300)
+        }
         session = RunSession.create(make_dag(tasks, workdir=tmp_path), disk / "state")
         notes = []
         async with open_app(session, size=SIZE) as (app, pilot):
@@ -40,8 +42,13 @@ async def test_the_app_shows_a_full_state_dir_as_an_error(tmp_path, caplog):
             go.touch()
             await until(pilot, lambda: app.model.finished and notes, timeout=30, what="the error shown")
             states = {snap.state.value for snap in app.model.snapshots.values()}
-        assert notes == [(f"the state dir {disk / 'state'} is full (No space left on device): task logs can't "
-                          "be written any more, so no more tasks start; running tasks finish", "error")]
+        assert notes == [
+            (
+                f"the state dir {disk / 'state'} is full (No space left on device): task logs can't "
+                "be written any more, so no more tasks start; running tasks finish",
+                "error",
+            )
+        ]
         assert "CANCELLED" in states and states <= {"SUCCEEDED", "FAILED", "CANCELLED"}
         assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # no observer traceback
         assert json.loads(session.run.summary.read_text())["outcome"] == "incomplete: state dir full"

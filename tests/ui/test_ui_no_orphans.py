@@ -9,6 +9,7 @@ tasks, and acts only once every tree has recorded all its pids (pid + create tim
 For `c`, `C` and `q` a scheduler observer checks each tree the instant the engine sets its task CANCELLED (no grace
 afterwards); for SIGHUP the check is the instant the tuidag process is gone. Failures name every (way, tree) pair.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,9 @@ class Trees:
         return {tree.name: {"run": tree.command(self.files[tree.name])} for tree in TREES}
 
     def yaml(self) -> str:
-        tasks = "".join(f"  {tree.name}:\n    run: {json.dumps(tree.command(self.files[tree.name]))}\n"
-                        for tree in TREES)
+        tasks = "".join(
+            f"  {tree.name}:\n    run: {json.dumps(tree.command(self.files[tree.name]))}\n" for tree in TREES
+        )
         return f"name: ui-no-orphans\nmax_parallel: {len(TREES)}\nkill_grace: {GRACE}\ntasks:\n{tasks}"
 
     def __call__(self, event) -> None:
@@ -60,8 +62,9 @@ class Trees:
 
     # ------------------------------------------------------------------------------------------------- start
     def started(self) -> bool:
-        return all(f.exists() and len(f.read_text().split()) >= tree.processes
-                   for tree, f in zip(TREES, self.files.values()))
+        return all(
+            f.exists() and len(f.read_text().split()) >= tree.processes for tree, f in zip(TREES, self.files.values())
+        )
 
     def record(self) -> None:
         """Called once `started()`: every recorded process, by pid and create time."""
@@ -71,8 +74,13 @@ class Trees:
         assert not short, f"trees with fewer live processes than expected, before anything ended: {short}"
 
     # ------------------------------------------------------------------------------------------------- checks
-    def report(self, way: str, left: dict[str, list[int]], states: dict[str, str] | None = None,
-               when: str = "when its task ended") -> str:
+    def report(
+        self,
+        way: str,
+        left: dict[str, list[int]],
+        states: dict[str, str] | None = None,
+        when: str = "when its task ended",
+    ) -> str:
         lines = [f"{way}: processes of each tree alive {when}:"]
         for tree in TREES:
             state = (states or {}).get(tree.name, "")
@@ -84,8 +92,10 @@ class Trees:
     def check_at_end(self, way: str) -> None:
         """Every tree's task ended CANCELLED and none of its processes was alive at that instant."""
         left = {name: dead for name, (state, dead) in self.at_end.items() if dead}
-        states = {tree.name: f"[task {self.at_end[tree.name][0] if tree.name in self.at_end else 'never ended'}]"
-                  for tree in TREES}
+        states = {
+            tree.name: f"[task {self.at_end[tree.name][0] if tree.name in self.at_end else 'never ended'}]"
+            for tree in TREES
+        }
         bad_state = {n for n, s in states.items() if s != "[task CANCELLED]"}
         assert not left and not bad_state, self.report(way, left, states)
 
@@ -140,13 +150,17 @@ async def test_ui_keys_leave_no_process(new_session, tmp_path, way):
                     assert isinstance(app.screen, ConfirmScreen)
                     assert app.screen.items == [f"{tree.name}  (running)"]
                     await pilot.press("y")
-                    await until(pilot, lambda: ended(session, tree.name), timeout=END_TIMEOUT,
-                                what=f"{tree.name} cancelled")
+                    await until(
+                        pilot, lambda: ended(session, tree.name), timeout=END_TIMEOUT, what=f"{tree.name} cancelled"
+                    )
                     # cancelling one branch leaves the other trees whole
-                    later = TREES[i + 1:]
+                    later = TREES[i + 1 :]
                     dead = {t.name: sum(not alive(*ref) for ref in trees.refs[t.name]) for t in later}
-                    hurt = {name: f"{n} process(es) gone, task {session.scheduler.snapshot()[name].state.value}"
-                            for name, n in dead.items() if n or not running(session, name)}
+                    hurt = {
+                        name: f"{n} process(es) gone, task {session.scheduler.snapshot()[name].state.value}"
+                        for name, n in dead.items()
+                        if n or not running(session, name)
+                    }
                     assert not hurt, f"(c, {tree.name}): cancelling it hurt other branches: {hurt}"
                 await until(pilot, lambda: app.model.finished, timeout=END_TIMEOUT, what="run finished")
             elif way == "C":
@@ -154,8 +168,12 @@ async def test_ui_keys_leave_no_process(new_session, tmp_path, way):
                 assert isinstance(app.screen, ConfirmScreen)
                 assert sorted(app.screen.items) == sorted(f"{t.name}  (running)" for t in TREES)
                 await pilot.press("y")
-                await until(pilot, lambda: all(ended(session, t.name) for t in TREES), timeout=END_TIMEOUT,
-                            what="every tree cancelled")
+                await until(
+                    pilot,
+                    lambda: all(ended(session, t.name) for t in TREES),
+                    timeout=END_TIMEOUT,
+                    what="every tree cancelled",
+                )
             else:
                 await pilot.press("q")
                 assert isinstance(app.screen, ChoiceScreen)

@@ -1,5 +1,6 @@
 """The terminal UI on a run served over its control socket (a RemoteRun), as `tuidag run`, `attach` and `show` open
 it: a real served session in this process, or a real engine process that a test kills."""
+
 from __future__ import annotations
 
 import json
@@ -42,11 +43,17 @@ def served(tmp_path):
     """A run served on its control socket in this process: `tree` is a shell with a child (both pids in
     tree.pids), `after` waits for it, `free` sleeps, `broken` fails and `blocked` needs it."""
     pids = tmp_path / "tree.pids"
-    dag = make_dag({"tree": f"sleep 60 & echo $! >> {pids}; echo $$ >> {pids}; echo tree says hello; wait",
-                    "after": {"run": "echo after", "depends_on": ["tree"]},
-                    "free": "echo free runs; sleep 60", "broken": "echo broken output; exit 3",
-                    "blocked": {"run": "true", "depends_on": ["broken"]}},
-                   workdir=tmp_path, kill_grace=0.5)
+    dag = make_dag(
+        {
+            "tree": f"sleep 60 & echo $! >> {pids}; echo $$ >> {pids}; echo tree says hello; wait",
+            "after": {"run": "echo after", "depends_on": ["tree"]},
+            "free": "echo free runs; sleep 60",
+            "broken": "echo broken output; exit 3",
+            "blocked": {"run": "true", "depends_on": ["broken"]},
+        },
+        workdir=tmp_path,
+        kill_grace=0.5,
+    )
     with served_run(dag, tmp_path) as session:
         yield session, pids
 
@@ -85,8 +92,11 @@ async def test_the_combined_view_of_a_viewer_holds_the_tasks_that_ran_before_it_
     async with viewer(session.run, session.store) as (app, pilot):
         await pilot.press("a")
         await until(pilot, lambda: "3 logs" in str(app.log_pane.border_title), what="the three tasks that ran")
-        await until(pilot, lambda: {f"[{task}] {line}" for task, line in said.items()} <= set(combined_lines(app)),
-                    what="every task's line")
+        await until(
+            pilot,
+            lambda: {f"[{task}] {line}" for task, line in said.items()} <= set(combined_lines(app)),
+            what="every task's line",
+        )
 
 
 def combined_lines(app: TuidagApp) -> list[str]:
@@ -104,8 +114,9 @@ async def test_cancel_branch_from_the_viewer_kills_the_real_tree(served):
         await pilot.press("c")
         assert isinstance(app.screen, ConfirmScreen) and app.screen.items == ["tree  (running)", "after  (pending)"]
         await pilot.press("y")
-        await until(pilot, lambda: ui_states(app)["tree"] == ui_states(app)["after"] == "CANCELLED",
-                    what="branch cancelled")
+        await until(
+            pilot, lambda: ui_states(app)["tree"] == ui_states(app)["after"] == "CANCELLED", what="branch cancelled"
+        )
         assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
         assert session.scheduler.snapshot()["free"].state.value == "RUNNING"  # nothing else was touched
 
@@ -118,13 +129,29 @@ async def test_a_cancel_is_recorded_as_coming_from_where_it_was_asked_for(served
         await select(app, pilot, "tree")
         await pilot.press("c", "y")
         await until(pilot, lambda: ui_states(app)["after"] == "CANCELLED", what="tree's branch cancelled")
-        shell = subprocess.run([sys.executable, "-m", "tuidag", "cancel", "free", "--run", session.run.run_id,
-                                "--state-dir", str(session.store.state_dir)], capture_output=True, text=True,
-                               timeout=patience(60))
+        shell = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tuidag",
+                "cancel",
+                "free",
+                "--run",
+                session.run.run_id,
+                "--state-dir",
+                str(session.store.state_dir),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=patience(60),
+        )
         assert shell.returncode == 0, shell.stderr
         await until(pilot, lambda: ui_states(app)["free"] == "CANCELLED", what="free cancelled from the shell")
-        await until(pilot, lambda: "in the UI" in screen_text(app) and "by tuidag cancel" in screen_text(app),
-                    what="the tiles to say who cancelled")
+        await until(
+            pilot,
+            lambda: "in the UI" in screen_text(app) and "by tuidag cancel" in screen_text(app),
+            what="the tiles to say who cancelled",
+        )
     reasons = {name: task.reason for name, task in replay(session.run.journal).tasks.items()}
     assert reasons["tree"] == reasons["after"] == "cancelled in the UI"
     assert reasons["free"] == "cancelled by tuidag cancel"
@@ -136,8 +163,9 @@ async def test_a_refused_rerun_says_why(served):
     async with viewer(session.run, session.store) as (app, pilot):
         await select(app, pilot, "blocked")
         await pilot.press("r")
-        await until(pilot, lambda: any("re-run 'broken' first" in n.message for n in app._notifications),
-                    what="the refusal")
+        await until(
+            pilot, lambda: any("re-run 'broken' first" in n.message for n in app._notifications), what="the refusal"
+        )
         await select(app, pilot, "broken")
         await pilot.press("r")
         await until(pilot, lambda: app.model.snapshots["broken"].attempt == 2, what="broken re-ran")
@@ -210,8 +238,11 @@ async def test_stop_from_a_foreground_viewer_cancels_every_task_then_exits(serve
         await pilot.press("q")
         assert isinstance(app.screen, ChoiceScreen) and app.screen.default == "back"
         # The way out is called what it does: `Cancel (c)` under "Stop: every task is cancelled" read as the stop.
-        assert [str(button.label) for button in app.screen.query(Button)] == \
-               ["Stop the run (s)", "Detach (d)", "Back (Esc)"]
+        assert [str(button.label) for button in app.screen.query(Button)] == [
+            "Stop the run (s)",
+            "Detach (d)",
+            "Back (Esc)",
+        ]
         await pilot.press("enter")  # the safe answer: the question closes, nothing is stopped
         assert not isinstance(app.screen, ChoiceScreen) and not session.scheduler.finished
         assert all(p.is_running() for p in procs)
@@ -259,8 +290,9 @@ ENGINE = textwrap.dedent("""
 def engine(tmp_path):
     """A run served by another process (killed at the end, with every task it left)."""
     tests = os.path.dirname(os.path.dirname(__file__))
-    proc = subprocess.Popen([sys.executable, "-c", ENGINE, str(tmp_path), str(tmp_path / "state"), tests],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENGINE, str(tmp_path), str(tmp_path / "state"), tests], stdout=subprocess.PIPE, text=True
+    )
     folder = proc.stdout.readline().strip()
     run = RunDir(os.path.basename(folder), __import__("pathlib").Path(folder))
     try:
@@ -343,8 +375,12 @@ async def test_the_post_mortem_shows_every_state_duration_and_log_read_only(fini
         assert ui_states(app) == {"prepare": "SUCCEEDED", "train": "FAILED", "report": "SKIPPED", "side": "SUCCEEDED"}
         for name, snap in recorded.items():
             shown = app.model.snapshots[name]
-            assert (shown.started_at, shown.finished_at, shown.reason, shown.exit_code) == \
-                   (snap.started_at, snap.finished_at, snap.reason, snap.exit_code)
+            assert (shown.started_at, shown.finished_at, shown.reason, shown.exit_code) == (
+                snap.started_at,
+                snap.finished_at,
+                snap.reason,
+                snap.exit_code,
+            )
         assert app.model.finished and app.model.elapsed() == pytest.approx(session.duration, abs=0.05)
         text = screen_text(app)
         assert "post-mortem · read-only" in text and "loss 0.25" in text  # the failure selected, its log shown
@@ -360,8 +396,11 @@ async def test_the_post_mortem_shows_every_state_duration_and_log_read_only(fini
         await pilot.press(*"loss", "enter")
         await until(pilot, lambda: app.log_pane.query == "loss", what="search")
         await pilot.press("a")  # every log, interleaved
-        await until(pilot, lambda: all(line in screen_text(app) for line in ("preparing the data", "a side note")),
-                    what="the combined view")
+        await until(
+            pilot,
+            lambda: all(line in screen_text(app) for line in ("preparing the data", "a side note")),
+            what="the combined view",
+        )
         await pilot.press("q")
         await until(pilot, lambda: not app.is_running, what="q closes at once")
 
@@ -372,8 +411,12 @@ async def test_r_in_the_post_mortem_offers_a_run_that_resumes_from_it(finished_r
     async with viewer(session.run, session.store, remote=remote) as (app, pilot):
         await pilot.press("r")
         assert isinstance(app.screen, ConfirmScreen) and session.run.run_id in app.screen.question
-        assert app.screen.items == ["prepare  (reused if unchanged)", "side  (reused if unchanged)",
-                                    "train  (runs again)", "report  (runs again)"]
+        assert app.screen.items == [
+            "prepare  (reused if unchanged)",
+            "side  (reused if unchanged)",
+            "train  (runs again)",
+            "report  (runs again)",
+        ]
         await pilot.press("y")
         await until(pilot, lambda: app.return_value == RESUME, what="resume chosen")
 
@@ -433,8 +476,10 @@ def test_a_foreground_viewer_ends_with_the_summarys_counts_where_the_journal_sto
     assert _closing_lines(session.run, remote, None) == 1
     first, second = capsys.readouterr().out.splitlines()[:2]
     assert first.endswith(": 4 tasks: 2 succeeded, 1 failed, 1 skipped in " + first.rsplit(" ", 1)[1])
-    assert second == ("tuidag: run incomplete: state dir full (No space left on device): its journal stopped early, "
-                      "its summary holds how the tasks ended")
+    assert second == (
+        "tuidag: run incomplete: state dir full (No space left on device): its journal stopped early, "
+        "its summary holds how the tasks ended"
+    )
 
 
 def test_a_foreground_viewer_says_a_second_ctrl_c_was_the_end_not_a_dead_engine(finished_run, capsys):
@@ -445,8 +490,18 @@ def test_a_foreground_viewer_says_a_second_ctrl_c_was_the_end_not_a_dead_engine(
     session, _ = finished_run
     session.run.summary.unlink()
     with open(session.run.journal, "a") as journal:
-        journal.write(json.dumps({"type": "run", "event": "forced-exit", "t": time.time(), "signal": "SIGINT",
-                                  "detail": "second SIGINT: killed 1 process(es)"}) + "\n")
+        journal.write(
+            json.dumps(
+                {
+                    "type": "run",
+                    "event": "forced-exit",
+                    "t": time.time(),
+                    "signal": "SIGINT",
+                    "detail": "second SIGINT: killed 1 process(es)",
+                }
+            )
+            + "\n"
+        )
     assert _closing_lines(session.run, RemoteRun.stored(session.run, session.store), None) == 130
     out = capsys.readouterr().out
     assert "tuidag: interrupted by SIGINT twice: every process of the run was killed at once" in out
@@ -500,8 +555,11 @@ async def test_paused_the_header_says_eta_paused_with_the_work_left_until_resume
     with served_run(first, tmp_path) as session:
         assert session.scheduler.wait(patience(30))
     gate = tmp_path / "go"
-    second = make_dag({"a": f"while [ ! -e {gate} ]; do sleep 0.02; done",
-                       "b": {"run": "sleep 30", "depends_on": ["a"]}}, workdir=tmp_path, kill_grace=0.5)
+    second = make_dag(
+        {"a": f"while [ ! -e {gate} ]; do sleep 0.02; done", "b": {"run": "sleep 30", "depends_on": ["a"]}},
+        workdir=tmp_path,
+        kill_grace=0.5,
+    )
     with served_run(second, tmp_path, gate) as session:
         async with viewer(session.run, session.store) as (app, pilot):
             await pilot.press("p")
@@ -515,16 +573,28 @@ async def test_paused_the_header_says_eta_paused_with_the_work_left_until_resume
             assert re.search(r"ETA \d\d:\d\d:\d\d", header) is None  # no time of day
             assert app.model.snapshots["b"].state.value != "RUNNING"
             await pilot.press("p")
-            await until(pilot, lambda: "ETA: paused" not in screen_text(app).splitlines()[0]
-                        and "ETA" in screen_text(app).splitlines()[0], what="an ETA again once resumed")
+            await until(
+                pilot,
+                lambda: (
+                    "ETA: paused" not in screen_text(app).splitlines()[0] and "ETA" in screen_text(app).splitlines()[0]
+                ),
+                what="an ETA again once resumed",
+            )
 
 
 async def test_the_first_failure_does_not_take_a_selection_the_user_just_acted_on(tmp_path):
     """The user never moved the selection (the first task) but cancels it; a failure right after must not take
     the selection, or the next `c` lands on the failed task. With no one acting, the first failure is selected."""
     go = tmp_path / "go"
-    dag = make_dag({"first": "sleep 60", "second": "sleep 60", "breaks": f"while [ ! -e {go} ]; do sleep 0.02; done;"
-                    " echo broken; exit 3"}, workdir=tmp_path, kill_grace=0.5)
+    dag = make_dag(
+        {
+            "first": "sleep 60",
+            "second": "sleep 60",
+            "breaks": f"while [ ! -e {go} ]; do sleep 0.02; done; echo broken; exit 3",
+        },
+        workdir=tmp_path,
+        kill_grace=0.5,
+    )
     with served_run(dag, tmp_path) as session:
         async with viewer(session.run, session.store) as (app, pilot):
             await until(pilot, lambda: app.selected_task is not None, what="a first selection")
@@ -550,9 +620,11 @@ async def test_a_running_tiles_slots_and_usage_are_whole_when_the_screen_has_roo
     from tuidag.model.loader import load_dag
 
     source = tmp_path / "dag.yaml"
-    source.write_text("name: gpus\nresources: {gpu: 2}\ntasks:\n  prep: {run: 'true'}\n"
-                      "  train: {run: 'sleep 60', resources: {gpu: 1}, depends_on: [prep]}\n"
-                      "  report: {run: 'true', depends_on: [train]}\n")
+    source.write_text(
+        "name: gpus\nresources: {gpu: 2}\ntasks:\n  prep: {run: 'true'}\n"
+        "  train: {run: 'sleep 60', resources: {gpu: 1}, depends_on: [prep]}\n"
+        "  report: {run: 'true', depends_on: [train]}\n"
+    )
     with served_run(load_dag(source), tmp_path) as session:
         async with viewer(session.run, session.store) as (app, pilot):
             await until(pilot, lambda: "train" in app.model.usage, what="train's usage")
@@ -584,7 +656,10 @@ async def test_a_one_task_run_says_1_task_in_the_graph_the_list_and_the_timeline
             await until(pilot, lambda: "· 1 task " in screen_text(app), what="the graph's title")
             assert "1 tasks" not in screen_text(app)
             await pilot.press("L")
-            await until(pilot, lambda: "· 1 task" in screen_text(app) and "1 tasks" not in screen_text(app),
-                        what="the list's title")
+            await until(
+                pilot,
+                lambda: "· 1 task" in screen_text(app) and "1 tasks" not in screen_text(app),
+                what="the list's title",
+            )
             await pilot.press("t")
             await until(pilot, lambda: "· 1 task ·" in screen_text(app), what="the timeline's title")

@@ -4,6 +4,7 @@
 (control/remote.py), built on the same connection code. The run's folder is treated as hostile: only a socket owned
 by this user is connected to, and the process answering must be this user's too (SO_PEERCRED).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -62,8 +63,7 @@ def connect(run: RunDir, timeout: float = 5.0) -> socket.socket:
         sock.settimeout(timeout)
         try:
             sock.connect(bind_path(fd, folder, SOCKET_NAME))
-            _pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                               _PEERCRED.size))
+            _pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
             if uid != os.geteuid():
                 raise NotLive(f"run {run.run_id}: the process behind its socket is not yours; not talking to it")
         except OSError as exc:
@@ -96,7 +96,7 @@ class LineReader:
             end = self._buf.find(b"\n")
             if end >= 0:
                 line = bytes(self._buf[:end])
-                del self._buf[:end + 1]
+                del self._buf[: end + 1]
                 return line
             if len(self._buf) > MAX_MESSAGE:
                 raise NotLive("the engine sent a line longer than any it writes")
@@ -145,8 +145,9 @@ class ControlClient:
         rid = next(self._ids)
         deadline = time.time() + self.timeout
         try:
-            self.sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline,
-                                               **fields}))
+            self.sock.sendall(
+                protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline, **fields})
+            )
         except OSError as exc:  # the engine closed the connection: maybe saying why first
             raise NotLive(self._bye() or f"run {self.run.run_id} is not running ({exc.strerror or exc})") from None
         started = False
@@ -195,10 +196,14 @@ class ControlClient:
     def _unanswered(self, op: str, started: bool) -> str:
         engine = f"the engine of run {self.run.run_id} (pid {self.engine_pid})"
         if started:
-            return (f"{engine} started the {op} but did not answer in {self.timeout:.0f} s: it may or may not "
-                    f"have taken effect")
-        return (f"{engine} did not answer in {self.timeout:.0f} s (stopped, or too busy): {op} not done, and it "
-                f"won't be (the engine drops a request whose deadline passed)")
+            return (
+                f"{engine} started the {op} but did not answer in {self.timeout:.0f} s: it may or may not "
+                f"have taken effect"
+            )
+        return (
+            f"{engine} did not answer in {self.timeout:.0f} s (stopped, or too busy): {op} not done, and it "
+            f"won't be (the engine drops a request whose deadline passed)"
+        )
 
     def close(self) -> None:
         self.sock.close()
@@ -241,16 +246,30 @@ def decode_event(message: dict[str, Any], log_path: str = "") -> TaskEvent | Run
             return None
         old = _STATES.get(message.get("from")) if message.get("from") is not None else None
         snap = TaskSnapshot(
-            name, new, attempt=_int(message.get("attempt")) or 0, reason=_str(message.get("reason")),
-            exit_code=_int(message.get("exit_code")), started_at=_num(message.get("started_at")),
-            finished_at=_num(message.get("finished_at")), changed_at=_num(message.get("t")) or 0.0,
-            pid=_int(message.get("pid")), create_time=_num(message.get("create_time")), log_path=log_path,
-            reused=message.get("reused") is True, slots=_str(message.get("slots")), worker=_str(message.get("worker")),
-            log_start=_offset(message.get("log_start")))
+            name,
+            new,
+            attempt=_int(message.get("attempt")) or 0,
+            reason=_str(message.get("reason")),
+            exit_code=_int(message.get("exit_code")),
+            started_at=_num(message.get("started_at")),
+            finished_at=_num(message.get("finished_at")),
+            changed_at=_num(message.get("t")) or 0.0,
+            pid=_int(message.get("pid")),
+            create_time=_num(message.get("create_time")),
+            log_path=log_path,
+            reused=message.get("reused") is True,
+            slots=_str(message.get("slots")),
+            worker=_str(message.get("worker")),
+            log_start=_offset(message.get("log_start")),
+        )
         return TaskEvent(_int(message.get("seq")) or 0, snap.changed_at, old, snap)
     if kind == "run" and type(message.get("event")) is str:
-        return RunEvent(_int(message.get("seq")) or 0, _num(message.get("t")) or 0.0, message["event"],
-                        _str(message.get("detail")) or "")
+        return RunEvent(
+            _int(message.get("seq")) or 0,
+            _num(message.get("t")) or 0.0,
+            message["event"],
+            _str(message.get("detail")) or "",
+        )
     return None
 
 

@@ -1,6 +1,7 @@
 """One connection to the engine's control server, and the rules for keeping connections: which one makes room when
 every place is taken, which ones are closed for saying nothing, how a closed one is told why, and the engine's
 rate-limited log of what clients did."""
+
 from __future__ import annotations
 
 import socket
@@ -10,28 +11,41 @@ import time
 from ..engine.events import Event
 from . import protocol
 
-LOG_BURST = 20              # lines the engine's log takes about clients per `LOG_WINDOW` seconds; then one summary
+LOG_BURST = 20  # lines the engine's log takes about clients per `LOG_WINDOW` seconds; then one summary
 LOG_WINDOW = 10.0
 
 
 class Connection:
-    __slots__ = ("sock", "pid", "inbuf", "outbuf", "viewer", "waiting", "after", "closing", "since", "asked",
-                 "pending", "sent", "gone")
+    __slots__ = (
+        "sock",
+        "pid",
+        "inbuf",
+        "outbuf",
+        "viewer",
+        "waiting",
+        "after",
+        "closing",
+        "since",
+        "asked",
+        "pending",
+        "sent",
+        "gone",
+    )
 
     def __init__(self, sock: socket.socket, pid: int):
         self.sock = sock
         self.pid = pid
         self.inbuf = bytearray()
         self.outbuf = bytearray()
-        self.viewer = False            # subscribed to events
+        self.viewer = False  # subscribed to events
         self.waiting: list[Event] | None = None  # events that arrived while its snapshot was being taken
         self.after = 0  # the number of the last event its snapshot holds: older ones, delivered late, are not news
-        self.closing = False           # close once `outbuf` is sent
+        self.closing = False  # close once `outbuf` is sent
         self.since = time.monotonic()  # when it last sent something (or connected)
-        self.asked = False             # it sent a whole request
-        self.pending = 0               # its controls waiting for the control thread
-        self.sent = 0                  # bytes sent to it so far
-        self.gone = False              # dropped
+        self.asked = False  # it sent a whole request
+        self.pending = 0  # its controls waiting for the control thread
+        self.sent = 0  # bytes sent to it so far
+        self.gone = False  # dropped
 
 
 def idlest(connections: list[Connection]) -> Connection | None:
@@ -71,8 +85,9 @@ class EngineLog:
         self._times.append(now)
         dropped, self._dropped = self._dropped, 0
         try:
-            sys.stderr.write(f"tuidag: control: {text}"
-                             + (f" ({dropped} more such lines not shown)" if dropped else "") + "\n")
+            sys.stderr.write(
+                f"tuidag: control: {text}" + (f" ({dropped} more such lines not shown)" if dropped else "") + "\n"
+            )
             sys.stderr.flush()
         except (OSError, ValueError):
             pass

@@ -9,6 +9,7 @@ Two tables, by the thread that answers:
 An op of the protocol in neither table is answered "unknown op". What an op does to the run is a `Scheduler` method,
 under its lock; here it is only checked and put into a reply.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,10 @@ if TYPE_CHECKING:
 
 # ------------------------------------------------------------------------------------ answered on the serving thread
 def hello(server: ControlServer, client: Connection, request: dict) -> None:
-    server.transport.send(client, protocol.reply(request.get("id"), version=protocol.VERSION,
-                                                 run_id=server.session.run.run_id, pid=os.getpid()))
+    server.transport.send(
+        client,
+        protocol.reply(request.get("id"), version=protocol.VERSION, run_id=server.session.run.run_id, pid=os.getpid()),
+    )
 
 
 def status(server: ControlServer, client: Connection, request: dict) -> None:
@@ -52,7 +55,10 @@ def branch(server: ControlServer, client: Connection, request: dict) -> None:
 
 
 AT_ONCE: dict[str, Callable[[ControlServer, Connection, dict], None]] = {
-    "hello": hello, "status": status, "subscribe": subscribe, "branch": branch,
+    "hello": hello,
+    "status": status,
+    "subscribe": subscribe,
+    "branch": branch,
 }
 
 
@@ -94,9 +100,13 @@ def rerun(server: ControlServer, request: dict) -> bytes:
     changed = list(again)
     if not changed:
         states = {t: scheduler.snapshot()[t].state.value.lower() for t in request["tasks"]}
-        return protocol.reply(rid, False, error="nothing to re-run: only failed, cancelled or skipped tasks "
-                                                "re-run (" + ", ".join(f"{t} is {s}" for t, s in states.items())
-                                                + ")", changed=[])
+        return protocol.reply(
+            rid,
+            False,
+            error="nothing to re-run: only failed, cancelled or skipped tasks "
+            "re-run (" + ", ".join(f"{t} is {s}" for t, s in states.items()) + ")",
+            changed=[],
+        )
     return protocol.reply(rid, changed=changed)
 
 
@@ -121,6 +131,11 @@ def interrupt(server: ControlServer, request: dict) -> bytes:
 
 
 CONTROLS: dict[str, Callable[[ControlServer, dict], bytes]] = {
-    "cancel": cancel, "cancel_all": cancel_all, "stop": cancel_all, "rerun": rerun, "pause": pause,
-    "resume": resume, "interrupt": interrupt,
+    "cancel": cancel,
+    "cancel_all": cancel_all,
+    "stop": cancel_all,
+    "rerun": rerun,
+    "pause": pause,
+    "resume": resume,
+    "interrupt": interrupt,
 }

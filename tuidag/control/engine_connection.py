@@ -6,6 +6,7 @@ reads whole messages while subscribing, and sends requests that each wait for th
 reader, `RemoteRun._follow`, through `PendingRequests`). What the messages mean to the run is `RemoteRun`'s
 (control/remote.py): this module holds only the transport.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,12 +44,15 @@ class EngineConnection:
             self.engine_pid = peer_pid(sock)
         try:
             self._sock, self._buf = sock, bytearray()
-            sock.sendall(protocol.encode({"v": protocol.VERSION, "op": "status", "id": 0})
-                         + protocol.encode({"v": protocol.VERSION, "op": "subscribe", "id": 0}))
+            sock.sendall(
+                protocol.encode({"v": protocol.VERSION, "op": "status", "id": 0})
+                + protocol.encode({"v": protocol.VERSION, "op": "subscribe", "id": 0})
+            )
         except OSError as exc:
             self._drop_socket()
-            raise NotLive(f"run {self.run.run_id}: the engine did not take the request ({exc.strerror or exc})") \
-                from None
+            raise NotLive(
+                f"run {self.run.run_id}: the engine did not take the request ({exc.strerror or exc})"
+            ) from None
 
     def _await_answer(self, patience: float) -> None:
         """Wait up to `patience` seconds for the engine's first bytes on the connection; NotAnswered if none came
@@ -60,8 +64,7 @@ class EngineConnection:
             data = self._sock.recv(1 << 20)
         except socket.timeout:
             pid = f" (pid {self.engine_pid})" if self.engine_pid else ""
-            raise NotAnswered(f"the engine{pid} holds run {self.run.run_id} but is not answering "
-                              f"(stopped?)") from None
+            raise NotAnswered(f"the engine{pid} holds run {self.run.run_id} but is not answering (stopped?)") from None
         except OSError as exc:
             self._drop_socket()
             raise NotLive(f"run {self.run.run_id}: the connection broke ({exc.strerror or exc})") from None
@@ -88,7 +91,7 @@ class EngineConnection:
                     raise NotLive("the engine sent a line longer than any it writes")
                 end = self._buf.find(b"\n")
             line = bytes(self._buf[:end])
-            del self._buf[:end + 1]
+            del self._buf[: end + 1]
             try:
                 message = json.loads(line)
             except ValueError:
@@ -104,8 +107,9 @@ class EngineConnection:
         deadline = time.time() + REQUEST_TIMEOUT
         try:
             with self._send_lock:
-                self._sock.sendall(protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline,
-                                                    **fields}))
+                self._sock.sendall(
+                    protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline, **fields})
+                )
             if not self._pending.wait(waiter, deadline):
                 engine = f"the engine (pid {self.engine_pid})" if self.engine_pid else "the engine"
                 raise NotAnswered(self._pending.unanswered(op, waiter, deadline, engine, REQUEST_TIMEOUT))

@@ -6,6 +6,7 @@ what it can know: the engine drops a request it had not started by its deadline,
 applies one, so no `started` by the deadline means "not done, and won't be"; only a started request (or a reader
 that could not catch up) leaves "may or may not have taken effect".
 """
+
 from __future__ import annotations
 
 import itertools
@@ -75,8 +76,12 @@ class PendingRequests:
     def unanswered(self, op: str, waiter: Waiter, deadline: float, engine: str, timeout: float) -> str:
         """What a request that got no answer by its deadline means, as far as this side can know."""
         if waiter.started or self.drained <= deadline:
-            return (f"{engine} {'started the ' + op + ' but ' if waiter.started else ''}did not answer "
-                    f"{'' if waiter.started else 'the ' + op + ' '}in {timeout:.0f} s: it may or may not have "
-                    f"taken effect")
-        return (f"{engine} did not answer in {timeout:.0f} s (stopped, or too busy): {op} not done, and it won't be "
-                f"(the engine drops a request whose deadline passed)")
+            return (
+                f"{engine} {'started the ' + op + ' but ' if waiter.started else ''}did not answer "
+                f"{'' if waiter.started else 'the ' + op + ' '}in {timeout:.0f} s: it may or may not have "
+                f"taken effect"
+            )
+        return (
+            f"{engine} did not answer in {timeout:.0f} s (stopped, or too busy): {op} not done, and it won't be "
+            f"(the engine drops a request whose deadline passed)"
+        )

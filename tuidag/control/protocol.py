@@ -27,6 +27,7 @@ line raised RecursionError, and a lone surrogate echoed in a reply raised Unicod
 engine's control channel for good before these checks. Nothing here touches sockets: the engine's server and the
 clients share these definitions.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,29 +36,48 @@ import re
 from typing import Any
 
 VERSION = 1
-MAX_REQUEST = 64 << 10     # a request line; task lists of a big DAG fit many times over
-MAX_MESSAGE = 256 << 20    # what a client accepts from the engine in one line (a snapshot of a huge DAG)
+MAX_REQUEST = 64 << 10  # a request line; task lists of a big DAG fit many times over
+MAX_MESSAGE = 256 << 20  # what a client accepts from the engine in one line (a snapshot of a huge DAG)
 SOCKET_NAME = "control.sock"
-MAX_DEPTH = 16             # a request needs 2 (an object holding a list of names)
-MAX_ITEMS = 16384          # values in one request (task names of a cancel); the line limit bounds them anyway
-MAX_STRING = 4096          # characters of one string (task names have at most 128)
+MAX_DEPTH = 16  # a request needs 2 (an object holding a list of names)
+MAX_ITEMS = 16384  # values in one request (task names of a cancel); the line limit bounds them anyway
+MAX_STRING = 4096  # characters of one string (task names have at most 128)
 
 #: op -> the fields it needs ("tasks": a list of task names).
 OPS: dict[str, tuple[str, ...]] = {
-    "hello": (), "status": (), "subscribe": (), "branch": ("task",), "cancel": ("tasks",), "cancel_all": (),
-    "rerun": ("tasks",), "pause": (), "resume": (), "stop": (), "interrupt": ("signal",), "detach": (),
+    "hello": (),
+    "status": (),
+    "subscribe": (),
+    "branch": ("task",),
+    "cancel": ("tasks",),
+    "cancel_all": (),
+    "rerun": ("tasks",),
+    "pause": (),
+    "resume": (),
+    "stop": (),
+    "interrupt": ("signal",),
+    "detach": (),
 }
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 ORIGINS = ("viewer", "cli")
 #: op -> origin (None: the request did not say) -> the reason a cancelled task records; the state word is already on
 #: a tile, so the UI shows what follows `cancelled` (`in the UI`, `by tuidag cancel`).
 _REASONS: dict[str, dict[str | None, str]] = {
-    "cancel": {"viewer": "cancelled in the UI", "cli": "cancelled by tuidag cancel",
-               None: "cancelled over the control socket"},
-    "cancel_all": {"viewer": "cancelled in the UI (cancel all)", "cli": "cancelled by tuidag cancel --all",
-                   None: "cancelled over the control socket (cancel all)"},
-    "stop": {"viewer": "cancelled: the run was stopped in the UI", "cli": "cancelled: stopped by tuidag stop",
-             None: "cancelled: the run was stopped over the control socket"},
+    "cancel": {
+        "viewer": "cancelled in the UI",
+        "cli": "cancelled by tuidag cancel",
+        None: "cancelled over the control socket",
+    },
+    "cancel_all": {
+        "viewer": "cancelled in the UI (cancel all)",
+        "cli": "cancelled by tuidag cancel --all",
+        None: "cancelled over the control socket (cancel all)",
+    },
+    "stop": {
+        "viewer": "cancelled: the run was stopped in the UI",
+        "cli": "cancelled: stopped by tuidag stop",
+        None: "cancelled: the run was stopped over the control socket",
+    },
 }
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)

@@ -20,6 +20,7 @@ gone: the view says it is "not answering" (run events `NOT_ANSWERING`, then `ANS
 on screen and its request on the socket, and goes on live when the engine answers. It once opened such a run as a
 finished post-mortem and never looked again.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,13 +42,13 @@ from .protocol import MAX_MESSAGE
 from .run_source import Observer, Usage
 from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
 
-CHECK_INTERVAL = 0.25   # how often a silent connection checks that the engine is still alive
+CHECK_INTERVAL = 0.25  # how often a silent connection checks that the engine is still alive
 SUBSCRIBE_TIMEOUT = 5.0
-SILENCE = 5.0           # a live engine sends viewers its usage every second: this long without a byte, it is stopped
+SILENCE = 5.0  # a live engine sends viewers its usage every second: this long without a byte, it is stopped
 ENGINE_GONE = "engine-gone"  # the run event a RemoteRun adds once its engine is gone (detail: why)
 NOT_ANSWERING = "not-answering"  # ... when its engine holds the run but does not answer (detail: why)
-ANSWERING = "answering"      # ... when it answers again
-REAPED = "reaped"            # ... once it killed what a dead engine's tasks left (detail: what it ended)
+ANSWERING = "answering"  # ... when it answers again
+REAPED = "reaped"  # ... once it killed what a dead engine's tasks left (detail: what it ended)
 
 S = TaskState
 
@@ -83,8 +84,9 @@ class RemoteRun(EngineConnection):
 
     # ---------------------------------------------------------------------------------------------- opening
     @classmethod
-    def attach(cls, run: RunDir, store: RunStore, *, foreground: bool = False,
-               engine_pid: int | None = None) -> RemoteRun:
+    def attach(
+        cls, run: RunDir, store: RunStore, *, foreground: bool = False, engine_pid: int | None = None
+    ) -> RemoteRun:
         """Subscribe to the live run; NotLive when no engine answers (the caller may open it `stored` instead)."""
         remote = cls(run, store, foreground=foreground)
         remote.engine_pid = engine_pid
@@ -133,8 +135,10 @@ class RemoteRun(EngineConnection):
                 self.engine_pid = status["pid"]
             subscribed = self._next_message()
             if not subscribed.get("ok"):
-                raise NotLive(f"run {self.run.run_id} refused the subscription: "
-                              f"{str(subscribed.get('error') or 'no reason given')[:200]}")
+                raise NotLive(
+                    f"run {self.run.run_id} refused the subscription: "
+                    f"{str(subscribed.get('error') or 'no reason given')[:200]}"
+                )
             head = self._next_message()
             if head.get("type") != "snapshot" or type(head.get("count")) is not int:
                 raise NotLive(f"run {self.run.run_id} answered with something else than a snapshot")
@@ -150,8 +154,10 @@ class RemoteRun(EngineConnection):
             self._drop_socket()
             raise
         with self._lock:
-            self._snaps = {name: snaps.get(name, self._snaps.get(name) or TaskSnapshot(name, S.PENDING))
-                           for name in self.dag.topological_order}
+            self._snaps = {
+                name: snaps.get(name, self._snaps.get(name) or TaskSnapshot(name, S.PENDING))
+                for name in self.dag.topological_order
+            }
             self._seq = head.get("seq") if type(head.get("seq")) is int else 0
             self._paused = head.get("paused") is True
             self._finished = head.get("finished") is True
@@ -250,7 +256,7 @@ class RemoteRun(EngineConnection):
                     return
                 continue
             lines = bytes(buf[:end]).split(b"\n")
-            del buf[:end + 1]
+            del buf[: end + 1]
             self._deliver(lines)
 
     def _deliver(self, lines: list[bytes]) -> None:
@@ -304,8 +310,11 @@ class RemoteRun(EngineConnection):
     def _take_usage(self, message: dict[str, Any]) -> None:
         usage = message.get("usage")
         if type(usage) is dict:
-            self._usage = {name: (float(v[0]), int(v[1])) for name, v in usage.items()
-                           if type(v) is list and len(v) == 2 and all(type(x) in (int, float) for x in v)}
+            self._usage = {
+                name: (float(v[0]), int(v[1]))
+                for name, v in usage.items()
+                if type(v) is list and len(v) == 2 and all(type(x) in (int, float) for x in v)
+            }
 
     def _resubscribe(self) -> None:
         """The engine dropped this viewer (it read too slowly): subscribe again and publish what changed."""
@@ -319,8 +328,13 @@ class RemoteRun(EngineConnection):
         self._publish_changes(before)
 
     def _publish_changes(self, before: dict[str, TaskSnapshot]) -> None:
-        self._publish([TaskEvent(self._seq, snap.changed_at, before[name].state if name in before else None, snap)
-                       for name, snap in self._snaps.items() if before.get(name) != snap])
+        self._publish(
+            [
+                TaskEvent(self._seq, snap.changed_at, before[name].state if name in before else None, snap)
+                for name, snap in self._snaps.items()
+                if before.get(name) != snap
+            ]
+        )
 
     def _engine_alive(self) -> bool:
         return self.engine_pid is None or process_alive(self.engine_pid)
@@ -347,11 +361,15 @@ class RemoteRun(EngineConnection):
         if type(summary.get("interrupted_by")) is str:
             self.interrupted_by = summary["interrupted_by"]
         final = journal_snapshots(self.run, self.dag.topological_order)
-        changed = [TaskEvent(self._seq, snap.changed_at, self._snaps[name].state, snap)
-                   for name, snap in final.items() if name in self._snaps and differs(self._snaps[name], snap)]
+        changed = [
+            TaskEvent(self._seq, snap.changed_at, self._snaps[name].state, snap)
+            for name, snap in final.items()
+            if name in self._snaps and differs(self._snaps[name], snap)
+        ]
         end = summary.get("finished_at") if type(summary.get("finished_at")) in (int, float) else time.time()
-        self._publish([*changed, RunEvent(self._seq, end, "finished"),
-                       RunEvent(self._seq, time.time(), ENGINE_GONE, why or "")])
+        self._publish(
+            [*changed, RunEvent(self._seq, end, "finished"), RunEvent(self._seq, time.time(), ENGINE_GONE, why or "")]
+        )
         if why is not None:  # after telling: killing what the tasks left takes up to the kill grace period
             self._reaping = True
             try:

@@ -1,5 +1,6 @@
 """What a viewer knows of a run besides its engine's word: the journal's record of every task, whether the engine's
 process is alive, and cleaning up after an engine that died (as any tuidag command on the state dir does)."""
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,13 @@ def process_alive(pid: int) -> bool:
 
 
 def differs(a: TaskSnapshot, b: TaskSnapshot) -> bool:
-    return (a.state, a.attempt, a.reason, a.exit_code, a.finished_at) != (b.state, b.attempt, b.reason, b.exit_code,
-                                                                          b.finished_at)
+    return (a.state, a.attempt, a.reason, a.exit_code, a.finished_at) != (
+        b.state,
+        b.attempt,
+        b.reason,
+        b.exit_code,
+        b.finished_at,
+    )
 
 
 def journal_snapshots(run: RunDir, names: tuple[str, ...]) -> dict[str, TaskSnapshot]:
@@ -44,10 +50,20 @@ def journal_snapshots(run: RunDir, names: tuple[str, ...]) -> dict[str, TaskSnap
             snaps[name] = TaskSnapshot(name, S.PENDING)
             continue
         snaps[name] = TaskSnapshot(
-            name, rec.state, attempt=rec.attempt, reason=rec.reason, exit_code=rec.exit_code,
-            started_at=rec.started_at, finished_at=rec.finished_at,
-            changed_at=rec.finished_at or rec.started_at or 0.0, pid=rec.pid, create_time=rec.create_time,
-            reused=rec.reused, slots=rec.slots, worker=rec.worker)
+            name,
+            rec.state,
+            attempt=rec.attempt,
+            reason=rec.reason,
+            exit_code=rec.exit_code,
+            started_at=rec.started_at,
+            finished_at=rec.finished_at,
+            changed_at=rec.finished_at or rec.started_at or 0.0,
+            pid=rec.pid,
+            create_time=rec.create_time,
+            reused=rec.reused,
+            slots=rec.slots,
+            worker=rec.worker,
+        )
     return snaps
 
 
@@ -68,5 +84,6 @@ def reaped_text(reaped: Reaped) -> str:
     shown = ", ".join(f"{task} (pid {pid} {name})" for task, pid, name in reaped.processes[:8])
     more = len(reaped.processes) - 8
     count = len(reaped.processes)
-    return (f"ended {count} process{'' if count == 1 else 'es'} its tasks left: {shown}"
-            + (f" and {more} more" if more > 0 else ""))
+    return f"ended {count} process{'' if count == 1 else 'es'} its tasks left: {shown}" + (
+        f" and {more} more" if more > 0 else ""
+    )

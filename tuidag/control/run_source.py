@@ -4,6 +4,7 @@ Every shipped way of viewing a run (`tuidag run`, `Dag.main()`, `attach`, `show`
 `RemoteRun` (control/remote.py), over the run's control socket or from its journal; tests and screenshots of frozen
 scenes use a small in-memory source. The UI is typed against this Protocol, not against either.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Mapping, Protocol

@@ -11,6 +11,7 @@ two meet the run:
   effect when the engine is continued.
 - CPU and memory of the running trees go to every viewer once a second (viewers can't ask the executor).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,7 @@ from .connection import Connection, EngineLog
 from .protocol import ProtocolError
 from .transport import Transport
 
-FLUSH_WAIT = 5.0            # seconds a control waits for its `started` to reach the client's socket
+FLUSH_WAIT = 5.0  # seconds a control waits for its `started` to reach the client's socket
 USAGE_INTERVAL = 1.0
 
 
@@ -40,8 +41,10 @@ class ControlServer:
         self.transport = Transport(session.run.path, self._handle, self._log)
         self._controls: queue.SimpleQueue[tuple[Connection, dict] | None] = queue.SimpleQueue()
         self._unsubscribe = self.scheduler.subscribe(self._on_events, batches=True)
-        self._threads = [threading.Thread(target=self._run_controls, name="tuidag-control", daemon=True),
-                         threading.Thread(target=self._sample_usage, name="tuidag-control-usage", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._run_controls, name="tuidag-control", daemon=True),
+            threading.Thread(target=self._sample_usage, name="tuidag-control-usage", daemon=True),
+        ]
         self.transport.start()
         for thread in self._threads:
             thread.start()
@@ -66,9 +69,15 @@ class ControlServer:
         return self.transport.viewers
 
     def status(self) -> dict[str, Any]:
-        return {"run_id": self.session.run.run_id, "dag": self.session.dag.name, "pid": os.getpid(),
-                "viewers": self.viewers, "paused": self.scheduler.paused, "finished": self.scheduler.finished,
-                "started": self.session.started}
+        return {
+            "run_id": self.session.run.run_id,
+            "dag": self.session.dag.name,
+            "pid": os.getpid(),
+            "viewers": self.viewers,
+            "paused": self.scheduler.paused,
+            "finished": self.scheduler.finished,
+            "started": self.session.started,
+        }
 
     # ------------------------------------------------------------------------------------------ viewers' stream
     def stream_to(self, client: Connection, rid: Any) -> None:
@@ -79,10 +88,19 @@ class ControlServer:
             client.waiting = []
         seq, snaps = self.scheduler.snapshot_seq()
         session = self.session
-        head = protocol.encode({"type": "snapshot", "seq": seq, "count": len(snaps), "run_id": session.run.run_id,
-                                "started": session.started, "paused": self.scheduler.paused,
-                                "finished": self.scheduler.finished, "interrupted_by": session.interrupted_by,
-                                "notice": session.store_message})
+        head = protocol.encode(
+            {
+                "type": "snapshot",
+                "seq": seq,
+                "count": len(snaps),
+                "run_id": session.run.run_id,
+                "started": session.started,
+                "paused": self.scheduler.paused,
+                "finished": self.scheduler.finished,
+                "interrupted_by": session.interrupted_by,
+                "notice": session.store_message,
+            }
+        )
         body = b"".join(task_line(TaskEvent(seq, snap.changed_at, snap.state, snap)) for snap in snaps.values())
         with self.transport.lock:
             waiting, client.waiting, client.after = client.waiting or [], None, seq
@@ -125,8 +143,15 @@ class ControlServer:
                         value = None
                     if value is not None:
                         usage[name] = list(value)
-            self.transport.broadcast(protocol.encode({"type": "usage", "usage": usage, "slots": {
-                k: list(v) for k, v in self.scheduler.slots_in_use().items()}}))
+            self.transport.broadcast(
+                protocol.encode(
+                    {
+                        "type": "usage",
+                        "usage": usage,
+                        "slots": {k: list(v) for k, v in self.scheduler.slots_in_use().items()},
+                    }
+                )
+            )
 
     # ------------------------------------------------------------------------------------------------ requests
     def _handle(self, client: Connection, line: bytes) -> None:
@@ -174,8 +199,11 @@ class ControlServer:
         control is dropped: its deadline passed, or the client did not take the `started` within FLUSH_WAIT seconds
         (it can't hold up the controls of others)."""
         deadline = request["deadline"]
-        on_the_socket = self.transport.deliver(client, protocol.encode({"type": "started", "id": request.get("id")}),
-                                               min(FLUSH_WAIT, max(0.0, deadline - time.time())))
+        on_the_socket = self.transport.deliver(
+            client,
+            protocol.encode({"type": "started", "id": request.get("id")}),
+            min(FLUSH_WAIT, max(0.0, deadline - time.time())),
+        )
         if time.time() > deadline:
             return "its deadline passed before the engine got to it"
         return None if on_the_socket else "the connection did not take the engine's messages in time"
@@ -200,5 +228,6 @@ def _expired_reply(request: dict, why: str = "its deadline passed before the eng
 def _event_line(event: Event) -> bytes:
     if type(event) is TaskEvent:
         return task_line(event)
-    return protocol.encode({"type": "run", "event": event.kind, "seq": event.seq, "t": event.time,
-                            "detail": event.detail})
+    return protocol.encode(
+        {"type": "run", "event": event.kind, "seq": event.seq, "t": event.time, "detail": event.detail}
+    )

@@ -14,6 +14,7 @@ One thread multiplexes every connection with `selectors`; the engine never waits
   connection that has been idle longest (not a viewer, no request waiting) makes room: 64 connections that never
   sent a byte locked every command out for as long as they stayed open before this.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,11 +31,11 @@ from . import protocol
 from .connection import Connection, EngineLog, bye, idlest, silent
 from .protocol import MAX_REQUEST, SOCKET_NAME
 
-MAX_BACKLOG = 32 << 20      # bytes queued for one viewer before it counts as not reading
+MAX_BACKLOG = 32 << 20  # bytes queued for one viewer before it counts as not reading
 MAX_VIEWERS = 64
-RESERVE = 16                # connections beyond the viewers', for one-off requests
-FIRST_REQUEST = 5.0         # seconds a new connection has to send its first request
-COALESCE = 0.01             # a wake-up waits this long for more events: one send per ~10 ms, not one per batch
+RESERVE = 16  # connections beyond the viewers', for one-off requests
+FIRST_REQUEST = 5.0  # seconds a new connection has to send its first request
+COALESCE = 0.01  # a wake-up waits this long for more events: one send per ~10 ms, not one per batch
 _PEERCRED = struct.Struct("3i")
 
 
@@ -249,8 +250,11 @@ class Transport:
             return
         if len(self.clients) >= MAX_VIEWERS + RESERVE and not self._make_room():
             self.log(f"refused a connection from pid {pid}: every place is taken")
-            bye(sock, f"too many connections: {self.viewers} viewers and {len(self.clients) - self.viewers} "
-                      f"requests waiting for answers; try again")
+            bye(
+                sock,
+                f"too many connections: {self.viewers} viewers and {len(self.clients) - self.viewers} "
+                f"requests waiting for answers; try again",
+            )
             sock.close()
             return
         client = Connection(sock, pid)
@@ -300,7 +304,7 @@ class Transport:
                     self.refuse(client, None, f"request longer than {MAX_REQUEST} bytes", close=True)
                 return
             line = bytes(client.inbuf[:end])
-            del client.inbuf[:end + 1]
+            del client.inbuf[: end + 1]
             if len(line) > MAX_REQUEST:
                 self.refuse(client, None, f"request longer than {MAX_REQUEST} bytes", close=True)
                 return
@@ -316,8 +320,10 @@ class Transport:
             clients = list(self.clients.values())
         for client in clients:
             if len(client.outbuf) > MAX_BACKLOG:
-                self.log(f"dropped the viewer of pid {client.pid}: it stopped reading "
-                         f"({len(client.outbuf) >> 20} MiB waiting)")
+                self.log(
+                    f"dropped the viewer of pid {client.pid}: it stopped reading "
+                    f"({len(client.outbuf) >> 20} MiB waiting)"
+                )
                 self.drop(client)
                 continue
             if client.closing and not client.outbuf:
@@ -332,7 +338,7 @@ class Transport:
 
     def _write(self, client: Connection) -> None:
         with self.lock:
-            data = bytes(client.outbuf[:1 << 20])
+            data = bytes(client.outbuf[: 1 << 20])
         if not data:
             return
         try:

@@ -2,12 +2,21 @@
 
 Names are loaded on first use, so importing `tuidag.engine.events` (as the journal does) doesn't pull in the
 scheduler, subprocess and psutil."""
+
 from importlib import import_module
 
 _EXPORTS = {
-    "Event": "events", "RunEvent": "events", "TaskEvent": "events", "TaskSnapshot": "events",
-    "Attempt": "executor", "AttemptResult": "executor", "Executor": "executor", "RunningAttempt": "executor",
-    "LocalExecutor": "local", "RunSummary": "scheduler", "Scheduler": "scheduler",
+    "Event": "events",
+    "RunEvent": "events",
+    "TaskEvent": "events",
+    "TaskSnapshot": "events",
+    "Attempt": "executor",
+    "AttemptResult": "executor",
+    "Executor": "executor",
+    "RunningAttempt": "executor",
+    "LocalExecutor": "local",
+    "RunSummary": "scheduler",
+    "Scheduler": "scheduler",
 }
 __all__ = sorted(_EXPORTS)
 

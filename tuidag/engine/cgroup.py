@@ -14,6 +14,7 @@ callable's child process, another shell) may fork before the move; what it forks
 is still found by the other routes (group, session, tag, subreaper). An attempt's cgroup is reused by a later attempt once it is empty (creating and removing one costs ~0.1 ms; moving a
 pid into an existing one ~0.01 ms). `TUIDAG_CGROUPS=off` turns all of this off; everything else then still applies.
 """
+
 from __future__ import annotations
 
 import os

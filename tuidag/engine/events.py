@@ -3,6 +3,7 @@
 They are NamedTuples: immutable, and built in a fraction of the time a frozen dataclass takes, which matters because
 the engine makes several per task.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -13,20 +14,20 @@ from ..model.state import TaskState
 class TaskSnapshot(NamedTuple):
     name: str
     state: TaskState
-    attempt: int = 0                 # attempts started so far (cumulative across re-runs)
-    reason: str | None = None        # why it failed / was skipped / was cancelled / is retrying
+    attempt: int = 0  # attempts started so far (cumulative across re-runs)
+    reason: str | None = None  # why it failed / was skipped / was cancelled / is retrying
     exit_code: int | None = None
     started_at: float | None = None  # wall clock of the first RUNNING since the task was (re)queued
     finished_at: float | None = None
-    changed_at: float = 0.0          # wall clock of the last change
-    pid: int | None = None           # leader of the current or last attempt
-    create_time: float | None = None # set when the leader is identified by create time (callables in a child process)
+    changed_at: float = 0.0  # wall clock of the last change
+    pid: int | None = None  # leader of the current or last attempt
+    create_time: float | None = None  # set when the leader is identified by create time (callables in a child process)
     log_path: str = ""
-    reused: bool = False             # SUCCEEDED carried over from an earlier run (--resume)
-    value: Any = None                # a callable task's return value
-    slots: str | None = None         # resource slots of the current or last attempt, `gpu:0,1 db:0`
-    worker: str | None = None        # the Dask worker that ran the last attempt (None: this machine)
-    log_start: int | None = None     # where the current or last attempt's output starts in the log (after its header)
+    reused: bool = False  # SUCCEEDED carried over from an earlier run (--resume)
+    value: Any = None  # a callable task's return value
+    slots: str | None = None  # resource slots of the current or last attempt, `gpu:0,1 db:0`
+    worker: str | None = None  # the Dask worker that ran the last attempt (None: this machine)
+    log_start: int | None = None  # where the current or last attempt's output starts in the log (after its header)
 
     def duration(self, now: float) -> float | None:
         if self.started_at is None:

@@ -4,6 +4,7 @@ The scheduler owns the thread pool (its slots are `max_parallel`) and all task s
 run one attempt somewhere (local subprocess, in-process callable, a Dask worker) and report how it ended. A pool
 thread calls `launch()` and then blocks in `wait()`; `kill()` comes from any other thread and must not block.
 """
+
 from __future__ import annotations
 
 import errno
@@ -44,8 +45,8 @@ class Attempt(NamedTuple):
 
     run_id: str
     task: TaskSpec
-    number: int                 # 1-based attempt number
-    env: Mapping[str, str]      # full environment: OS + DAG + task + TUIDAG_* tags
+    number: int  # 1-based attempt number
+    env: Mapping[str, str]  # full environment: OS + DAG + task + TUIDAG_* tags
     workdir: Path
     log_path: str
     timeout: float | None
@@ -78,10 +79,10 @@ def log_full(exc: OSError, path: str) -> OSError:
 class AttemptResult(NamedTuple):
     ok: bool
     exit_code: int | None = None
-    reason: str | None = None    # why it failed or stopped: "exit code 3", "timeout", "setup failed", ...
-    cancelled: bool = False      # it ended because kill() was called
-    value: Any = None            # a callable's return value
-    worker: str | None = None    # the Dask worker that ran it (None: this machine)
+    reason: str | None = None  # why it failed or stopped: "exit code 3", "timeout", "setup failed", ...
+    cancelled: bool = False  # it ended because kill() was called
+    value: Any = None  # a callable's return value
+    worker: str | None = None  # the Dask worker that ran it (None: this machine)
 
 
 class RunningAttempt(ABC):

@@ -13,6 +13,7 @@ SIGTERM, grace period and SIGKILL apply. The return value comes back through a p
 The child imports the function's module again (its `if __name__ == "__main__":` block does not run), so the
 function must be defined at module level.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -44,12 +45,12 @@ class TaskContext:
 
     name: str
     run_id: str
-    attempt: int                       # 1-based attempt number
-    results: Mapping[str, Any]         # return values of the dependencies, by task name (None for shell tasks)
-    cancelled: threading.Event         # set when the task is cancelled or timed out: stop soon and return
-    env: Mapping[str, str]             # the environment a shell task would get (in a thread, os.environ is shared)
-    workdir: Path                      # the task's working directory (in a thread, the cwd is shared)
-    log_path: Path                     # this task's log file
+    attempt: int  # 1-based attempt number
+    results: Mapping[str, Any]  # return values of the dependencies, by task name (None for shell tasks)
+    cancelled: threading.Event  # set when the task is cancelled or timed out: stop soon and return
+    env: Mapping[str, str]  # the environment a shell task would get (in a thread, os.environ is shared)
+    workdir: Path  # the task's working directory (in a thread, the cwd is shared)
+    log_path: Path  # this task's log file
     isolated: bool = field(default=False)  # running in its own child process
 
 
@@ -71,16 +72,21 @@ def call_task(func: Callable[..., Any], ctx: TaskContext) -> Any:
 
 
 #: Where tuidag's own frames above a task's code are: they start every traceback otherwise and say nothing about it.
-_OWN_FRAMES = {os.path.normcase(os.path.abspath(__file__)),
-               os.path.normcase(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask", "callable_task.py"))}
+_OWN_FRAMES = {
+    os.path.normcase(os.path.abspath(__file__)),
+    os.path.normcase(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask", "callable_task.py")),
+}
 
 
 def task_traceback(exc: BaseException) -> str:
     """The traceback a failed callable's log gets: from the task's own code on, without the frames of tuidag that
     called it (`call_task` and the attempt around it)."""
     tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None and \
-            os.path.normcase(os.path.abspath(tb.tb_frame.f_code.co_filename)) in _OWN_FRAMES:
+    while (
+        tb is not None
+        and tb.tb_next is not None
+        and os.path.normcase(os.path.abspath(tb.tb_frame.f_code.co_filename)) in _OWN_FRAMES
+    ):
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
@@ -95,9 +101,17 @@ def _exit_result(exc: SystemExit) -> AttemptResult:
 
 
 def _context(attempt: Attempt, cancelled: threading.Event, isolated: bool) -> TaskContext:
-    return TaskContext(name=attempt.task.name, run_id=attempt.run_id, attempt=attempt.number,
-                       results=dict(attempt.results), cancelled=cancelled, env=dict(attempt.env),
-                       workdir=Path(attempt.workdir), log_path=Path(attempt.log_path), isolated=isolated)
+    return TaskContext(
+        name=attempt.task.name,
+        run_id=attempt.run_id,
+        attempt=attempt.number,
+        results=dict(attempt.results),
+        cancelled=cancelled,
+        env=dict(attempt.env),
+        workdir=Path(attempt.workdir),
+        log_path=Path(attempt.log_path),
+        isolated=isolated,
+    )
 
 
 # --- in a thread ------------------------------------------------------------------------------------------------
@@ -123,8 +137,9 @@ class ThreadAttempt(RunningAttempt):
                 return
             self._kill_reason = reason
         what = "timed out" if reason == "timeout" else "cancel requested"
-        self._log.write_bytes(f"--- tuidag: {what}: ctx.cancelled is set, waiting for the callable to return ---\n"
-                              .encode())
+        self._log.write_bytes(
+            f"--- tuidag: {what}: ctx.cancelled is set, waiting for the callable to return ---\n".encode()
+        )
         self.cancelled.set()
 
     def wait(self) -> AttemptResult:
@@ -314,12 +329,22 @@ class IsolatedAttempt(ShellAttempt):
             write_header(fd, attempt)
             if problem:
                 raise RuntimeError(f"isolate=True {problem}")
-            spec = _ChildSpec(attempt.task.name, attempt.run_id, attempt.number, dict(attempt.env),
-                              str(attempt.workdir), str(attempt.log_path), dict(attempt.results))
+            spec = _ChildSpec(
+                attempt.task.name,
+                attempt.run_id,
+                attempt.number,
+                dict(attempt.env),
+                str(attempt.workdir),
+                str(attempt.log_path),
+                dict(attempt.results),
+            )
             ctx = _mp_context()
             receiver, sender = ctx.Pipe(duplex=False)
-            child = ctx.Process(target=_child_main, args=(function_ref(attempt.task.func), spec, sender),
-                                name=f"tuidag-{attempt.task.name}")
+            child = ctx.Process(
+                target=_child_main,
+                args=(function_ref(attempt.task.func), spec, sender),
+                name=f"tuidag-{attempt.task.name}",
+            )
             try:
                 child.start()  # pickling errors (an unpicklable dependency result...) raise here
             except BaseException:
@@ -337,8 +362,9 @@ class IsolatedAttempt(ShellAttempt):
             self._cgroup.add(child.pid)
         self._step = index
         self._track(_ChildHandle(child))
-        self._reader = threading.Thread(target=self._receive, args=(receiver,), daemon=True,
-                                        name=f"tuidag-result-{attempt.task.name}")
+        self._reader = threading.Thread(
+            target=self._receive, args=(receiver,), daemon=True, name=f"tuidag-result-{attempt.task.name}"
+        )
         self._reader.start()
 
     def _receive(self, conn: multiprocessing.connection.Connection) -> None:
@@ -388,9 +414,17 @@ def _child_main(ref: FunctionRef, spec: _ChildSpec, conn: multiprocessing.connec
         os.chdir(spec.workdir)
         func = resolve_function(ref)
         output_routing.configure_child_logging()
-        ctx = TaskContext(name=spec.name, run_id=spec.run_id, attempt=spec.attempt, results=spec.results,
-                          cancelled=threading.Event(), env=dict(spec.env), workdir=Path(spec.workdir),
-                          log_path=Path(spec.log_path), isolated=True)
+        ctx = TaskContext(
+            name=spec.name,
+            run_id=spec.run_id,
+            attempt=spec.attempt,
+            results=spec.results,
+            cancelled=threading.Event(),
+            env=dict(spec.env),
+            workdir=Path(spec.workdir),
+            log_path=Path(spec.log_path),
+            isolated=True,
+        )
         value = call_task(func, ctx)
     except SystemExit as exc:
         outcome, exit_code = ("exit", exc.code), exc.code
@@ -420,7 +454,13 @@ def _redirect_output(log_path: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                  line_buffering=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                  line_buffering=True, write_through=True)
+    sys.stdout = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+        write_through=True,
+    )

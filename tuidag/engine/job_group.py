@@ -2,6 +2,7 @@
 uses. Every task starts at once; once every primary task has ended, the others (which may never end on their own)
 are stopped, each after its termination delay. A task stopped that way ends CANCELLED with reason JOB_GROUP_STOPPED,
 and does not make the run fail: stopping it is how the group is meant to end."""
+
 from __future__ import annotations
 
 import threading

@@ -1,6 +1,7 @@
 """The local executor: shell tasks as process trees (`shell_attempt`), Python callables on a thread or in a child
 process (`inprocess`); it owns what outlives a single attempt (the run's cgroups, orphans re-parented to tuidag).
 """
+
 from __future__ import annotations
 
 import os
@@ -85,8 +86,12 @@ class LocalExecutor(Executor):
         for run_id, groups in runs:
             leftovers = self._leftovers(run_id)
             if leftovers or (groups is not None and groups.populated()):
-                process.terminate_tree(leftovers, grace=1.0, collect=lambda r=run_id: self._leftovers(r),
-                                       cgroup=groups.root if groups else None)
+                process.terminate_tree(
+                    leftovers,
+                    grace=1.0,
+                    collect=lambda r=run_id: self._leftovers(r),
+                    cgroup=groups.root if groups else None,
+                )
             if groups is not None:
                 groups.remove()
         if self._orphans is not None:

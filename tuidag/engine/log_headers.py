@@ -8,6 +8,7 @@ headers. Writing and asking share one lock, so a reader never sees header bytes 
 A header starts on a line of its own: when the log does not end with a newline (the last attempt stopped mid-line),
 a newline is written first, inside the header's range, so the next attempt never runs on from the last one's text.
 """
+
 from __future__ import annotations
 
 import os

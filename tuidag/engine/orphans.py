@@ -6,6 +6,7 @@ parent dies they are re-parented to tuidag, so a child of tuidag that is not a t
 process.py), nor one of multiprocessing's helpers, nor in tuidag's own session, is the run's. `OrphanReaper` reaps
 those as they die; the run's end kills the ones still running.
 """
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ leave it in `_flush`, which runs with no lock held, by whichever thread gets the
 single ordered stream and may call back into the scheduler. `_flush` also hands the tasks that became ready to the
 pool, as they too must leave the lock first.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,6 +48,7 @@ class EventOutbox:
     _pool: WorkerPool
 
     if TYPE_CHECKING:  # task_attempts.py
+
         def _work(self, name: str, generation: int) -> None: ...
 
     def subscribe(self, observer: Observer | BatchObserver, *, batches: bool = False) -> Callable[[], None]:

@@ -12,6 +12,7 @@ Not routed (documented limits): output written straight to file descriptors 1 an
 that inherit them) and writes through a stream object captured before the task started (`out = sys.stdout`). Tasks
 that need those run with `isolate=True`, in a child process whose descriptors point at the log.
 """
+
 from __future__ import annotations
 
 import io
@@ -101,7 +102,7 @@ class LogTarget:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             if fd != self._fd:
                 os.close(fd)
@@ -291,12 +292,17 @@ def _route_logging_handlers(replaced: list[Any]) -> None:
     """Stream handlers created before routing hold the real stream; point them at a router over it, so the
     records a task emits through them land in its log while everybody else's still go where they went."""
     streams = {id(s) for s in (*replaced, sys.__stdout__, sys.__stderr__) if s is not None}
-    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
-                                      if isinstance(lg, logging.Logger))]
+    loggers = [
+        logging.getLogger(),
+        *(lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)),
+    ]
     for logger in loggers:
         for handler in list(logger.handlers):
-            if (isinstance(handler, logging.StreamHandler) and id(handler.stream) in streams
-                    and not isinstance(handler.stream, RoutingStream)):
+            if (
+                isinstance(handler, logging.StreamHandler)
+                and id(handler.stream) in streams
+                and not isinstance(handler.stream, RoutingStream)
+            ):
                 handler.setStream(RoutingStream(handler.stream))
 
 

@@ -15,6 +15,7 @@ re-parented to tuidag itself: orphans.py finds, reaps and ends those.
 Every process is identified by pid *and* create time (psutil objects), or a leader by pid and its run tag, so a recycled
 pid is never signalled.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,7 +52,7 @@ def create_time(pid: int) -> float | None:
         os.close(fd)
     if _boot_time is None:
         _boot_time = boot_time()
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     return int(fields[19]) / _CLOCK_TICKS + _boot_time
 
 
@@ -135,12 +136,18 @@ def _tagged(proc: psutil.Process, run_id: str, task: str | None, attempt: int | 
         env = proc.environ()
     except (psutil.Error, OSError):
         return False
-    return env.get(TAG_RUN) == run_id and (task is None or env.get(TAG_TASK) == task) and \
-        (attempt is None or env.get(TAG_ATTEMPT, str(attempt)) == str(attempt))
+    return (
+        env.get(TAG_RUN) == run_id
+        and (task is None or env.get(TAG_TASK) == task)
+        and (attempt is None or env.get(TAG_ATTEMPT, str(attempt)) == str(attempt))
+    )
 
 
 def collect_tree(
-    leader: ProcRef | None, run_id: str | None = None, task: str | None = None, pgid: int | None = None,
+    leader: ProcRef | None,
+    run_id: str | None = None,
+    task: str | None = None,
+    pgid: int | None = None,
     attempt: int | None = None,
 ) -> dict[int, psutil.Process]:
     """Every live process that belongs to an attempt: descendants of the leader, members of its process group or
@@ -223,8 +230,13 @@ def wait_gone(procs: dict[int, psutil.Process], deadline: float, poll: float = 0
     return alive
 
 
-def terminate_tree(procs: dict[int, psutil.Process], grace: float, pgid: int | None = None,
-                   collect: Callable[[], dict[int, psutil.Process]] | None = None, cgroup=None) -> None:
+def terminate_tree(
+    procs: dict[int, psutil.Process],
+    grace: float,
+    pgid: int | None = None,
+    collect: Callable[[], dict[int, psutil.Process]] | None = None,
+    cgroup=None,
+) -> None:
     """SIGTERM everything, wait up to `grace` seconds, then `kill_until_empty` what is left (and what `collect` finds
     anew: a process may have started a successor meanwhile)."""
     signal_all(procs, signal.SIGTERM, pgid)
@@ -237,8 +249,12 @@ def terminate_tree(procs: dict[int, psutil.Process], grace: float, pgid: int | N
 KILL_PASSES_DEADLINE = 10.0  # seconds of SIGKILL passes before giving up on a tree that keeps forking
 
 
-def kill_until_empty(known: dict[int, psutil.Process], pgid: int | None = None,
-                     collect: Callable[[], dict[int, psutil.Process]] | None = None, cgroup=None) -> None:
+def kill_until_empty(
+    known: dict[int, psutil.Process],
+    pgid: int | None = None,
+    collect: Callable[[], dict[int, psutil.Process]] | None = None,
+    cgroup=None,
+) -> None:
     """SIGKILL `known`, the group `pgid`, the cgroup and whatever `collect()` finds, again and again until a pass finds
     nothing alive. One snapshot is not enough: a process that forks its successor and exits between the snapshot and
     the signal would survive it (a SIGKILLed process forks no more, so this ends unless new processes keep coming from
@@ -297,7 +313,7 @@ def _stat_fields(pid: int) -> list[bytes] | None:
             stat = f.read()
     except OSError:
         return None
-    return stat[stat.rfind(b")") + 2:].split()
+    return stat[stat.rfind(b")") + 2 :].split()
 
 
 LEADERS: set[int] = set()  # leaders tuidag waits for itself: never reaped by OrphanReaper (see ShellAttempt._track)

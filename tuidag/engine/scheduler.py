@@ -31,6 +31,7 @@ its life cycle and the controls (cancel, re-run, pause, stop). Public methods ta
 state, and call `_flush` once they have let it go; a method named with `_` runs with the lock held, unless its
 module's docstring names it as one that takes the lock (here: `_cancel` and `_parallelism_changed`).
 """
+
 from __future__ import annotations
 
 import os
@@ -56,7 +57,7 @@ from .workers import WorkerPool
 
 
 FDS_PER_ATTEMPT = 3  # what a running attempt may hold: a pidfd (timeout), a log while it starts, a callable's log...
-FDS_RESERVED = 64    # tuidag's own: the terminal, the journal, the UI, psutil's reads, imports
+FDS_RESERVED = 64  # tuidag's own: the terminal, the journal, the UI, psutil's reads, imports
 
 
 def parallel_limit() -> tuple[int | None, int | None]:
@@ -136,8 +137,12 @@ class Scheduler(TaskAttempts):
         limit, fds = parallel_limit()
         self.max_parallel = min(wanted, limit) if limit else wanted
         # Why fewer tasks run at once than asked, for the views and the journal to say (None: as asked).
-        self.parallel_note = (f"max_parallel {wanted} capped to {self.max_parallel} by the open-file limit "
-                              f"({fds}; raise it with `ulimit -n`)" if self.max_parallel < wanted else None)
+        self.parallel_note = (
+            f"max_parallel {wanted} capped to {self.max_parallel} by the open-file limit "
+            f"({fds}; raise it with `ulimit -n`)"
+            if self.max_parallel < wanted
+            else None
+        )
         self.kill_grace = dag.kill_grace if kill_grace is None else kill_grace
         self.clock = clock
         self.log_headers = LogHeaders()  # which bytes of the task logs are attempt headers
@@ -149,7 +154,7 @@ class Scheduler(TaskAttempts):
         self._seq = 0
         self._pool = WorkerPool(self.max_parallel, "tuidag-task")
         self._paused = False
-        self._stopping = False       # finish-running / cancel-all: start nothing new
+        self._stopping = False  # finish-running / cancel-all: start nothing new
         self._halted: str | None = None  # why `stop()` stopped the run for good
         self._closed = False  # `close()` began: the run is over for good
         #: Called (on a pool thread, no lock held) when a task's log can't be written for lack of space; it is expected
@@ -175,8 +180,9 @@ class Scheduler(TaskAttempts):
         for name in dag.topological_order:
             snap = TaskSnapshot(name, S.PENDING, changed_at=now, log_path=f"{logs}/{log_name(name)}")
             if name in reused:
-                snap = snap.evolve(state=S.SUCCEEDED, reused=True, reason="reused from an earlier run",
-                                   value=reused[name])  # journalled again: a run resumed from this one gets it too
+                snap = snap.evolve(
+                    state=S.SUCCEEDED, reused=True, reason="reused from an earlier run", value=reused[name]
+                )  # journalled again: a run resumed from this one gets it too
             self._tasks[name] = TaskRecord(snap)
         self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
         executor.watch_placement(self._recheck_placement)
@@ -209,9 +215,12 @@ class Scheduler(TaskAttempts):
             if self._started:
                 return
             self._started = True
-            self._run_event("started", f"{counted(len(self._tasks), 'task')}, max_parallel {self.max_parallel}"
-                            + (f" ({self.parallel_note})" if self.parallel_note else "")
-                            + (f" ({self.parallel_source})" if self.parallel_source else ""))
+            self._run_event(
+                "started",
+                f"{counted(len(self._tasks), 'task')}, max_parallel {self.max_parallel}"
+                + (f" ({self.parallel_note})" if self.parallel_note else "")
+                + (f" ({self.parallel_source})" if self.parallel_source else ""),
+            )
             for t in self._tasks.values():
                 if t.snap.reused:  # journal and observers learn which results were carried over
                     self._set(t, S.SUCCEEDED)
@@ -289,14 +298,16 @@ class Scheduler(TaskAttempts):
                 return []
             blocked = [d for d in self.dag.tasks[name].depends_on if self._tasks[d].state in DEAD_END]
             if blocked:
-                raise RerunRefused(f"'{name}' needs '{blocked[0]}', which is {self._tasks[blocked[0]].state}: "
-                                   f"re-run '{blocked[0]}' first")
+                raise RerunRefused(
+                    f"'{name}' needs '{blocked[0]}', which is {self._tasks[blocked[0]].state}: "
+                    f"re-run '{blocked[0]}' first"
+                )
             chosen = {name}
             for d in self.dag.descendants(name):  # topological order: a task's deps are decided before it
                 state = self._tasks[d].state
                 if state in DEAD_END and all(
-                        dep in chosen or self._tasks[dep].state not in DEAD_END
-                        for dep in self.dag.tasks[d].depends_on):
+                    dep in chosen or self._tasks[dep].state not in DEAD_END for dep in self.dag.tasks[d].depends_on
+                ):
                     chosen.add(d)
             names = [n for n in self.dag.topological_order if n in chosen]
             self._stopping = False
@@ -407,4 +418,3 @@ class Scheduler(TaskAttempts):
             # kill() only records the request and sends SIGTERM; the waiting pool thread does the rest.
             threading.Thread(target=running.kill, name="tuidag-kill", daemon=True).start()
         return affected
-

@@ -5,6 +5,7 @@ The child writes to the log file descriptor itself: no pipe through tuidag, so o
 even if tuidag is slow or dies, and tuidag spends no CPU per byte. `inprocess.IsolatedAttempt` reuses all of it
 for a Python callable in a child process.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,7 @@ def open_log(attempt: Attempt) -> int:
     """The attempt's log, appended to; never through a symlink planted under its name (ELOOP fails the attempt).
     Raises LogFull when there is no space for it."""
     try:
-        return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
-                       0o600)
+        return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         raise log_full(exc, attempt.log_path) from None
 
@@ -93,8 +93,9 @@ class ShellAttempt(RunningAttempt):
                     os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))
                 except OSError as exc:  # no room for it: the next step can't start with a log
                     raise log_full(exc, self.attempt.log_path) from None
-            popen = spawn.start([shell, "-c", prefix + command], self.attempt.env, str(self.attempt.workdir),
-                                devnull(), fd)
+            popen = spawn.start(
+                [shell, "-c", prefix + command], self.attempt.env, str(self.attempt.workdir), devnull(), fd
+            )
         except FileNotFoundError as exc:
             missing = str(exc.filename or self.attempt.workdir)
             os.write(fd, f"tuidag: cannot start: {missing} does not exist\n".encode())
@@ -147,8 +148,9 @@ class ShellAttempt(RunningAttempt):
             popen = self._popen
         if popen is not None and popen.returncode is None:
             # Collect before signalling: a leader that exits on SIGTERM orphans its children out of the tree.
-            tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid,
-                                       attempt=self.attempt.number)
+            tree = process.collect_tree(
+                self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid, attempt=self.attempt.number
+            )
             self._tree_cache = tree
             process.signal_all(tree, 15, popen.pid)
         if self._cgroup is not None:
@@ -243,8 +245,9 @@ class ShellAttempt(RunningAttempt):
         popen = self._popen
         if popen.returncode is not None:
             return  # the waiting thread finishes the tree off itself (`_finish_tree`)
-        tree = process.collect_tree(self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid,
-                                       attempt=self.attempt.number)
+        tree = process.collect_tree(
+            self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid, attempt=self.attempt.number
+        )
         process.signal_all({**self._tree_cache, **tree}, 9, popen.pid)
         if self._cgroup is not None:
             self._cgroup.kill()
@@ -286,4 +289,3 @@ def describe_exit(code: int, kind: str = "run") -> str:
     if code == 126:
         return "exit code 126 (command not executable)"
     return f"exit code {code}"
-

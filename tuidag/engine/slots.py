@@ -5,6 +5,7 @@ TUIDAG_SLOTS_<KIND>, and CUDA_VISIBLE_DEVICES for GPUs, so two tasks never share
 
 Who gets freed slots is that rule's answer; the forecast plays the same rule forward on counts.
 """
+
 from __future__ import annotations
 
 from typing import Hashable, Iterable, Mapping
@@ -38,8 +39,9 @@ class SlotPool:
             free.extend(indices)
             free.sort()
 
-    def admit(self, waiting: Iterable[tuple[Hashable, Mapping[str, int]]]
-              ) -> tuple[list[tuple[Hashable, dict[str, tuple[int, ...]]]], dict[Hashable, list[str]]]:
+    def admit(
+        self, waiting: Iterable[tuple[Hashable, Mapping[str, int]]]
+    ) -> tuple[list[tuple[Hashable, dict[str, tuple[int, ...]]]], dict[Hashable, list[str]]]:
         """Give slots to the waiters (key, request), in order, that may have them by model/admission.py's rule.
         Returns the admitted (key, slots held) and, for the others, the kinds each waits for (short of, or reserved
         ahead)."""

@@ -9,6 +9,7 @@ them; its children must not).
 
 Where libc lacks a piece of that (not Linux, glibc older than 2.34) `start` is Popen with the same settings.
 """
+
 from __future__ import annotations
 
 import array
@@ -40,8 +41,16 @@ class Child(Protocol):
 def start_popen(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, stdout: int) -> Child:
     import subprocess  # the fallback only: subprocess is not needed otherwise
 
-    child = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                             start_new_session=True, close_fds=True)
+    child = subprocess.Popen(
+        argv,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
     process.LEADERS.add(child.pid)  # until the attempt has waited for it
     return child
 
@@ -94,7 +103,7 @@ class _Libc:
     SIGPIPE and SIGXFSZ) are the same for every child, so one read-only set serves every thread."""
 
     FLAGS = 0x80 | 0x04  # POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF (glibc's values)
-    BUFFER = 512         # bytes for a posix_spawn_file_actions_t or posix_spawnattr_t (glibc: 80 and 336)
+    BUFFER = 512  # bytes for a posix_spawn_file_actions_t or posix_spawnattr_t (glibc: 80 and 336)
 
     def __init__(self) -> None:
         import ctypes
@@ -102,20 +111,30 @@ class _Libc:
         libc = ctypes.CDLL(None, use_errno=True)
         self.ctypes = ctypes
         self.spawn = libc.posix_spawn
-        self.spawn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                               ctypes.c_void_p, ctypes.c_void_p]
+        self.spawn.argtypes = [
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
         self.actions_init = libc.posix_spawn_file_actions_init
         self.add_dup2 = libc.posix_spawn_file_actions_adddup2
-        self.add_chdir = libc.posix_spawn_file_actions_addchdir_np          # glibc 2.29
+        self.add_chdir = libc.posix_spawn_file_actions_addchdir_np  # glibc 2.29
         self.add_closefrom = libc.posix_spawn_file_actions_addclosefrom_np  # glibc 2.34
         self._actions: dict[tuple[int, int, bytes], object] = {}
         self._shared: dict[int, tuple] = {}  # id(mapping) -> (mapping, buffer, pointers): see shared_environment
         self.attr = ctypes.create_string_buffer(self.BUFFER)
         defaults = ctypes.create_string_buffer(self.BUFFER)  # a sigset_t
-        if (libc.posix_spawnattr_init(self.attr) or libc.sigemptyset(defaults)
-                or libc.sigaddset(defaults, int(signal.SIGPIPE)) or libc.sigaddset(defaults, int(signal.SIGXFSZ))
-                or libc.posix_spawnattr_setsigdefault(self.attr, defaults)
-                or libc.posix_spawnattr_setflags(self.attr, self.FLAGS)):
+        if (
+            libc.posix_spawnattr_init(self.attr)
+            or libc.sigemptyset(defaults)
+            or libc.sigaddset(defaults, int(signal.SIGPIPE))
+            or libc.sigaddset(defaults, int(signal.SIGXFSZ))
+            or libc.posix_spawnattr_setsigdefault(self.attr, defaults)
+            or libc.posix_spawnattr_setflags(self.attr, self.FLAGS)
+        ):
             raise OSError("posix_spawn attributes could not be set up")
 
     def strings(self, items, what: str):
@@ -132,8 +151,9 @@ class _Libc:
         buffer = self.ctypes.create_string_buffer(data, len(data))
         pointers = array.array(_POINTER_TYPE)
         if items:  # item i starts after items 0..i-1 and their NULs
-            starts = itertools.accumulate(map(operator.add, map(len, parts[:-1]), itertools.repeat(1)),
-                                          initial=self.ctypes.addressof(buffer))
+            starts = itertools.accumulate(
+                map(operator.add, map(len, parts[:-1]), itertools.repeat(1)), initial=self.ctypes.addressof(buffer)
+            )
             pointers.extend(starts)
         pointers.append(0)
         return buffer, pointers
@@ -165,9 +185,14 @@ class _Libc:
             if len(self._actions) >= 256:  # a run that spawns from many workdirs: start over rather than grow
                 self._actions.clear()  # the dropped sets are never destroyed: a few bytes each, and no race
             actions = self.ctypes.create_string_buffer(self.BUFFER)
-            if (self.actions_init(actions) or self.add_dup2(actions, stdin, 0) or self.add_dup2(actions, stdout, 1)
-                    or self.add_dup2(actions, stdout, 2) or self.add_chdir(actions, cwd)
-                    or self.add_closefrom(actions, 3)):
+            if (
+                self.actions_init(actions)
+                or self.add_dup2(actions, stdin, 0)
+                or self.add_dup2(actions, stdout, 1)
+                or self.add_dup2(actions, stdout, 2)
+                or self.add_chdir(actions, cwd)
+                or self.add_closefrom(actions, 3)
+            ):
                 raise OSError(self.ctypes.get_errno(), "posix_spawn file actions could not be set up")
             self._actions[key] = actions
         return actions
@@ -213,8 +238,14 @@ def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, st
         raise ValueError("embedded null byte in the working directory")
     pid = ctypes.c_int()
     # argv_buffer starts with the program's path: it is also the path argument
-    err = libc.spawn(ctypes.byref(pid), ctypes.addressof(argv_buffer), libc.file_actions(stdin, stdout, workdir),
-                     libc.attr, c_argv.buffer_info()[0], c_env.buffer_info()[0])
+    err = libc.spawn(
+        ctypes.byref(pid),
+        ctypes.addressof(argv_buffer),
+        libc.file_actions(stdin, stdout, workdir),
+        libc.attr,
+        c_argv.buffer_info()[0],
+        c_env.buffer_info()[0],
+    )
     if err:
         missing = cwd if err in (2, 20) and not os.path.isdir(cwd) else program  # ENOENT, ENOTDIR
         raise OSError(err, os.strerror(err), missing)

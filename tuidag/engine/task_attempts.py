@@ -8,6 +8,7 @@ scheduler lock around each change, never while the executor launches or waits; s
 (`_waiting`, `_started_on`) and `_log_full`/`_step_log_full`. `_finish_attempt`, `_schedule_retry` and
 `_apply_failure_policy` run with the lock held.
 """
+
 from __future__ import annotations
 
 import threading
@@ -32,6 +33,7 @@ class TaskAttempts(TaskQueue):
     on_log_full: Callable[[OSError], None] | None
 
     if TYPE_CHECKING:  # scheduler.py
+
         def stop(self, reason: str) -> list[str]: ...
         def _stop_starting(self, reason: str) -> list[str]: ...
 
@@ -71,18 +73,38 @@ class TaskAttempts(TaskQueue):
             # before any other change of the task if one comes first (a cancel while launching, a launch error).
             # With an executor whose attempts start later (Dask), once the attempt has started (`_started_on`).
             first = t.snap.started_at is None
-            self._set(t, S.RUNNING, announce=False, attempt=number, started_at=t.snap.started_at or now, pid=None,
-                      create_time=None, reason=None, exit_code=None, worker=None, log_start=None)
+            self._set(
+                t,
+                S.RUNNING,
+                announce=False,
+                attempt=number,
+                started_at=t.snap.started_at or now,
+                pid=None,
+                create_time=None,
+                reason=None,
+                exit_code=None,
+                worker=None,
+                log_start=None,
+            )
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
             slot_env = self._slot_env(spec, t.held)
         attempt = Attempt(
-            run_id=self.run_id, task=spec, number=number,
-            env=TaskEnvironment(self._base_env, {**spec.env, **self._run_env(spec), **slot_env, "TUIDAG_TASK": name,
-                                                 "TUIDAG_ATTEMPT": str(number)}),
-            workdir=spec.workdir or self.dag.workdir, log_path=t.snap.log_path, log_headers=self.log_headers,
-            timeout=spec.timeout, kill_grace=self.kill_grace, results=results,
+            run_id=self.run_id,
+            task=spec,
+            number=number,
+            env=TaskEnvironment(
+                self._base_env,
+                {**spec.env, **self._run_env(spec), **slot_env, "TUIDAG_TASK": name, "TUIDAG_ATTEMPT": str(number)},
+            ),
+            workdir=spec.workdir or self.dag.workdir,
+            log_path=t.snap.log_path,
+            log_headers=self.log_headers,
+            timeout=spec.timeout,
+            kill_grace=self.kill_grace,
+            results=results,
             on_worker=lambda worker, slots=None, started=None, ending=False: self._started_on(
-                t, generation, number, worker, slots, started if first else None, ending),
+                t, generation, number, worker, slots, started if first else None, ending
+            ),
             on_waiting=lambda: self._waiting(t, generation, number),
         )
         try:
@@ -161,12 +183,26 @@ class TaskAttempts(TaskQueue):
             if t.generation != generation or t.snap.attempt != number or t.unannounced is not S.QUEUED:
                 return
             self._seq += 1
-            self._outbox.append(TaskEvent(self._seq, self.clock(), S.QUEUED, t.snap.evolve(
-                state=S.QUEUED, reason=self.executor.waiting_reason)))
+            self._outbox.append(
+                TaskEvent(
+                    self._seq,
+                    self.clock(),
+                    S.QUEUED,
+                    t.snap.evolve(state=S.QUEUED, reason=self.executor.waiting_reason),
+                )
+            )
         self._flush()
 
-    def _started_on(self, t: TaskRecord, generation: int, number: int, worker: str, slots: str | None,
-                    started: float | None = None, ending: bool = False) -> None:
+    def _started_on(
+        self,
+        t: TaskRecord,
+        generation: int,
+        number: int,
+        worker: str,
+        slots: str | None,
+        started: float | None = None,
+        ending: bool = False,
+    ) -> None:
         """The executor says where attempt `number` runs (and, when the worker numbered the slots itself, which ones
         it has there): an update event (old == new state), so the views and the journal say so while it runs. With
         an executor whose attempts start later, this is the attempt's start: RUNNING is announced now, from when
@@ -242,4 +278,3 @@ class TaskAttempts(TaskQueue):
         policy = self.dag.on_failure
         if policy is not FailurePolicy.SKIP_DOWNSTREAM:
             self._stop_starting(f"run stopped: '{failed}' failed ({policy})")
-

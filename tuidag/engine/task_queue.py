@@ -5,6 +5,7 @@ and then submitted to the pool.
 Part of `Scheduler` (scheduler.py): every method here runs with the scheduler lock held, but `_recheck_placement`
 (the executor calls it), which takes it.
 """
+
 from __future__ import annotations
 
 from ..model.resources import cuda_kind, format_slots, slot_env
@@ -57,9 +58,13 @@ class TaskQueue(TaskRecords):
         if self._paused or self._stopping or not self._slot_waiters:
             return
         tasks = self._tasks
-        live = [(name, generation) for name, generation in self._slot_waiters
-                if tasks[name].generation == generation and tasks[name].held is None
-                and tasks[name].state in (S.QUEUED, S.RETRYING)]
+        live = [
+            (name, generation)
+            for name, generation in self._slot_waiters
+            if tasks[name].generation == generation
+            and tasks[name].held is None
+            and tasks[name].state in (S.QUEUED, S.RETRYING)
+        ]
         admitted, blocked = self.slots.admit((item, self._requests[item[0]]) for item in live)
         self._slot_waiters = [item for item in live if item in blocked]
         for item, held in admitted:
@@ -95,4 +100,3 @@ class TaskQueue(TaskRecords):
     def _slot_env(self, spec: TaskSpec, held: dict[str, tuple[int, ...]] | None) -> dict[str, str]:
         """TUIDAG_SLOTS_<KIND> for each kind held, and CUDA_VISIBLE_DEVICES with the first GPU kind's numbers."""
         return slot_env(held, cuda_kind(spec)) if held else {}
-

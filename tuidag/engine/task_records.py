@@ -4,6 +4,7 @@ against the state table in model/state.py, the event queued in the outbox); `_ch
 Part of `Scheduler` (scheduler.py), which owns this state behind its one lock: every method here runs with the lock
 held.
 """
+
 from __future__ import annotations
 
 import threading
@@ -37,8 +38,8 @@ class TaskRecord:
 
     def __init__(self, snap: TaskSnapshot):
         self.snap = snap
-        self.generation = 0               # bumped on re-run so stale pool work and timers are ignored
-        self.attempts_before = 0          # attempts made before the latest re-run (retries budget is per re-run)
+        self.generation = 0  # bumped on re-run so stale pool work and timers are ignored
+        self.attempts_before = 0  # attempts made before the latest re-run (retries budget is per re-run)
         self.running: RunningAttempt | None = None
         self.timer: threading.Timer | None = None
         self.cancel_reason: str | None = None
@@ -73,6 +74,7 @@ class TaskRecords(EventOutbox):
     _done: threading.Event
 
     if TYPE_CHECKING:  # task_queue.py
+
         def _release(self, t: TaskRecord) -> None: ...
 
     def _check_done(self) -> None:
@@ -119,4 +121,3 @@ class TaskRecords(EventOutbox):
     def _run_event(self, kind: str, detail: str = "") -> None:
         self._seq += 1
         self._outbox.append(RunEvent(self._seq, self.clock(), kind, detail))
-

@@ -4,6 +4,7 @@ Why not `concurrent.futures.ThreadPoolExecutor`: the scheduler keeps no futures 
 of truth), and the Future, the work item and the condition variables the executor creates and signals for every
 item cost about a tenth of tuidag's time on a DAG of quick tasks. Here an item is one put on a C `SimpleQueue`.
 """
+
 from __future__ import annotations
 
 import os
@@ -79,7 +80,6 @@ class WorkerPool:
                 fn(*args)
             except BaseException:  # the items catch their own errors; this keeps the thread alive regardless
                 _report(fn)
-
 
     def _retire(self) -> bool:
         """This thread ends: the pool was made smaller (`resize`)."""

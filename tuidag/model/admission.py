@@ -14,6 +14,7 @@ Over the tasks waiting for slots, in the order they started waiting:
 Durations are unknown, so no later task is let past a reservation on the guess that it would finish in time
 ("backfilling"): slots of a reserved kind may stay idle until the waiter ahead can start.
 """
+
 from __future__ import annotations
 
 from typing import Hashable, Iterable, Mapping, TypeVar
@@ -21,8 +22,9 @@ from typing import Hashable, Iterable, Mapping, TypeVar
 K = TypeVar("K", bound=Hashable)
 
 
-def admit(waiting: Iterable[tuple[K, Mapping[str, int]]], free: Mapping[str, int], *, stop_early: bool = False
-          ) -> tuple[list[K], dict[K, list[str]]]:
+def admit(
+    waiting: Iterable[tuple[K, Mapping[str, int]]], free: Mapping[str, int], *, stop_early: bool = False
+) -> tuple[list[K], dict[K, list[str]]]:
     """The waiters `(key, request)` (kind -> slots, each kind one of `free`'s) that get their slots now by the rule
     above, in order, given the free slots of each kind; and, for each of the others, the kinds it waits for (those
     it is short of, then those reserved by a waiter ahead of it). Nothing is taken: the caller takes the admitted

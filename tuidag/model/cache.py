@@ -16,6 +16,7 @@ An entry is used only when everything the loaders' result depends on is what it 
 Anything else (another version, a corrupt or unreadable entry) is a miss: the file is loaded as usual and the entry
 written again. A file with errors is never cached, so errors always come from the file itself, located as usual.
 """
+
 from __future__ import annotations
 
 import marshal
@@ -33,8 +34,9 @@ FORMAT = 6
 _MODEL_DIR = os.path.dirname(__file__)
 
 
-def load_dag_cached(path: Path, cache_dir: Path, notes: list[Note] | None = None,
-                    env: Sequence[tuple[str, str]] = ()) -> DagSpec:
+def load_dag_cached(
+    path: Path, cache_dir: Path, notes: list[Note] | None = None, env: Sequence[tuple[str, str]] = ()
+) -> DagSpec:
     """`load_dag(path, notes, env=env)`, from `cache_dir` when it holds this exact file's model. Errors are not
     cached."""
     data = read_source_bytes(path)  # refuses what is not a regular file of a sane size, located as usual
@@ -61,8 +63,16 @@ def load_dag_cached(path: Path, cache_dir: Path, notes: list[Note] | None = None
 
 
 def _key(data: bytes, real: str, env: Sequence[tuple[str, str]]) -> str:
-    stamp = [FORMAT, real, os.getcwd(), list(env), os.environ.get("HOME", ""), os.environ.get("PATH", ""),
-             os.cpu_count(), code_stamp(_MODEL_DIR)]
+    stamp = [
+        FORMAT,
+        real,
+        os.getcwd(),
+        list(env),
+        os.environ.get("HOME", ""),
+        os.environ.get("PATH", ""),
+        os.cpu_count(),
+        code_stamp(_MODEL_DIR),
+    ]
     return sha1(repr(stamp).encode() + b"\0" + data).hexdigest()
 
 
@@ -139,32 +149,118 @@ def _loc(location: Location | None) -> tuple | None:
 
 
 def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
-    tasks = [(t.name, t.run, t.depends_on, dict(t.env), None if t.workdir is None else str(t.workdir), t.retries,
-              t.retry_delay, t.timeout, t.setup, t.isolate, t.shell, _loc(t.location),
-              tuple(map(_loc, t.dep_locations)), dict(t.run_env),
-              [(kind, r.count, _loc(r.location), r.accelerator) for kind, r in t.resources.items()])
-             for t in dag.tasks.values()]
+    tasks = [
+        (
+            t.name,
+            t.run,
+            t.depends_on,
+            dict(t.env),
+            None if t.workdir is None else str(t.workdir),
+            t.retries,
+            t.retry_delay,
+            t.timeout,
+            t.setup,
+            t.isolate,
+            t.shell,
+            _loc(t.location),
+            tuple(map(_loc, t.dep_locations)),
+            dict(t.run_env),
+            [(kind, r.count, _loc(r.location), r.accelerator) for kind, r in t.resources.items()],
+        )
+        for t in dag.tasks.values()
+    ]
     group = None if dag.job_group is None else (dag.job_group.primary, dict(dag.job_group.termination_delay))
-    return (key, dag.name, dag.max_parallel if dag.max_parallel_given else None, dag.on_failure.value, dag.kill_grace,
-            dict(dag.env), str(dag.workdir), None if dag.source is None else str(dag.source), tasks,
-            [(n.message, tuple(n.location), n.unless_kind, n.instead) for n in notes],
-            dag.topological_order, dag.fingerprints, group, dict(dag.resources), dag.executor, dag.dask_address)
+    return (
+        key,
+        dag.name,
+        dag.max_parallel if dag.max_parallel_given else None,
+        dag.on_failure.value,
+        dag.kill_grace,
+        dict(dag.env),
+        str(dag.workdir),
+        None if dag.source is None else str(dag.source),
+        tasks,
+        [(n.message, tuple(n.location), n.unless_kind, n.instead) for n in notes],
+        dag.topological_order,
+        dag.fingerprints,
+        group,
+        dict(dag.resources),
+        dag.executor,
+        dag.dask_address,
+    )
 
 
 def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
-    (_, name, max_parallel, on_failure, kill_grace, env, workdir, source, rows, notes, order, prints, group,
-     capacities, executor, dask_address) = record
+    (
+        _,
+        name,
+        max_parallel,
+        on_failure,
+        kill_grace,
+        env,
+        workdir,
+        source,
+        rows,
+        notes,
+        order,
+        prints,
+        group,
+        capacities,
+        executor,
+        dask_address,
+    ) = record
     tasks = {}
-    for (task, run, deps, task_env, task_workdir, retries, retry_delay, timeout, setup, isolate, shell, location,
-         dep_locations, run_env, requests) in rows:
+    for (
+        task,
+        run,
+        deps,
+        task_env,
+        task_workdir,
+        retries,
+        retry_delay,
+        timeout,
+        setup,
+        isolate,
+        shell,
+        location,
+        dep_locations,
+        run_env,
+        requests,
+    ) in rows:
         tasks[task] = TaskSpec(
-            task, run, deps, task_env, None if task_workdir is None else Path(task_workdir), retries, retry_delay,
-            timeout, setup, None, isolate, shell, None if location is None else Location(*location),
-            tuple(None if where is None else Location(*where) for where in dep_locations), run_env,
-            {kind: Request(count, None if where is None else Location(*where), accelerator)
-             for kind, count, where, accelerator in requests})
-    dag = DagSpec(name, tasks, max_parallel, FailurePolicy(on_failure), kill_grace, env, Path(workdir),
-                  None if source is None else Path(source), None if group is None else JobGroup(*group), capacities,
-                  executor, dask_address)
+            task,
+            run,
+            deps,
+            task_env,
+            None if task_workdir is None else Path(task_workdir),
+            retries,
+            retry_delay,
+            timeout,
+            setup,
+            None,
+            isolate,
+            shell,
+            None if location is None else Location(*location),
+            tuple(None if where is None else Location(*where) for where in dep_locations),
+            run_env,
+            {
+                kind: Request(count, None if where is None else Location(*where), accelerator)
+                for kind, count, where, accelerator in requests
+            },
+        )
+    dag = DagSpec(
+        name,
+        tasks,
+        max_parallel,
+        FailurePolicy(on_failure),
+        kill_grace,
+        env,
+        Path(workdir),
+        None if source is None else Path(source),
+        None if group is None else JobGroup(*group),
+        capacities,
+        executor,
+        dask_address,
+    )
     dag.prime(topological_order=order, fingerprints=prints)
     return dag, [Note(message, Location(*where), kind, instead) for message, where, kind, instead in notes]

@@ -26,6 +26,7 @@ library does not count as a change); objects of any other type (instances of the
 (files, the environment, attributes of modules: `config.X` is `config`, a module, by name); a value past the item
 limit. Python's bytecode differs between versions, so a new Python version counts as a change.
 """
+
 from __future__ import annotations
 
 import functools
@@ -40,11 +41,16 @@ except ImportError:
     from hashlib import sha1
 
 MAX_ITEMS = 2_000  # values and code objects described per callable: a global holding a big table costs no more
-MAX_DEPTH = 64      # nested containers, functions and classes followed
+MAX_DEPTH = 64  # nested containers, functions and classes followed
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _CONTAINERS = (tuple, list, dict, set, frozenset)
-_CALLABLES = (types.FunctionType, functools.partial, types.MethodType, types.BuiltinFunctionType,
-              types.BuiltinMethodType)
+_CALLABLES = (
+    types.FunctionType,
+    functools.partial,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+)
 
 
 def callable_fingerprint(func: Callable[..., Any], memo: dict[int, tuple[Any, str | None]] | None = None) -> str:
@@ -58,8 +64,13 @@ def callable_fingerprint(func: Callable[..., Any], memo: dict[int, tuple[Any, st
 @functools.cache
 def _library_folders() -> tuple[str, ...]:
     """Where the Python installation and installed packages live: code from there is a library's, named only."""
-    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-               os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # tuidag itself
+    folders = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    }  # tuidag itself
     return tuple(os.path.join(os.path.realpath(folder), "") for folder in folders if folder)
 
 
@@ -81,7 +92,7 @@ class _Printer:
         self.seen: dict[int, int] = {}  # id of a function or class met -> its number (for cycles)
         self.budget = MAX_ITEMS
         self.depth = 0  # containers and callables being described: a fixed limit, not Python's recursion limit
-                        # (which would be reached at a point that depends on the caller's stack)
+        # (which would be reached at a point that depends on the caller's stack)
 
     def _first_visit(self, obj: Any) -> bool:
         number = self.seen.get(id(obj))
@@ -139,10 +150,13 @@ class _Printer:
 
     def code(self, code: types.CodeType) -> None:
         self.budget -= 1
-        self.out.append(f"code {code.co_name} {code.co_argcount} {code.co_posonlyargcount} {code.co_kwonlyargcount} "
-                        f"{code.co_flags} {code.co_code.hex()} {getattr(code, 'co_exceptiontable', b'').hex()}")
-        self.out.append(" ".join(code.co_names + ("|",) + code.co_varnames + ("|",) + code.co_freevars + ("|",)
-                                 + code.co_cellvars))
+        self.out.append(
+            f"code {code.co_name} {code.co_argcount} {code.co_posonlyargcount} {code.co_kwonlyargcount} "
+            f"{code.co_flags} {code.co_code.hex()} {getattr(code, 'co_exceptiontable', b'').hex()}"
+        )
+        self.out.append(
+            " ".join(code.co_names + ("|",) + code.co_varnames + ("|",) + code.co_freevars + ("|",) + code.co_cellvars)
+        )
         for const in code.co_consts:
             if type(const) is types.CodeType:
                 self.code(const)
@@ -168,8 +182,11 @@ class _Printer:
             if known is None or known[0] is not value:
                 alone = _Printer()
                 alone.value(value)
-                text = None if alone.calls else "data " + sha1("\0".join(alone.out).encode("utf-8", "backslashreplace")
-                                                              ).hexdigest()
+                text = (
+                    None
+                    if alone.calls
+                    else "data " + sha1("\0".join(alone.out).encode("utf-8", "backslashreplace")).hexdigest()
+                )
                 known = (value, text)  # the value is kept alive with its entry, so its id is not reused meanwhile
                 if self.memo is not None:
                     self.memo[id(value)] = known

@@ -4,6 +4,7 @@ A DAG of thousands of tasks means tens of thousands of objects (YAML nodes, spec
 once and live until exit. Left alone, the collector walks all of them again on every full pass: while they are being
 built (which made loading quadratic) and during the run (pauses of ~0.1 s in the UI).
 """
+
 from __future__ import annotations
 
 import gc

@@ -1,5 +1,6 @@
 """How tuidag writes a count in its messages: one number format everywhere (`3,000`, as the terminal UI writes it),
 and the noun in the singular for one (`1 task`, `3,000 tasks`)."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """Durations as users write them: a number of seconds, or 500ms / 5s / 2m / 1h."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Located errors for bad DAG input: every message reads `FILE:LINE:COL: message`."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -7,7 +8,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 class Location(NamedTuple):
     file: str
     line: int  # 1-based
-    col: int   # 1-based
+    col: int  # 1-based
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"

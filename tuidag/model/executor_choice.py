@@ -2,6 +2,7 @@
 `dask-local[:N]` (a Dask LocalCluster of N worker processes started for the run). Chosen by `--executor` or
 `executor:` in the file; parsed here (plain data) so the file loader can report a bad value at its line, and so that
 choosing `local` never imports Dask."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ ADDRESS_ENV = "DASK_SCHEDULER_ADDRESS"  # Dask's own variable for the scheduler 
 
 
 class ExecutorChoice(NamedTuple):
-    kind: str                   # "local", "dask" or "dask-local"
+    kind: str  # "local", "dask" or "dask-local"
     workers: int | None = None  # dask-local: worker processes (None: one per CPU)
     address: str | None = None  # dask: the scheduler's address
 
@@ -42,7 +43,9 @@ def choose_executor(text: str | None, address: str | None) -> ExecutorChoice:
     if kind == "dask":
         address = address or os.environ.get(ADDRESS_ENV)
         if not address:
-            raise ValueError("executor dask needs the scheduler's address: --dask-address tcp://HOST:8786 "
-                             f"(or dask_address in the DAG file, or ${ADDRESS_ENV})")
+            raise ValueError(
+                "executor dask needs the scheduler's address: --dask-address tcp://HOST:8786 "
+                f"(or dask_address in the DAG file, or ${ADDRESS_ENV})"
+            )
         return ExecutorChoice("dask", address=address)
     return ExecutorChoice(kind, int(count) if count else None)

@@ -13,6 +13,7 @@ A running task ends at `max(now, start + expected)`: one running longer than exp
 re-simulates with one task at a time made faster. Pure functions of plain mappings, for the live view (forecast
 spans), the headless summary and the report (actual spans): no store, no engine, no textual.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -28,15 +29,16 @@ Span = tuple[float, float]
 
 
 class Forecast(NamedTuple):
-    end: float | None              # when the last task ends; None when some remaining task has no expected duration
-    spans: dict[str, Span]         # task -> (start, end): actual for finished tasks, predicted for the others
-    unknown: tuple[str, ...]       # remaining tasks with no expected duration (in the DAG's order)
-    earliest_end: float | None     # the end with unknown durations counted as zero: a lower bound (None: no tasks)
+    end: float | None  # when the last task ends; None when some remaining task has no expected duration
+    spans: dict[str, Span]  # task -> (start, end): actual for finished tasks, predicted for the others
+    unknown: tuple[str, ...]  # remaining tasks with no expected duration (in the DAG's order)
+    earliest_end: float | None  # the end with unknown durations counted as zero: a lower bound (None: no tasks)
 
 
 class ForecastShape(NamedTuple):
     """What the simulation needs of a DAG. Field names are `simulate`'s parameters: `simulate(**shape._asdict(),
     now=..., ...)`."""
+
     dag_deps: Mapping[str, Sequence[str]]
     order: Sequence[str]
     max_parallel: int
@@ -46,10 +48,17 @@ class ForecastShape(NamedTuple):
 
 def shape_of(dag: DagSpec, max_parallel: int | None = None) -> ForecastShape:
     """The shape of a DagSpec (a live run's, or `store.run_dag.dag_from_header`'s for a stored one)."""
-    return ForecastShape({name: tuple(task.depends_on) for name, task in dag.tasks.items()},
-                    tuple(dag.topological_order), max(1, max_parallel or dag.max_parallel), dict(dag.resources),
-                    {name: {kind: req.count for kind, req in task.resources.items()}
-                     for name, task in dag.tasks.items() if task.resources})
+    return ForecastShape(
+        {name: tuple(task.depends_on) for name, task in dag.tasks.items()},
+        tuple(dag.topological_order),
+        max(1, max_parallel or dag.max_parallel),
+        dict(dag.resources),
+        {
+            name: {kind: req.count for kind, req in task.resources.items()}
+            for name, task in dag.tasks.items()
+            if task.resources
+        },
+    )
 
 
 def task_spans(segments: Mapping[str, Sequence[Segment]], now: float) -> dict[str, Span]:
@@ -65,17 +74,27 @@ def task_spans(segments: Mapping[str, Sequence[Segment]], now: float) -> dict[st
     return spans
 
 
-def simulate(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now: float,
-             finished: Mapping[str, Span], running: Mapping[str, float], expected: Mapping[str, float],
-             max_parallel: int, capacities: Mapping[str, int] = {}, requests: Mapping[str, Mapping[str, int]] = {},
-             blocked: AbstractSet[str] = frozenset()) -> Forecast:
+def simulate(
+    dag_deps: Mapping[str, Sequence[str]],
+    order: Sequence[str],
+    *,
+    now: float,
+    finished: Mapping[str, Span],
+    running: Mapping[str, float],
+    expected: Mapping[str, float],
+    max_parallel: int,
+    capacities: Mapping[str, int] = {},
+    requests: Mapping[str, Mapping[str, int]] = {},
+    blocked: AbstractSet[str] = frozenset(),
+) -> Forecast:
     """Play the remaining tasks of `order` (neither finished, running nor blocked, nor downstream of a blocked one:
     a failed task is both finished and blocked) forward from `now`. Tasks ready at `now` queue in the order their
     dependencies ended (then `order`); a retrying task belongs in neither `finished` nor `running`: it runs again
     for its whole expected duration.
     Unknown durations count as zero for the spans (a lower bound) and make `end` None."""
-    return _Simulation(dag_deps, order, now, finished, running, expected, max_parallel, capacities, requests,
-                       blocked).run()
+    return _Simulation(
+        dag_deps, order, now, finished, running, expected, max_parallel, capacities, requests, blocked
+    ).run()
 
 
 class _Simulation:
@@ -83,10 +102,19 @@ class _Simulation:
     task's threads and slots are freed, its children that have nothing left to wait for queue, and the queued
     tasks start as threads and slots allow."""
 
-    def __init__(self, dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], now: float,
-                 finished: Mapping[str, Span], running: Mapping[str, float], expected: Mapping[str, float],
-                 max_parallel: int, capacities: Mapping[str, int], requests: Mapping[str, Mapping[str, int]],
-                 blocked: AbstractSet[str]) -> None:
+    def __init__(
+        self,
+        dag_deps: Mapping[str, Sequence[str]],
+        order: Sequence[str],
+        now: float,
+        finished: Mapping[str, Span],
+        running: Mapping[str, float],
+        expected: Mapping[str, float],
+        max_parallel: int,
+        capacities: Mapping[str, int],
+        requests: Mapping[str, Mapping[str, int]],
+        blocked: AbstractSet[str],
+    ) -> None:
         self.dag_deps, self.order, self.now, self.max_parallel = dag_deps, order, now, max_parallel
         self.finished, self.running, self.expected = finished, running, expected
         self.index = index = {name: i for i, name in enumerate(order)}
@@ -100,9 +128,18 @@ class _Simulation:
         self.unknown: list[str] = []
         self.free = free = {kind: max(0, int(count)) for kind, count in capacities.items()}
         # Kinds the DAG has, no more than it has (a tampered header must not make a task wait forever).
-        self.want = {name: held for name, req in requests.items() if name in index
-                     if (held := {kind: min(int(count), free[kind]) for kind, count in (req or {}).items()
-                                  if kind in free and count > 0 and free[kind] > 0})}
+        self.want = {
+            name: held
+            for name, req in requests.items()
+            if name in index
+            if (
+                held := {
+                    kind: min(int(count), free[kind])
+                    for kind, count in (req or {}).items()
+                    if kind in free and count > 0 and free[kind] > 0
+                }
+            )
+        }
         self.events: list[tuple[float, int, str]] = []  # (end, start order, task)
         self.seq = 0
         self.busy = 0  # threads taken
@@ -178,7 +215,7 @@ class _Simulation:
                 for kind, count in want[name].items():
                     self.free[kind] -= count
             self.ready.extend(admitted)
-            self.waiters = [*blocked, *waiters[len(admitted) + len(blocked):]]
+            self.waiters = [*blocked, *waiters[len(admitted) + len(blocked) :]]
 
     def _start(self, t: float) -> None:
         """Start queued tasks at `t` while threads are free."""
@@ -223,8 +260,12 @@ class _Simulation:
 _NO_SLOTS: Mapping[str, int] = {}
 
 
-def _downstream(blocked: Iterable[str], children: Mapping[str, Sequence[str]], finished: Mapping[str, Span],
-                running: Mapping[str, float]) -> set[str]:
+def _downstream(
+    blocked: Iterable[str],
+    children: Mapping[str, Sequence[str]],
+    finished: Mapping[str, Span],
+    running: Mapping[str, float],
+) -> set[str]:
     """Every task below a blocked one that has not run, and the blocked ones that have not: none of them will. A
     blocked task may be finished (one that failed): it keeps its span, and what depends on it never runs."""
     never: set[str] = set()
@@ -239,8 +280,9 @@ def _downstream(blocked: Iterable[str], children: Mapping[str, Sequence[str]], f
     return never
 
 
-def critical_path(dag_deps: Mapping[str, Sequence[str]], spans: Mapping[str, Span],
-                  tolerance: float = 0.25) -> list[str]:
+def critical_path(
+    dag_deps: Mapping[str, Sequence[str]], spans: Mapping[str, Span], tolerance: float = 0.25
+) -> list[str]:
     """The chain that set the run's length, first task first: from the task that ends last, back through what each
     task waited for, to a task that started with the run. Actual spans give a finished run's path, `simulate`'s
     spans a live run's.
@@ -280,11 +322,23 @@ def critical_path(dag_deps: Mapping[str, Sequence[str]], spans: Mapping[str, Spa
     return path
 
 
-def speedups(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now: float,
-             finished: Mapping[str, Span], running: Mapping[str, float], expected: Mapping[str, float],
-             max_parallel: int, capacities: Mapping[str, int] = {}, requests: Mapping[str, Mapping[str, int]] = {},
-             blocked: AbstractSet[str] = frozenset(), factor: float = 0.5, top: int = 3,
-             candidates: int = 12, min_saved: float = 1e-9) -> list[tuple[str, float]]:
+def speedups(
+    dag_deps: Mapping[str, Sequence[str]],
+    order: Sequence[str],
+    *,
+    now: float,
+    finished: Mapping[str, Span],
+    running: Mapping[str, float],
+    expected: Mapping[str, float],
+    max_parallel: int,
+    capacities: Mapping[str, int] = {},
+    requests: Mapping[str, Mapping[str, int]] = {},
+    blocked: AbstractSet[str] = frozenset(),
+    factor: float = 0.5,
+    top: int = 3,
+    candidates: int = 12,
+    min_saved: float = 1e-9,
+) -> list[tuple[str, float]]:
     """The `top` tasks that, made faster, would end the run soonest: (task, seconds saved), most first.
 
     Each candidate's expected duration is multiplied by `factor` (halved by default: a realistic "made faster",
@@ -295,13 +349,23 @@ def speedups(dag_deps: Mapping[str, Sequence[str]], order: Sequence[str], *, now
     cannot save more than it loses); with unknown durations there is no forecast to improve, so the answer is empty.
     For a finished run, simulate it from its start: `now` = its start, `finished`/`running` empty, `expected` =
     the actual durations."""
-    args = dict(now=now, finished=finished, running=running, max_parallel=max_parallel, capacities=capacities,
-                requests=requests, blocked=blocked)
+    args = dict(
+        now=now,
+        finished=finished,
+        running=running,
+        max_parallel=max_parallel,
+        capacities=capacities,
+        requests=requests,
+        blocked=blocked,
+    )
     base = simulate(dag_deps, order, expected=expected, **args)
     if base.end is None:
         return []
-    path = [name for name in critical_path(dag_deps, base.spans)
-            if name not in finished and (expected.get(name) or 0) * (1 - factor) >= min_saved]
+    path = [
+        name
+        for name in critical_path(dag_deps, base.spans)
+        if name not in finished and (expected.get(name) or 0) * (1 - factor) >= min_saved
+    ]
     path.sort(key=lambda n: -expected[n])
     saved = []
     for name in path[:candidates]:

@@ -1,5 +1,6 @@
 """Longest-path layers of a DAG: the one rule for a task's layer, shared by `DagSpec.depth` (`tuidag graph`) and
 the graph layout (which works on a plain mapping of dependencies, so the rule takes (name, dependencies) pairs)."""
+
 from __future__ import annotations
 
 from typing import Iterable, Sequence

@@ -1,4 +1,5 @@
 """One entry point for DAG files, whatever format they are in: read once, then hand the text to the right loader."""
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,9 @@ __all__ = ["load_dag"]
 _DOCUMENT_MARKER = re.compile(r"^(?:---|\.\.\.)(?:[ \t\r]|$)", re.MULTILINE)
 
 
-def load_dag(path: Path, notes: list[Note] | None = None, text: str | None = None,
-             env: Sequence[tuple[str, str]] = ()) -> DagSpec:
+def load_dag(
+    path: Path, notes: list[Note] | None = None, text: str | None = None, env: Sequence[tuple[str, str]] = ()
+) -> DagSpec:
     """Load and validate the DAG in `path` (whose text is `text` when the caller read it already), with `env`
     (`--env KEY=VALUE` pairs) given to every task. Raises DagErrors (every problem, located) for unreadable or bad
     files. Notes (settings that have no effect here, each located) are appended to `notes` when it is given."""

@@ -3,6 +3,7 @@
 Here, below the CLI, so `tuidag run FILE.py` loads a file without the CLI importing the Python front end (which
 imports the CLI for `Dag.main()`): the loader looks for instances of `PythonDag`, the base `tuidag.Dag` derives from.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -53,8 +54,10 @@ def _slots_shown_as(dag: DagSpec, path: Path) -> DagSpec:
     the capacities later (`--resources`), they must point at the same file."""
     tasks = {}
     for name, task in dag.tasks.items():
-        moved = {kind: request._replace(location=_location_as(request.location, path))
-                 for kind, request in task.resources.items()}
+        moved = {
+            kind: request._replace(location=_location_as(request.location, path))
+            for kind, request in task.resources.items()
+        }
         tasks[name] = task._replace(resources=moved) if moved != dict(task.resources) else task
     return dag.replace(tasks=tasks) if any(tasks[n] is not t for n, t in dag.tasks.items()) else dag
 
@@ -68,8 +71,9 @@ def _load_python(path: Path) -> DagSpec:
         if isinstance(value, PythonDag):
             found.setdefault(id(value), ([], value))[0].append(attr)
     if not found:
-        raise DagErrors([DagError("no tuidag.Dag found at module level: define one, e.g. dag = Dag(\"etl\")",
-                                  Location(file, 1, 1))])
+        raise DagErrors(
+            [DagError('no tuidag.Dag found at module level: define one, e.g. dag = Dag("etl")', Location(file, 1, 1))]
+        )
     dags = list(found.values())
     if len(dags) > 1:
         listed = ", ".join(f"{' = '.join(names)} (line {dag.location.line})" for names, dag in dags)

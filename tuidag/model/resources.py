@@ -7,6 +7,7 @@ A DAG declares `resources: {gpu: 2}` (capacities, overridable with `--resources 
 A SkyPilot task's `accelerators: V100:2` is an *optional* request: it becomes 2 `V100` slots when a capacity for
 `V100` is declared, and is dropped otherwise (a SkyPilot file written for a cloud still runs locally).
 """
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
 #: Slot kinds become parts of environment variable names (TUIDAG_SLOTS_<KIND>) and of `KIND=N` arguments.
 KIND_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 #: Kinds whose slots are CUDA devices: `gpu` and the NVIDIA accelerator names SkyPilot uses (matched whole, any case).
-_CUDA_NAMES = re.compile(r"(?i)gpu|K80|P4|P100|T4g?|V100(-32GB)?|A10G?|A100(-80GB)?|A40|A6000|L4|L40S?|"
-                         r"H100(-MEGA|-80GB)?|H200|B100|B200|GB200|RTX\w*")
+_CUDA_NAMES = re.compile(
+    r"(?i)gpu|K80|P4|P100|T4g?|V100(-32GB)?|A10G?|A100(-80GB)?|A40|A6000|L4|L40S?|"
+    r"H100(-MEGA|-80GB)?|H200|B100|B200|GB200|RTX\w*"
+)
 
 
 class Request(NamedTuple):
@@ -36,8 +39,10 @@ class Request(NamedTuple):
 
 def kind_problem(kind: str) -> str | None:
     if not KIND_RE.fullmatch(kind):
-        return f"resource name {kind!r} may only contain letters, digits, '_', '.' and '-' (and start with a " \
-               f"letter or digit)"
+        return (
+            f"resource name {kind!r} may only contain letters, digits, '_', '.' and '-' (and start with a "
+            f"letter or digit)"
+        )
     return None
 
 
@@ -101,17 +106,29 @@ def resolve(dag: DagSpec, overrides: Mapping[str, int] | None = None, flag: str 
             if kind not in capacities:
                 if request.accelerator:
                     continue
-                errors.append(DagError(f"task '{name}' asks for {slots}, but no capacity "
-                                       f"for '{kind}' is declared: add it to the DAG's 'resources' or pass "
-                                       f"{flag} {kind}=N", request.location))
+                errors.append(
+                    DagError(
+                        f"task '{name}' asks for {slots}, but no capacity "
+                        f"for '{kind}' is declared: add it to the DAG's 'resources' or pass "
+                        f"{flag} {kind}=N",
+                        request.location,
+                    )
+                )
             elif request.count > capacities[kind]:
                 if kind in overrides:
                     where = f" ({request.location})" if request.location else ""
-                    errors.append(DagError(f"{flag} {kind}={capacities[kind]} is less than the {slots} task "
-                                           f"'{name}' asks for{where}"))
+                    errors.append(
+                        DagError(
+                            f"{flag} {kind}={capacities[kind]} is less than the {slots} task '{name}' asks for{where}"
+                        )
+                    )
                 else:
-                    errors.append(DagError(f"task '{name}' asks for {slots}, more than the "
-                                           f"capacity of {capacities[kind]}", request.location))
+                    errors.append(
+                        DagError(
+                            f"task '{name}' asks for {slots}, more than the capacity of {capacities[kind]}",
+                            request.location,
+                        )
+                    )
             else:
                 kept[kind] = request
         if kept != dict(task.resources):

@@ -31,6 +31,7 @@ The file is read from the composed node tree with the YAML front end's reader, s
 `FILE:LINE:COL: message` form; keys SkyPilot itself does not know are errors, keys it knows but that only mean
 something on a cloud produce one `Note` each.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,18 @@ from .spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, JobGroup, TaskSpec
 from .skypilot_task import IGNORED_TASK_KEYS, TASK_KEYS, TaskReader
 from .validate import graph_errors
 from .yaml_loader import _SKIP
-from .yaml_nodes import (_INT, _NULL, _STR, CSafeLoader, _describe, _offset_location, _syntax_error, _typed,
-                         check_tree_depth, recursion_error)
+from .yaml_nodes import (
+    _INT,
+    _NULL,
+    _STR,
+    CSafeLoader,
+    _describe,
+    _offset_location,
+    _syntax_error,
+    _typed,
+    check_tree_depth,
+    recursion_error,
+)
 
 CHAIN_HEADER_KEYS = ("name", "downstream", "edges", "execution")
 JOB_GROUP_HEADER_KEYS = ("name", "execution", "primary_tasks", "termination_delay", "inter_connection", "placement")
@@ -108,7 +119,8 @@ def pipeline_documents(text: str, file: str) -> list[Node] | None:
 
 def _may_start_pipeline(node: Node) -> bool:
     return isinstance(node, MappingNode) and not any(
-        isinstance(key, ScalarNode) and key.value == "tasks" for key, _ in node.value)
+        isinstance(key, ScalarNode) and key.value == "tasks" for key, _ in node.value
+    )
 
 
 def is_task_document(node: Node | None) -> bool:
@@ -122,8 +134,9 @@ def is_task_document(node: Node | None) -> bool:
     return bool(keys & skypilot_only) and not keys & set(_OWN_FORMAT_KEYS)
 
 
-def load_skypilot(path: Path, documents: list[Node], notes: list[Note] | None = None,
-                  env: Mapping[str, str] | None = None) -> DagSpec:
+def load_skypilot(
+    path: Path, documents: list[Node], notes: list[Note] | None = None, env: Mapping[str, str] | None = None
+) -> DagSpec:
     """The DagSpec of SkyPilot YAML's composed documents (see `pipeline_documents`), with `env` (`--env`) given to
     every task. Raises DagErrors listing every problem; appends a Note per ignored key to `notes`."""
     reader = _PipelineReader(str(path), notes if notes is not None else [], env or {})
@@ -133,19 +146,26 @@ def load_skypilot(path: Path, documents: list[Node], notes: list[Note] | None = 
     return dag
 
 
-def runtime_env(dag_name: str, tasks: list[str], gpus: Mapping[str, int],
-                job_group: bool = False) -> dict[str, tuple[dict, dict]]:
+def runtime_env(
+    dag_name: str, tasks: list[str], gpus: Mapping[str, int], job_group: bool = False
+) -> dict[str, tuple[dict, dict]]:
     """Task -> (variables, variables with the run's id) a SkyPilot node gives a task besides SKYPILOT_ENV: the
     task's accelerators per node, the cluster, a job group's name, and the managed job's task ids
     (`sky-managed-<run>_<task>-<index>`, unique per task and run, listed one per line in file order in
     SKYPILOT_TASK_IDS as SkyPilot lists them)."""
     cluster = json.dumps({"cluster_name": dag_name, "cloud": "local", "region": None, "zone": None})
     group = {"SKYPILOT_JOBGROUP_NAME": dag_name} if job_group else {}
-    ids = [f"sky-managed-{RUN_ID_PLACEHOLDER}_{dag_name if len(tasks) == 1 else f'{dag_name}_{task}'}-{index}"
-           for index, task in enumerate(tasks)]
-    return {task: ({"SKYPILOT_NUM_GPUS_PER_NODE": str(gpus.get(task, 0)), "SKYPILOT_CLUSTER_INFO": cluster, **group},
-                   {"SKYPILOT_TASK_ID": task_id, "SKYPILOT_TASK_IDS": "\n".join(ids)})
-            for task, task_id in zip(tasks, ids)}
+    ids = [
+        f"sky-managed-{RUN_ID_PLACEHOLDER}_{dag_name if len(tasks) == 1 else f'{dag_name}_{task}'}-{index}"
+        for index, task in enumerate(tasks)
+    ]
+    return {
+        task: (
+            {"SKYPILOT_NUM_GPUS_PER_NODE": str(gpus.get(task, 0)), "SKYPILOT_CLUSTER_INFO": cluster, **group},
+            {"SKYPILOT_TASK_ID": task_id, "SKYPILOT_TASK_IDS": "\n".join(ids)},
+        )
+        for task, task_id in zip(tasks, ids)
+    }
 
 
 @dataclass
@@ -162,7 +182,7 @@ class _Edge:
 @dataclass
 class _Task:
     name: str | None  # None until the pipeline names it
-    where: Node       # the node its name and errors point at
+    where: Node  # the node its name and errors point at
     settings: dict[str, Any]
     gpus: int
 
@@ -192,8 +212,9 @@ class _PipelineReader(TaskReader):
         if isinstance(first, MappingNode) and not task_keys & set(first_keys):
             header = self.header(first_keys)
             documents = documents[1:]
-        tasks = [task for node in documents
-                 if (task := self.task(node, first_keys if node is first else None)) is not None]
+        tasks = [
+            task for node in documents if (task := self.task(node, first_keys if node is first else None)) is not None
+        ]
         if not tasks:
             if not self.errors:
                 self.fail(first, "the pipeline has no tasks: each task is a YAML document after the header")
@@ -213,13 +234,26 @@ class _PipelineReader(TaskReader):
             settings = dict(task.settings)
             own = settings.pop("env")
             per_run = {key: value for key, value in per_run.items() if key not in own}
-            specs[task.name] = TaskSpec(name=task.name, location=self.at(task.where),
-                                        depends_on=tuple(dep for dep, _ in deps[task.name]),
-                                        dep_locations=tuple(loc for _, loc in deps[task.name]), shell=self.shell,
-                                        env={**fixed, **own}, run_env=per_run, **settings)
+            specs[task.name] = TaskSpec(
+                name=task.name,
+                location=self.at(task.where),
+                depends_on=tuple(dep for dep, _ in deps[task.name]),
+                dep_locations=tuple(loc for _, loc in deps[task.name]),
+                shell=self.shell,
+                env={**fixed, **own},
+                run_env=per_run,
+                **settings,
+            )
         self.errors.extend(graph_errors(specs))
-        return DagSpec(name=name, tasks=specs, env=dict(SKYPILOT_ENV), workdir=folder, source=path.resolve(),
-                       max_parallel=len(specs) if job_group else None, job_group=job_group)
+        return DagSpec(
+            name=name,
+            tasks=specs,
+            env=dict(SKYPILOT_ENV),
+            workdir=folder,
+            source=path.resolve(),
+            max_parallel=len(specs) if job_group else None,
+            job_group=job_group,
+        )
 
     # The header.
     def header(self, fields: dict[str, tuple[Node, Node]]) -> _Header:
@@ -230,8 +264,10 @@ class _PipelineReader(TaskReader):
             if isinstance(value, ScalarNode) and value.value == "parallel":
                 header.group = True
             elif not (isinstance(value, ScalarNode) and value.value == "serial"):
-                self.fail(value, f"execution must be 'serial' (a pipeline) or 'parallel' (a job group), "
-                                 f"got {_describe(value)}")
+                self.fail(
+                    value,
+                    f"execution must be 'serial' (a pipeline) or 'parallel' (a job group), got {_describe(value)}",
+                )
         shape: Node | None = None  # the key of `downstream` or `edges`, whichever came first
         for key, (key_node, value) in fields.items():
             if key == "name":
@@ -241,8 +277,9 @@ class _PipelineReader(TaskReader):
             elif key == "execution":
                 continue
             elif key in ("downstream", "edges") and header.group:
-                self.note(key_node, f"'{key}' is ignored in a job group (execution: parallel): its tasks all run "
-                                    f"at once")
+                self.note(
+                    key_node, f"'{key}' is ignored in a job group (execution: parallel): its tasks all run at once"
+                )
             elif key in ("downstream", "edges"):
                 if shape is not None:
                     self.fail(key_node, f"'{key}' and '{shape.value}' both give the edges: use one of them")
@@ -262,25 +299,32 @@ class _PipelineReader(TaskReader):
             elif key in JOB_GROUP_HEADER_KEYS:
                 self.fail(key_node, f"'{key}' is for job groups: add 'execution: parallel' to the header")
             elif header.group:
-                self.note(key_node, f"unknown key '{key}' in the job group header is ignored"
-                                    f"{did_you_mean(key, JOB_GROUP_HEADER_KEYS)}")
+                self.note(
+                    key_node,
+                    f"unknown key '{key}' in the job group header is ignored{did_you_mean(key, JOB_GROUP_HEADER_KEYS)}",
+                )
             else:
                 self.fail(key_node, f"unknown key '{key}' in the pipeline header{did_you_mean(key, HEADER_KEYS)}")
         if header.group:
             if header.name is None:
-                self.fail(header.name_node or next(iter(fields.values()))[0],
-                          "a job group (execution: parallel) needs a 'name' in its header")
+                self.fail(
+                    header.name_node or next(iter(fields.values()))[0],
+                    "a job group (execution: parallel) needs a 'name' in its header",
+                )
             elif not _GROUP_NAME.fullmatch(header.name):
-                self.fail(header.name_node, f"job group name {header.name!r} may only contain letters, digits, "
-                                            f"'-' and '_'")
+                self.fail(
+                    header.name_node, f"job group name {header.name!r} may only contain letters, digits, '-' and '_'"
+                )
         return header
 
     def downstream(self, node: Node) -> list[_Edge]:
         if node.tag == _NULL:
             return []
         if not isinstance(node, MappingNode):
-            self.fail(node, f"downstream must be a mapping of task names to the tasks that depend on them, "
-                            f"got {_describe(node)}")
+            self.fail(
+                node,
+                f"downstream must be a mapping of task names to the tasks that depend on them, got {_describe(node)}",
+            )
             return []
         edges: list[_Edge] = []
         for source, (key, value) in self.mapping(node, "task").items():
@@ -288,15 +332,16 @@ class _PipelineReader(TaskReader):
                 continue
             entries = value.value if isinstance(value, SequenceNode) else [value]
             if isinstance(value, MappingNode):
-                self.fail(value, f"downstream of '{source}' must be a task name or a list of task names, "
-                                 f"got {_describe(value)}")
+                self.fail(
+                    value,
+                    f"downstream of '{source}' must be a task name or a list of task names, got {_describe(value)}",
+                )
                 continue
             for entry in entries:
                 if not isinstance(entry, ScalarNode) or entry.tag == _NULL or not entry.value:
                     self.fail(entry, f"downstream of '{source}' entries must be task names, got {_describe(entry)}")
                     continue
-                edges.append(_Edge(source, entry.value, key, entry, entry, "downstream",
-                                   f"downstream of '{source}'"))
+                edges.append(_Edge(source, entry.value, key, entry, entry, "downstream", f"downstream of '{source}'"))
         return edges
 
     def edge_list(self, node: Node) -> list[_Edge]:
@@ -324,12 +369,20 @@ class _PipelineReader(TaskReader):
             if missing:
                 self.fail(item, f"edge has no {' or '.join(repr(m) for m in missing)}")
             elif len(ends) == 2:
-                edges.append(_Edge(ends["source"].value, ends["target"].value, ends["source"], ends["target"], item,
-                                   "edge source", "edge target"))
+                edges.append(
+                    _Edge(
+                        ends["source"].value,
+                        ends["target"].value,
+                        ends["source"],
+                        ends["target"],
+                        item,
+                        "edge source",
+                        "edge target",
+                    )
+                )
         return edges
 
-    def dependencies_of(self, names: list[str],
-                        edges: list[_Edge] | None) -> dict[str, list[tuple[str, Location]]]:
+    def dependencies_of(self, names: list[str], edges: list[_Edge] | None) -> dict[str, list[tuple[str, Location]]]:
         """task -> [(dependency, where the edge is written)], from the edges, or a chain in document order."""
         deps: dict[str, list[tuple[str, Location]]] = {task: [] for task in names}
         if edges is None:
@@ -339,8 +392,10 @@ class _PipelineReader(TaskReader):
         first_seen: dict[tuple[str, str], Node] = {}
         for edge in edges:
             known = True
-            for end, node, what in ((edge.source, edge.source_node, edge.source_what),
-                                    (edge.target, edge.target_node, edge.target_what)):
+            for end, node, what in (
+                (edge.source, edge.source_node, edge.source_what),
+                (edge.target, edge.target_node, edge.target_what),
+            ):
                 if end not in deps:
                     self.fail(node, f"{what}: unknown task '{end}'{did_you_mean(end, names)}")
                     known = False
@@ -349,8 +404,10 @@ class _PipelineReader(TaskReader):
             pair = (edge.source, edge.target)
             if pair in first_seen:
                 line = first_seen[pair].start_mark.line + 1
-                self.note(edge.where, f"edge {edge.source} -> {edge.target} is given twice (first on line {line}): "
-                                      f"it is one edge")
+                self.note(
+                    edge.where,
+                    f"edge {edge.source} -> {edge.target} is given twice (first on line {line}): it is one edge",
+                )
                 continue
             first_seen[pair] = edge.where
             deps[edge.target].append((edge.source, self.at(edge.where)))
@@ -374,8 +431,11 @@ class _PipelineReader(TaskReader):
                 name, where = text, value
         for key in ("downstream", "edges"):
             if key in fields:
-                self.fail(fields[key][0], f"task '{name}': '{key}' belongs in the pipeline header: a first document "
-                                          f"with only 'name' and the edges, before the tasks")
+                self.fail(
+                    fields[key][0],
+                    f"task '{name}': '{key}' belongs in the pipeline header: a first document "
+                    f"with only 'name' and the edges, before the tasks",
+                )
         settings, gpus = self.settings(fields, f"task '{name}': " if name else "task: ")
         return _Task(name, where, settings, gpus)
 
@@ -415,8 +475,10 @@ class _PipelineReader(TaskReader):
                 while f"{task.name}-{number}" in taken:
                     number += 1
                 unique = f"{task.name}-{number}"
-                self.note(task.where, f"task name '{task.name}' is used twice (first on line {line}): this task "
-                                      f"is called '{unique}'")
+                self.note(
+                    task.where,
+                    f"task name '{task.name}' is used twice (first on line {line}): this task is called '{unique}'",
+                )
                 taken.add(unique)
                 task.name = unique
             seen[task.name] = task.where
@@ -437,8 +499,9 @@ class _PipelineReader(TaskReader):
                     if not (isinstance(entry, ScalarNode) and entry.tag == _STR):
                         self.fail(entry, f"primary_tasks entries must be task names, got {_describe(entry)}")
                     elif entry.value not in names:
-                        self.fail(entry, f"primary_tasks: unknown task '{entry.value}'"
-                                         f"{did_you_mean(entry.value, names)}")
+                        self.fail(
+                            entry, f"primary_tasks: unknown task '{entry.value}'{did_you_mean(entry.value, names)}"
+                        )
                     else:
                         primary.append(entry.value)
         delays: dict[str, float] = {}
@@ -451,8 +514,10 @@ class _PipelineReader(TaskReader):
                     if key == "default":
                         default = seconds
                     elif key not in names:
-                        self.fail(key_node, f"termination_delay: unknown task '{key}' (or 'default')"
-                                            f"{did_you_mean(key, names)}")
+                        self.fail(
+                            key_node,
+                            f"termination_delay: unknown task '{key}' (or 'default'){did_you_mean(key, names)}",
+                        )
                     else:
                         delays[key] = seconds
                 delays = {name: delays.get(name, default) for name in names if name not in primary}

@@ -7,6 +7,7 @@ values are `str()` of the YAML value (`true` is "True", `0x10` is "16"), a null 
 `$VAR` in `workdir` is filled in from the task's variables and a relative workdir is taken from the folder tuidag
 runs in.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,16 +29,53 @@ from .yaml_nodes import _INT, _NULL, _STR, _describe, _typed
 TASK_KEYS = ("name", "setup", "run", "envs", "secrets", "workdir", "num_nodes", "resources")
 #: Task keys SkyPilot knows that only matter on a cloud: accepted, with a note.
 IGNORED_TASK_KEYS = (
-    "file_mounts", "file_mounts_mapping", "service", "pool", "event_callback", "inputs", "outputs", "config",
-    "volumes", "volume_mounts", "managed_secrets", "api_server_access", "_metadata",
+    "file_mounts",
+    "file_mounts_mapping",
+    "service",
+    "pool",
+    "event_callback",
+    "inputs",
+    "outputs",
+    "config",
+    "volumes",
+    "volume_mounts",
+    "managed_secrets",
+    "api_server_access",
+    "_metadata",
 )
 #: The keys of SkyPilot's resources schema (sky/utils/schemas.py, `get_resources_schema`).
 RESOURCE_KEYS = (
-    "accelerators", "accelerator_args", "any_of", "autostop", "cloud", "cpus", "disk_size", "disk_tier",
-    "ephemeral_storage", "image_id", "infra", "instance_type", "job_recovery", "labels", "local_disk",
-    "max_hourly_cost", "memory", "network_tier", "ordered", "ports", "priority", "priority_class", "region",
-    "use_spot", "volumes", "zone", "_cluster_config_overrides", "_docker_login_config", "_is_image_managed",
-    "_no_missing_accel_warnings", "_requires_fuse",
+    "accelerators",
+    "accelerator_args",
+    "any_of",
+    "autostop",
+    "cloud",
+    "cpus",
+    "disk_size",
+    "disk_tier",
+    "ephemeral_storage",
+    "image_id",
+    "infra",
+    "instance_type",
+    "job_recovery",
+    "labels",
+    "local_disk",
+    "max_hourly_cost",
+    "memory",
+    "network_tier",
+    "ordered",
+    "ports",
+    "priority",
+    "priority_class",
+    "region",
+    "use_spot",
+    "volumes",
+    "zone",
+    "_cluster_config_overrides",
+    "_docker_login_config",
+    "_is_image_managed",
+    "_no_missing_accel_warnings",
+    "_requires_fuse",
 )
 #: SkyPilot's pattern for variable names (the `envs` schema).
 ENV_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -97,8 +135,11 @@ class TaskReader(_Reader):
         envs.update(self.env_overrides)
         for name, value in envs.items():
             if value is None:
-                self.fail(self.null_values[name], f"{prefix}envs value for '{name}' is null: give it with --env "
-                                                  f"{name}=VALUE, or --env {name} to pass on the one tuidag has")
+                self.fail(
+                    self.null_values[name],
+                    f"{prefix}envs value for '{name}' is null: give it with --env "
+                    f"{name}=VALUE, or --env {name} to pass on the one tuidag has",
+                )
         variables = {name: value for name, value in envs.items() if value is not None}
         variables.update(secrets)
         if "workdir" in fields:
@@ -151,14 +192,23 @@ class TaskReader(_Reader):
         """Inline secrets are set like envs; a null one, and the list form (managed secrets, each `secrets:NAME`),
         come from the environment tuidag runs in."""
         if isinstance(node, SequenceNode):
-            bad = [item for item in node.value
-                   if not (isinstance(item, ScalarNode) and item.tag == _STR and item.value.startswith("secrets:"))]
+            bad = [
+                item
+                for item in node.value
+                if not (isinstance(item, ScalarNode) and item.tag == _STR and item.value.startswith("secrets:"))
+            ]
             for item in bad:
-                self.fail(item, f"{what}: a secret in list form must be 'secrets:NAME' (a managed secret), got "
-                                f"{_describe(item)}: give inline values as a mapping, NAME: VALUE")
+                self.fail(
+                    item,
+                    f"{what}: a secret in list form must be 'secrets:NAME' (a managed secret), got "
+                    f"{_describe(item)}: give inline values as a mapping, NAME: VALUE",
+                )
             if not bad:
-                self.note(key, "'secrets' as a list of managed secret names is ignored when running locally "
-                               "(variables come from the environment tuidag runs in)")
+                self.note(
+                    key,
+                    "'secrets' as a list of managed secret names is ignored when running locally "
+                    "(variables come from the environment tuidag runs in)",
+                )
             return {}
         if node.tag == _NULL:
             return {}
@@ -183,8 +233,9 @@ class TaskReader(_Reader):
                 SafeConstructor().flatten_mapping(node)
             except ConstructorError as exc:
                 mark = exc.problem_mark or node.start_mark
-                self.errors.append(DagError(f"{what}: {exc.problem}", Location(self.file, mark.line + 1,
-                                                                                  mark.column + 1)))
+                self.errors.append(
+                    DagError(f"{what}: {exc.problem}", Location(self.file, mark.line + 1, mark.column + 1))
+                )
                 return None
         pairs: dict[str, Node] = {}
         first: dict[str, Node] = {}
@@ -198,8 +249,11 @@ class TaskReader(_Reader):
                 self.fail(key, f"duplicate variable '{name}' (first defined on line {line})")
                 continue
             if not ENV_NAME.fullmatch(name):
-                self.fail(key, f"{what}: variable name {name!r} may only contain letters, digits and '_', "
-                               f"and may not start with a digit")
+                self.fail(
+                    key,
+                    f"{what}: variable name {name!r} may only contain letters, digits and '_', "
+                    f"and may not start with a digit",
+                )
                 continue
             first[name] = key
             pairs[name] = value  # a later key wins over a merged one
@@ -222,8 +276,11 @@ class TaskReader(_Reader):
         """A directory that must exist, with `$VAR` filled in from the task's variables; a relative one is taken
         from the folder tuidag runs in, as `sky` takes it. A git repository (a mapping) is not fetched."""
         if isinstance(node, MappingNode):
-            self.note(key, "'workdir' from a git repository is ignored when running locally: the task runs in the "
-                           "pipeline file's folder")
+            self.note(
+                key,
+                "'workdir' from a git repository is ignored when running locally: the task runs in the "
+                "pipeline file's folder",
+            )
             return None
         text = self.string(node, what, "a directory path")
         if text is None or text is _SKIP:
@@ -231,8 +288,11 @@ class TaskReader(_Reader):
         filled = _ENV_REFERENCE.sub(lambda match: variables.get(match.group(1), match.group(0)), text)
         path = Path(os.path.normpath(Path.cwd() / Path(filled).expanduser()))
         if not path.is_dir():
-            relative = "" if Path(filled).expanduser().is_absolute() else f" (relative to {Path.cwd()}, where " \
-                                                                           f"tuidag runs, as for sky)"
+            relative = (
+                ""
+                if Path(filled).expanduser().is_absolute()
+                else f" (relative to {Path.cwd()}, where tuidag runs, as for sky)"
+            )
             shown = f"{text!r}" + (f" ({filled!r})" if filled != text else "")
             self.fail(node, f"{what}: {shown} is not a directory{relative}")
             return None
@@ -267,8 +327,14 @@ class TaskReader(_Reader):
         if ignored:  # all of it, unless the run has slots for the accelerators (`--resources A100=2`)
             others = [name for name in ignored if name != "accelerators"]
             instead = f"'resources' other than accelerators is ignored when running locally ({', '.join(others)})"
-            self.notes.append(Note("'resources' is ignored when running locally", self.at(key),
-                                   unless_kind=next(iter(request), None), instead=instead if others else None))
+            self.notes.append(
+                Note(
+                    "'resources' is ignored when running locally",
+                    self.at(key),
+                    unless_kind=next(iter(request), None),
+                    instead=instead if others else None,
+                )
+            )
         return retries, gpus, request
 
     def resource_fields(self, node: Node, what: str) -> dict[str, tuple[Node, Node]] | None:
@@ -301,8 +367,11 @@ class TaskReader(_Reader):
             if name == "max_restarts_on_errors":
                 count = _typed(value, _INT)
                 if count is None or not 0 <= count <= MAX_COUNT:
-                    self.fail(value, f"{what}.max_restarts_on_errors must be an integer from 0 to {MAX_COUNT:,}, "
-                                     f"got {_describe(value)}")
+                    self.fail(
+                        value,
+                        f"{what}.max_restarts_on_errors must be an integer from 0 to {MAX_COUNT:,}, "
+                        f"got {_describe(value)}",
+                    )
                 else:
                     retries = count
             else:

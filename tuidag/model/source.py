@@ -1,4 +1,5 @@
 """Reading DAG files: the one place where OS and encoding failures become located errors, shared by every loader."""
+
 from __future__ import annotations
 
 import errno
@@ -13,8 +14,12 @@ from .errors import DagError, DagErrors, Location
 #: as /dev/zero, never end).
 MAX_SOURCE_BYTES = 32 * 1024 * 1024
 
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a pipe"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def read_source(path: Path) -> str:

@@ -4,6 +4,7 @@ Records on the way from `tuidag run` to the first task are NamedTuples or plain 
 defining a dataclass costs about a millisecond and importing `dataclasses` (with `inspect`) a dozen more, which was a
 tenth of tuidag's start-up.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,8 @@ class FailurePolicy(str, Enum):
     """What the scheduler does to the rest of the DAG when a task fails (after its retries)."""
 
     SKIP_DOWNSTREAM = "skip-downstream"  # descendants SKIPPED, independent branches go on
-    FINISH_RUNNING = "finish-running"    # start nothing new, let running tasks finish, the rest CANCELLED
-    CANCEL_ALL = "cancel-all"            # also cancel running tasks
+    FINISH_RUNNING = "finish-running"  # start nothing new, let running tasks finish, the rest CANCELLED
+    CANCEL_ALL = "cancel-all"  # also cancel running tasks
 
     def __str__(self) -> str:
         return self.value
@@ -77,8 +78,10 @@ def surrogate_problem(what: str, text: str) -> str | None:
     found = None if text.isascii() else _SURROGATE.search(text)
     if found is None:
         return None
-    return f"{what} contains a lone surrogate (\\u{ord(found.group()):04x} at character {found.start() + 1}), " \
-           f"which is not a character: write the character itself or its \\U escape"
+    return (
+        f"{what} contains a lone surrogate (\\u{ord(found.group()):04x} at character {found.start() + 1}), "
+        f"which is not a character: write the character itself or its \\U escape"
+    )
 
 
 class TaskSpec(NamedTuple):
@@ -96,7 +99,7 @@ class TaskSpec(NamedTuple):
     setup: str | None = None
     func: Callable[..., Any] | None = None
     isolate: bool = False
-    shell: str = DEFAULT_SHELL    # runs `run` and `setup` as `shell -c COMMAND` (SkyPilot pipelines use bash)
+    shell: str = DEFAULT_SHELL  # runs `run` and `setup` as `shell -c COMMAND` (SkyPilot pipelines use bash)
     location: Location | None = None
     dep_locations: tuple[Location | None, ...] = ()
     #: Variables whose values depend on the run: `{run_id}` in each value is replaced by the run's id when an attempt
@@ -139,8 +142,20 @@ class DagSpec:
     """A whole DAG: its tasks (insertion order = file order) and run settings. Immutable once built; the graph
     queries below are computed on first use."""
 
-    _FIELDS = ("name", "tasks", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "source", "job_group",
-               "resources", "executor", "dask_address")
+    _FIELDS = (
+        "name",
+        "tasks",
+        "max_parallel",
+        "on_failure",
+        "kill_grace",
+        "env",
+        "workdir",
+        "source",
+        "job_group",
+        "resources",
+        "executor",
+        "dask_address",
+    )
     # Declared for type checkers (annotations only: no class attributes, no start-up cost); set once in __init__.
     name: str
     tasks: Mapping[str, TaskSpec]
@@ -155,11 +170,21 @@ class DagSpec:
     executor: str | None  # `executor:` as written (local, dask, dask-local[:N]); None: local
     dask_address: str | None  # the Dask scheduler for `executor: dask`
 
-    def __init__(self, name: str, tasks: Mapping[str, TaskSpec], max_parallel: int | None = None,
-                 on_failure: FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM, kill_grace: float = DEFAULT_KILL_GRACE,
-                 env: Mapping[str, str] = NO_ENV, workdir: Path | None = None, source: Path | None = None,
-                 job_group: JobGroup | None = None, resources: Mapping[str, int] = NO_ENV,
-                 executor: str | None = None, dask_address: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        tasks: Mapping[str, TaskSpec],
+        max_parallel: int | None = None,
+        on_failure: FailurePolicy = FailurePolicy.SKIP_DOWNSTREAM,
+        kill_grace: float = DEFAULT_KILL_GRACE,
+        env: Mapping[str, str] = NO_ENV,
+        workdir: Path | None = None,
+        source: Path | None = None,
+        job_group: JobGroup | None = None,
+        resources: Mapping[str, int] = NO_ENV,
+        executor: str | None = None,
+        dask_address: str | None = None,
+    ):
         set_field = super().__setattr__
         set_field("name", name)
         set_field("tasks", tasks)
@@ -250,8 +275,14 @@ class DagSpec:
         memo: dict = {}  # what the callables' globals hold, described once for all of them
         for name, task in self.tasks.items():
             action = task.run if task.func is None else _callable_action(task.func, memo)
-            fields = [action, task.setup, sorted(task.depends_on), sorted({**self.env, **task.env}.items()),
-                      str(task.workdir or self.workdir), task.isolate]
+            fields = [
+                action,
+                task.setup,
+                sorted(task.depends_on),
+                sorted({**self.env, **task.env}.items()),
+                str(task.workdir or self.workdir),
+                task.isolate,
+            ]
             if task.run_env:  # only then: fingerprints of earlier runs stay valid
                 fields.append(sorted(task.run_env.items()))
             data = encode(fields)
@@ -272,8 +303,7 @@ class DagSpec:
         shared = {f"env {key}": value for key, value in sorted((common or {}).items())}
         if len(workdirs) == 1:
             shared["workdir"] = workdirs.pop()
-        return {what: sha1(value.encode("utf-8", "backslashreplace")).hexdigest()[:8]
-                for what, value in shared.items()}
+        return {what: sha1(value.encode("utf-8", "backslashreplace")).hexdigest()[:8] for what, value in shared.items()}
 
     @cached_property
     def depth(self) -> dict[str, int]:

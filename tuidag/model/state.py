@@ -3,6 +3,7 @@
 The set of legal transitions lives here, beside the states, so the engine, the journal replay and the property tests
 all check against one table instead of each keeping their own idea of what may follow what.
 """
+
 from __future__ import annotations
 
 from enum import Enum
@@ -10,15 +11,15 @@ from typing import Iterable
 
 
 class TaskState(str, Enum):
-    PENDING = "PENDING"        # waiting on dependencies
-    QUEUED = "QUEUED"          # all dependencies succeeded; waiting for a free slot
-    RUNNING = "RUNNING"        # an attempt is executing
-    RETRYING = "RETRYING"      # an attempt failed; waiting out retry_delay before the next one
+    PENDING = "PENDING"  # waiting on dependencies
+    QUEUED = "QUEUED"  # all dependencies succeeded; waiting for a free slot
+    RUNNING = "RUNNING"  # an attempt is executing
+    RETRYING = "RETRYING"  # an attempt failed; waiting out retry_delay before the next one
     CANCELLING = "CANCELLING"  # signals sent; waiting for the process tree to exit
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
-    SKIPPED = "SKIPPED"        # an upstream task failed or was cancelled
+    SKIPPED = "SKIPPED"  # an upstream task failed or was cancelled
 
     @property
     def terminal(self) -> bool:

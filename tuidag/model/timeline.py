@@ -4,6 +4,7 @@ Built from state transitions as they happen (a live run's events) or as the jour
 with the same `TimelineRecorder`, so the timeline view, the report and the critical path read one account of time.
 Plain Python, O(1) per transition: a big run makes thousands a second.
 """
+
 from __future__ import annotations
 
 from enum import Enum
@@ -23,8 +24,8 @@ class Segment(NamedTuple):
     task: str
     kind: SegmentKind
     start: float
-    end: float | None    # None: still going on
-    attempt: int         # the attempt a RUNNING segment is (1, 2, ...); the one it waits for when WAITING
+    end: float | None  # None: still going on
+    attempt: int  # the attempt a RUNNING segment is (1, 2, ...); the one it waits for when WAITING
     outcome: TaskState | None = None  # how a RUNNING segment ended (SUCCEEDED, FAILED, RETRYING, CANCELLED...)
 
     def duration(self, now: float) -> float:
@@ -54,9 +55,8 @@ class TimelineRecorder:
         segs = self.segments.get(task)
         if segs and segs[-1].end is None:
             last = segs[-1]
-            segs[-1] = last._replace(end=max(t, last.start),
-                                     outcome=new if last.kind is SegmentKind.RUNNING else None)
-        kind = (SegmentKind.WAITING if new in _WAITING else SegmentKind.RUNNING if new in _RUNNING else None)
+            segs[-1] = last._replace(end=max(t, last.start), outcome=new if last.kind is SegmentKind.RUNNING else None)
+        kind = SegmentKind.WAITING if new in _WAITING else SegmentKind.RUNNING if new in _RUNNING else None
         if kind is None:
             return
         if segs is None:

@@ -1,4 +1,5 @@
 """Graph checks shared by every front end: names, unknown and self dependencies, cycles, all reported together."""
+
 from __future__ import annotations
 
 from typing import Mapping

@@ -6,6 +6,7 @@ be reported. Problems are collected rather than raised one by one, so a single `
 Composing the tree safely, and the located syntax errors, are yaml_nodes.py's; this module has the keys of the format
 and a converter for each.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,18 @@ from .spec import MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem
 from .validate import graph_errors
 from .yaml_nodes import _BOOL, _FLOAT, _INT, _NULL, _describe, _location, _typed, compose
 
-ROOT_KEYS = ("name", "max_parallel", "on_failure", "kill_grace", "env", "workdir", "resources", "executor",
-             "dask_address", "tasks")
+ROOT_KEYS = (
+    "name",
+    "max_parallel",
+    "on_failure",
+    "kill_grace",
+    "env",
+    "workdir",
+    "resources",
+    "executor",
+    "dask_address",
+    "tasks",
+)
 TASK_KEYS = ("run", "depends_on", "env", "workdir", "retries", "retry_delay", "timeout", "resources")
 
 #: What a converter returns after reporting an error: the field is left out, so the spec's default applies.
@@ -85,8 +96,13 @@ class _Reader:
         settings = self.settings(fields, converters, ROOT_KEYS, prefix="")
         if "resources" in fields:
             start, end = fields["resources"][1].start_mark, fields["resources"][1].end_mark
-            self.capacities_wrong = any(err.location and (start.line + 1, start.column + 1) <= (
-                err.location.line, err.location.col) <= (end.line + 1, end.column + 1) for err in self.errors)
+            self.capacities_wrong = any(
+                err.location
+                and (start.line + 1, start.column + 1)
+                <= (err.location.line, err.location.col)
+                <= (end.line + 1, end.column + 1)
+                for err in self.errors
+            )
         if "resources" in settings:  # capacities
             settings["resources"] = {kind: count for kind, (count, _) in settings["resources"].items()}
         settings.setdefault("name", path.stem)
@@ -99,8 +115,10 @@ class _Reader:
 
     def tasks(self, node: Node, workdir: Path) -> dict[str, TaskSpec]:
         if isinstance(node, SequenceNode):
-            self.fail(node, "tasks must be a mapping of task names to tasks, not a list: "
-                            "write 'NAME:' keys instead of '- ' items")
+            self.fail(
+                node,
+                "tasks must be a mapping of task names to tasks, not a list: write 'NAME:' keys instead of '- ' items",
+            )
             return {}
         if node.tag == _NULL or (isinstance(node, MappingNode) and not node.value):
             self.fail(node, "tasks is empty: a DAG file needs at least one task")
@@ -131,11 +149,17 @@ class _Reader:
         }
         settings = self.settings(fields, converters, TASK_KEYS, prefix=f"task '{name}': ")
         if "resources" in settings:  # requests, located where each is written
-            settings["resources"] = {kind: Request(count, where) for kind, (count, where) in
-                                     settings["resources"].items()}
+            settings["resources"] = {
+                kind: Request(count, where) for kind, (count, where) in settings["resources"].items()
+            }
         deps = settings.pop("depends_on", [])
-        return TaskSpec(name=name, depends_on=tuple(dep for dep, _ in deps), location=location,
-                        dep_locations=tuple(where for _, where in deps), **settings)
+        return TaskSpec(
+            name=name,
+            depends_on=tuple(dep for dep, _ in deps),
+            location=location,
+            dep_locations=tuple(where for _, where in deps),
+            **settings,
+        )
 
     # Mappings and their keys.
     def mapping(self, node: MappingNode, noun: str) -> dict[str, tuple[Node, Node]]:
@@ -152,8 +176,13 @@ class _Reader:
                 pairs[key.value] = (key, value)
         return pairs
 
-    def settings(self, fields: dict[str, tuple[Node, Node]], converters: dict[str, Converter],
-                 known: tuple[str, ...], prefix: str) -> dict[str, Any]:
+    def settings(
+        self,
+        fields: dict[str, tuple[Node, Node]],
+        converters: dict[str, Converter],
+        known: tuple[str, ...],
+        prefix: str,
+    ) -> dict[str, Any]:
         """The converted value of every field that converts cleanly, keyed like the spec's arguments."""
         values: dict[str, Any] = {}
         for key, (key_node, value_node) in fields.items():
@@ -247,15 +276,17 @@ class _Reader:
             elif isinstance(value, ScalarNode) and value.tag != _NULL:
                 env[name] = value.value
             else:
-                self.fail(value, f"{what} value for '{name}' must be a string, number or boolean, "
-                                 f"got {_describe(value)}")
+                self.fail(
+                    value, f"{what} value for '{name}' must be a string, number or boolean, got {_describe(value)}"
+                )
         return env
 
     def slots(self, node: Node, what: str, minimum: int) -> dict[str, tuple[int, Location]]:
         """Slot kind -> (count, where the kind is written): capacities at the top level, requests in a task."""
         if not isinstance(node, MappingNode):
-            self.fail(node, f"{what} must be a mapping of resource names to counts, e.g. {{gpu: 1}}, "
-                            f"got {_describe(node)}")
+            self.fail(
+                node, f"{what} must be a mapping of resource names to counts, e.g. {{gpu: 1}}, got {_describe(node)}"
+            )
             return _SKIP
         slots: dict[str, tuple[int, Location]] = {}
         for kind, (key, value) in self.mapping(node, "resource").items():
@@ -290,7 +321,8 @@ def _unknown_key_hint(key: str, value: Node, known: tuple[str, ...]) -> str:
     """A close spelling, or, at the top level, the common slip of writing a task outside `tasks:`."""
     hint = did_you_mean(key, known)
     looks_like_task = isinstance(value, MappingNode) and any(
-        isinstance(k, ScalarNode) and k.value == "run" for k, _ in value.value)
+        isinstance(k, ScalarNode) and k.value == "run" for k, _ in value.value
+    )
     if not hint and "tasks" in known and looks_like_task:
         hint = " (tasks go under 'tasks:')"
     return hint
@@ -308,5 +340,3 @@ def _seconds(node: Node) -> float | None:
         raise
     except ValueError:
         return None
-
-

@@ -6,6 +6,7 @@ libyaml's in C, which would crash), and every value is checked to be text that c
 a syntax error, a second document or an unacceptable character is a `FILE:LINE:COL` error, with a hint for the most
 common mistake.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,6 +30,7 @@ from .spec import surrogate_problem
 _NULL, _BOOL, _INT, _FLOAT, _STR = (f"tag:yaml.org,2002:{kind}" for kind in ("null", "bool", "int", "float", "str"))
 
 if _LibyamlLoader is not None:
+
     class CSafeLoader(_LibyamlLoader):
         """libyaml's loader, remembering the tag of each scalar it resolved. Resolving runs a few regular expressions
         in Python for every scalar, and a DAG file says `run`, `depends_on` and the same task names thousands of
@@ -70,8 +72,9 @@ def _depth_bound(text: str) -> int:
 
 
 def _too_deep(file: str, mark: Mark) -> DagErrors:
-    return DagErrors([DagError(f"nesting too deep: more than {MAX_DEPTH} levels of lists and mappings",
-                               _location(file, mark))])
+    return DagErrors(
+        [DagError(f"nesting too deep: more than {MAX_DEPTH} levels of lists and mappings", _location(file, mark))]
+    )
 
 
 def check_depth(text: str, file: str, always: bool = False) -> None:
@@ -194,8 +197,9 @@ def _compose_with(loader_class: type, text: str, file: str) -> Node | None:
             raise recursion_error(loader, text, file) from None
         if loader.check_node():
             second = loader.peek_event().start_mark
-            raise DagErrors([DagError("found a second YAML document: a DAG file holds exactly one",
-                                      _location(file, second))])
+            raise DagErrors(
+                [DagError("found a second YAML document: a DAG file holds exactly one", _location(file, second))]
+            )
         return root
     finally:
         loader.dispose()
@@ -224,8 +228,11 @@ def _colon_hint(mark: Mark) -> str:
         start = buffer.rfind("\n", 0, mark.pointer) + 1
         found = _KEY_ON_LINE.match(buffer, start, mark.pointer)
         key = found.group(1) if found else None
-    block = f"write it as a block ({key}: | with the value on the lines below, indented)" if key \
+    block = (
+        f"write it as a block ({key}: | with the value on the lines below, indented)"
+        if key
         else "write it as a block (| with the value on the lines below, indented)"
+    )
     return f": quote a value holding ': ' ('...' or \"...\") or {block}"
 
 

@@ -11,6 +11,7 @@ or after `MAX_RUNS` runs of the DAG. A run's facts are read once per process (on
 RUNNING or SUCCEEDED are parsed) and kept while its journal is unchanged; other DAGs' runs are told apart by their
 summary.json, which is small, so a state dir shared by many DAGs does not cost a header read per run.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,12 +30,12 @@ MAX_RUNS = 30
 
 class Expected(NamedTuple):
     seconds: float
-    samples: int           # how many attempts the median is of
+    samples: int  # how many attempts the median is of
     same_definition: bool  # False: learned from the task's name only (its definition changed since)
 
 
 class _RunFacts(NamedTuple):
-    stamp: tuple[int, int]             # the journal's (mtime_ns, size) when read
+    stamp: tuple[int, int]  # the journal's (mtime_ns, size) when read
     dag: str
     source: str
     fingerprints: dict[str, str]
@@ -47,18 +48,31 @@ _facts: dict[str, _RunFacts] = {}  # journal path -> what it says (see the modul
 def expected_for_run(store: RunStore, header: Mapping[str, Any], exclude: str | None = None) -> dict[str, Expected]:
     """Expected durations for a stored run, from its journal's header (`exclude`: that run's id)."""
     prints = header.get("fingerprints")
-    return expected_durations(store, str(header.get("dag") or ""), str(header.get("source") or ""),
-                              prints if isinstance(prints, dict) else {},
-                              tasks=header.get("tasks") or (), exclude=exclude)
+    return expected_durations(
+        store,
+        str(header.get("dag") or ""),
+        str(header.get("source") or ""),
+        prints if isinstance(prints, dict) else {},
+        tasks=header.get("tasks") or (),
+        exclude=exclude,
+    )
 
 
-def expected_durations(store: RunStore, dag: str, source: str, fingerprints: Mapping[str, str], *,
-                       tasks: Any = (), exclude: str | None = None, last: int = LAST,
-                       max_runs: int = MAX_RUNS) -> dict[str, Expected]:
+def expected_durations(
+    store: RunStore,
+    dag: str,
+    source: str,
+    fingerprints: Mapping[str, str],
+    *,
+    tasks: Any = (),
+    exclude: str | None = None,
+    last: int = LAST,
+    max_runs: int = MAX_RUNS,
+) -> dict[str, Expected]:
     """task -> Expected for the tasks (`fingerprints`' keys, and `tasks`) with history; the others are left out.
     Runs of the same DAG: the same DAG file when `source` is known, else the same DAG name."""
     names = list(dict.fromkeys([*fingerprints, *tasks]))
-    same: dict[str, list[float]] = {name: [] for name in names}   # newest first
+    same: dict[str, list[float]] = {name: [] for name in names}  # newest first
     named: dict[str, list[float]] = {name: [] for name in names}
     wanting = set(names)
     seen = 0
@@ -76,10 +90,10 @@ def expected_durations(store: RunStore, dag: str, source: str, fingerprints: Map
                 continue
             newest_first = durations[::-1]
             if fingerprints.get(name) is not None and facts.fingerprints.get(name) == fingerprints[name]:
-                same[name].extend(newest_first[:last - len(same[name])])
+                same[name].extend(newest_first[: last - len(same[name])])
                 if len(same[name]) >= last:
                     wanting.discard(name)
-            named[name].extend(newest_first[:last - len(named[name])])
+            named[name].extend(newest_first[: last - len(named[name])])
     result = {}
     for name in names:
         if same[name]:
@@ -109,8 +123,11 @@ def _complete_run_of(run: RunDir, dag: str, source: str) -> bool:
         if summary is None:
             return False
         found = summary.get("source")
-        known = _summaries[str(run.summary)] = (str(summary.get("dag")), found if isinstance(found, str) else "",
-                                                summary.get("outcome") in COMPLETE_OUTCOMES)
+        known = _summaries[str(run.summary)] = (
+            str(summary.get("dag")),
+            found if isinstance(found, str) else "",
+            summary.get("outcome") in COMPLETE_OUTCOMES,
+        )
     if not known[2]:
         return False
     if source and known[1]:
@@ -164,8 +181,12 @@ def _read(run: RunDir) -> _RunFacts | None:
             if begun is not None and begun[0] == attempt and rec["t"] >= begun[1]:
                 durations.setdefault(name, []).append(rec["t"] - begun[1])
     prints = header.get("fingerprints")
-    facts = _RunFacts(stamp, str(header.get("dag") or ""), str(header.get("source") or ""),
-                      prints if isinstance(prints, dict) else {}, durations)
+    facts = _RunFacts(
+        stamp,
+        str(header.get("dag") or ""),
+        str(header.get("source") or ""),
+        prints if isinstance(prints, dict) else {},
+        durations,
+    )
     _facts[str(path)] = facts
     return facts
-

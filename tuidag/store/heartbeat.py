@@ -5,6 +5,7 @@ tuidag is then killed (kill -9, OOM killer, power loss), the journal's last even
 did. The journal's modification time, kept fresh by this heartbeat, tells the reader (`journal.replay`) when the
 owner was last alive, so an interrupted run's duration is honest to within half a second.
 """
+
 from __future__ import annotations
 
 import os

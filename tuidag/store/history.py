@@ -4,6 +4,7 @@ Everything here is read from a state dir that may hold folders of several DAGs (
 the `.tuidag` next to it), of older or newer tuidag versions, or damaged by hand: a record of the wrong shape is
 skipped with a warning naming its file, never trusted.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,16 @@ from typing import Any, NamedTuple
 
 from ..model.spec import JOB_GROUP_STOPPED
 from ..model.state import TERMINAL, TaskState, ended_outcome
-from .journal import (Replay, TaskRecord, open_stored, read_header, record_problem, replay, warn_bad_record,
-                      warn_unreadable)
+from .journal import (
+    Replay,
+    TaskRecord,
+    open_stored,
+    read_header,
+    record_problem,
+    replay,
+    warn_bad_record,
+    warn_unreadable,
+)
 from .runs import RunDir, RunStore
 
 
@@ -32,8 +41,10 @@ def outcome_of(run: RunDir, rep: Replay) -> str:
         return "running"
     if rep.finished_at is not None and all(t.state in TERMINAL for t in rep.tasks.values()):
         # finished but the summary was never written: the process died right at the end
-        ok = all(t.state is TaskState.SUCCEEDED or (t.state is TaskState.CANCELLED and t.reason == JOB_GROUP_STOPPED)
-                 for t in rep.tasks.values())
+        ok = all(
+            t.state is TaskState.SUCCEEDED or (t.state is TaskState.CANCELLED and t.reason == JOB_GROUP_STOPPED)
+            for t in rep.tasks.values()
+        )
         return ended_outcome((t.state for t in rep.tasks.values()), ok)
     return "interrupted"
 
@@ -41,8 +52,14 @@ def outcome_of(run: RunDir, rep: Replay) -> str:
 def run_info(run: RunDir) -> RunInfo:
     summary = read_summary(run)
     if summary is not None:
-        return RunInfo(run.run_id, summary.get("dag", "?"), summary.get("started_at"), summary.get("duration"),
-                       summary["counts"], summary.get("outcome", "failed"))
+        return RunInfo(
+            run.run_id,
+            summary.get("dag", "?"),
+            summary.get("started_at"),
+            summary.get("duration"),
+            summary["counts"],
+            summary.get("outcome", "failed"),
+        )
     rep = replay(run.journal)
     counts: dict[str, int] = {}
     for task in rep.tasks.values():
@@ -83,7 +100,9 @@ def _is_number(value: Any, low: float, high: float) -> bool:
 
 _STATES = frozenset(state.value for state in TaskState)
 _SUMMARY_FIELDS = {
-    "run_id": lambda v: type(v) is str, "dag": lambda v: type(v) is str, "outcome": lambda v: type(v) is str,
+    "run_id": lambda v: type(v) is str,
+    "dag": lambda v: type(v) is str,
+    "outcome": lambda v: type(v) is str,
     "started_at": lambda v: v is None or _is_number(v, 0, 1e11),
     "finished_at": lambda v: v is None or _is_number(v, 0, 1e11),
     "duration": lambda v: v is None or _is_number(v, -1e11, 1e11),

@@ -3,6 +3,7 @@
 Each `os.write` on an O_APPEND descriptor appends whole lines, so a crash (even kill -9) leaves a journal whose
 every complete line parses; a torn last line (a crash inside a write, or a disk that filled up) is ignored on replay.
 """
+
 from __future__ import annotations
 
 import errno
@@ -18,13 +19,25 @@ from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
-_SNAPSHOT_FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused",
-                    "slots", "worker", "value", "log_start")
+_SNAPSHOT_FIELDS = (
+    "attempt",
+    "reason",
+    "exit_code",
+    "started_at",
+    "finished_at",
+    "pid",
+    "create_time",
+    "reused",
+    "slots",
+    "worker",
+    "value",
+    "log_start",
+)
 _SNAPSHOT_DEFAULTS = {"attempt": 0, "reused": False}  # the others default to None
 
 SUMMARY = "summary.json"
 SUMMARY_RESERVE = ".summary.reserve"  # room set aside at the start for the summary (see `JournalWriter`)
-RESERVE_BYTES = 16 << 10               # a summary is well under 1 KiB; a reaper's list of reaped processes more
+RESERVE_BYTES = 16 << 10  # a summary is well under 1 KiB; a reaper's list of reaped processes more
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC  # never through a planted link
 
@@ -40,16 +53,23 @@ class JournalWriter:
     ignored by readers). The summary is written over room reserved when the run was created, so the run's outcome
     can still be recorded on a disk that filled up during the run."""
 
-    def __init__(self, path: Path, header: dict[str, Any], *, dir_fd: int | None = None,
-                 on_error: Callable[[OSError], None] | None = None):
+    def __init__(
+        self,
+        path: Path,
+        header: dict[str, Any],
+        *,
+        dir_fd: int | None = None,
+        on_error: Callable[[OSError], None] | None = None,
+    ):
         """Create `path` (a new file: OSError if it exists) and write `header`; with `dir_fd`, `path`'s name is
         created in that folder (the caller may rename the folder later). Raises OSError, a full disk included."""
         self.path = path
         self.on_error = on_error
         self.error: OSError | None = None
         self._fd = self._reserve_fd = -1
-        self._dir_fd = (os.open(path.parent, DIR_FLAGS | os.O_NOFOLLOW) if dir_fd is None
-                        else os.dup(dir_fd))  # kept: the summary goes into the same folder, wherever it is by then
+        self._dir_fd = (
+            os.open(path.parent, DIR_FLAGS | os.O_NOFOLLOW) if dir_fd is None else os.dup(dir_fd)
+        )  # kept: the summary goes into the same folder, wherever it is by then
         try:
             self._fd = os.open(path.name, NEW_FILE | os.O_APPEND, 0o600, dir_fd=self._dir_fd)
             self._reserve_fd = os.open(SUMMARY_RESERVE, NEW_FILE, 0o600, dir_fd=self._dir_fd)
@@ -117,7 +137,7 @@ def write_all(fd: int, data: bytes) -> None:
     if written < len(data):
         view = memoryview(data)[written:]
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
 
 
 def place_summary(dir_fd: int, summary: dict[str, Any], reserve_fd: int = -1) -> None:
@@ -130,8 +150,9 @@ def place_summary(dir_fd: int, summary: dict[str, Any], reserve_fd: int = -1) ->
     own = reserve_fd >= 0
     if not own:
         try:
-            reserve_fd = os.open(SUMMARY_RESERVE, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
-                                 dir_fd=dir_fd)
+            reserve_fd = os.open(
+                SUMMARY_RESERVE, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd
+            )
         except OSError:
             reserve_fd = -1
     try:
@@ -186,8 +207,10 @@ def task_line(event: TaskEvent) -> bytes:
     name = _name_json.get(snap.name)
     if name is None:
         name = _name_json[snap.name] = _ENCODER.encode(snap.name)
-    line = (f'{{"type":"task","seq":{event.seq},"t":{event.time!r},"task":{name},"from":{_STATE_JSON[event.old]},'
-            f'"to":{_STATE_JSON[snap.state]},"attempt":{snap.attempt!r}')
+    line = (
+        f'{{"type":"task","seq":{event.seq},"t":{event.time!r},"task":{name},"from":{_STATE_JSON[event.old]},'
+        f'"to":{_STATE_JSON[snap.state]},"attempt":{snap.attempt!r}'
+    )
     if snap.exit_code is not None:
         line += f',"exit_code":{snap.exit_code!r}'
     if snap.started_at is not None:
@@ -358,23 +381,44 @@ def _is_count_map(value: Any) -> bool:
 
 
 _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
-    "event": _is_str, "seq": _is_int, "t": _is_time, "detail": _optional(_is_str),
+    "event": _is_str,
+    "seq": _is_int,
+    "t": _is_time,
+    "detail": _optional(_is_str),
     "signal": lambda value: type(value) is str and value in signal.Signals.__members__,  # "forced-exit"
     # the header ("created")
-    "run_id": _is_str, "dag": _is_str, "source": _optional(_is_str), "host": _is_str, "pid": _is_pid,
-    "pid_create_time": _optional(_is_time), "tasks": _is_name_list, "fingerprints": _is_str_map,
+    "run_id": _is_str,
+    "dag": _is_str,
+    "source": _optional(_is_str),
+    "host": _is_str,
+    "pid": _is_pid,
+    "pid_create_time": _optional(_is_time),
+    "tasks": _is_name_list,
+    "fingerprints": _is_str_map,
     "shared": _is_str_map,
-    "resumed_from": _optional(_is_str), "deps": _is_deps, "capacities": _is_count_map,
+    "resumed_from": _optional(_is_str),
+    "deps": _is_deps,
+    "capacities": _is_count_map,
     "requests": lambda value: type(value) is dict and all(_is_count_map(item) for item in value.values()),
     "max_parallel": lambda value: _is_int(value) and value > 0,
 }
 _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
-    "task": lambda value: type(value) is str and value != "", "to": lambda value: value in _STATES,
-    "from": lambda value: value is None or value in _STATES, "seq": _is_int, "t": _is_time,
-    "attempt": lambda value: type(value) is int and value >= 0, "exit_code": _optional(_is_int),
-    "started_at": _optional(_is_time), "finished_at": _optional(_is_time), "pid": _optional(_is_pid),
-    "create_time": _optional(_is_time), "reason": _optional(_is_str), "reused": lambda value: type(value) is bool,
-    "value_repr": _is_str, "slots": _optional(_is_str), "worker": _optional(_is_str),
+    "task": lambda value: type(value) is str and value != "",
+    "to": lambda value: value in _STATES,
+    "from": lambda value: value is None or value in _STATES,
+    "seq": _is_int,
+    "t": _is_time,
+    "attempt": lambda value: type(value) is int and value >= 0,
+    "exit_code": _optional(_is_int),
+    "started_at": _optional(_is_time),
+    "finished_at": _optional(_is_time),
+    "pid": _optional(_is_pid),
+    "create_time": _optional(_is_time),
+    "reason": _optional(_is_str),
+    "reused": lambda value: type(value) is bool,
+    "value_repr": _is_str,
+    "slots": _optional(_is_str),
+    "worker": _optional(_is_str),
     "log_start": _optional(lambda value: type(value) is int and value >= 0),
 }
 _REQUIRED = {"run": ("event",), "task": ("task", "to")}

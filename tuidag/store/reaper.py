@@ -8,6 +8,7 @@ routes — a journalled pid counts only while it still carries the run's tag (or
 has the journalled create time), a group or session only while no other process has its leader's pid, so a process
 of another program that reused a pid is never touched — kills them, and records the run as interrupted.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -115,13 +116,21 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
         counts[task.state.value] = counts.get(task.state.value, 0) + 1
     end = rep.last_time or rep.started_at
     try:
-        write_summary(run, {
-            "run_id": run.run_id, "dag": rep.header.get("dag", "?"), "source": rep.header.get("source"),
-            "started_at": rep.started_at, "finished_at": end,
-            "duration": end - rep.started_at if end and rep.started_at else None,
-            "counts": counts, "outcome": "interrupted", "interrupted_by": rep.forced_by or "crash",
-            "reaped": [{"task": t, "pid": p, "name": n} for t, p, n in found],
-        })
+        write_summary(
+            run,
+            {
+                "run_id": run.run_id,
+                "dag": rep.header.get("dag", "?"),
+                "source": rep.header.get("source"),
+                "started_at": rep.started_at,
+                "finished_at": end,
+                "duration": end - rep.started_at if end and rep.started_at else None,
+                "counts": counts,
+                "outcome": "interrupted",
+                "interrupted_by": rep.forced_by or "crash",
+                "reaped": [{"task": t, "pid": p, "name": n} for t, p, n in found],
+            },
+        )
     except OSError:  # a full state dir: the run stays unclosed and the next command tries again
         pass
     return Reaped(run.run_id, found)

@@ -1,6 +1,7 @@
 """What a resumed run (`tuidag run --resume`, the post-mortem's `r`) takes over from an earlier run of its DAG, and
 why it takes no more: a task is reused, with the return value it had, when it SUCCEEDED there, its definition is
 unchanged (its fingerprint), its return value was kept in the journal, and every task upstream of it is reused too."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable, NamedTuple
@@ -21,9 +22,9 @@ NAMES_SHOWN = 5  # names listed per reason; the rest are counted
 class Reuse(NamedTuple):
     """The plan: reused tasks with their values, and why each other task runs again."""
 
-    values: dict[str, Any]      # reused task -> its return value there (None for shell tasks), in DAG order
-    why_not: dict[str, str]     # task that runs again -> why (one of the constants above, or "failed there", ...)
-    shared_changes: list[str]   # what every task shares that changed (`env KEY`, `workdir`), when it is known
+    values: dict[str, Any]  # reused task -> its return value there (None for shell tasks), in DAG order
+    why_not: dict[str, str]  # task that runs again -> why (one of the constants above, or "failed there", ...)
+    shared_changes: list[str]  # what every task shares that changed (`env KEY`, `workdir`), when it is known
 
     def describe(self, total: int, env_options: Iterable[str] = ()) -> str:
         """`reusing 1 of 7 tasks (load): changed: train, eval; failed there: ...`, naming why the others run.
@@ -39,8 +40,10 @@ class Reuse(NamedTuple):
         parts = []
         for why, names in groups.items():
             if why == CHANGED and self.shared_changes:
-                causes = " and ".join(f"--env {what[4:]}" if what.startswith("env ") and what[4:] in given else what
-                                      for what in self.shared_changes)
+                causes = " and ".join(
+                    f"--env {what[4:]}" if what.startswith("env ") and what[4:] in given else what
+                    for what in self.shared_changes
+                )
                 if len(names) == total:
                     parts.append(f"{causes} changed every task's definition")
                     continue

@@ -4,6 +4,7 @@ A viewer in another process, the post-mortem browser and the report draw a run f
 the file may have changed since the run started, or be a Python script that must not be imported again. Runs
 recorded before the header kept the edges come back as tasks without dependencies.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,5 +27,10 @@ def dag_from_header(header: dict[str, Any]) -> DagSpec:
         held = {kind: Request(count) for kind, count in (requests.get(name) or {}).items()}
         tasks[name] = TaskSpec(name, depends_on=wanted, resources=held)
     source = header.get("source")
-    return DagSpec(str(header.get("dag") or "dag"), tasks, max_parallel=header.get("max_parallel") or None,
-                   resources=dict(header.get("capacities") or {}), source=Path(source) if source else None)
+    return DagSpec(
+        str(header.get("dag") or "dag"),
+        tasks,
+        max_parallel=header.get("max_parallel") or None,
+        resources=dict(header.get("capacities") or {}),
+        source=Path(source) if source else None,
+    )

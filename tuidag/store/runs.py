@@ -3,6 +3,7 @@
 Run ids are `YYYYMMDD-HHMMSS-mmm-xxxx` (local time, milliseconds, random suffix), so sorting them sorts by start time
 and two runs started in the same millisecond by different processes still get different folders.
 """
+
 from __future__ import annotations
 
 import errno
@@ -38,8 +39,9 @@ def check_dir(fd: int, shown: Path) -> None:
         problem = f"others can write to it (mode {stat.S_IMODE(info.st_mode):04o})"
     else:
         return
-    raise StateDirError(f"state dir {shown} is not safe to use: {problem}; use a folder that only you can write to "
-                        f"(--state-dir DIR)")
+    raise StateDirError(
+        f"state dir {shown} is not safe to use: {problem}; use a folder that only you can write to (--state-dir DIR)"
+    )
 
 
 def _user(uid: int) -> str:
@@ -73,8 +75,11 @@ def run_command(command: str, run_id: str, state_dir: Path) -> str:
     import shlex
 
     run = run_id if command == "attach" else f"--run {run_id}"
-    where = "" if state_dir.resolve() == default_state_dir(None).resolve() else \
-        f" --state-dir {shlex.quote(str(state_dir.resolve()))}"
+    where = (
+        ""
+        if state_dir.resolve() == default_state_dir(None).resolve()
+        else f" --state-dir {shlex.quote(str(state_dir.resolve()))}"
+    )
     return f"tuidag {command} {run}{where}"
 
 
@@ -200,8 +205,9 @@ class RunStore:
         except OSError as exc:
             raise StateDirError(f"state dir {self.state_dir} {_problem(exc)}") from None
 
-    def create_run(self, dag_name: str, source: Path | None, tasks: list[str],
-                   extra: dict[str, Any] | None = None) -> tuple[RunDir, JournalWriter]:
+    def create_run(
+        self, dag_name: str, source: Path | None, tasks: list[str], extra: dict[str, Any] | None = None
+    ) -> tuple[RunDir, JournalWriter]:
         """A new run folder, owned by this process for as long as it lives (see `RunDir.owned`).
 
         The folder is made, locked and filled (journal header, reserved room for the summary) under a hidden name,
@@ -219,9 +225,16 @@ class RunStore:
                 while True:
                     run_id = new_run_id()
                     run = RunDir(run_id, self.runs_dir / run_id)
-                    header = {"run_id": run_id, "dag": dag_name, "source": str(source) if source else None,
-                              "host": os.uname().nodename, "pid": me, "pid_create_time": create_time(me),
-                              "tasks": tasks, **(extra or {})}
+                    header = {
+                        "run_id": run_id,
+                        "dag": dag_name,
+                        "source": str(source) if source else None,
+                        "host": os.uname().nodename,
+                        "pid": me,
+                        "pid_create_time": create_time(me),
+                        "tasks": tasks,
+                        **(extra or {}),
+                    }
                     journal = JournalWriter(run.journal, header, dir_fd=run_fd)
                     try:  # EEXIST/ENOTEMPTY: another process's run took that id in the same millisecond
                         os.rename(staging, run_id, src_dir_fd=runs_fd, dst_dir_fd=runs_fd)

@@ -7,6 +7,7 @@ batches), the outlook worker (ui/outlook_worker.py: ETA and critical path on a t
 post-mortem; quitting and signals). Here: the widgets, the selection every view shares, the controls, the list,
 the timeline, finding and jumping. Controls that may block (cancelling kills process trees) run on worker threads.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -91,14 +92,29 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
     AUTO_FOCUS = "#graph"  # not the first focusable widget (the hidden search bar): the footer is built for the graph
     BINDINGS = RUN_BINDINGS
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = False) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         """Textual's notice, with markup off unless asked for: messages hold task and DAG names, paths, searches."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
-    def __init__(self, source: RunSource, *, exit_on_finish: bool = False, start: bool = True,
-                 clock: Callable[[], float] = time.time, signals: Iterable[int] = (), driver_class: type[Driver] | None = None,
-                 early_signals: list[int] | None = None):
+    def __init__(
+        self,
+        source: RunSource,
+        *,
+        exit_on_finish: bool = False,
+        start: bool = True,
+        clock: Callable[[], float] = time.time,
+        signals: Iterable[int] = (),
+        driver_class: type[Driver] | None = None,
+        early_signals: list[int] | None = None,
+    ):
         """`early_signals`: where the caller's own handlers note `signals` until the app installs its handlers (a
         signal in between is acted on when the app starts, not lost)."""
         super().__init__(driver_class=driver_class)
@@ -127,7 +143,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
         self._store_error_shown = False
         self._finder: FuzzyFinder | None = None  # built on the first `:`
         self._reading_order: tuple[GraphLayout | None, list[str]] = (None, [])  # of which layout, for ] [ } {
-        self._user_moved = False       # the user moved the selection (the app's own moves don't count)
+        self._user_moved = False  # the user moved the selection (the app's own moves don't count)
         self._user_acted_at = -USER_HOLD  # when the user last acted on the selection (c, r, a confirmation)
         self._moving_for_user = False  # the app is moving the selection itself (to the first failure)
         self._first_failure_seen = False
@@ -140,20 +156,34 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
                 self.model.finished_at = source.ended_at  # clock stopped at its end, and no "finished" event will come
             self.model.seed_timeline(read_journal(source.run.journal))  # what happened before the app subscribed
             self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
-            self._prefix_colours = {name: TASK_COLOURS[i % len(TASK_COLOURS)]
-                                    for i, name in enumerate(dag.topological_order)}
+            self._prefix_colours = {
+                name: TASK_COLOURS[i % len(TASK_COLOURS)] for i, name in enumerate(dag.topological_order)
+            }
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
         self.header = RunHeader(dag.name, source.run.run_id, self.model, capacities=dag.resources, id="header")
         self.header.role = self._role()
-        self.canvas = DagCanvas(dag_deps(dag), self._layout, self.model, self._parents, dag.children,
-                                on_select=self._selection_moved, id="graph")
+        self.canvas = DagCanvas(
+            dag_deps(dag),
+            self._layout,
+            self.model,
+            self._parents,
+            dag.children,
+            on_select=self._selection_moved,
+            id="graph",
+        )
         self.canvas.title_prefix = f"{dag.name} · {counted(self.model.total, 'task')}"
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
         self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")
         # Mounted on the first `t`, like the list; its selection moves the graph's too.
-        self.timeline = TimelineView(dag.name, self.model, lambda: self.reading_order, self._timeline_density,
-                                     on_select=self.canvas.select, id="timeline")
+        self.timeline = TimelineView(
+            dag.name,
+            self.model,
+            lambda: self.reading_order,
+            self._timeline_density,
+            on_select=self.canvas.select,
+            id="timeline",
+        )
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
@@ -163,8 +193,9 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
         self.panes = SplitPanes(id="panes")
         self._graph_focused_before_max = False
         self._task_filter = TaskFilter()
-        self.task_name_bar = TaskNameBar(placeholder="show the tasks whose names contain: Enter filters (empty: all), "
-                                                     "Esc closes", id="task-name")
+        self.task_name_bar = TaskNameBar(
+            placeholder="show the tasks whose names contain: Enter filters (empty: all), Esc closes", id="task-name"
+        )
         self._focus_before_task_name: DagCanvas | LogView = self.canvas
         # The forecast (ETA, critical path): expected durations are read from the store once the run started; the
         # outlook is worked out on a thread after task transitions, at most once a tick.
@@ -305,8 +336,10 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
             return
         question = f"Cancel [b]{escape(name)}[/b] and everything downstream of it? {_these(branch)} will stop:"
         cancel = partial(self.source.cancel, name, cancel_reason("cancel", "viewer"))
-        self.push_screen(ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
-                         partial(self._confirmed, cancel))
+        self.push_screen(
+            ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
+            partial(self._confirmed, cancel),
+        )
 
     def action_cancel_all(self) -> None:
         if not self._may_control():
@@ -316,10 +349,10 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
             self.notify("every task already finished")
             return
         question = f"Cancel every unfinished task? {_these(unfinished)} will stop:"
-        self.push_screen(ConfirmScreen(question, self._describe(unfinished),
-                                       "Running tasks get SIGTERM, then SIGKILL."),
-                         partial(self._confirmed, partial(self.source.cancel_all,
-                                                          cancel_reason("cancel_all", "viewer"))))
+        self.push_screen(
+            ConfirmScreen(question, self._describe(unfinished), "Running tasks get SIGTERM, then SIGKILL."),
+            partial(self._confirmed, partial(self.source.cancel_all, cancel_reason("cancel_all", "viewer"))),
+        )
 
     def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
         self._user_acts()
@@ -338,20 +371,23 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
         if snap.state not in RERUNNABLE:
             self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
             return
-        self.run_worker(partial(self._control, partial(self.source.rerun, name)), thread=True, group="control",
-                        description="rerun")
+        self.run_worker(
+            partial(self._control, partial(self.source.rerun, name)), thread=True, group="control", description="rerun"
+        )
 
     def action_pause(self) -> None:
         if self._may_control():
-            self.run_worker(partial(self._control, self._toggle_pause), thread=True, group="control",
-                            description="pause")
+            self.run_worker(
+                partial(self._control, self._toggle_pause), thread=True, group="control", description="pause"
+            )
 
     def _toggle_pause(self) -> None:
         if self.source.paused:
             self.source.resume()
         elif not self.source.pause():
-            self.call_from_thread(self.notify,
-                                  "the run is finished: nothing left to pause (r re-runs the selected task)")
+            self.call_from_thread(
+                self.notify, "the run is finished: nothing left to pause (r re-runs the selected task)"
+            )
 
     def action_focus_graph(self) -> None:
         """Esc in the log pane: back to the graph, or to the list when it is shown (unless the log pane is maximised:
@@ -504,7 +540,6 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
                 self.call_from_thread(self.notify, str(exc), severity="warning")
             except RuntimeError:  # the app is closing
                 pass
-
 
 
 def _these(names: list[str]) -> str:

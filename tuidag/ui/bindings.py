@@ -1,5 +1,6 @@
 """The run screen's keys: every binding with the words the footer, the `?` help and the command palette show, and
 which of them each role offers (the post-mortem view lists no control that would only answer "read-only")."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -15,17 +16,33 @@ from .widgets.task_table import TaskTable
 from .widgets.timeline import TimelineView
 
 #: The footer's keys, most important first: on a narrow terminal it drops them from the end of this list.
-FOOTER_PRIORITY = ("quit", "help", "cancel_branch", "rerun", "pause", "search", "combined", "cancel_all", "follow",
-                   "wrap", "list_view")
+FOOTER_PRIORITY = (
+    "quit",
+    "help",
+    "cancel_branch",
+    "rerun",
+    "pause",
+    "search",
+    "combined",
+    "cancel_all",
+    "follow",
+    "wrap",
+    "list_view",
+)
 READ_ONLY_REFUSES = ("cancel_branch", "cancel_all", "pause")  # keys that only say "read-only" in the post-mortem view
 
 RUN_BINDINGS = [
     Binding("question_mark", "help", "Help", tooltip="Show every key"),
-    Binding("c", "cancel_branch", "Cancel",
-            tooltip="Cancel the selected task and everything downstream of it (asks first)"),
+    Binding(
+        "c", "cancel_branch", "Cancel", tooltip="Cancel the selected task and everything downstream of it (asks first)"
+    ),
     Binding("C", "cancel_all", "Cancel all", tooltip="Cancel every unfinished task (asks first)"),
-    Binding("r", "rerun", "Re-run",
-            tooltip="Run the selected failed, cancelled or skipped task again, with its unfinished downstream"),
+    Binding(
+        "r",
+        "rerun",
+        "Re-run",
+        tooltip="Run the selected failed, cancelled or skipped task again, with its unfinished downstream",
+    ),
     Binding("p", "pause", "Pause", tooltip="Pause / resume: running tasks go on, nothing new starts while paused"),
     Binding("slash", "search", "Search", tooltip="Search the whole log in the log pane"),
     Binding("n", "search_next", "Next", show=False, tooltip="Next search match"),
@@ -34,46 +51,123 @@ RUN_BINDINGS = [
     Binding("w", "wrap", "Wrap", tooltip="Toggle wrapping long log lines"),
     Binding("g", "log_top", "Top", show=False, tooltip="Go to the top of the log"),
     Binding("G", "log_bottom", "Bottom", show=False, tooltip="Go to the bottom of the log"),
-    Binding("a", "combined", "All logs",
-            tooltip="Toggle the combined view: output of all tasks interleaved, each line prefixed by its task"),
+    Binding(
+        "a",
+        "combined",
+        "All logs",
+        tooltip="Toggle the combined view: output of all tasks interleaved, each line prefixed by its task",
+    ),
     Binding("q", "quit", "Quit", tooltip="Quit; while tasks run, asks: stop the run, detach, or back"),
     Binding("escape", "focus_graph", "Graph", show=False),
     Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-    Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True,
-            tooltip="Stop every task now (no question) and quit when all are gone"),
-    Binding("m", "maximise_log", "Max log", show=False,
-            tooltip="Maximise the log pane (the graph hidden) / put the split back"),
-    Binding("plus", "grow_log", "Log +", show=False,
-            tooltip="Give the log pane more rows (or drag its top border with the mouse)"),
+    Binding(
+        "ctrl+c",
+        "interrupt",
+        "Stop",
+        show=False,
+        priority=True,
+        tooltip="Stop every task now (no question) and quit when all are gone",
+    ),
+    Binding(
+        "m",
+        "maximise_log",
+        "Max log",
+        show=False,
+        tooltip="Maximise the log pane (the graph hidden) / put the split back",
+    ),
+    Binding(
+        "plus",
+        "grow_log",
+        "Log +",
+        show=False,
+        tooltip="Give the log pane more rows (or drag its top border with the mouse)",
+    ),
     Binding("minus", "shrink_log", "Log -", show=False, tooltip="Give the log pane fewer rows"),
-    Binding("b", "branch_filter", "Branch", show=False,
-            tooltip="Combined view: show only the selected task and everything downstream of it / every task"),
-    Binding("T", "name_filter", "Name filter", show=False,
-            tooltip="Combined view: show only the tasks whose names contain some text (empty: every task)"),
-    Binding("colon", "find", "Find", show=False,
-            tooltip="Find a task by name, fuzzy (Ctrl+F too): Enter jumps to it, Esc returns"),
+    Binding(
+        "b",
+        "branch_filter",
+        "Branch",
+        show=False,
+        tooltip="Combined view: show only the selected task and everything downstream of it / every task",
+    ),
+    Binding(
+        "T",
+        "name_filter",
+        "Name filter",
+        show=False,
+        tooltip="Combined view: show only the tasks whose names contain some text (empty: every task)",
+    ),
+    Binding(
+        "colon",
+        "find",
+        "Find",
+        show=False,
+        tooltip="Find a task by name, fuzzy (Ctrl+F too): Enter jumps to it, Esc returns",
+    ),
     Binding("ctrl+f", "find", "Find", show=False),
-    Binding("F", "filter", "Filter", show=False,
-            tooltip="Filter by state: failed, running, unfinished, all again (hidden tasks are dimmed)"),
-    Binding("right_square_bracket", "next_failed", "Next failed", show=False,
-            tooltip="Select the next failed task (graph order, wrapping around)"),
-    Binding("left_square_bracket", "previous_failed", "Previous failed", show=False,
-            tooltip="Select the previous failed task"),
-    Binding("right_curly_bracket", "next_running", "Next running", show=False,
-            tooltip="Select the next running task (graph order, wrapping around)"),
-    Binding("left_curly_bracket", "previous_running", "Previous running", show=False,
-            tooltip="Select the previous running task"),
-    Binding("L", "list_view", "List",
-            tooltip="Toggle between the graph and the list: one row per task, sortable by each column"),
-    Binding("d", "detach", "Detach", show=False,
-            tooltip="A run in its own process (tuidag run, tuidag attach): close this view, the run goes on"),
-    Binding("t", "timeline", "Timeline", show=False,
-            tooltip="Toggle between the graph and the timeline: each task's waits and attempts on one time axis"),
-    Binding("x", "critical_path", "Critical path", show=False,
-            tooltip="Highlight the critical path in the graph and the timeline, listed with durations (again: "
-                    "off)"),
+    Binding(
+        "F",
+        "filter",
+        "Filter",
+        show=False,
+        tooltip="Filter by state: failed, running, unfinished, all again (hidden tasks are dimmed)",
+    ),
+    Binding(
+        "right_square_bracket",
+        "next_failed",
+        "Next failed",
+        show=False,
+        tooltip="Select the next failed task (graph order, wrapping around)",
+    ),
+    Binding(
+        "left_square_bracket",
+        "previous_failed",
+        "Previous failed",
+        show=False,
+        tooltip="Select the previous failed task",
+    ),
+    Binding(
+        "right_curly_bracket",
+        "next_running",
+        "Next running",
+        show=False,
+        tooltip="Select the next running task (graph order, wrapping around)",
+    ),
+    Binding(
+        "left_curly_bracket",
+        "previous_running",
+        "Previous running",
+        show=False,
+        tooltip="Select the previous running task",
+    ),
+    Binding(
+        "L",
+        "list_view",
+        "List",
+        tooltip="Toggle between the graph and the list: one row per task, sortable by each column",
+    ),
+    Binding(
+        "d",
+        "detach",
+        "Detach",
+        show=False,
+        tooltip="A run in its own process (tuidag run, tuidag attach): close this view, the run goes on",
+    ),
+    Binding(
+        "t",
+        "timeline",
+        "Timeline",
+        show=False,
+        tooltip="Toggle between the graph and the timeline: each task's waits and attempts on one time axis",
+    ),
+    Binding(
+        "x",
+        "critical_path",
+        "Critical path",
+        show=False,
+        tooltip="Highlight the critical path in the graph and the timeline, listed with durations (again: off)",
+    ),
 ]
-
 
 
 class KeyHelp:
@@ -84,26 +178,34 @@ class KeyHelp:
 
     def key_help(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """The help screen's sections: where the keys work, and each key with what it does."""
+
         def keys_of(bindings: list[Binding]) -> list[tuple[str, str]]:
-            return [(" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
-                    for b in bindings]
+            return [
+                (" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip) for b in bindings
+            ]
 
         graph = keys_of(DagCanvas.BINDINGS)
         graph.append(("click", "Select a task"))
         listed = keys_of(TaskTable.BINDINGS)
         listed.append(("click", "Select a task; on a column's title: sort by it (again: the other way)"))
-        log = [("↑ ↓", "Scroll a line (scrolling up stops following)"),
-               ("PgUp PgDn", "Scroll a page"),
-               ("Home End", "Go to the first line / the last line (End follows the end again)"),
-               ("← →", "Scroll sideways (when not wrapping)"),
-               ("esc", "Back to the graph (or the list)")]
+        log = [
+            ("↑ ↓", "Scroll a line (scrolling up stops following)"),
+            ("PgUp PgDn", "Scroll a page"),
+            ("Home End", "Go to the first line / the last line (End follows the end again)"),
+            ("← →", "Scroll sideways (when not wrapping)"),
+            ("esc", "Back to the graph (or the list)"),
+        ]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
         anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip and self._offers(b)]
         timeline = keys_of(TimelineView.BINDINGS)
         timeline.append(("click", "Select a task (dense rows: again for the lower one)"))
-        return [("In the graph", graph), ("In the list (L shows it)", listed),
-                ("In the timeline (t shows it)", timeline), ("In the log pane (tab to focus it)", log),
-                ("Anywhere", anywhere)]
+        return [
+            ("In the graph", graph),
+            ("In the list (L shows it)", listed),
+            ("In the timeline (t shows it)", timeline),
+            ("In the log pane (tab to focus it)", log),
+            ("Anywhere", anywhere),
+        ]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -113,7 +215,9 @@ class KeyHelp:
         for binding in DagCanvas.BINDINGS:
             moves = binding.action.startswith("move(")
             title = f"Select {binding.description.lower()}" if moves else binding.description
-            yield SystemCommand(title, binding.tooltip, partial(self.call_later, self.canvas.run_action, binding.action))
+            yield SystemCommand(
+                title, binding.tooltip, partial(self.call_later, self.canvas.run_action, binding.action)
+            )
         yield SystemCommand("Switch focus", "Between the graph and the log pane", self.action_focus_next)
 
     def _offers(self, binding: Binding) -> bool:

@@ -6,6 +6,7 @@ to a deque. A timer (20 per second) drains it on the UI thread, applies the whol
 repaints just the tiles that changed. Nothing is posted per event or per log line (measured: `call_from_thread` per
 event blocks the engine, `post_message` per line stalls the loop for seconds; batching keeps the lag ~10 ms).
 """
+
 from __future__ import annotations
 
 import time
@@ -58,8 +59,12 @@ class RunFeed:
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
             if not self._outlook_due:  # a task changed state, or the run was paused or resumed
-                self._outlook_due = any(e.old is not e.snapshot.state if type(e) is TaskEvent else
-                                        type(e) is RunEvent and e.kind in ("paused", "resumed") for e in batch)
+                self._outlook_due = any(
+                    e.old is not e.snapshot.state
+                    if type(e) is TaskEvent
+                    else type(e) is RunEvent and e.kind in ("paused", "resumed")
+                    for e in batch
+                )
             self._header_dirty = True
             if self.model.finished and not was_finished:
                 self._on_finished()
@@ -77,8 +82,9 @@ class RunFeed:
         app subscribes), then the tasks that start later."""
         if self._combined is None:
             self._combined = CombinedLog()
-            self._combined_pending = [name for name, snap in self.model.snapshots.items()
-                                      if snap.attempt and not snap.reused]
+            self._combined_pending = [
+                name for name, snap in self.model.snapshots.items() if snap.attempt and not snap.reused
+            ]
         if self._combined_pending:
             self._add_to_combined()
         return self._combined
@@ -90,8 +96,9 @@ class RunFeed:
         pending, self._combined_pending = self._combined_pending, []
         for task in pending:
             snap = self.model.snapshots[task]
-            self._combined.add(task, self.source.run.log_path(task), started=snap.started_at,
-                               colour=self._prefix_colours.get(task))
+            self._combined.add(
+                task, self.source.run.log_path(task), started=snap.started_at, colour=self._prefix_colours.get(task)
+            )
 
     def _on_finished(self) -> None:
         self._outlook_due = True
@@ -113,8 +120,12 @@ class RunFeed:
         self.header.refresh()
         if self.source.store_message and not self._store_error_shown:  # set once, from an engine thread
             self._store_error_shown = True
-            self.notify(self.source.store_message.removeprefix("tuidag: error: "), title="Run incomplete",
-                        severity="error", timeout=24 * 3600)
+            self.notify(
+                self.source.store_message.removeprefix("tuidag: error: "),
+                title="Run incomplete",
+                severity="error",
+                timeout=24 * 3600,
+            )
 
     def on_run_finished(self) -> None:
         """The engine's end of the run (posted by `engine_event`): drained at once."""

@@ -1,5 +1,6 @@
 """The log pane's keys: searching it (`/`, `n`, `N`), following and wrapping, its size (`m`, `+`, `-`), and the
 combined view of every task's output (`a`) with its filters (`b` branch, `T` names)."""
+
 from __future__ import annotations
 
 from typing import Callable

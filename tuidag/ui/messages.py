@@ -1,4 +1,5 @@
 """Messages between the run screen's widgets, the engine and the app (rare events only: never one per log line)."""
+
 from __future__ import annotations
 
 from textual.message import Message

@@ -4,6 +4,7 @@ Expected durations are read from the store's earlier runs once the run started (
 thread); the outlook (`views/run_outlook.py`) is worked out again on a worker thread after task transitions, at most
 once a tick, or every few seconds on a live run (a task running past its expected duration moves the end).
 """
+
 from __future__ import annotations
 
 import time
@@ -70,16 +71,20 @@ class OutlookWorker:
         self._outlook_due, self._outlook_busy, self._outlook_at = False, True, now
         model = self.model
         # Copied here, on the UI thread, which is the one changing them.
-        self._work_out_outlook(dict(model.snapshots), {name: list(segs) for name, segs in
-                                                         model.timeline.segments.items()},
-                               model.clock(), model.finished)
+        self._work_out_outlook(
+            dict(model.snapshots),
+            {name: list(segs) for name, segs in model.timeline.segments.items()},
+            model.clock(),
+            model.finished,
+        )
 
     # A description, or Textual writes one from the arguments' reprs: thousands of snapshots, on every call.
     @work(thread=True, group="outlook", exit_on_error=False, description="forecast")
     def _work_out_outlook(self, snapshots, segments, now: float, finished: bool) -> None:
         try:
-            result = outlook(self._shape, snapshots, segments, now=now, expected=self._expected or {},
-                             finished=finished)
+            result = outlook(
+                self._shape, snapshots, segments, now=now, expected=self._expected or {}, finished=finished
+            )
         finally:
             self._outlook_busy = False
         self.call_from_thread(self._outlook_ready, result)

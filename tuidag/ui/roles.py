@@ -6,6 +6,7 @@ or post-mortem (the run is over, or its engine died: read-only).
 - Attached: `q` asks (detach, the default / stop the run / back); Ctrl+C and signals only close the view.
 - Post-mortem: `q` closes; `r` offers a new run resuming from this one.
 """
+
 from __future__ import annotations
 
 import signal
@@ -22,7 +23,7 @@ from .screens.confirm import ConfirmScreen
 
 S = TaskState
 DETACHED = "detach"  # the app's result when the user left the run running
-RESUME = "resume"    # ... when the user asked for a new run resuming from this one
+RESUME = "resume"  # ... when the user asked for a new run resuming from this one
 READ_ONLY = "read-only: the run is over"
 
 
@@ -90,10 +91,13 @@ class Roles:
         # Going back is Esc (any dialog's way out); `c` would read as cancelling tasks, which it is not.
         stop, detach, back = ("stop", "Stop the run", "s"), ("detach", "Detach", "d"), ("back", "Back", "Esc")
         unfinished = len(self._unfinished())
-        question = (f"Close this view of run [b]{escape(self.source.run.run_id)}[/b]? It is not finished: "
-                    f"{unfinished} task{'' if unfinished == 1 else 's'} to go.")
-        note = ("Detach: the run goes on in the background (tuidag attach shows it again). "
-                "Stop: every task is cancelled.")
+        question = (
+            f"Close this view of run [b]{escape(self.source.run.run_id)}[/b]? It is not finished: "
+            f"{unfinished} task{'' if unfinished == 1 else 's'} to go."
+        )
+        note = (
+            "Detach: the run goes on in the background (tuidag attach shows it again). Stop: every task is cancelled."
+        )
         if self.source.foreground:
             self.push_screen(ChoiceScreen(question, [stop, detach, back], "back", note), self._viewer_quit_chosen)
         else:
@@ -114,21 +118,36 @@ class Roles:
         if self.model.stopping:
             self.exit()
         elif self.source.lost:
-            self.notify(f"{self.source.lost}: this is the run as its journal recorded it (read-only; r starts a "
-                        f"new run resuming from it)", title="Engine gone", severity="error", timeout=24 * 3600)
+            self.notify(
+                f"{self.source.lost}: this is the run as its journal recorded it (read-only; r starts a "
+                f"new run resuming from it)",
+                title="Engine gone",
+                severity="error",
+                timeout=24 * 3600,
+            )
 
     def on_engine_news(self, news: EngineNews) -> None:
         """The engine stopped answering (SIGSTOP) or answers again; or, dead, its tasks' leftovers were killed."""
         self.header.role = self._role()
         self.header.refresh()
         if news.kind == NOT_ANSWERING:
-            self.notify(f"{news.detail}: showing what the journal recorded; this view goes on live when it answers",
-                        title="Not answering", severity="warning", timeout=10, markup=False)
+            self.notify(
+                f"{news.detail}: showing what the journal recorded; this view goes on live when it answers",
+                title="Not answering",
+                severity="warning",
+                timeout=10,
+                markup=False,
+            )
         elif news.kind == ANSWERING:
             self.notify("the engine answers again: this view is live", timeout=5)
         else:
-            self.notify(f"the run's engine died; this view {news.detail}", title="Cleaned up", severity="warning",
-                        timeout=24 * 3600, markup=False)
+            self.notify(
+                f"the run's engine died; this view {news.detail}",
+                title="Cleaned up",
+                severity="warning",
+                timeout=24 * 3600,
+                markup=False,
+            )
 
     def _offer_resume(self) -> None:
         """`r` in the post-mortem view: a new run of the same file that reuses what succeeded here."""
@@ -136,11 +155,20 @@ class Roles:
         if source is None or not source.is_file():
             self.notify(f"can't resume: the DAG file {source or '(unknown)'} is gone", severity="warning")
             return
-        question = (f"Start a new run of [b]{escape(str(source))}[/b] resuming from "
-                    f"[b]{escape(self.source.run.run_id)}[/b]?")  # markup, with what it names escaped
+        question = (
+            f"Start a new run of [b]{escape(str(source))}[/b] resuming from "
+            f"[b]{escape(self.source.run.run_id)}[/b]?"
+        )  # markup, with what it names escaped
         snapshots = self.model.snapshots
-        items = [f"{name}  ({'reused if unchanged' if snapshots[name].state is S.SUCCEEDED else 'runs again'})"
-                 for name in self.source.dag.topological_order]
-        self.push_screen(ConfirmScreen(question, items, "Tasks that succeeded here are reused unless their "
-                                                        "definition changed; the others run again."),
-                         lambda yes: self.exit(RESUME) if yes else None)
+        items = [
+            f"{name}  ({'reused if unchanged' if snapshots[name].state is S.SUCCEEDED else 'runs again'})"
+            for name in self.source.dag.topological_order
+        ]
+        self.push_screen(
+            ConfirmScreen(
+                question,
+                items,
+                "Tasks that succeeded here are reused unless their definition changed; the others run again.",
+            ),
+            lambda yes: self.exit(RESUME) if yes else None,
+        )

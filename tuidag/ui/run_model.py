@@ -4,6 +4,7 @@ The engine calls the app's observer from its own threads; the observer only appe
 deque on a timer and hands the whole batch to `RunModel.apply`, which returns the tasks whose tiles need repainting.
 Plain Python (no textual), so the bookkeeping is easy to reason about apart from the widgets.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -49,7 +50,7 @@ class RunModel:
         self.clock = clock
         self.paused = False
         self.finished_at: float | None = None  # set by the engine's "finished" event, cleared by a re-run
-        self.stopping = False                  # the user asked to quit: everything is being cancelled
+        self.stopping = False  # the user asked to quit: everything is being cancelled
         self.state_filter = StateFilter.ALL
         self.timeline = TimelineRecorder()  # every task's waits and attempts, for the timeline view
         self._seeded_seq = 0  # events up to this one were read from the journal: their live copies are skipped

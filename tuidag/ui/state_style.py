@@ -3,6 +3,7 @@
 Every one of the nine states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
 hex values rather than theme variables so screenshots and snapshot tests don't depend on the theme.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,5 +44,4 @@ CRITICAL_COLOUR = "#ffaf00"
 LONG_COLOUR = "#ff8700"
 
 #: Order of the per-state counts in the header: what needs attention first.
-COUNT_ORDER = (S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.PENDING, S.SUCCEEDED, S.FAILED, S.CANCELLED,
-               S.SKIPPED)
+COUNT_ORDER = (S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.PENDING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.SKIPPED)

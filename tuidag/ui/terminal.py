@@ -6,6 +6,7 @@ thread's full queue: tuidag would never exit, so the run could not report its ex
 that is gone is dropped instead, and the SIGCONT that comes with the hangup does not bring the screen back; the app
 stops every task and exits as usual.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Short texts for cells of a fixed width, shared by the graph's tiles and the list's rows."""
+
 from __future__ import annotations
 
 
@@ -6,7 +7,7 @@ def fit(text: str, width: int) -> str:
     """`text` within `width` cells: cut with an ellipsis when longer."""
     if width <= 0:
         return ""
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def format_bytes(n: int) -> str:

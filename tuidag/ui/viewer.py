@@ -9,6 +9,7 @@
 - Post-mortem (the run is over, or its engine died while viewed): the run as its journal recorded it, read-only;
   `r` starts a new run resuming from it (`tuidag run SOURCE --resume RUN_ID`), exec'd once the app has exited.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,12 +33,18 @@ from .roles import DETACHED, RESUME
 from .terminal import HangupSafeDriver
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-CONNECT_WAIT = 3.0   # a run just started may not serve its socket yet
+CONNECT_WAIT = 3.0  # a run just started may not serve its socket yet
 SUMMARY_WAIT = 30.0  # after the run's last task, the engine writes summary.json (a stopping run waits for kills)
 
 
-def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on_finish: bool = False,
-               early_signals: list[int] | None = None) -> int:
+def run_viewer(
+    run: RunDir,
+    *,
+    foreground: bool,
+    engine_pid: int | None,
+    exit_on_finish: bool = False,
+    early_signals: list[int] | None = None,
+) -> int:
     """View `run` until the user leaves; return the exit code of the command (the run's, for the foreground view).
     `early_signals` came before the viewer was called (while the engine was starting): they are passed on too."""
     store = RunStore(run.path.parent.parent)
@@ -53,8 +60,13 @@ def run_viewer(run: RunDir, *, foreground: bool, engine_pid: int | None, exit_on
         remote.close()  # an attached viewer asked to close before it opened
         return EXIT_OK
     if not (exit_on_finish and not remote.live):
-        app = TuidagApp(remote, exit_on_finish=exit_on_finish, signals=SIGNALS, driver_class=HangupSafeDriver,
-                        early_signals=signals.received)
+        app = TuidagApp(
+            remote,
+            exit_on_finish=exit_on_finish,
+            signals=SIGNALS,
+            driver_class=HangupSafeDriver,
+            early_signals=signals.received,
+        )
         try:
             result = app.run()
         finally:
@@ -137,8 +149,10 @@ def _stop_quietly(remote: RemoteRun) -> None:
 
 def _detached(run: RunDir, store: RunStore, remote: RemoteRun) -> int:
     pid = f" (engine pid {remote.engine_pid})" if remote.engine_pid else ""
-    _say(f"tuidag: run {run.run_id} goes on in the background{pid}\n"
-         f"tuidag: to see it again: {run_command('attach', run.run_id, store.state_dir)}\n")
+    _say(
+        f"tuidag: run {run.run_id} goes on in the background{pid}\n"
+        f"tuidag: to see it again: {run_command('attach', run.run_id, store.state_dir)}\n"
+    )
     return EXIT_OK
 
 
@@ -149,8 +163,17 @@ def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
         shown = terminal_line(source or "(unknown)")  # the journal's text
         print(f"tuidag: error: can't resume {run.run_id}: its DAG file {shown} is gone", file=sys.stderr)
         return
-    argv = [sys.executable, "-m", "tuidag", "run", str(source), "--resume", run.run_id,
-            "--state-dir", str(store.state_dir)]
+    argv = [
+        sys.executable,
+        "-m",
+        "tuidag",
+        "run",
+        str(source),
+        "--resume",
+        run.run_id,
+        "--state-dir",
+        str(store.state_dir),
+    ]
     sys.stdout.flush()
     os.execv(sys.executable, argv)
 
@@ -166,8 +189,11 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
         summary = run.read_summary()
     if summary is not None and summary_problem(summary) is not None:
         summary = None  # not one tuidag wrote: the journal is all there is
-    duration = summary.get("duration") if summary and type(summary.get("duration")) in (int, float) else \
-        max(0.0, remote.ended_at - remote.started)
+    duration = (
+        summary.get("duration")
+        if summary and type(summary.get("duration")) in (int, float)
+        else max(0.0, remote.ended_at - remote.started)
+    )
     if summary is not None:  # how every task ended, also where the journal stopped early (a full disk)
         counts = recorded_counts_line(summary["counts"], duration)
     else:
@@ -177,11 +203,15 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
     if forced is not None:  # a second Ctrl+C: the engine killed every process of the run and exited at once
         lines.append(f"tuidag: interrupted by {forced} twice: every process of the run was killed at once\n")
     elif summary is None:
-        lines.append(f"tuidag: error: {remote.lost or 'the engine ended'} before recording the run's outcome; "
-                     f"`tuidag runs` reaps what its tasks left\n")
+        lines.append(
+            f"tuidag: error: {remote.lost or 'the engine ended'} before recording the run's outcome; "
+            f"`tuidag runs` reaps what its tasks left\n"
+        )
     elif remote.reaped is not None:  # the summary is the one this viewer wrote as it cleaned up after the engine
-        lines.append(f"tuidag: error: {remote.lost or 'the engine died'} before recording the run's outcome; "
-                     f"this view {remote.reaped}\n")
+        lines.append(
+            f"tuidag: error: {remote.lost or 'the engine died'} before recording the run's outcome; "
+            f"this view {remote.reaped}\n"
+        )
     interrupted = summary.get("interrupted_by") if summary and remote.reaped is None else None
     if type(interrupted) is str:
         lines.append(f"tuidag: interrupted by {interrupted}; every task was stopped\n")
@@ -190,8 +220,11 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
     outcome = summary.get("outcome") if summary else None
     if type(outcome) is str and outcome.startswith("incomplete: "):
         cause = summary.get("journal_error")
-        lines.append(f"tuidag: run {outcome}" + (f" ({cause})" if type(cause) is str else "")
-                     + ": its journal stopped early, its summary holds how the tasks ended\n")
+        lines.append(
+            f"tuidag: run {outcome}"
+            + (f" ({cause})" if type(cause) is str else "")
+            + ": its journal stopped early, its summary holds how the tasks ended\n"
+        )
     lines.append(f"tuidag: logs in {run.logs}\n")
     _say("".join(lines))
     if forced is not None:

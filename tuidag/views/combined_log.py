@@ -4,6 +4,7 @@
 (log_lines.py), read like one task's `LogIndex`; `show_only` narrows it to some tasks' lines without reading anything
 again.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -22,8 +23,21 @@ class _Tail:
     were written: between `since` (the time of the last write seen, at offset `offset`, or the task's start) and
     `until` (the file's modification time when the bytes up to `end` were first seen)."""
 
-    __slots__ = ("task", "path", "prefix", "rank", "offset", "identity", "pending", "behind", "started", "since",
-                 "until", "start", "end")
+    __slots__ = (
+        "task",
+        "path",
+        "prefix",
+        "rank",
+        "offset",
+        "identity",
+        "pending",
+        "behind",
+        "started",
+        "since",
+        "until",
+        "start",
+        "end",
+    )
 
     def __init__(self, task: str, path: Path, prefix: str, rank: int, started: float | None) -> None:
         self.task, self.path, self.prefix, self.rank, self.started = task, path, prefix, rank, started
@@ -95,8 +109,14 @@ class CombinedLog:
     is bumped and `dropped` counts only shown lines that fell off the front.
     """
 
-    def __init__(self, paths: Mapping[str, Path] | None = None, *, max_lines: int = 100_000,
-                 max_chars: int = 64 << 20, max_line_chars: int = 16 << 10) -> None:
+    def __init__(
+        self,
+        paths: Mapping[str, Path] | None = None,
+        *,
+        max_lines: int = 100_000,
+        max_chars: int = 64 << 20,
+        max_line_chars: int = 16 << 10,
+    ) -> None:
         self.max_lines, self.max_chars, self.max_line_chars = max_lines, max_chars, max_line_chars
         self.dropped = 0  # lines shown that fell off the front (or were never placed: see `_forget_oldest_waiting`)
         self.generation = 0  # bumped when the lines are renumbered: a new filter
@@ -196,8 +216,11 @@ class CombinedLog:
     def _shown_partials(self) -> list[str]:
         """Each shown task's incomplete last line, once its file is caught up with."""
         shown = self._shown_tasks
-        return [tail.prefix + self._decode_line(tail.pending) for tail in self._tails.values()
-                if visible_part(tail.pending) and not tail.behind and (shown is None or tail.task in shown)]
+        return [
+            tail.prefix + self._decode_line(tail.pending)
+            for tail in self._tails.values()
+            if visible_part(tail.pending) and not tail.behind and (shown is None or tail.task in shown)
+        ]
 
     def _take(self, tail: _Tail, data: bytes) -> tuple[_Tail, int, list[bytes]]:
         """The complete lines `data` (which ends at `tail.offset`) finishes, and the file offset they start at."""
@@ -210,7 +233,7 @@ class CombinedLog:
 
     def _bound_pending(self, tail: _Tail, complete: list[bytes]) -> None:
         """Keep an endless unterminated line bounded: drop what a `\\r` overwrote, or else emit it as a line."""
-        tail.pending = tail.pending[tail.pending.rstrip(b"\r").rfind(b"\r") + 1:]
+        tail.pending = tail.pending[tail.pending.rstrip(b"\r").rfind(b"\r") + 1 :]
         if len(tail.pending) > 4 * self.max_line_chars:
             complete.append(tail.pending)
             tail.pending = b""
@@ -248,7 +271,7 @@ class CombinedLog:
             keep, chars = keep + 1, chars + len(entry[3])
         if self._shown_tasks is None:  # lines of a filtered view are counted when they really leave it
             self.dropped += len(waiting) - keep
-        self._waiting, self._waiting_chars = waiting[len(waiting) - keep:], chars  # sorted: still a heap
+        self._waiting, self._waiting_chars = waiting[len(waiting) - keep :], chars  # sorted: still a heap
 
     def _decode_line(self, raw: bytes) -> str:
         return decode(visible_part(raw)[: 4 * self.max_line_chars])[: self.max_line_chars]

@@ -5,6 +5,7 @@ become the simulation's inputs: succeeded tasks are finished; running ones run (
 attempt); failed and cancelled ones are finished if they ran and blocked either way (nothing below them will run),
 as skipped ones are; pending, queued and retrying ones are still to run, a retrying one for a whole attempt.
 """
+
 from __future__ import annotations
 
 import time
@@ -21,8 +22,9 @@ OVERRUN = 2.0
 """A running attempt is unusually long past this many times its expected duration."""
 
 
-def live_forecast(shape: ForecastShape, snapshots: Mapping[str, TaskSnapshot], expected: Mapping[str, float],
-                  now: float) -> Forecast:
+def live_forecast(
+    shape: ForecastShape, snapshots: Mapping[str, TaskSnapshot], expected: Mapping[str, float], now: float
+) -> Forecast:
     finished: dict[str, tuple[float, float]] = {}
     running: dict[str, float] = {}
     blocked: set[str] = set()
@@ -35,8 +37,7 @@ def live_forecast(shape: ForecastShape, snapshots: Mapping[str, TaskSnapshot], e
             finished[name] = (start, snap.finished_at if snap.finished_at is not None else snap.changed_at)
         if state in (S.FAILED, S.CANCELLED, S.SKIPPED, S.CANCELLING):
             blocked.add(name)
-    return simulate(**shape._asdict(), now=now, finished=finished, running=running, expected=expected,
-                    blocked=blocked)
+    return simulate(**shape._asdict(), now=now, finished=finished, running=running, expected=expected, blocked=blocked)
 
 
 def attempt_start(snap: TaskSnapshot, now: float) -> float:
@@ -49,7 +50,7 @@ def attempt_start(snap: TaskSnapshot, now: float) -> float:
 
 class Progress(NamedTuple):
     fraction: float  # of the expected duration, 0..1 (a bar full at 1 while it runs on)
-    overrun: bool    # over OVERRUN times the expected duration: unusually long
+    overrun: bool  # over OVERRUN times the expected duration: unusually long
 
 
 def progress(elapsed: float, expected: float | None) -> Progress | None:

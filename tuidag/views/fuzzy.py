@@ -13,6 +13,7 @@ alternatives: the same letters pulled as far right as the match end allows (`lin
 the previous one, only the previous matches are tried. Measured on 5,000 names (2 shared cores): 3-8 ms for a first
 letter or two that thousands of names hold, under 1-3 ms once a few letters narrow it (a frame is 16 ms).
 """
+
 from __future__ import annotations
 
 import re
@@ -21,13 +22,13 @@ from itertools import compress
 from typing import Sequence
 
 SEPARATORS = frozenset("-_./")
-START_BONUS = 12       # the first letter of the name
-WORD_BONUS = 9         # a letter right after a separator
-RUN_BONUS = 7          # a letter right after the previous matched letter
-GAP_PENALTY = 3        # starting a gap between matched letters
-GAP_EXTENSION = 1      # each further letter skipped in a gap (capped, so a long gap costs no more than a short one)
+START_BONUS = 12  # the first letter of the name
+WORD_BONUS = 9  # a letter right after a separator
+RUN_BONUS = 7  # a letter right after the previous matched letter
+GAP_PENALTY = 3  # starting a gap between matched letters
+GAP_EXTENSION = 1  # each further letter skipped in a gap (capped, so a long gap costs no more than a short one)
 MAX_GAP_COST = 8
-LEADING_COST = 1       # each letter before the first match (capped)
+LEADING_COST = 1  # each letter before the first match (capped)
 MAX_LEADING_COST = 6
 
 
@@ -106,8 +107,10 @@ class FuzzyFinder:
                     best, best_positions = score, candidate
             scored.append((-best, len(name), i, best_positions))
         scored.sort()
-        return Found([Match(i, self.names[i], -negative, tuple(positions))
-                      for negative, _, i, positions in scored[:limit]], len(hits))
+        return Found(
+            [Match(i, self.names[i], -negative, tuple(positions)) for negative, _, i, positions in scored[:limit]],
+            len(hits),
+        )
 
 
 def _in_order(query: str) -> re.Pattern[str]:

@@ -1,4 +1,5 @@
 """`tuidag graph`: the DAG as plain text (layers), Graphviz dot, or Mermaid."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,10 @@ def to_text(dag: DagSpec) -> str:
     for name in dag.topological_order:
         layers.setdefault(dag.depth[name], []).append(name)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
-    lines = [f"{terminal_line(dag.name)}: {counted(len(dag.tasks), 'task')}, {counted(edges, 'edge')}, "
-             f"{counted(len(layers), 'layer')}"]
+    lines = [
+        f"{terminal_line(dag.name)}: {counted(len(dag.tasks), 'task')}, {counted(edges, 'edge')}, "
+        f"{counted(len(layers), 'layer')}"
+    ]
     for depth in sorted(layers):
         lines.append(f"layer {depth}:")
         for name in layers[depth]:

@@ -11,6 +11,7 @@ terminal too): colours are kept, any other control sequence is neutralised, a `\
 so memory stays bounded whatever a task prints. Attempt headers are left out by the byte ranges tuidag recorded
 (`LogHeaders`), never by their text.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,17 @@ from .terminal_text import LineAssembler, terminal_line, terminal_lines
 S = TaskState
 TASK_COLOURS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96]
 """SGR colours of task prefixes, by topological index: headless and the UI's combined view use the same."""
-_STATE_COLOURS = {S.SUCCEEDED: 32, S.FAILED: 31, S.CANCELLED: 33, S.SKIPPED: 90, S.RUNNING: 36, S.RETRYING: 35,
-                  S.CANCELLING: 33, S.QUEUED: 37, S.PENDING: 37}
+_STATE_COLOURS = {
+    S.SUCCEEDED: 32,
+    S.FAILED: 31,
+    S.CANCELLED: 33,
+    S.SKIPPED: 90,
+    S.RUNNING: 36,
+    S.RETRYING: 35,
+    S.CANCELLING: 33,
+    S.QUEUED: 37,
+    S.PENDING: 37,
+}
 _READ_CHUNK = 1 << 16
 _ROUND_BYTES = 1 << 20  # read from each running task's log per round, so one flood cannot hold up the others
 LINE_CAP = 1 << 20
@@ -65,8 +75,7 @@ class _Tail:
         self.lines = LineAssembler(LINE_CAP, _CUT_MARKER)  # holds the incomplete last line
         self.behind = False  # the last read stopped at its limit, before the end of the file
 
-    def read(self, headers: LogHeaders, stop_at: int | None = None, limit: int | None = None
-             ) -> Iterator[list[bytes]]:
+    def read(self, headers: LogHeaders, stop_at: int | None = None, limit: int | None = None) -> Iterator[list[bytes]]:
         """The lines completed since the last read, a chunk at a time, from about `limit` bytes at most. With
         `stop_at`, only up to the header of attempt `stop_at + 1` if there is one: what attempts up to `stop_at`
         wrote."""
@@ -99,8 +108,9 @@ class _Tail:
 
 
 class HeadlessReporter:
-    def __init__(self, out: TextIO, headers: LogHeaders, quiet: bool = False, colour: bool = False,
-                 interval: float = 0.05):
+    def __init__(
+        self, out: TextIO, headers: LogHeaders, quiet: bool = False, colour: bool = False, interval: float = 0.05
+    ):
         self.out = out
         self.headers = headers
         self.quiet = quiet
@@ -212,8 +222,13 @@ class HeadlessReporter:
             except OSError as error:
                 heading, lines = heading + f"its log could not be read ({error.strerror or error})", []
             else:
-                heading += ("it printed nothing" if not lines else "the last line of its log" if len(lines) == 1
-                            else f"the last {with_commas(len(lines))} lines of its log")
+                heading += (
+                    "it printed nothing"
+                    if not lines
+                    else "the last line of its log"
+                    if len(lines) == 1
+                    else f"the last {with_commas(len(lines))} lines of its log"
+                )
             heading = terminal_line(heading)  # the reason may be a callable's exception message, the task's text
             parts.append(f"\n\x1b[1;31m{heading}\x1b[0m\n" if self.colour else f"\n{heading}\n")
             parts.append(terminal_lines(lines, self._prefix(snap.name)))
@@ -258,11 +273,19 @@ def summary_table(snapshots: dict[str, TaskSnapshot], colour: bool = False) -> s
     """The final table: task, state, attempts, duration, exit code, log path."""
     rows = [("TASK", "STATE", "ATTEMPTS", "DURATION", "EXIT", "LOG")]
     for snap in snapshots.values():
-        duration = (snap.finished_at - snap.started_at
-                    if snap.started_at is not None and snap.finished_at is not None else None)
-        rows.append((snap.name, snap.state.value + (" (reused)" if snap.reused else ""), str(snap.attempt),
-                     format_duration(duration), "-" if snap.exit_code is None else str(snap.exit_code),
-                     snap.log_path if snap.attempt or snap.reused else "-"))  # only a task that started has one
+        duration = (
+            snap.finished_at - snap.started_at if snap.started_at is not None and snap.finished_at is not None else None
+        )
+        rows.append(
+            (
+                snap.name,
+                snap.state.value + (" (reused)" if snap.reused else ""),
+                str(snap.attempt),
+                format_duration(duration),
+                "-" if snap.exit_code is None else str(snap.exit_code),
+                snap.log_path if snap.attempt or snap.reused else "-",
+            )
+        )  # only a task that started has one
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for i, row in enumerate(rows):
@@ -278,8 +301,11 @@ def summary_table(snapshots: dict[str, TaskSnapshot], colour: bool = False) -> s
 def insight_lines(dag: DagSpec, snapshots: dict[str, TaskSnapshot], started: float, max_parallel: int) -> str:
     """The critical path of the finished run and the tasks that, made faster, would shorten it most
     (views/run_insight.py), as the summary's last lines before the verdict."""
-    spans = {name: (snap.started_at, snap.finished_at) for name, snap in snapshots.items()
-             if snap.started_at is not None and snap.finished_at is not None and not snap.reused}
+    spans = {
+        name: (snap.started_at, snap.finished_at)
+        for name, snap in snapshots.items()
+        if snap.started_at is not None and snap.finished_at is not None and not snap.reused
+    }
     reused = {name for name, snap in snapshots.items() if snap.reused}
     text = summary_lines(run_insight(shape_of(dag, max_parallel), spans, started, reused))
     return "".join(terminal_line(line) + "\n" for line in text.splitlines())  # task names are the DAG's text

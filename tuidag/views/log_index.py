@@ -5,6 +5,7 @@ with `os.pread`. A 100 MB / 1e6-line file indexes in ~0.4 s for +10 MB RSS. `ref
 since the last call, optionally at most `max_bytes` of them so a UI can index in short slices. It is a `LogLines`
 (log_lines.py), which also holds the display rules it follows.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -223,8 +224,9 @@ def _line_starts(data: bytes, offset: int) -> Iterator[int]:
     return starts
 
 
-def _find_in_block(text: str | None, first: int, needle: str, backwards: bool,
-                   confirm: Callable[[int, str], bool]) -> int | None:
+def _find_in_block(
+    text: str | None, first: int, needle: str, backwards: bool, confirm: Callable[[int, str], bool]
+) -> int | None:
     """Search lines joined in `text`, the first of which is line `first`. Each candidate is confirmed with
     `confirm(i, needle)` since the block also holds text that a `\\r` overwrote. `text` None: one long line alone."""
     if text is None:

@@ -8,6 +8,7 @@ Display rules shared by both: a bare `\\r` overwrites the line (only the text af
 progress bars don't pile up), an incomplete last line is shown and updated as it grows, invalid UTF-8 is replaced,
 ANSI escapes are kept in `line()` for rendering and ignored by `search()`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -7,6 +7,7 @@ journal keeps), never by their text. Lines are display lines (`LineAssembler`: a
 with a marker giving the true number of bytes cut); they are bytes, to be made terminal-safe by the caller. The file
 must be a regular file, not a link or FIFO planted in the run folder.
 """
+
 from __future__ import annotations
 
 import os

@@ -2,6 +2,7 @@
 
 `LogWatcher` turns file-system events into one flag that a UI timer polls; it never calls into the UI.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,8 +26,9 @@ class LogWatcher:
     the safety interval.
     """
 
-    def __init__(self, paths: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0,
-                 settle: float = 0.5) -> None:
+    def __init__(
+        self, paths: Iterable[Path], *, poll_interval: float = 0.25, safety_interval: float = 2.0, settle: float = 0.5
+    ) -> None:
         self.paths = frozenset(Path(path) for path in paths)
         self.poll_interval, self.safety_interval, self.settle = poll_interval, safety_interval, settle
         self._settled_at = 0.0
@@ -69,8 +71,16 @@ class LogWatcher:
         try:
             import watchfiles
 
-            for _ in watchfiles.watch(*paths, watch_filter=None, debounce=50, step=20, rust_timeout=500,
-                                      yield_on_timeout=False, stop_event=self._stop, raise_interrupt=False):
+            for _ in watchfiles.watch(
+                *paths,
+                watch_filter=None,
+                debounce=50,
+                step=20,
+                rust_timeout=500,
+                yield_on_timeout=False,
+                stop_event=self._stop,
+                raise_interrupt=False,
+            ):
                 self._changed.set()
         except Exception as error:  # any failure to watch degrades to polling, it must not end the UI
             log.info("watching %s failed (%s); polling instead", paths, error)

@@ -4,6 +4,7 @@ The bytes go out as they are, unless they go to a terminal: then they are made s
 other control sequences neutralised, a `\\r` overwrites within its line, a line cut at `LINE_CAP` with a marker), since
 a log holds whatever a task printed. `--raw` asks for the bytes on a terminal too.
 """
+
 from __future__ import annotations
 
 import errno
@@ -101,8 +102,10 @@ def _why_cut(run: RunDir, task: str) -> str | None:
     summary = run.read_summary()
     if summary is not None and summary.get("interrupted_by") != "crash":
         return None
-    return (f"the engine of run {run.run_id} died before {task} ended: its log stops here "
-            f"(`tuidag runs` ends what the run's tasks left)")
+    return (
+        f"the engine of run {run.run_id} died before {task} ended: its log stops here "
+        f"(`tuidag runs` ends what the run's tasks left)"
+    )
 
 
 def _copy_from(path: Path, offset: int, out: LogPrinter) -> int:

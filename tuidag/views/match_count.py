@@ -7,6 +7,7 @@ is this" (a bisection). Lines are numbered as the log pane numbers them, `droppe
 at its front keeps the count right; a log renumbered (truncated, replaced, filtered: its `generation` changed) is
 counted again from its start. Incomplete last lines can still change: they are looked at on every question instead.
 """
+
 from __future__ import annotations
 
 from array import array
@@ -41,15 +42,17 @@ class MatchCount:
         self._next = dropped + after
 
     def position(self, source: LogLines, line: int | None) -> tuple[int | None, int]:
-        """(which match line `line` is, from 1, or None if it is none or not counted yet; how many there are so far).
-        """
+        """(which match line `line` is, from 1, or None if it is none or not counted yet; how many there are so far)."""
         if self._generation != source.generation:
             return None, 0
         hits, dropped, complete = self._hits, source.dropped, source.complete_lines
         gone = bisect_left(hits, dropped)  # counted lines that have left the front of the log since
         counted = len(hits) - gone
-        partial = [i for i in range(complete, source.line_count)
-                   if self._needle in strip_ansi(source.line(i, LONG_LINE_SEARCH_CHARS)).lower()]
+        partial = [
+            i
+            for i in range(complete, source.line_count)
+            if self._needle in strip_ansi(source.line(i, LONG_LINE_SEARCH_CHARS)).lower()
+        ]
         total = counted + len(partial)
         if line is None:
             return None, total

@@ -4,6 +4,7 @@ drawn there.
 Kept up to date task by task: each cell counts its tasks per state, so a state change costs a couple of list
 updates, not a pass over 5,000 tasks; and what it shows never depends on when it was last looked at.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
@@ -13,8 +14,16 @@ class MinimapGrid:
     """`rows` x `columns` cells over a `width` x `height` graph. `places[name]` is the (x, y) a task is drawn at;
     `rank_of(name)` is how urgent its state is now (0 most urgent, below `ranks`)."""
 
-    def __init__(self, places: Mapping[str, tuple[int, int]], width: int, height: int, columns: int, rows: int,
-                 ranks: int, rank_of: Callable[[str], int]):
+    def __init__(
+        self,
+        places: Mapping[str, tuple[int, int]],
+        width: int,
+        height: int,
+        columns: int,
+        rows: int,
+        ranks: int,
+        rank_of: Callable[[str], int],
+    ):
         self.columns, self.rows = columns, rows
         self._rank_of = rank_of
         sx, sy = width / columns, height / rows

@@ -11,6 +11,7 @@ The other commands print a result (`runs`, `logs`, `graph`, ...): for them the f
 command (`CommandOutput` raises `OutputLost`), which then exits 0 for a reader that had enough (EPIPE) and 1, with
 a line on stderr, for output that was lost (a full device, a terminal gone): never a traceback.
 """
+
 from __future__ import annotations
 
 import os

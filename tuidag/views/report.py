@@ -4,6 +4,7 @@ No network and no external assets (inline CSS and SVG, no script), so it opens t
 years later. Sections: the run's header, the critical path and the tasks worth making faster, the Gantt chart, the
 graph, the table of tasks, and the last lines of each failed task's log. Everything from the run goes through `esc`.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,18 @@ from typing import Any
 from ..model.durations import format_duration
 from .report_svg import esc, gantt_svg, graph_svg
 
-STATE_COLOURS = {"SUCCEEDED": "#2e9e44", "FAILED": "#d43d3d", "RETRYING": "#a45ad6", "CANCELLED": "#d99a1e",
-                 "CANCELLING": "#d99a1e", "RUNNING": "#2d7fd3", "SKIPPED": "#aab0b6"}
+STATE_COLOURS = {
+    "SUCCEEDED": "#2e9e44",
+    "FAILED": "#d43d3d",
+    "RETRYING": "#a45ad6",
+    "CANCELLED": "#d99a1e",
+    "CANCELLING": "#d99a1e",
+    "RUNNING": "#2d7fd3",
+    "SKIPPED": "#aab0b6",
+}
 """Fill of an attempt's bar by how it ended (RETRYING: failed and retried) and of a task's node by its state."""
-_CSS = """
+_CSS = (
+    """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d2125;background:#fff}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde1e5}
 .meta{color:#4b535b}.meta span{margin-right:18px}.badge{padding:2px 8px;border-radius:10px;color:#fff;font-weight:600}
@@ -35,9 +44,15 @@ svg .label{text-anchor:end}svg .label.crit{font-weight:700}svg .tick{stroke:#e3e
 .node.s-QUEUED text{fill:#1d2125}.node.crit rect{stroke:#111;stroke-width:2}.node.crit text{font-weight:700}
 .edge{fill:none;stroke:#9aa3ad;stroke-width:1}.edge.crit{stroke:#111;stroke-width:2.5}
 .hatch{background:repeating-linear-gradient(45deg,#eef0f3 0 3px,#9aa3ad 3px 5px)}
-""" + "".join(f".s-{state},.node.s-{state} rect{{fill:{colour}}}td.s-{state}{{color:{colour};font-weight:600}}"
-              f"i.s-{state}{{background:{colour}}}" for state, colour in STATE_COLOURS.items()) + """
 """
+    + "".join(
+        f".s-{state},.node.s-{state} rect{{fill:{colour}}}td.s-{state}{{color:{colour};font-weight:600}}"
+        f"i.s-{state}{{background:{colour}}}"
+        for state, colour in STATE_COLOURS.items()
+    )
+    + """
+"""
+)
 
 
 def render_json(facts: dict[str, Any]) -> str:
@@ -47,14 +62,21 @@ def render_json(facts: dict[str, Any]) -> str:
 def render_html(facts: dict[str, Any]) -> str:
     run = facts["run"]
     title = f"{run['dag']} run {run['run_id']}"
-    parts = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             f"<title>{esc(title)} \u2013 tuidag report</title><style>{_CSS}</style></head><body>",
-             _header(run), _insight(facts),
-             "<h2>Timeline</h2>", _legend(),
-             f'<div class="scroll">{gantt_svg(facts)}</div>',
-             "<h2>Graph</h2>", f'<div class="scroll">{graph_svg(facts)}</div>',
-             "<h2>Tasks</h2>", _table(facts), _failures(facts),
-             f'<p class="meta">Made by tuidag report at {esc(_when(run["reported_at"]))}.</p></body></html>\n']
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{esc(title)} \u2013 tuidag report</title><style>{_CSS}</style></head><body>",
+        _header(run),
+        _insight(facts),
+        "<h2>Timeline</h2>",
+        _legend(),
+        f'<div class="scroll">{gantt_svg(facts)}</div>',
+        "<h2>Graph</h2>",
+        f'<div class="scroll">{graph_svg(facts)}</div>',
+        "<h2>Tasks</h2>",
+        _table(facts),
+        _failures(facts),
+        f'<p class="meta">Made by tuidag report at {esc(_when(run["reported_at"]))}.</p></body></html>\n',
+    ]
     return "".join(parts)
 
 
@@ -66,9 +88,13 @@ def _header(run: dict[str, Any]) -> str:
     outcome = str(run["outcome"])
     badge = outcome if outcome in ("succeeded", "failed", "cancelled", "interrupted", "running") else "other"
     counts = ", ".join(f"{n} {state.lower()}" for state, n in sorted(run["counts"].items()))
-    facts = [f"run {esc(run['run_id'])}", f"started {esc(_when(run['started_at']))}",
-             f"took {esc(format_duration(run['duration']))}", f"tasks: {esc(counts) or 'none'}",
-             f"max_parallel {esc(run['max_parallel'] or '-')}"]
+    facts = [
+        f"run {esc(run['run_id'])}",
+        f"started {esc(_when(run['started_at']))}",
+        f"took {esc(format_duration(run['duration']))}",
+        f"tasks: {esc(counts) or 'none'}",
+        f"max_parallel {esc(run['max_parallel'] or '-')}",
+    ]
     if run["capacities"]:
         facts.append("slots " + esc(", ".join(f"{k}={v}" for k, v in run["capacities"].items())))
     if run["host"]:
@@ -78,8 +104,10 @@ def _header(run: dict[str, Any]) -> str:
     if run["resumed_from"]:
         facts.append(f"resumed from {esc(run['resumed_from'])}")
     source = f'<div class="meta">{esc(run["source"])}</div>' if run["source"] else ""
-    return (f'<h1>{esc(run["dag"])} <span class="badge o-{badge}">{esc(outcome)}</span></h1>{source}'
-            f'<div class="meta">{"".join(f"<span>{fact}</span>" for fact in facts)}</div>')
+    return (
+        f'<h1>{esc(run["dag"])} <span class="badge o-{badge}">{esc(outcome)}</span></h1>{source}'
+        f'<div class="meta">{"".join(f"<span>{fact}</span>" for fact in facts)}</div>'
+    )
 
 
 def _insight(facts: dict[str, Any]) -> str:
@@ -87,15 +115,21 @@ def _insight(facts: dict[str, Any]) -> str:
     if not path:
         return "<h2>Critical path</h2><p>No task ran.</p>"
     length = path[-1]["end"] - path[0]["start"]
-    steps = "".join(f"<li>{esc(step['task'])} <span class=\"meta\">{esc(format_duration(step['duration']))}"
-                    f"</span></li>" for step in path)
-    text = (f"<h2>Critical path</h2><p>The chain of tasks that set the run's length, each waiting for the one "
-            f"before it (a dependency, or a thread or resource slot it freed): {len(path):,} "
-            f"task{'s' if len(path) != 1 else ''}, {esc(format_duration(length))}, outlined in the timeline and "
-            f"the graph.</p><ol class=\"path\">{steps}</ol>")
+    steps = "".join(
+        f'<li>{esc(step["task"])} <span class="meta">{esc(format_duration(step["duration"]))}</span></li>'
+        for step in path
+    )
+    text = (
+        f"<h2>Critical path</h2><p>The chain of tasks that set the run's length, each waiting for the one "
+        f"before it (a dependency, or a thread or resource slot it freed): {len(path):,} "
+        f"task{'s' if len(path) != 1 else ''}, {esc(format_duration(length))}, outlined in the timeline and "
+        f'the graph.</p><ol class="path">{steps}</ol>'
+    )
     if facts["speedups"]:
-        items = "".join(f"<li>{esc(s['task'])}: the run would have ended {esc(format_duration(s['saved']))} "
-                        f"sooner</li>" for s in facts["speedups"])
+        items = "".join(
+            f"<li>{esc(s['task'])}: the run would have ended {esc(format_duration(s['saved']))} sooner</li>"
+            for s in facts["speedups"]
+        )
         text += f"<p>Made twice as fast, these tasks would shorten the run most:</p><ol>{items}</ol>"
     else:
         text += "<p>No single task made twice as fast would shorten the run noticeably.</p>"
@@ -103,27 +137,38 @@ def _insight(facts: dict[str, Any]) -> str:
 
 
 def _legend() -> str:
-    keys = [("s-SUCCEEDED", "succeeded"), ("s-FAILED", "failed"), ("s-RETRYING", "failed, retried"),
-            ("s-CANCELLED", "cancelled"), ("s-RUNNING", "running")]
+    keys = [
+        ("s-SUCCEEDED", "succeeded"),
+        ("s-FAILED", "failed"),
+        ("s-RETRYING", "failed, retried"),
+        ("s-CANCELLED", "cancelled"),
+        ("s-RUNNING", "running"),
+    ]
     swatches = "".join(f'<span><i class="{cls}"></i>{label}</span>' for cls, label in keys)
-    return (f'<p class="legend meta">{swatches}<span><i class="hatch"></i>waiting (for a thread, slots, a pause or '
-            f"a retry's delay)</span><span>outlined: critical path</span></p>")
+    return (
+        f'<p class="legend meta">{swatches}<span><i class="hatch"></i>waiting (for a thread, slots, a pause or '
+        f"a retry's delay)</span><span>outlined: critical path</span></p>"
+    )
 
 
 def _table(facts: dict[str, Any]) -> str:
     remote = any(task.get("workers") for task in facts["tasks"])  # a run on Dask: which worker ran each attempt
-    rows = ["<table><thead><tr><th>task</th><th>state</th><th>attempts</th><th>duration</th><th>waited</th>"
-            f"<th>exit</th><th>slots</th>{'<th>workers</th>' if remote else ''}<th>reason</th></tr></thead><tbody>"]
+    rows = [
+        "<table><thead><tr><th>task</th><th>state</th><th>attempts</th><th>duration</th><th>waited</th>"
+        f"<th>exit</th><th>slots</th>{'<th>workers</th>' if remote else ''}<th>reason</th></tr></thead><tbody>"
+    ]
     for task in facts["tasks"]:
         workers = ", ".join(f"{n}: {w}" for n, w in task.get("workers", {}).items())
         worker_cell = f"<td>{esc(workers)}</td>" if remote else ""
         state = task["state"] + (" (reused)" if task["reused"] else "")
-        rows.append(f"<tr><td>{esc(task['name'])}</td><td class=\"s-{task['state']}\">{esc(state)}</td>"
-                    f"<td class=\"num\">{task['attempts']}</td>"
-                    f"<td class=\"num\">{esc(format_duration(task['duration']))}</td>"
-                    f"<td class=\"num\">{esc(format_duration(task['waited']) if task['waited'] >= 0.05 else '-')}</td>"
-                    f"<td class=\"num\">{esc('-' if task['exit_code'] is None else task['exit_code'])}</td>"
-                    f"<td>{esc(task['slots'] or '')}</td>{worker_cell}<td>{esc(task['reason'] or '')}</td></tr>")
+        rows.append(
+            f'<tr><td>{esc(task["name"])}</td><td class="s-{task["state"]}">{esc(state)}</td>'
+            f'<td class="num">{task["attempts"]}</td>'
+            f'<td class="num">{esc(format_duration(task["duration"]))}</td>'
+            f'<td class="num">{esc(format_duration(task["waited"]) if task["waited"] >= 0.05 else "-")}</td>'
+            f'<td class="num">{esc("-" if task["exit_code"] is None else task["exit_code"])}</td>'
+            f"<td>{esc(task['slots'] or '')}</td>{worker_cell}<td>{esc(task['reason'] or '')}</td></tr>"
+        )
     rows.append("</tbody></table>")
     return f'<div class="scroll">{"".join(rows)}</div>'
 
@@ -142,6 +187,7 @@ def _failures(facts: dict[str, Any]) -> str:
             parts.append("<p>It printed nothing.</p>")
         else:
             lines = "line" if len(failure["log"]) == 1 else f"{len(failure['log'])} lines"
-            parts.append(f"<p class=\"meta\">The last {lines} of its log:</p>"
-                         f"<pre>{esc(chr(10).join(failure['log']))}</pre>")
+            parts.append(
+                f'<p class="meta">The last {lines} of its log:</p><pre>{esc(chr(10).join(failure["log"]))}</pre>'
+            )
     return "".join(parts)

@@ -4,6 +4,7 @@ Read from the run's folder only (journal, summary.json, the failed tasks' logs),
 state dir is, after the DAG file changed or of a run still going on (its open segments end "now"). Every string in
 it is the run's own text (task names, reasons, logs): whoever renders it must escape it.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,8 +38,11 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
     dag = dag_from_header(header)
     names = list(dag.tasks) or list(rep.tasks)
     summary = read_summary(run) if run.summary.exists() else None
-    started = rep.started_at if rep.started_at is not None else min(
-        (segs[0].start for segs in timeline.segments.values() if segs), default=now)
+    started = (
+        rep.started_at
+        if rep.started_at is not None
+        else min((segs[0].start for segs in timeline.segments.values() if segs), default=now)
+    )
     outcome = summary.get("outcome", "failed") if summary else outcome_of(run, rep)
     finished = (summary or {}).get("finished_at") or rep.finished_at
     end = finished if finished is not None else (now if outcome == "running" else rep.last_time or now)
@@ -54,35 +58,70 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
         if record is None:
             continue
         waited = sum(s.duration(end) for s in timeline.segments.get(name, ()) if s.kind is SegmentKind.WAITING)
-        tasks.append({
-            "name": name, "state": record.state.value, "attempts": record.attempt, "reused": record.reused,
-            "started_at": record.started_at, "finished_at": record.finished_at,
-            "duration": record.duration if not record.reused else None, "waited": round(waited, 6),
-            "exit_code": record.exit_code, "reason": record.reason, "depends_on": list(dag.tasks[name].depends_on)
-            if name in dag.tasks else [], "slots": record.slots, "worker": record.worker,
-            "workers": {str(n): w for n, w in sorted(workers.get(name, {}).items())}})
+        tasks.append(
+            {
+                "name": name,
+                "state": record.state.value,
+                "attempts": record.attempt,
+                "reused": record.reused,
+                "started_at": record.started_at,
+                "finished_at": record.finished_at,
+                "duration": record.duration if not record.reused else None,
+                "waited": round(waited, 6),
+                "exit_code": record.exit_code,
+                "reason": record.reason,
+                "depends_on": list(dag.tasks[name].depends_on) if name in dag.tasks else [],
+                "slots": record.slots,
+                "worker": record.worker,
+                "workers": {str(n): w for n, w in sorted(workers.get(name, {}).items())},
+            }
+        )
 
-    segments = [{"task": s.task, "kind": s.kind.value, "start": s.start, "end": s.end, "attempt": s.attempt,
-                 "outcome": s.outcome.value if s.outcome else None}
-                for name in names for s in timeline.segments.get(name, ())]
+    segments = [
+        {
+            "task": s.task,
+            "kind": s.kind.value,
+            "start": s.start,
+            "end": s.end,
+            "attempt": s.attempt,
+            "outcome": s.outcome.value if s.outcome else None,
+        }
+        for name in names
+        for s in timeline.segments.get(name, ())
+    ]
     reused = {t["name"] for t in tasks if t["reused"]}
     spans = {name: span for name, span in task_spans(timeline.segments, end).items() if name not in reused}
     insight = run_insight(shape_of(dag), spans, started, reused)
     return {
         "format": FORMAT,
-        "run": {"run_id": run.run_id, "dag": header.get("dag", "?"), "source": header.get("source"),
-                "host": header.get("host"), "executor": header.get("executor"),
-                "resumed_from": header.get("resumed_from"), "outcome": outcome,
-                "started_at": started, "finished_at": finished, "duration": max(0.0, end - started),
-                "counts": _counts(tasks), "max_parallel": header.get("max_parallel"),
-                "capacities": header.get("capacities") or {}, "reported_at": now},
+        "run": {
+            "run_id": run.run_id,
+            "dag": header.get("dag", "?"),
+            "source": header.get("source"),
+            "host": header.get("host"),
+            "executor": header.get("executor"),
+            "resumed_from": header.get("resumed_from"),
+            "outcome": outcome,
+            "started_at": started,
+            "finished_at": finished,
+            "duration": max(0.0, end - started),
+            "counts": _counts(tasks),
+            "max_parallel": header.get("max_parallel"),
+            "capacities": header.get("capacities") or {},
+            "reported_at": now,
+        },
         "tasks": tasks,
         "segments": segments,
-        "critical_path": [{"task": name, "start": spans[name][0], "end": spans[name][1],
-                           "duration": spans[name][1] - spans[name][0]} for name in insight.path],
+        "critical_path": [
+            {"task": name, "start": spans[name][0], "end": spans[name][1], "duration": spans[name][1] - spans[name][0]}
+            for name in insight.path
+        ],
         "speedups": [{"task": name, "saved": saved, "if": "halved"} for name, saved in insight.faster],
-        "failures": [_failure(run, task, rep.tasks[task["name"]].log_start) for task in tasks
-                     if task["state"] == TaskState.FAILED.value],
+        "failures": [
+            _failure(run, task, rep.tasks[task["name"]].log_start)
+            for task in tasks
+            if task["state"] == TaskState.FAILED.value
+        ],
     }
 
 
@@ -109,5 +148,11 @@ def _failure(run: RunDir, task: dict[str, Any], log_start: int | None) -> dict[s
         problem = f"its log could not be read ({error.strerror or error})"
     else:
         lines = [strip_ansi(line.decode("utf-8", "replace")) for line in raw]
-    return {"task": task["name"], "attempt": task["attempts"], "reason": task["reason"], "exit_code": task["exit_code"],
-            "log": lines, "log_problem": problem}
+    return {
+        "task": task["name"],
+        "attempt": task["attempts"],
+        "reason": task["reason"],
+        "exit_code": task["exit_code"],
+        "log": lines,
+        "log_problem": problem,
+    }

@@ -6,6 +6,7 @@ to the folder's descriptor) and renamed into place: a symlink planted under the 
 written through, and readers never see half a report. A destination that exists must be a regular file of the
 user's own: another user's file, a link, a device or a FIFO is refused and left as it is.
 """
+
 from __future__ import annotations
 
 import os
@@ -65,8 +66,7 @@ def _check_destination(dir_fd: int, name: str) -> None:
 def _write_temp(dir_fd: int, name: str, data: bytes, mode: int) -> str:
     temp = f".{name[:200]}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                     dir_fd=dir_fd)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     except OSError as exc:
         raise ReportFileError(exc.strerror or str(exc)) from None
     try:

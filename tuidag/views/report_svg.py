@@ -5,6 +5,7 @@ Built as strings from `report_facts` data, in one pass each, so a run of 5,000 t
 Every name is escaped with `esc`: it is the run's text. Classes carry the meaning (`attempt`, `wait`, `crit`,
 `s-FAILED`), and the report's stylesheet the colours, so a test can count bars by class.
 """
+
 from __future__ import annotations
 
 import html
@@ -74,17 +75,21 @@ def gantt_svg(facts: dict[str, Any]) -> str:
     def x(t: float) -> float:
         return label_w + (min(max(t, t0), t1) - t0) * scale
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gantt" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="Gantt chart: a bar per attempt">',
-           '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
-           'patternTransform="rotate(45)"><rect width="6" height="6" fill="#eef0f3"/>'
-           '<line x1="0" y1="0" x2="0" y2="6" stroke="#9aa3ad" stroke-width="2"/></pattern></defs>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="gantt" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="Gantt chart: a bar per attempt">',
+        '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+        'patternTransform="rotate(45)"><rect width="6" height="6" fill="#eef0f3"/>'
+        '<line x1="0" y1="0" x2="0" y2="6" stroke="#9aa3ad" stroke-width="2"/></pattern></defs>',
+    ]
     step = tick_step(span)
     tick = 0.0
     while tick <= span + 1e-9:
         tx = _num(label_w + tick * scale)
-        out.append(f'<line class="tick" x1="{tx}" y1="{top - 4}" x2="{tx}" y2="{height}"/>'
-                   f'<text class="axis" x="{tx}" y="{top - 8}">+{clock(tick, step < 1)}</text>')
+        out.append(
+            f'<line class="tick" x1="{tx}" y1="{top - 4}" x2="{tx}" y2="{height}"/>'
+            f'<text class="axis" x="{tx}" y="{top - 8}">+{clock(tick, step < 1)}</text>'
+        )
         tick += step
     bar_h, wait_h = max(2, row_h - 4), max(1, (row_h - 4) // 2)
     for i, name in enumerate(order):
@@ -98,13 +103,17 @@ def gantt_svg(facts: dict[str, Any]) -> str:
             w = _num(max(1.0, x(end) - left))
             if seg["kind"] == "running":
                 state = seg["outcome"] or "RUNNING"
-                title = f'{name} attempt {seg["attempt"]}: {clock(end - seg["start"])} {state.lower()}'
-                out.append(f'<rect class="attempt s-{state}{crit}" x="{_num(left)}" y="{y + 2}" width="{w}" '
-                           f'height="{bar_h}"><title>{esc(title)}</title></rect>')
+                title = f"{name} attempt {seg['attempt']}: {clock(end - seg['start'])} {state.lower()}"
+                out.append(
+                    f'<rect class="attempt s-{state}{crit}" x="{_num(left)}" y="{y + 2}" width="{w}" '
+                    f'height="{bar_h}"><title>{esc(title)}</title></rect>'
+                )
             else:
-                title = f'{name} waiting {clock(end - seg["start"])}'
-                out.append(f'<rect class="wait" x="{_num(left)}" y="{y + 2 + (bar_h - wait_h) // 2}" width="{w}" '
-                           f'height="{wait_h}"><title>{esc(title)}</title></rect>')
+                title = f"{name} waiting {clock(end - seg['start'])}"
+                out.append(
+                    f'<rect class="wait" x="{_num(left)}" y="{y + 2 + (bar_h - wait_h) // 2}" width="{w}" '
+                    f'height="{wait_h}"><title>{esc(title)}</title></rect>'
+                )
     out.append("</svg>")
     return "".join(out)
 
@@ -144,19 +153,24 @@ def graph_svg(facts: dict[str, Any]) -> str:
             bend = (x2 - x1) / 2
             (heavy if (parent, child) in crit_edges else plain).append(
                 f"M{_num(x1)} {_num(y1)}C{_num(x1 + bend)} {_num(y1)} {_num(x2 - bend)} {_num(y2)} "
-                f"{_num(x2)} {_num(y2)}")
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="the DAG">']
+                f"{_num(x2)} {_num(y2)}"
+            )
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="the DAG">'
+    ]
     out.extend(_edge_paths(plain, "edge"))
     out.extend(_edge_paths(heavy, "edge crit"))
     critical = set(path)
     state = {task["name"]: task["state"] for task in tasks}
     for name, tile in tiles.items():
-        shown = name if len(name) <= chars else name[:chars - 1] + "\u2026"
+        shown = name if len(name) <= chars else name[: chars - 1] + "\u2026"
         crit = " crit" if name in critical else ""
-        out.append(f'<g class="node s-{state[name]}{crit}"><title>{esc(name)}: {state[name].lower()}</title>'
-                   f'<rect x="{_num(left(name))}" y="{4 + tile.y * _ROW}" width="{node_w}" height="{_NODE_H}" '
-                   f'rx="3"/><text x="{_num(left(name) + 6)}" y="{4 + tile.y * _ROW + 12}">{esc(shown)}</text></g>')
+        out.append(
+            f'<g class="node s-{state[name]}{crit}"><title>{esc(name)}: {state[name].lower()}</title>'
+            f'<rect x="{_num(left(name))}" y="{4 + tile.y * _ROW}" width="{node_w}" height="{_NODE_H}" '
+            f'rx="3"/><text x="{_num(left(name) + 6)}" y="{4 + tile.y * _ROW + 12}">{esc(shown)}</text></g>'
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -164,4 +178,4 @@ def graph_svg(facts: dict[str, Any]) -> str:
 def _edge_paths(parts: list[str], cls: str) -> Iterable[str]:
     """Edges as few path elements (one per thousand edges), not one each: far less markup on a big DAG."""
     for i in range(0, len(parts), 1000):
-        yield f'<path class="{cls}" d="{"".join(parts[i:i + 1000])}"/>'
+        yield f'<path class="{cls}" d="{"".join(parts[i : i + 1000])}"/>'

@@ -6,6 +6,7 @@ duration (model/forecast.py), because "what if this task had been faster" is a q
 about the path alone: a task on the path whose saving the `max_parallel` limit or a resource slot would swallow
 saves nothing.
 """
+
 from __future__ import annotations
 
 from typing import AbstractSet, Mapping, NamedTuple
@@ -24,13 +25,14 @@ skipping the tasks that cannot save that much keeps a run of thousands of quick 
 
 
 class Insight(NamedTuple):
-    path: list[str]                    # the critical path, first task first
-    spans: Mapping[str, Span]          # the actual spans it was computed from
-    faster: list[tuple[str, float]]    # (task, seconds the run would have been shorter with it halved), most first
+    path: list[str]  # the critical path, first task first
+    spans: Mapping[str, Span]  # the actual spans it was computed from
+    faster: list[tuple[str, float]]  # (task, seconds the run would have been shorter with it halved), most first
 
 
-def run_insight(shape: ForecastShape, spans: Mapping[str, Span], started: float,
-                reused: AbstractSet[str] = frozenset()) -> Insight:
+def run_insight(
+    shape: ForecastShape, spans: Mapping[str, Span], started: float, reused: AbstractSet[str] = frozenset()
+) -> Insight:
     """`spans`: each task that ran, from its first attempt's start to its last one's end (`forecast.task_spans`, or
     the snapshots' started_at/finished_at). Tasks that never ran (skipped, cancelled while waiting) are blocked in
     the re-simulation; results reused from an earlier run are done at the start."""
@@ -38,14 +40,21 @@ def run_insight(shape: ForecastShape, spans: Mapping[str, Span], started: float,
     done = {name: (started, started) for name in reused}
     never = {name for name in shape.order if name not in ran and name not in done}
     length = max((end for _, end in ran.values()), default=started) - started
-    faster = speedups(**shape._asdict(), now=started, finished=done, running={},
-                      expected={name: end - start for name, (start, end) in ran.items()}, blocked=never,
-                      min_saved=max(MIN_SAVED, MIN_SHARE * length))
+    faster = speedups(
+        **shape._asdict(),
+        now=started,
+        finished=done,
+        running={},
+        expected={name: end - start for name, (start, end) in ran.items()},
+        blocked=never,
+        min_saved=max(MIN_SAVED, MIN_SHARE * length),
+    )
     return Insight(critical_path(shape.dag_deps, ran), ran, faster)
 
 
 def path_text(insight: Insight, ends: int = SHOWN_AT_ENDS) -> str:
     """`a 2.0s -> b 8.1s -> d 2.2s`; a longer path keeps `ends` tasks at each end and counts the middle."""
+
     def step(name: str) -> str:
         start, end = insight.spans[name]
         return f"{name} {format_duration(end - start)}"
@@ -55,8 +64,9 @@ def path_text(insight: Insight, ends: int = SHOWN_AT_ENDS) -> str:
         return " -> ".join(map(step, path))
     middle = path[ends:-ends]
     total = sum(insight.spans[n][1] - insight.spans[n][0] for n in middle)
-    return " -> ".join([*map(step, path[:ends]), f"({len(middle):,} more, {format_duration(total)})",
-                        *map(step, path[-ends:])])
+    return " -> ".join(
+        [*map(step, path[:ends]), f"({len(middle):,} more, {format_duration(total)})", *map(step, path[-ends:])]
+    )
 
 
 def summary_lines(insight: Insight) -> str:
@@ -64,11 +74,16 @@ def summary_lines(insight: Insight) -> str:
     if not insight.path:
         return ""
     first, last = insight.spans[insight.path[0]][0], insight.spans[insight.path[-1]][1]
-    text = f"critical path ({len(insight.path):,} task{'s' if len(insight.path) != 1 else ''}, " \
-           f"{format_duration(last - first)}): {path_text(insight)}\n"
+    text = (
+        f"critical path ({len(insight.path):,} task{'s' if len(insight.path) != 1 else ''}, "
+        f"{format_duration(last - first)}): {path_text(insight)}\n"
+    )
     if insight.faster:
-        text += "halved, these would shorten the run most: " + ", ".join(
-            f"{name} (-{format_duration(saved)})" for name, saved in insight.faster) + "\n"
+        text += (
+            "halved, these would shorten the run most: "
+            + ", ".join(f"{name} (-{format_duration(saved)})" for name, saved in insight.faster)
+            + "\n"
+        )
     else:
         text += "no single task made twice as fast would shorten the run noticeably\n"
     return text

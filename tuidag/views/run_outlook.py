@@ -6,6 +6,7 @@ and words the header's forms. No textual: the app calls it on a worker thread, a
 A finished run's path comes from the actual spans; a live run's from the forecast, so it goes through the remaining
 work and moves as tasks finish.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, NamedTuple, Sequence
@@ -18,18 +19,19 @@ from .eta import eta_text, live_forecast
 
 
 class Outlook(NamedTuple):
-    path: list[str]              # the critical path, first task first
-    spans: dict[str, Span]       # what the path was computed from: actual, and forecast for a live run
-    forecast: Forecast | None    # a live run's forecast (None: the run is finished)
-    at: float = 0.0              # when it was worked out (the forecast plays the remaining work forward from then)
+    path: list[str]  # the critical path, first task first
+    spans: dict[str, Span]  # what the path was computed from: actual, and forecast for a live run
+    forecast: Forecast | None  # a live run's forecast (None: the run is finished)
+    at: float = 0.0  # when it was worked out (the forecast plays the remaining work forward from then)
 
     @property
     def finished(self) -> bool:
         return self.forecast is None
 
 
-def actual_spans(snapshots: Mapping[str, TaskSnapshot], segments: Mapping[str, Sequence[Segment]],
-                 now: float) -> dict[str, Span]:
+def actual_spans(
+    snapshots: Mapping[str, TaskSnapshot], segments: Mapping[str, Sequence[Segment]], now: float
+) -> dict[str, Span]:
     """Each task that ran: its first attempt's start to its last one's end (now while running), from the segments,
     or from its snapshot when the segments don't have it. Results reused from an earlier run did not run."""
     spans = task_spans(segments, now)
@@ -41,8 +43,15 @@ def actual_spans(snapshots: Mapping[str, TaskSnapshot], segments: Mapping[str, S
     return spans
 
 
-def outlook(shape: ForecastShape, snapshots: Mapping[str, TaskSnapshot], segments: Mapping[str, Sequence[Segment]], *,
-            now: float, expected: Mapping[str, float], finished: bool) -> Outlook:
+def outlook(
+    shape: ForecastShape,
+    snapshots: Mapping[str, TaskSnapshot],
+    segments: Mapping[str, Sequence[Segment]],
+    *,
+    now: float,
+    expected: Mapping[str, float],
+    finished: bool,
+) -> Outlook:
     if finished:
         actual = actual_spans(snapshots, segments, now)
         return Outlook(critical_path(shape.dag_deps, actual), actual, None)

@@ -1,4 +1,5 @@
 """Numbers as a one-line chart of block characters, lowest to highest: how `tuidag runs` shows durations over time."""
+
 from __future__ import annotations
 
 from typing import Sequence

@@ -1,5 +1,6 @@
 """Which tasks' lines the combined log view shows (no textual here): the branch of one task, the tasks whose names
 contain some text, or both at once (the tasks in the branch whose names match)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

@@ -12,6 +12,7 @@ goes through here:
 - `LineAssembler` cuts a byte stream into such lines holding at most one capped line at a time, so a 200 MB line costs
   the cap, not 200 MB; a cut line ends with a marker that says how much is missing.
 """
+
 from __future__ import annotations
 
 import re
@@ -73,7 +74,7 @@ def terminal_lines(lines: list[bytes], prefix: str = "") -> str:
 def visible_part(raw: bytes) -> bytes:
     """What a terminal would show of one line: the text after its last bare carriage return, without the ending."""
     raw = raw.rstrip(b"\r\n")
-    return raw[raw.rfind(b"\r") + 1:]
+    return raw[raw.rfind(b"\r") + 1 :]
 
 
 class LineAssembler:
@@ -88,9 +89,9 @@ class LineAssembler:
     def __init__(self, cap: int, marker: bytes = b" \xe2\x80\xa6 [%d more bytes]") -> None:
         self.cap, self.marker = cap, marker
         self._head = bytearray()  # the visible part so far, at most `cap` bytes
-        self._extra = 0           # visible bytes beyond the cap
-        self._cr = False          # the data so far ends with `\r`: an overwrite, or a `\r\n` ending
-        self._started = False     # bytes of an unfinished line were fed
+        self._extra = 0  # visible bytes beyond the cap
+        self._cr = False  # the data so far ends with `\r`: an overwrite, or a `\r\n` ending
+        self._started = False  # bytes of an unfinished line were fed
 
     def feed(self, data: bytes) -> list[bytes]:
         if not data:
@@ -132,7 +133,7 @@ class LineAssembler:
             self._head.clear()
             self._extra = 0
         self._cr = len(text) < len(piece)
-        self._add(text[cr + 1:])
+        self._add(text[cr + 1 :])
 
     def _add(self, text: bytes) -> None:
         if not text:
@@ -142,7 +143,7 @@ class LineAssembler:
         if len(text) <= room:
             self._head += text
         else:
-            self._head += text[:max(room, 0)]
+            self._head += text[: max(room, 0)]
             self._extra += len(text) - max(room, 0)
 
     def skip(self, count: int) -> None:

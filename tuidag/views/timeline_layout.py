@@ -7,6 +7,7 @@ on whole cells and the axis reads `0s 10s 20s`, `0s 5m 10m` or `0s 1h 2h` as the
 the graph's zoom level: full rows (name, bar, duration), compact rows (a short name, the bar) and dense rows, two
 tasks a row in half-height cells, for thousands of tasks.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,13 +19,55 @@ from ..model.state import TaskState
 from ..model.timeline import Segment, SegmentKind
 
 #: Seconds per cell the scale may take, finest first.
-SCALES = (0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0,
-          30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 240.0, 300.0, 450.0, 600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0,
-          5400.0, 7200.0, 10800.0, 14400.0, 21600.0, 28800.0, 43200.0, 64800.0, 86400.0)  # steps of 1.5x or less: a fitted run fills 2/3 or more
+SCALES = (
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    1.5,
+    2.0,
+    3.0,
+    4.0,
+    5.0,
+    7.5,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    45.0,
+    60.0,
+    90.0,
+    120.0,
+    180.0,
+    240.0,
+    300.0,
+    450.0,
+    600.0,
+    900.0,
+    1200.0,
+    1800.0,
+    2700.0,
+    3600.0,
+    5400.0,
+    7200.0,
+    10800.0,
+    14400.0,
+    21600.0,
+    28800.0,
+    43200.0,
+    64800.0,
+    86400.0,
+)  # steps of 1.5x or less: a fitted run fills 2/3 or more
 #: Seconds between two ticks of the axis, finest first.
 TICK_STEPS = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 MIN_TICK_GAP = 10  # cells between two ticks at least: room for a label like `1h30m` and a gap
-FIT_ROOM = 0.9     # a fitted scale leaves a tenth of the width free, so a live run's growth rarely changes the scale
+FIT_ROOM = 0.9  # a fitted scale leaves a tenth of the width free, so a live run's growth rarely changes the scale
 
 
 class Density(Enum):
@@ -92,8 +135,9 @@ def tick_label(seconds: float) -> str:
     parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
     first = next(i for i, (n, _) in enumerate(parts) if n)
     last = max(i for i, (n, _) in enumerate(parts) if n)
-    return "".join(f"{n}{unit}" if i == first else f"{n:02d}{unit}" for i, (n, unit) in enumerate(parts)
-                   if first <= i <= last)
+    return "".join(
+        f"{n}{unit}" if i == first else f"{n:02d}{unit}" for i, (n, unit) in enumerate(parts) if first <= i <= last
+    )
 
 
 def scale_label(scale: float) -> str:
@@ -125,7 +169,7 @@ def axis_text(offset: float, scale: float, cells: int) -> str:
         if x < free:
             continue
         text = "╵" + label
-        for i, ch in enumerate(text[:cells - x]):
+        for i, ch in enumerate(text[: cells - x]):
             line[x + i] = ch
         free = x + len(text) + 1
     return "".join(line)
@@ -137,12 +181,21 @@ def snapshot_segments(snap: TaskSnapshot) -> list[Segment]:
     if snap.started_at is None or snap.reused:
         return []
     live = snap.finished_at is None
-    return [Segment(snap.name, SegmentKind.RUNNING, snap.started_at, snap.finished_at, max(1, snap.attempt),
-                    None if live else snap.state)]
+    return [
+        Segment(
+            snap.name,
+            SegmentKind.RUNNING,
+            snap.started_at,
+            snap.finished_at,
+            max(1, snap.attempt),
+            None if live else snap.state,
+        )
+    ]
 
 
-def row_paints(segments: Iterable[Segment], state: TaskState, left: float, scale: float, cells: int,
-               now: float) -> list[Paint | None]:
+def row_paints(
+    segments: Iterable[Segment], state: TaskState, left: float, scale: float, cells: int, now: float
+) -> list[Paint | None]:
     """The paint of each of `cells` cells of a task's row, the first at time `left`. A segment covers at least one
     cell (a task of 10 ms still shows); where a wait and an attempt share a cell the attempt wins; a later segment
     wins over an earlier one of the same kind. An attempt still going on takes the task's `state` (running,
@@ -163,8 +216,9 @@ def row_paints(segments: Iterable[Segment], state: TaskState, left: float, scale
     return out
 
 
-def forecast_cells(span: tuple[float, float], left: float, scale: float, cells: int,
-                   now: float) -> tuple[int, int] | None:
+def forecast_cells(
+    span: tuple[float, float], left: float, scale: float, cells: int, now: float
+) -> tuple[int, int] | None:
     """The cells (start, end) a task's forecast covers from `now` on (what is still to come of a running task, all
     of a task not started), or None when none of it is in view or it takes no time (no history)."""
     start, end = max(span[0], now), span[1]
@@ -193,8 +247,9 @@ def rows_of(order: Sequence[str], shown: Mapping[str, bool] | None, keep: str | 
     return [name for name in order if shown[name] or name == keep]
 
 
-def time_span(segments: Mapping[str, Sequence[Segment]], snapshots: Mapping[str, TaskSnapshot], started: float,
-              now: float) -> float:
+def time_span(
+    segments: Mapping[str, Sequence[Segment]], snapshots: Mapping[str, TaskSnapshot], started: float, now: float
+) -> float:
     """The latest time anything reaches (`now` while something is still going on), at least `started`."""
     end = started
     for segs in segments.values():

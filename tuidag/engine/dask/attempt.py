@@ -1,6 +1,7 @@
 """One attempt on a Dask cluster, as the client sees it (`DaskAttempt`), and the Dask task that carries one or several
 (`_Group`). What travels to the worker and back: `wire`. The executor that makes them, and why it works as it does:
 `executor`."""
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,15 @@ class DaskAttempt(RunningAttempt):
         self._fd: int | None = open_log(attempt)
         self._headed = False  # the attempt's header is in the log (written when it starts: `_started_on`)
         try:
-            packed = pack(worker_spec(attempt, self.key, executor.topic, executor.dag_env,
-                                      workers_number_slots=executor.workers_number_slots))
+            packed = pack(
+                worker_spec(
+                    attempt,
+                    self.key,
+                    executor.topic,
+                    executor.dag_env,
+                    workers_number_slots=executor.workers_number_slots,
+                )
+            )
         except BaseException as exc:
             if not isinstance(exc, OSError):
                 self._head()
@@ -159,8 +167,11 @@ class DaskAttempt(RunningAttempt):
                 if self._read < ending[1]:  # (the worker went away before all of it was read)
                     with self._fd_lock:
                         if self._fd is not None:
-                            os.write(self._fd, f"\ntuidag: {ending[1] - self._read} bytes of output could not be "
-                                               f"read from worker {worker}\n".encode())
+                            os.write(
+                                self._fd,
+                                f"\ntuidag: {ending[1] - self._read} bytes of output could not be "
+                                f"read from worker {worker}\n".encode(),
+                            )
                 self._end(ending[0])
 
     def _head(self) -> None:
@@ -183,8 +194,9 @@ class DaskAttempt(RunningAttempt):
                 self.attempt.on_worker(name, slots, started, ending)
         if first is not None:  # Dask runs it again elsewhere: the worker it ran on is gone
             self._end(AttemptResult(False, None, f"worker lost: {first}"))
-            threading.Thread(target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True,
-                             name="tuidag-dask-kill").start()
+            threading.Thread(
+                target=self._drop_rerun, args=(worker, f"worker lost: {first}"), daemon=True, name="tuidag-dask-kill"
+            ).start()
         elif reason is not None:  # cancelled while it was being started
             self._on_workers_later([worker], reason)
 
@@ -196,8 +208,9 @@ class DaskAttempt(RunningAttempt):
                 return
             self.worker = self.worker or worker  # so a run Dask starts again is taken for one (see `_started_on`)
         self._end(AttemptResult(False, None, f"worker lost: {worker}"))
-        threading.Thread(target=self._drop_rerun, args=(None, f"worker lost: {worker}"), daemon=True,
-                         name="tuidag-dask-kill").start()
+        threading.Thread(
+            target=self._drop_rerun, args=(None, f"worker lost: {worker}"), daemon=True, name="tuidag-dask-kill"
+        ).start()
 
     def _future_done(self, future) -> None:
         """On a Dask callback thread. A result is not the end (the end event is, after the output); an error is."""
@@ -205,8 +218,11 @@ class DaskAttempt(RunningAttempt):
             return
         if future.cancelled():
             if self._kill_reason is None:  # not ours: the scheduler forgot the task (it was lost or restarted)
-                self._end(AttemptResult(False, None, f"the Dask scheduler {self.executor.address} is unreachable "
-                                                     f"or dropped the task"))
+                self._end(
+                    AttemptResult(
+                        False, None, f"the Dask scheduler {self.executor.address} is unreachable or dropped the task"
+                    )
+                )
             return
         self._end(AttemptResult(False, None, describe_error(future.exception(), self.worker)))
 
@@ -239,14 +255,18 @@ class DaskAttempt(RunningAttempt):
 
     def _cancel_future(self, reason: str) -> None:
         """From any thread, the event loop's too (`submitted` runs there; `Future.cancel` must not)."""
-        threading.Thread(target=self._cancel_unstarted, args=(reason,), daemon=True,
-                         name="tuidag-dask-cancel").start()
+        threading.Thread(target=self._cancel_unstarted, args=(reason,), daemon=True, name="tuidag-dask-cancel").start()
 
     def _on_workers_later(self, workers: list[str], reason: str) -> None:
         from .registry import cancel_key
 
-        threading.Thread(target=self.executor.run_on_workers, args=(cancel_key, self.key, reason),
-                         kwargs={"workers": workers}, daemon=True, name="tuidag-dask-kill").start()
+        threading.Thread(
+            target=self.executor.run_on_workers,
+            args=(cancel_key, self.key, reason),
+            kwargs={"workers": workers},
+            daemon=True,
+            name="tuidag-dask-kill",
+        ).start()
 
     def _drop_rerun(self, worker: str | None, reason: str) -> None:
         """Stop the run Dask started again after a worker was lost (tuidag's own retry decides what runs next), on
@@ -285,8 +305,9 @@ class DaskAttempt(RunningAttempt):
             data = self.group.value(self)
             return result._replace(value=pickle.loads(data) if data is not None else None)
         except Exception as exc:
-            return AttemptResult(False, result.exit_code, f"the return value could not be read back: "
-                                                         f"{type(exc).__name__}: {exc}")
+            return AttemptResult(
+                False, result.exit_code, f"the return value could not be read back: {type(exc).__name__}: {exc}"
+            )
 
     def _forget(self) -> None:
         with self.executor._lock:

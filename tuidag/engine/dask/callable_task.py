@@ -6,6 +6,7 @@ environment and workdir, its output goes to the log, and the tree kill stops it.
 (pickled by value on the client with cloudpickle, so the worker needs no copy of the DAG's module) and its context;
 RESULT receives `("ok", pickled value)` or `("error", reason)`.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,16 @@ class CallableFiles:
         stem = folder / f"{spec['task']}.{spec['attempt']}"
         self.input = f"{stem}.call"
         self.output = f"{stem}.result"
-        payload = {"func": spec["func"], "name": spec["task"], "run_id": spec["run_id"], "attempt": spec["attempt"],
-                   "results": spec["results"], "workdir": spec["workdir"], "log_path": log_path,
-                   "source": spec.get("source")}
+        payload = {
+            "func": spec["func"],
+            "name": spec["task"],
+            "run_id": spec["run_id"],
+            "attempt": spec["attempt"],
+            "results": spec["results"],
+            "workdir": spec["workdir"],
+            "log_path": log_path,
+            "source": spec.get("source"),
+        }
         fd = os.open(self.input, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as f:
             pickle.dump(payload, f)
@@ -40,8 +48,10 @@ class CallableFiles:
     def command(self) -> str:
         import shlex
 
-        return f"exec {shlex.quote(sys.executable)} -m tuidag.engine.dask.callable_task " \
-               f"{shlex.quote(self.input)} {shlex.quote(self.output)}"
+        return (
+            f"exec {shlex.quote(sys.executable)} -m tuidag.engine.dask.callable_task "
+            f"{shlex.quote(self.input)} {shlex.quote(self.output)}"
+        )
 
     def outcome(self, result: AttemptResult) -> tuple[AttemptResult, bytes | None]:
         """The attempt's result with the callable's own reason (`raised ValueError: ...`) and pickled value."""
@@ -77,16 +87,26 @@ def main(call_path: str, result_path: str) -> int:
         if spec.get("source"):
             restore_source(func, *spec["source"])
         results = cloudpickle.loads(spec["results"])
-        ctx = TaskContext(name=spec["name"], run_id=spec["run_id"], attempt=spec["attempt"], results=results,
-                          cancelled=threading.Event(), env=dict(os.environ), workdir=Path(spec["workdir"]),
-                          log_path=Path(spec["log_path"]), isolated=True)
+        ctx = TaskContext(
+            name=spec["name"],
+            run_id=spec["run_id"],
+            attempt=spec["attempt"],
+            results=results,
+            cancelled=threading.Event(),
+            env=dict(os.environ),
+            workdir=Path(spec["workdir"]),
+            log_path=Path(spec["log_path"]),
+            isolated=True,
+        )
         value = call_task(func, ctx)
     except SystemExit as exc:
         code = exc.code
         if code is None or code == 0:
             value = None
         else:
-            _write(result_path, ("error", f"exit code {code}" if isinstance(code, int) else f"raised SystemExit: {code}"))
+            _write(
+                result_path, ("error", f"exit code {code}" if isinstance(code, int) else f"raised SystemExit: {code}")
+            )
             return code if isinstance(code, int) else 1
     except BaseException as exc:
         sys.stderr.write(task_traceback(exc))

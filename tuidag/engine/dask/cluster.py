@@ -12,6 +12,7 @@ A refused connection is tried again every 0.1 s until the timeout, as Dask's cli
 `dask scheduler` and `tuidag run` together finds the scheduler once it listens (1-3 s after it starts, longer on a
 busy machine), and a closed port is said to be closed when the timeout is up.
 """
+
 from __future__ import annotations
 
 import logging
@@ -72,8 +73,9 @@ def probe(address: str, timeout: float) -> None:
             raise DaskUnreachable(f"cannot reach {where}: no answer within {timeout:g} s (--dask-timeout)") from None
         except ConnectionRefusedError as exc:
             if time.monotonic() + REFUSED_RETRY >= deadline:
-                raise DaskUnreachable(f"cannot reach {where}: {exc.strerror or exc} (tried for {timeout:g} s, "
-                                      "--dask-timeout)") from None
+                raise DaskUnreachable(
+                    f"cannot reach {where}: {exc.strerror or exc} (tried for {timeout:g} s, --dask-timeout)"
+                ) from None
             time.sleep(REFUSED_RETRY)
         except OSError as exc:
             raise DaskUnreachable(f"cannot reach {where}: {exc.strerror or exc}") from None
@@ -86,10 +88,16 @@ def probe(address: str, timeout: float) -> None:
         except OSError as exc:
             raise DaskUnreachable(f"cannot reach {where}: {exc.strerror or exc}") from None
     if greeting is None:
-        found = "an HTTP server (the Dask dashboard's port? the scheduler's own is the one `dask scheduler` prints " \
-                "as 'Scheduler at')" if _is_http(host, port, timeout) else "a service that said nothing"
-        raise DaskUnreachable(f"{address} is not a Dask scheduler: {found} answered there, and no Dask greeting came "
-                              f"within {timeout:g} s (--dask-timeout)")
+        found = (
+            "an HTTP server (the Dask dashboard's port? the scheduler's own is the one `dask scheduler` prints "
+            "as 'Scheduler at')"
+            if _is_http(host, port, timeout)
+            else "a service that said nothing"
+        )
+        raise DaskUnreachable(
+            f"{address} is not a Dask scheduler: {found} answered there, and no Dask greeting came "
+            f"within {timeout:g} s (--dask-timeout)"
+        )
     if b"pickle-protocol" not in greeting:
         what = f"a service that sent {_shown(greeting)}" if greeting else "a service that closed the connection"
         raise DaskUnreachable(f"{address} is not a Dask scheduler: {what}")
@@ -136,8 +144,9 @@ def check_versions(client: Any) -> None:
         found[f"worker {worker}"] = _version(info)
     wrong = [f"{where} has {version or 'no tuidag'}" for where, version in found.items() if version != __version__]
     if wrong:
-        raise DaskUnreachable(f"this tuidag is {__version__}, but " + "; ".join(wrong) +
-                              f": install tuidag {__version__} there")
+        raise DaskUnreachable(
+            f"this tuidag is {__version__}, but " + "; ".join(wrong) + f": install tuidag {__version__} there"
+        )
 
 
 def _version(info: Any) -> str | None:
@@ -169,16 +178,28 @@ def start_local(local_workers: int | None, processes: bool, resources: Mapping[s
     from distributed import LocalCluster
 
     config = {"distributed.worker.multiprocessing-method": "fork"} if sys.platform == "linux" else {}
-    with dask.config.set({**config, "distributed.scheduler.allowed-failures": 0,
-                          "distributed.worker.profile.enabled": False,
-                          "distributed.scheduler.work-stealing": False,
-                          "distributed.admin.tick.interval": "1s",
-                          "distributed.admin.system-monitor.interval": "5s"}), _signals_ignored():
-        cluster = LocalCluster(n_workers=local_workers or os.cpu_count() or 1, processes=processes,
-                               threads_per_worker=LOCAL_THREADS_PER_WORKER,
-                               resources=dict(resources) if resources else None, memory_limit=0,
-                               dashboard_address=":0",  # its HTTP server starts even with None
-                               silence_logs=logging.CRITICAL)
+    with (
+        dask.config.set(
+            {
+                **config,
+                "distributed.scheduler.allowed-failures": 0,
+                "distributed.worker.profile.enabled": False,
+                "distributed.scheduler.work-stealing": False,
+                "distributed.admin.tick.interval": "1s",
+                "distributed.admin.system-monitor.interval": "5s",
+            }
+        ),
+        _signals_ignored(),
+    ):
+        cluster = LocalCluster(
+            n_workers=local_workers or os.cpu_count() or 1,
+            processes=processes,
+            threads_per_worker=LOCAL_THREADS_PER_WORKER,
+            resources=dict(resources) if resources else None,
+            memory_limit=0,
+            dashboard_address=":0",  # its HTTP server starts even with None
+            silence_logs=logging.CRITICAL,
+        )
     client = _in_process_client(cluster)
     _scheduler_sends_sooner(cluster.scheduler)
     return cluster, client

@@ -25,6 +25,7 @@ What Dask does and does not do for us:
   Dask never runs the attempt again itself (`guard.AttemptsRunOnce`), and what the attempt left on the lost
   worker's host is killed there (`guard.HostGuard`).
 """
+
 from __future__ import annotations
 
 import threading
@@ -76,10 +77,19 @@ class DaskExecutor(Executor):
     waiting_reason = "waiting for a Dask worker"
     parallelism_source = "the Dask cluster's worker threads"
 
-    def __init__(self, address: str | None = None, *, local_workers: int | None = None, processes: bool = True,
-                 dag_env: Mapping[str, str] | None = None, client: Any = None,
-                 resources: Mapping[str, int] | None = None, workers_number_slots: bool | None = None,
-                 group_attempts: bool | None = None, timeout: float = CONNECT_TIMEOUT):
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        local_workers: int | None = None,
+        processes: bool = True,
+        dag_env: Mapping[str, str] | None = None,
+        client: Any = None,
+        resources: Mapping[str, int] | None = None,
+        workers_number_slots: bool | None = None,
+        group_attempts: bool | None = None,
+        timeout: float = CONNECT_TIMEOUT,
+    ):
         self.dag_env = dict(dag_env or {})
         self._cluster = None
         # Whether workers number slots themselves (their own devices; see runner): by default on a cluster given
@@ -97,8 +107,9 @@ class DaskExecutor(Executor):
         # Several attempts to a Dask task (`_submit_batch`): by default on a local cluster started here.
         self.group_attempts = self._cluster is not None if group_attempts is None else group_attempts
         self.address = self._cluster.scheduler_address if self._cluster is not None else client.scheduler.address
-        self.description = f"dask-local:{len(self._cluster.workers)}" if self._cluster is not None else \
-            f"dask {self.address}"
+        self.description = (
+            f"dask-local:{len(self._cluster.workers)}" if self._cluster is not None else f"dask {self.address}"
+        )
         self.topic = new_topic(client.id)
         self._lock = threading.Lock()
         self._attempts: dict[str, DaskAttempt] = {}  # attempt key -> attempt, while it runs
@@ -145,8 +156,9 @@ class DaskExecutor(Executor):
             info = self.client.scheduler_info(n_workers=-1)
         except Exception:
             return self._workers
-        self.names.update((address, name_to_show(worker.get("name"), address))
-                          for address, worker in info.get("workers", {}).items())
+        self.names.update(
+            (address, name_to_show(worker.get("name"), address)) for address, worker in info.get("workers", {}).items()
+        )
         workers = info.get("workers", {}).values()
         threads = sum(int(worker.get("nthreads") or 0) for worker in workers)
         if threads != self._threads:
@@ -238,9 +250,13 @@ class DaskExecutor(Executor):
         for resources, items in groups.items():
             carriers = [_Group(members) for members in items]
             try:
-                futures = self.client.map(run_attempts, [group.packs for group in carriers],
-                                          key=[group.key for group in carriers], pure=False,
-                                          resources=dict(resources) or None)
+                futures = self.client.map(
+                    run_attempts,
+                    [group.packs for group in carriers],
+                    key=[group.key for group in carriers],
+                    pure=False,
+                    resources=dict(resources) or None,
+                )
             except Exception as exc:
                 for group in carriers:
                     for attempt in group.members:

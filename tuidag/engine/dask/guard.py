@@ -24,6 +24,7 @@ for the workers that join later):
 - The worker-side request handler through which the client reads an attempt's output (`output.read_output`):
   output goes from the worker to the client directly, never through the scheduler (see `output`).
 """
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ Output never passes through the scheduler, which would keep it (it stores every 
 of the cluster read it: the client reads it from the worker directly. A chunk is read exactly as it is in the file,
 so the client's copy is byte for byte the same.
 """
+
 from __future__ import annotations
 
 import os
@@ -87,7 +88,7 @@ class Output:
 
     def read(self, offset: int) -> bytes:
         if self.path is None:
-            return self.note_bytes[offset:offset + READ_CHUNK]
+            return self.note_bytes[offset : offset + READ_CHUNK]
         fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         try:
             limit = READ_CHUNK if self.size is None else min(READ_CHUNK, self.size - offset)

@@ -6,6 +6,7 @@ Runs inside the worker process, so it is an importable module (not `__main__`): 
 own, not a copy pickled along with a function (`Client.run` sends `cancel_key` and `kill_all` by reference). The
 attempt runner (`runner`) enters each attempt here as it starts and removes it when its tree is gone.
 """
+
 from __future__ import annotations
 
 import threading
@@ -15,12 +16,12 @@ if TYPE_CHECKING:
     from ..shell_attempt import ShellAttempt
 
 _lock = threading.Lock()
-_running: dict[str, ShellAttempt] = {}   # attempt key -> attempt running on this worker
+_running: dict[str, ShellAttempt] = {}  # attempt key -> attempt running on this worker
 _carriers: dict[str, tuple[str, str]] = {}  # attempt key -> (its worker, the Dask task that carries it): guard_check
-_refused: dict[str, None] = {}           # Dask keys never to run here (a second start, see guard)
-_guard_killed: set[str] = set()          # attempt keys the guard has stopped
-_cancelled: dict[str, str] = {}          # dask keys cancelled before they started here -> reason (see cancel_key)
-_starting: set[str] = set()              # dask keys of attempts being started here (not in _running yet)
+_refused: dict[str, None] = {}  # Dask keys never to run here (a second start, see guard)
+_guard_killed: set[str] = set()  # attempt keys the guard has stopped
+_cancelled: dict[str, str] = {}  # dask keys cancelled before they started here -> reason (see cancel_key)
+_starting: set[str] = set()  # dask keys of attempts being started here (not in _running yet)
 
 
 def refused(carrier: str) -> bool:

@@ -13,6 +13,7 @@ On a cluster tuidag did not start, the worker numbers an attempt's resource slot
 client, counting slots cluster-wide, cannot know. Dask never runs more than a worker advertises at once, so its own
 numbers never run out.
 """
+
 from __future__ import annotations
 
 import os
@@ -74,8 +75,9 @@ def run_attempts(packs: list[bytes]) -> list[bytes | None]:
         except BaseException as exc:
             _failed(packs[i], worker, exc)
 
-    others = [threading.Thread(target=run, args=(i,), name="tuidag-dask-attempt", daemon=True)
-              for i in range(1, len(packs))]
+    others = [
+        threading.Thread(target=run, args=(i,), name="tuidag-dask-attempt", daemon=True) for i in range(1, len(packs))
+    ]
     for thread in others:
         thread.start()
     run(0)
@@ -179,16 +181,18 @@ def _own_environment() -> dict[str, str]:
     return _environment
 
 
-def _run(spec: dict[str, Any], address: str, start: _Start, output: Output,
-         carrier: str) -> tuple[AttemptResult, bytes | None]:
+def _run(
+    spec: dict[str, Any], address: str, start: _Start, output: Output, carrier: str
+) -> tuple[AttemptResult, bytes | None]:
     key = spec["key"]
     folder = worker_log_dir() / spec["run_id"]
     if folder not in _folders_made:
         folder.mkdir(parents=True, exist_ok=True)
         _folders_made.add(folder)
         # a new run here: the copies of old ones go
-        threading.Thread(target=prune_logs, args=(folder.parent, LOG_RETENTION), daemon=True,
-                         name="tuidag-dask-prune").start()
+        threading.Thread(
+            target=prune_logs, args=(folder.parent, LOG_RETENTION), daemon=True, name="tuidag-dask-prune"
+        ).start()
     log_path = str(folder / f"{spec['task']}.log")
     reason = registry.starting(key)
     if reason is not None:
@@ -199,8 +203,16 @@ def _run(spec: dict[str, Any], address: str, start: _Start, output: Output,
         registry.not_starting(key)
 
 
-def _start_and_wait(spec: dict[str, Any], key: str, folder: Path, log_path: str, address: str, start: _Start,
-                    output: Output, carrier: str) -> tuple[AttemptResult, bytes | None]:
+def _start_and_wait(
+    spec: dict[str, Any],
+    key: str,
+    folder: Path,
+    log_path: str,
+    address: str,
+    start: _Start,
+    output: Output,
+    carrier: str,
+) -> tuple[AttemptResult, bytes | None]:
     workdir = spec["workdir"]
     if not os.path.isdir(workdir):
         message = f"workdir {workdir} does not exist on worker {address}"
@@ -216,9 +228,17 @@ def _start_and_wait(spec: dict[str, Any], key: str, folder: Path, log_path: str,
     from ...model.spec import TaskSpec
 
     headers = _FirstHeader()
-    attempt = Attempt(run_id=spec["run_id"], task=TaskSpec(spec["task"], shell=spec["shell"]),
-                      number=spec["attempt"], env=env, workdir=Path(workdir), log_path=log_path,
-                      timeout=spec["timeout"], kill_grace=spec["kill_grace"], log_headers=headers)
+    attempt = Attempt(
+        run_id=spec["run_id"],
+        task=TaskSpec(spec["task"], shell=spec["shell"]),
+        number=spec["attempt"],
+        env=env,
+        workdir=Path(workdir),
+        log_path=log_path,
+        timeout=spec["timeout"],
+        kill_grace=spec["kill_grace"],
+        log_headers=headers,
+    )
     tail = _Tail(start.announce)
     try:
         running = ShellAttempt(attempt, steps)

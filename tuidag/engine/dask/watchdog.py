@@ -7,6 +7,7 @@ write end only the worker process holds: however the worker process ends, `kill 
 watchdog SIGKILLs every process of this host carrying the worker's tag, then exits. It imports neither Dask nor psutil
 (a few MB, a few hundredths of a second to start).
 """
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,13 @@ def start_watchdog() -> None:
             return
         read_end, write_end = os.pipe()  # both close-on-exec: no task inherits the write end
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "tuidag.engine.dask.watchdog", token()], stdin=read_end,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tuidag.engine.dask.watchdog", token()],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError:
             os.close(write_end)
             return
@@ -104,7 +110,7 @@ def tagged(value: str | None) -> list[int]:
             continue
         for item in environ.split(b"\0"):
             if item.startswith(prefix):
-                tag = item[len(prefix):].decode(errors="replace")
+                tag = item[len(prefix) :].decode(errors="replace")
                 if (tag == value) if value is not None else not _token_alive(tag):
                     found.append(int(name))
                 break

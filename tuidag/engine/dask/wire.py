@@ -28,6 +28,7 @@ Output never travels through the scheduler (which would keep it, and let any cli
 client asks the worker for it directly, through the worker's OUTPUT_OP handler (`output.read_output`), each request
 waiting up to READ_WAIT for new output.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,7 +68,7 @@ def new_topic(client_id: str) -> str:
 
 def topic_client(topic: str) -> str:
     """The id of the client whose run a topic of `new_topic`'s is."""
-    return topic[len(KEY_PREFIX):].rpartition("-")[0]
+    return topic[len(KEY_PREFIX) :].rpartition("-")[0]
 
 
 def name_to_show(name: Any, address: str) -> str:
@@ -86,8 +87,9 @@ def unpack(packed: bytes) -> dict[str, Any]:
     return pickle.loads(packed)
 
 
-def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str], *,
-                workers_number_slots: bool = False) -> dict[str, Any]:
+def worker_spec(
+    attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, str], *, workers_number_slots: bool = False
+) -> dict[str, Any]:
     """What the worker needs, as plain data: the environment is the DAG's and the task's (with the TUIDAG_*
     tags) only, put over the worker's own; a callable travels pickled by value. With `workers_number_slots`, the
     worker numbers the task's slots itself (`slots`, and `cuda`: the kind that makes CUDA_VISIBLE_DEVICES)."""
@@ -100,10 +102,23 @@ def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, st
     steps = [("setup", task.setup)] if task.setup else []
     if task.run is not None:
         steps.append(("run", task.run))
-    spec = {"key": key, "topic": topic, "run_id": attempt.run_id, "task": task.name,
-            "attempt": attempt.number, "steps": steps, "shell": task.shell, "env": env,
-            "workdir": str(attempt.workdir), "timeout": attempt.timeout, "kill_grace": attempt.kill_grace,
-            "func": None, "results": None, "slots": None, "cuda": None}
+    spec = {
+        "key": key,
+        "topic": topic,
+        "run_id": attempt.run_id,
+        "task": task.name,
+        "attempt": attempt.number,
+        "steps": steps,
+        "shell": task.shell,
+        "env": env,
+        "workdir": str(attempt.workdir),
+        "timeout": attempt.timeout,
+        "kill_grace": attempt.kill_grace,
+        "func": None,
+        "results": None,
+        "slots": None,
+        "cuda": None,
+    }
     if workers_number_slots and task.resources:
         spec["slots"], spec["cuda"] = requests(task), cuda_kind(task)
     if task.func is not None:
@@ -112,14 +127,16 @@ def worker_spec(attempt: Attempt, key: str, topic: str, dag_env: Mapping[str, st
         try:
             spec["func"] = pickle_by_value(task.func)
         except Exception as exc:
-            raise RuntimeError(f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}") \
-                from None
+            raise RuntimeError(
+                f"the callable cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}"
+            ) from None
         spec["source"] = function_source(task.func)
         try:
             spec["results"] = cloudpickle.dumps(dict(attempt.results))
         except Exception as exc:
-            raise RuntimeError(f"a dependency's result cannot be pickled for a Dask worker: "
-                               f"{type(exc).__name__}: {exc}") from None
+            raise RuntimeError(
+                f"a dependency's result cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}"
+            ) from None
     return spec
 
 

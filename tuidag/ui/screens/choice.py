@@ -2,6 +2,7 @@
 back). It looks like the yes/no dialog; the default answer is the highlighted one, so Enter takes it, and Esc
 always means "do nothing" (dismissed with None; an answer whose key is `Esc` is that one). Unlike the yes/no dialog there is no list to scroll, so nothing is
 docked (with only docked children the dialog's height came out as nothing)."""
+
 from __future__ import annotations
 
 from textual import on

@@ -4,6 +4,7 @@ The safe answer is the default, as in k9s: the dialog opens with "No" highlighte
 things as they are; confirming takes `y`, or moving to "Yes" first. The question and the answer row are docked, so
 on a small terminal the list of tasks shrinks and scrolls, never the way to answer.
 """
+
 from __future__ import annotations
 
 from textual import on
@@ -43,8 +44,9 @@ class ConfirmScreen(ModalScreen[bool]):
                 with Horizontal(id="choices"):
                     yield Button(f"{self.no} (n/Esc)", id="no", compact=True)
                     yield Button(f"{self.yes} (y)", id="yes", compact=True)
-                yield Static("[b]y[/b] confirm   [b]n[/b]/[b]Esc[/b] abort   [b]Enter[/b] the highlighted answer",
-                             id="keys")
+                yield Static(
+                    "[b]y[/b] confirm   [b]n[/b]/[b]Esc[/b] abort   [b]Enter[/b] the highlighted answer", id="keys"
+                )
             if listed:
                 with VerticalScroll(id="items", can_focus=False):
                     yield Static("\n".join(listed), markup=False)

@@ -4,6 +4,7 @@ The query goes to `views.fuzzy` on every keystroke; only the best `LIMIT` matche
 than scrolling through thousands), with a line saying how many matched in all. The list shows each task's state as
 the run is now, from the model, as it is drawn. Focus stays in the input: ↑↓ PgUp PgDn move in the list.
 """
+
 from __future__ import annotations
 
 from textual import on

@@ -3,6 +3,7 @@
 Grouped by where a key works (the graph, the log pane, anywhere). The list scrolls inside a dialog that never grows
 past the terminal: at 80x24 every key stays reachable with ↑↓/j k/PgUp/PgDn, and the way out is always on screen.
 """
+
 from __future__ import annotations
 
 from rich.table import Table
@@ -46,8 +47,11 @@ class HelpScreen(ModalScreen[None]):
                 table.add_row(key, what)
         with Vertical(id="dialog"):
             yield Static("[b]tuidag keys[/b]", id="question")
-            yield Static("[b]↑↓[/b] [b]PgUp[/b]/[b]PgDn[/b] scroll   [b]Esc[/b]/[b]?[/b] close   "
-                         "[b]^p[/b] palette: the same actions", id="keys")
+            yield Static(
+                "[b]↑↓[/b] [b]PgUp[/b]/[b]PgDn[/b] scroll   [b]Esc[/b]/[b]?[/b] close   "
+                "[b]^p[/b] palette: the same actions",
+                id="keys",
+            )
             with VerticalScroll(id="help-keys"):
                 yield Static(table)
 

@@ -4,6 +4,7 @@ On a finished run the durations are what happened; on a live run a task not fini
 duration, marked `~` (its expected duration from earlier runs, or what it has run so far when longer). The path is
 the app's to work out (views/run_outlook.py); this only shows it, within the rows it has.
 """
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -24,13 +25,14 @@ class CriticalPathPanel(Static):
         width = max(10, (self.content_region.width or 32))
         text = Text(no_wrap=True, overflow="crop")
         if result is None or not rows:
-            text.append("no critical path yet: nothing has run" if result is not None else "working it out…",
-                        style="dim")
+            text.append(
+                "no critical path yet: nothing has run" if result is not None else "working it out…", style="dim"
+            )
         else:
             first, last = result.spans[result.path[0]][0], result.spans[result.path[-1]][1]
             word = "ran" if result.finished else "forecast"
             text.append(f"{counted(len(rows), 'task')}, {format_duration(last - first)} ({word})\n", style="bold")
-            shown = rows if len(rows) <= MAX_ROWS else rows[:MAX_ROWS // 2] + [None] + rows[-MAX_ROWS // 2:]
+            shown = rows if len(rows) <= MAX_ROWS else rows[: MAX_ROWS // 2] + [None] + rows[-MAX_ROWS // 2 :]
             for row in shown:
                 if row is None:
                     text.append(f"  … {len(rows) - MAX_ROWS:,} more\n", style="dim")

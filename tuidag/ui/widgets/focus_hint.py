@@ -1,5 +1,6 @@
 """The bottom border of a pane that takes the focus (the graph, the list, the timeline): its keys while it has the
 focus, how to come back to it while it hasn't."""
+
 from __future__ import annotations
 
 

@@ -9,6 +9,7 @@ and a click on a key presses it.
 When the keys don't fit the width, the least important ones (by the `priority` the app gives) are left out, not the
 last ones, and a `… N more` key says so (it opens the help, which lists every key).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
@@ -65,9 +66,14 @@ class KeyFooter(Widget, can_focus=False):
     }
     """
 
-    def __init__(self, *, priority: Sequence[str] = (), more_key: str = "question_mark",
-                 label: Callable[[Binding], str | None] = lambda binding: binding.description,
-                 id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        priority: Sequence[str] = (),
+        more_key: str = "question_mark",
+        label: Callable[[Binding], str | None] = lambda binding: binding.description,
+        id: str | None = None,
+    ) -> None:
         """`priority`: actions, most important first, kept longest when the line is too narrow (the others follow in
         the order they are shown). `more_key` is pressed by a click on the `… N more` key. `label`: what a key is
         called where the app is now, or None to leave it out (a key that only answers that it does not work here)."""
@@ -95,8 +101,7 @@ class KeyFooter(Widget, can_focus=False):
             if binding.show and binding.action not in shown:
                 label = self.label(binding)
                 if label is not None:
-                    shown[binding.action] = _Key(key, self.app.get_key_display(binding), label, enabled,
-                                                 binding.action)
+                    shown[binding.action] = _Key(key, self.app.get_key_display(binding), label, enabled, binding.action)
         palette = None
         if self.app.ENABLE_COMMAND_PALETTE and self.app.COMMAND_PALETTE_BINDING in bindings:
             _, binding, enabled, _tooltip = bindings[self.app.COMMAND_PALETTE_BINDING]

@@ -4,6 +4,7 @@ A Line-API widget that draws only the visible lines, straight from segments: the
 and Textual's `OptionList` spent as long building and measuring a hundred options (~10 ms) as the search itself. Its
 height comes from CSS, never from the matches, so a new list is a repaint, not a layout of the screen.
 """
+
 from __future__ import annotations
 
 from typing import Callable

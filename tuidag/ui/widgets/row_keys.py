@@ -1,17 +1,18 @@
 """The keys that move the selection through a pane of one task a row (the list, the timeline): one set of keys and
 one way to answer them, so both panes behave alike. A pane lists `*ROW_KEYS` in its BINDINGS (Textual merges the
 BINDINGS of widget classes only) and derives from `RowSelection` for the actions."""
+
 from __future__ import annotations
 
 from textual.binding import Binding
 
 ROW_KEYS = [
-        Binding("up,k", "move(-1)", "Up", show=False, tooltip="Select the task above"),
-        Binding("down,j", "move(1)", "Down", show=False, tooltip="Select the task below"),
-        Binding("pageup", "page(-1)", "Page up", show=False, tooltip="Select a page up"),
-        Binding("pagedown", "page(1)", "Page down", show=False, tooltip="Select a page down"),
-        Binding("home", "ends(-1)", "First", show=False, tooltip="Select the first task"),
-        Binding("end", "ends(1)", "Last", show=False, tooltip="Select the last task"),
+    Binding("up,k", "move(-1)", "Up", show=False, tooltip="Select the task above"),
+    Binding("down,j", "move(1)", "Down", show=False, tooltip="Select the task below"),
+    Binding("pageup", "page(-1)", "Page up", show=False, tooltip="Select a page up"),
+    Binding("pagedown", "page(1)", "Page down", show=False, tooltip="Select a page down"),
+    Binding("home", "ends(-1)", "First", show=False, tooltip="Select the first task"),
+    Binding("end", "ends(1)", "Last", show=False, tooltip="Select the last task"),
 ]
 
 

@@ -8,6 +8,7 @@ state filter (`F`), on the right of the second line: it may lose words but never
 (`gpu 1/2`), when the DAG declares capacities, follow the counts: the bar shrinks before they go, the counts' words
 after. A running run's ETA (the app's forecast) sits before the elapsed time; it goes before the status' words do.
 """
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -29,8 +30,15 @@ _BAR_ORDER = (S.SUCCEEDED, S.FAILED, S.CANCELLED, S.SKIPPED)
 
 
 class RunHeader(Widget):
-    def __init__(self, dag_name: str, run_id: str, model: RunModel, *, capacities: dict[str, int] | None = None,
-                 id: str | None = None):
+    def __init__(
+        self,
+        dag_name: str,
+        run_id: str,
+        model: RunModel,
+        *,
+        capacities: dict[str, int] | None = None,
+        id: str | None = None,
+    ):
         super().__init__(id=id)
         self.dag_name = dag_name
         self.run_id = run_id
@@ -55,27 +63,44 @@ class RunHeader(Widget):
         statuses = self._statuses()
         role = Text(f"  ◆ {self.role}", "bold #00afd7") if self.role else Text()
         times = [(f"   elapsed {elapsed} ", f"  {elapsed} ")]
-        etas = [] if self.model.stopping or self.model.finished else \
-            eta_forms(self.forecast, self.model.clock(), self.history, self.model.paused)
+        etas = (
+            []
+            if self.model.stopping or self.model.finished
+            else eta_forms(self.forecast, self.model.clock(), self.history, self.model.paused)
+        )
         # The ETA goes after the run id and the badge (its fuller form first), before the status' words.
         times[:0] = [(f"   {eta} · elapsed {elapsed} ", f"  {eta} · {elapsed} ") for eta in etas]
         # A viewer keeps saying which one it is, and the run's id: the engine's pid and the badge go first, then
         # the ETA's words; only then, as for any run, the run id and the rest (the fullest status still comes first).
         brief = " · ".join(part for part in self.role.split(" · ") if not part.startswith("engine pid"))
         role_word = Text(f"  ◆ {brief}", "bold #00afd7")
-        viewer = (Text.assemble(badge, name, run, role), Text.assemble(badge, name, run, role_word),
-                  Text.assemble(" ", name, run, role_word)) if self.role else ()
+        viewer = (
+            (
+                Text.assemble(badge, name, run, role),
+                Text.assemble(badge, name, run, role_word),
+                Text.assemble(" ", name, run, role_word),
+            )
+            if self.role
+            else ()
+        )
         forms = []
         for status in statuses:
-            forms += [(left, Text.assemble(status, time))
-                      for time in [long for long, _ in times] + [short for _, short in times] for left in viewer]
-            forms += [(left, Text.assemble(status, time))
-                      for long, short in times
-                      for left, time in ((Text.assemble(badge, name, run, role), long),
-                                         (Text.assemble(badge, name, role), long),
-                                         (Text.assemble(badge, name, run), long),
-                                         (Text.assemble(badge, name), long),
-                                         (Text.assemble(" ", name), short))]
+            forms += [
+                (left, Text.assemble(status, time))
+                for time in [long for long, _ in times] + [short for _, short in times]
+                for left in viewer
+            ]
+            forms += [
+                (left, Text.assemble(status, time))
+                for long, short in times
+                for left, time in (
+                    (Text.assemble(badge, name, run, role), long),
+                    (Text.assemble(badge, name, role), long),
+                    (Text.assemble(badge, name, run), long),
+                    (Text.assemble(badge, name), long),
+                    (Text.assemble(" ", name), short),
+                )
+            ]
         for left, right in forms:
             if left.cell_len + 1 + right.cell_len <= width:
                 return _spread(left, right, width)
@@ -92,8 +117,9 @@ class RunHeader(Widget):
         model = self.model
         if model.finished:
             # tasks a job group stopped once its primary tasks ended: how the group is meant to end, not a failure
-            stopped = sum(stopped_by_group(snap) for snap in model.snapshots.values()) if model.counts[S.CANCELLED] \
-                else 0
+            stopped = (
+                sum(stopped_by_group(snap) for snap in model.snapshots.values()) if model.counts[S.CANCELLED] else 0
+            )
             failed = {s: n for s in _BAR_ORDER[1:] if (n := model.counts[s] - (stopped if s is S.CANCELLED else 0))}
             # tasks whose end the journal does not hold (tuidag was killed, or the disk filled up): no success
             unrecorded = model.total - model.done
@@ -101,22 +127,37 @@ class RunHeader(Widget):
                 ok = LOOKS[S.SUCCEEDED].colour
                 if stopped:
                     done = f"{model.total - stopped} succeeded, {stopped} stopped with their job group"
-                    return [Text(f"✔ finished: {done} · q quits", ok), Text(f"✔ finished: {done}", ok),
-                            Text("✔ finished", ok)]
-                return [Text(f"✔ finished: all {model.total} succeeded · q quits", ok),
-                        Text(f"✔ finished: all {model.total} succeeded", ok), Text("✔ finished", ok)]
-            parts = ", ".join([f"{n} {LOOKS[s].word}" for s, n in failed.items()]
-                              + ([f"{unrecorded} with no recorded end"] if unrecorded else []))
+                    return [
+                        Text(f"✔ finished: {done} · q quits", ok),
+                        Text(f"✔ finished: {done}", ok),
+                        Text("✔ finished", ok),
+                    ]
+                return [
+                    Text(f"✔ finished: all {model.total} succeeded · q quits", ok),
+                    Text(f"✔ finished: all {model.total} succeeded", ok),
+                    Text("✔ finished", ok),
+                ]
+            parts = ", ".join(
+                [f"{n} {LOOKS[s].word}" for s, n in failed.items()]
+                + ([f"{unrecorded} with no recorded end"] if unrecorded else [])
+            )
             bad = LOOKS[S.FAILED].colour
-            return [Text(f"✘ finished: {parts} · q quits", bad), Text(f"✘ finished: {parts}", bad),
-                    Text(f"✘ {parts}", bad), Text("✘ finished", bad)]
+            return [
+                Text(f"✘ finished: {parts} · q quits", bad),
+                Text(f"✘ finished: {parts}", bad),
+                Text(f"✘ {parts}", bad),
+                Text("✘ finished", bad),
+            ]
         if model.stopping:
             colour = LOOKS[S.CANCELLING].colour
             return [Text("⊗ stopping… waiting for every process to exit", colour), Text("⊗ stopping…", colour)]
         if model.paused:
             paused = "bold reverse #d7d700"
-            return [Text(" ‖ PAUSED: nothing new starts · p resumes ", paused),
-                    Text(" ‖ PAUSED · p resumes ", paused), Text(" ‖ PAUSED ", paused)]
+            return [
+                Text(" ‖ PAUSED: nothing new starts · p resumes ", paused),
+                Text(" ‖ PAUSED · p resumes ", paused),
+                Text(" ‖ PAUSED ", paused),
+            ]
         return [Text("● running", LOOKS[S.RUNNING].colour)]
 
     def _second_line(self, width: int) -> Text:
@@ -140,7 +181,7 @@ class RunHeader(Widget):
             line.append(done if bar_width else done.lstrip())
             line.append_text(tally)
             lines.append(line)
-        groups = [lines[:len(BAR_WIDTHS) + 1], lines[len(BAR_WIDTHS) + 1:]]
+        groups = [lines[: len(BAR_WIDTHS) + 1], lines[len(BAR_WIDTHS) + 1 :]]
         slots = self._slots_in_use()
         if slots:  # tried first, with every bar width of the worded counts
             groups.insert(0, [Text.assemble(line, slots) for line in groups[0]])
@@ -179,9 +220,11 @@ class RunHeader(Widget):
             return []
         shown = sum(model.counts[state] for state in state_filter.states)
         word = state_filter.word
-        return [Text(f" filter: {word} ({shown} of {model.total} shown) · F ", FILTER_STYLE),
-                Text(f" filter: {word} ({shown} of {model.total}) ", FILTER_STYLE),
-                Text(f" filter: {word} ", FILTER_STYLE)]
+        return [
+            Text(f" filter: {word} ({shown} of {model.total} shown) · F ", FILTER_STYLE),
+            Text(f" filter: {word} ({shown} of {model.total}) ", FILTER_STYLE),
+            Text(f" filter: {word} ", FILTER_STYLE),
+        ]
 
     def _bar(self, width: int) -> Text:
         """Finished tasks as a bar coloured by outcome, the rest dim."""

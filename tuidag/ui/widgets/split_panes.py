@@ -5,6 +5,7 @@ The split is kept as the log pane's share of the height, not as rows, so a termi
 each pane keeps at least `MIN_ROWS` rows whatever the share (it is clamped again on every resize). Until the user
 moves it, the split is the one the stylesheet gives.
 """
+
 from __future__ import annotations
 
 from textual import events

@@ -1,5 +1,6 @@
 """The `t` prompt of the combined view: Enter shows only the tasks whose names contain the text (empty: every task),
 Esc gives up."""
+
 from __future__ import annotations
 
 from textual.binding import Binding

@@ -8,6 +8,7 @@ Live updates repaint the changed rows right away. The order is rebuilt (sorted a
 `RESORT_INTERVAL` when a change can move rows (a sort by something that changes, or a state filter): rows don't jump
 on every event, and the selected task stays selected wherever it moves.
 """
+
 from __future__ import annotations
 
 import time
@@ -47,8 +48,15 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         Binding("S", "reverse_sort", "Reverse", tooltip="Reverse the order"),
     ]
 
-    def __init__(self, dag_name: str, order: Sequence[str], model: RunModel, *,
-                 on_select: Callable[[str], None] | None = None, id: str | None = None):
+    def __init__(
+        self,
+        dag_name: str,
+        order: Sequence[str],
+        model: RunModel,
+        *,
+        on_select: Callable[[str], None] | None = None,
+        id: str | None = None,
+    ):
         """`dag_name` heads the border title. `order`: every task in the graph's order (the default sort; the app
         sets it again with `set_order` when the graph is laid out another way). `on_select(name)` is called as soon
         as the user moves the selection, so what follows it (the log pane) repaints in the same frame."""
@@ -60,13 +68,13 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         self.selected: str | None = self.order[0] if self.order else None
         self.sort_key: str | None = None  # a column's key; None: the graph's order
         self.reverse = False
-        self.rows: list[str] = []         # the shown tasks, in the shown order
+        self.rows: list[str] = []  # the shown tasks, in the shown order
         self._index: dict[str, int] = {}  # task -> its row
-        self._kept: str | None = None     # the selected task, listed though the filter no longer shows it
+        self._kept: str | None = None  # the selected task, listed though the filter no longer shows it
         self._longest = max((len(name) for name in self.order), default=0)
-        self._present: set[str] = set()   # optional columns some task has a value for
+        self._present: set[str] = set()  # optional columns some task has a value for
         self._widest: dict[str, int] = {c.key: 0 for c in COLUMNS if c.grows}  # their longest values, in cells
-        self._scanned = False             # every task looked at for them (then only the changed ones are)
+        self._scanned = False  # every task looked at for them (then only the changed ones are)
         self._layout: list[Placed] = []
         self._layout_key: tuple | None = None
         self._row_cache: dict[str, Strip] = {}
@@ -148,9 +156,12 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         self._index = {name: row for row, name in enumerate(self.rows)}
         if selected is None and self.rows:
             selected = self.rows[0]
-        self.border_title = Content(f"{self.dag_name} · {counted(len(self.order), 'task')}" if shown == len(self.order) else
-                                    f"{self.dag_name} · {shown:,} of {counted(len(self.order), 'task')} "
-                                    f"(filter: {model.state_filter.word})")  # not markup: the DAG's name
+        self.border_title = Content(
+            f"{self.dag_name} · {counted(len(self.order), 'task')}"
+            if shown == len(self.order)
+            else f"{self.dag_name} · {shown:,} of {counted(len(self.order), 'task')} "
+            f"(filter: {model.state_filter.word})"
+        )  # not markup: the DAG's name
         self.virtual_size = Size(0, len(self.rows) + 1)  # as wide as the widget: the columns fit its width
         self._row_cache.clear()
         self._header = None
@@ -202,8 +213,9 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         grew = False
         for column in COLUMNS:
             if column.grows:
-                cells = max((len(column.cell(snap, column.value(snap, self.model, 0.0))[0]) for snap in snaps),
-                            default=0)
+                cells = max(
+                    (len(column.cell(snap, column.value(snap, self.model, 0.0))[0]) for snap in snaps), default=0
+                )
                 if cells > self._widest[column.key]:
                     self._widest[column.key], grew = cells, True
         missing = [c for c in COLUMNS if c.optional and c.key not in self._present]
@@ -235,8 +247,9 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         base = self._base_styles()[0]
         if row >= len(self.rows):
             if row == 0:  # nothing to list
-                return Strip([Segment(fit(f" no {self.model.state_filter.word} tasks", width),
-                                      base + Style(dim=True))]).crop_extend(0, width, base)
+                return Strip(
+                    [Segment(fit(f" no {self.model.state_filter.word} tasks", width), base + Style(dim=True))]
+                ).crop_extend(0, width, base)
             return Strip.blank(width, base)
         name = self.rows[row]
         strip = self._row_cache.get(name)
@@ -260,8 +273,11 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         walks the ancestors on every call."""
         if self._styles is None:
             base = self.rich_style
-            self._styles = (base, base + Style(bgcolor=SELECTED_BG),
-                            base + Style(bgcolor=HEADER_BG, color=HEADER_COLOUR, bold=True))
+            self._styles = (
+                base,
+                base + Style(bgcolor=SELECTED_BG),
+                base + Style(bgcolor=HEADER_BG, color=HEADER_COLOUR, bold=True),
+            )
         return self._styles
 
     def notify_style_update(self) -> None:

@@ -9,6 +9,7 @@ Attempts are solid bars coloured by how they ended (a running one by the task's 
 held by a pause or a retry's delay) a dim shade before them. The sticky first line is the axis: time since the run
 started. Until the user zooms or pans, the scale fits the whole run and grows with it.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,9 +63,16 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         Binding("0", "fit", "Fit", show=False, tooltip="The whole run in the width again (and growing with it)"),
     ]
 
-    def __init__(self, dag_name: str, model: RunModel, order: Callable[[], Sequence[str]],
-                 density: Callable[[], Density], *, on_select: Callable[[str], None] | None = None,
-                 id: str | None = None):
+    def __init__(
+        self,
+        dag_name: str,
+        model: RunModel,
+        order: Callable[[], Sequence[str]],
+        density: Callable[[], Density],
+        *,
+        on_select: Callable[[str], None] | None = None,
+        id: str | None = None,
+    ):
         """`order()` gives every task in the graph's reading order and `density()` the rows' density (after the
         graph's zoom), both read when the timeline is shown. `on_select(name)` is called as soon as the user moves
         the selection, so what follows it (the graph's selection, the log pane) repaints in the same frame."""
@@ -83,7 +91,7 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         self.forecast_end: float | None = None
         self.time_scale: float | None = None  # seconds a cell once the user zoomed or panned; None: fit the run
         self.time_offset = 0.0  # seconds after the run's start at the bar area's first cell (when not fitted)
-        self._follow = True              # panned or zoomed with `now` in view: keep it in view as the run goes on
+        self._follow = True  # panned or zoomed with `now` in view: keep it in view as the run goes on
         self._view: tuple[float, float, int] | None = None  # (offset, scale, cells) drawn
         self._row_cache: dict[int, Strip] = {}
         self._axis: Strip | None = None
@@ -139,11 +147,15 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         self.scroll_to_selected()
 
     def _title(self, shown: int, total: int) -> None:
-        tasks = counted(total, "task") if shown == total else \
-            f"{shown:,} of {counted(total, 'task')} (filter: {self.model.state_filter.word})"
+        tasks = (
+            counted(total, "task")
+            if shown == total
+            else f"{shown:,} of {counted(total, 'task')} (filter: {self.model.state_filter.word})"
+        )
         start = time.strftime("%H:%M:%S", time.localtime(self.model.started))
         self.border_title = Content(  # not markup: the DAG's name
-            f"{self.dag_name} · {tasks} · timeline from {start}, {self.density.value} rows")
+            f"{self.dag_name} · {tasks} · timeline from {start}, {self.density.value} rows"
+        )
 
     def repaint(self) -> None:
         """Draw every row again (the view moved in time, the styles or the highlighted path changed)."""
@@ -289,8 +301,9 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         if row * per_row >= len(self.rows):
             if row == 0:
                 word = "" if self.model.state_filter is StateFilter.ALL else f" {self.model.state_filter.word}"
-                return Strip([Segment(fit(f" no{word} tasks", width),
-                                      base + Style(dim=True))]).crop_extend(0, width, base)
+                return Strip([Segment(fit(f" no{word} tasks", width), base + Style(dim=True))]).crop_extend(
+                    0, width, base
+                )
             return Strip.blank(width, base)
         strip = self._row_cache.get(row)
         if strip is None:
@@ -305,8 +318,14 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         style = self._base_styles()[0] + Style(bgcolor=AXIS_BG, color=AXIS_COLOUR)
         lead = width - cells
         scale_text = tl.scale_label(scale)
-        head = next((text.ljust(lead) for text in (f" {scale_text}/cell ", f" {scale_text} ", f"{scale_text} ")
-                     if len(text) <= lead), " " * lead)
+        head = next(
+            (
+                text.ljust(lead)
+                for text in (f" {scale_text}/cell ", f" {scale_text} ", f"{scale_text} ")
+                if len(text) <= lead
+            ),
+            " " * lead,
+        )
         return Strip([Segment(head + tl.axis_text(offset, scale, cells), style)]).crop_extend(0, width, style)
 
     def _forecast_cells(self, name: str, view: tuple[float, float, int]) -> tuple[int, int] | None:
@@ -348,11 +367,14 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         critical = name in self.critical
         look = LOOKS[snap.state]
         name_w = self.density.name_width(self._longest, width)
-        name_style = style + Style(bold=selected or critical,
-                                   color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR)
+        name_style = style + Style(
+            bold=selected or critical, color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR
+        )
         glyph_style = style + Style(color=look.colour if shown else HIDDEN_COLOUR)
-        segments = [Segment(look.glyph if shown else "·", glyph_style),
-                    Segment(" " + fit(name, name_w).ljust(name_w) + " ", name_style)]
+        segments = [
+            Segment(look.glyph if shown else "·", glyph_style),
+            Segment(" " + fit(name, name_w).ljust(name_w) + " ", name_style),
+        ]
         paints = self._paints(name, view)
         cells = view[2]
         grid = self._grid(view)
@@ -372,10 +394,13 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         label = self._duration_label(snap, paints, cells, ahead) if self.density is Density.FULL else None
         if label is not None:
             at, words = label
-            text[at:at + len(words)] = words
-            keys[at:at + len(words)] = ["label"] * len(words)
-        styles = {"grid": style + Style(color=GRID_COLOUR), "now": style + Style(color=NOW_COLOUR),
-                  "label": style + Style(dim=True)}
+            text[at : at + len(words)] = words
+            keys[at : at + len(words)] = ["label"] * len(words)
+        styles = {
+            "grid": style + Style(color=GRID_COLOUR),
+            "now": style + Style(color=NOW_COLOUR),
+            "label": style + Style(dim=True),
+        }
         for start, end, key in tl.runs(keys):
             cell_style = styles.get(key)
             if cell_style is None:
@@ -383,8 +408,9 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
             segments.append(Segment("".join(text[start:end]), cell_style))
         return Strip(segments).crop_extend(0, width, style)
 
-    def _duration_label(self, snap, paints: list[Paint | None], cells: int,
-                        ahead: tuple[int, int] | None) -> tuple[int, str] | None:
+    def _duration_label(
+        self, snap, paints: list[Paint | None], cells: int, ahead: tuple[int, int] | None
+    ) -> tuple[int, str] | None:
         """Where the duration goes in a full row: after the last attempt's bar (and what the forecast says is still
         to come of it), when the room is empty."""
         last = next((x for x in range(cells - 1, -1, -1) if paints[x] is not None), None)
@@ -415,8 +441,9 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         grid = self._grid(view)
         for start, end, (upper, lower) in tl.runs(colours):
             if upper is None and lower is None:
-                segments.append(Segment("".join(grid.get(x, " ") for x in range(start, end)),
-                                        style + Style(color=GRID_COLOUR)))
+                segments.append(
+                    Segment("".join(grid.get(x, " ") for x in range(start, end)), style + Style(color=GRID_COLOUR))
+                )
             elif lower is None:
                 segments.append(Segment("▀" * (end - start), style + Style(color=upper)))
             elif upper is None:

@@ -1,4 +1,5 @@
 """Growing a Line-API `ScrollView`'s virtual size without laying out the whole screen (the log pane, the finder)."""
+
 from __future__ import annotations
 
 from textual.geometry import Size

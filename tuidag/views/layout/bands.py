@@ -9,12 +9,13 @@ to a row of its own below the band, left to the margin, down, and into the next 
 Plain arithmetic on the layers' sizes (no textual, no layout objects): `routing` measures, asks where to cut,
 and draws.
 """
+
 from __future__ import annotations
 
 from typing import AbstractSet, Sequence
 
 WRAP_MARGIN = 2  # cells left of every band: the connector comes down the first, its arrow in the second
-WRAP_EXIT = 2    # cells right of a band's last task: the connector leaves it and turns down
+WRAP_EXIT = 2  # cells right of a band's last task: the connector leaves it and turns down
 
 
 def choose_cuts(depths: Sequence[int], gaps: Sequence[int], candidates: AbstractSet[int], width: int) -> set[int]:
@@ -33,7 +34,7 @@ def choose_cuts(depths: Sequence[int], gaps: Sequence[int], candidates: Abstract
                 cut = max(possible)
                 cuts.add(cut)
                 start = cut + 1
-                used = sum(depths[start:layer + 1]) + sum(gaps[start:layer])
+                used = sum(depths[start : layer + 1]) + sum(gaps[start:layer])
                 continue
         used = need
     return cuts

@@ -1,5 +1,6 @@
 """Laying a DAG out: the stages in order (placement, then routing), and the cache that reads back the layout of a
 graph laid out before."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ from .routing import RoutedGraph
 from .shape import DagShape
 from .style import LayoutStyle
 
-LAYOUT_FORMAT = 2    # of `GraphLayout.to_data`, for the layout cache
+LAYOUT_FORMAT = 2  # of `GraphLayout.to_data`, for the layout cache
 
 
 def layout_dag(dag, style: LayoutStyle = LayoutStyle(), *, cache_dir: Path | None = None) -> GraphLayout:
@@ -26,9 +27,19 @@ def layout_dag(dag, style: LayoutStyle = LayoutStyle(), *, cache_dir: Path | Non
     from ...model.cache import code_stamp, read_entry, sha1, write_entry
 
     # The code a layout comes from: this package, and the model's layering rule (stamped with its folder).
-    key = sha1(repr((LAYOUT_FORMAT, code_stamp(os.path.dirname(__file__)),
-                     code_stamp(os.path.dirname(layering.__file__)), style.zoom.value, style.orientation.name,
-                     layout_key(deps, style), list(deps.items()))).encode()).hexdigest()
+    key = sha1(
+        repr(
+            (
+                LAYOUT_FORMAT,
+                code_stamp(os.path.dirname(__file__)),
+                code_stamp(os.path.dirname(layering.__file__)),
+                style.zoom.value,
+                style.orientation.name,
+                layout_key(deps, style),
+                list(deps.items()),
+            )
+        ).encode()
+    ).hexdigest()
     entry = cache_dir / f"layout-{key[:20]}.marshal"
     record = read_entry(entry, key)
     if record is not None:

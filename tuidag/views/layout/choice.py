@@ -1,4 +1,5 @@
 """The style a run starts in: the most detailed zoom and the orientation at which the DAG fits the screen."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -10,8 +11,12 @@ from .shape import DagShape
 from .style import DOTS_MIN_TASKS, LayoutStyle, Orientation, Zoom
 
 
-def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int], shape: DagShape | None = None,
-                 lay_out: Callable[[LayoutStyle], GraphLayout] | None = None) -> LayoutStyle:
+def choose_style(
+    deps: Mapping[str, Sequence[str]],
+    view: tuple[int, int],
+    shape: DagShape | None = None,
+    lay_out: Callable[[LayoutStyle], GraphLayout] | None = None,
+) -> LayoutStyle:
     """The style a run starts in on a canvas of `view` (columns, rows): the most detailed zoom at which the whole DAG
     fits, in the orientation that fits (left to right first). Thousands of tasks that fit no other way are dots. If
     nothing fits, of the styles that need no sideways scrolling (a deep chain reads top down) the one with the fewest
@@ -24,8 +29,7 @@ def choose_style(deps: Mapping[str, Sequence[str]], view: tuple[int, int], shape
     lay_out = lay_out or partial(layout_graph, deps)
     detailed = [LayoutStyle(z, o, view) for z in (Zoom.FULL, Zoom.COMPACT) for o in Orientation]
     if len(deps) < DOTS_MIN_TASKS:  # small enough to lay out each way (a few ms): exact, tracks included
-        sizes = {style: (layout.width, layout.height) for style in detailed
-                 for layout in [lay_out(style)]}
+        sizes = {style: (layout.width, layout.height) for style in detailed for layout in [lay_out(style)]}
     else:
         sizes = {style: shape.size(style) for style in detailed}
     for style in detailed:

@@ -1,22 +1,36 @@
 """Edges as drawn: segments along, tracks across and arrows, in the layout's (along, across) frame, turned into
 box-drawing text one piece of one screen line at a time (a big DAG's edges cover far more cells than a screen
 shows). Every cell collects direction bits mapped to ┌┐└┘├┤┬┴┼, so fan-in and fan-out merge into trees."""
+
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-ARROW = "▶"          # an edge's end at its child, left to right
-ARROW_DOWN = "▼"     # ... top down
+ARROW = "▶"  # an edge's end at its child, left to right
+ARROW_DOWN = "▼"  # ... top down
 
 _U, _D, _L, _R = 1, 2, 4, 8
 _BOX = {
-    _L | _R: "─", _U | _D: "│", _D | _R: "┌", _D | _L: "┐", _U | _R: "└", _U | _L: "┘",
-    _U | _D | _R: "├", _U | _D | _L: "┤", _L | _R | _D: "┬", _L | _R | _U: "┴", _U | _D | _L | _R: "┼",
-    _L: "─", _R: "─", _U: "│", _D: "│",
+    _L | _R: "─",
+    _U | _D: "│",
+    _D | _R: "┌",
+    _D | _L: "┐",
+    _U | _R: "└",
+    _U | _L: "┘",
+    _U | _D | _R: "├",
+    _U | _D | _L: "┤",
+    _L | _R | _D: "┬",
+    _L | _R | _U: "┴",
+    _U | _D | _L | _R: "┼",
+    _L: "─",
+    _R: "─",
+    _U: "│",
+    _D: "│",
 }
 #: The same bits seen transposed (top down): left becomes up, right becomes down.
-_BOX_TD = {bits: _BOX[(bits & _L and _U) | (bits & _R and _D) | (bits & _U and _L) | (bits & _D and _R)]
-           for bits in _BOX}
+_BOX_TD = {
+    bits: _BOX[(bits & _L and _U) | (bits & _R and _D) | (bits & _U and _L) | (bits & _D and _R)] for bits in _BOX
+}
 
 
 class EdgeDrawing:
@@ -77,8 +91,9 @@ class EdgeDrawing:
         for y in range(y0, y1):
             for a, b, lead_in, lead_out in hsegs.get(y, ()):
                 if a <= along <= b:
-                    bits[y] = bits.get(y, 0) | (_L if along > a or lead_in else 0) | (_R if along < b or lead_out
-                                                                                     else 0)
+                    bits[y] = (
+                        bits.get(y, 0) | (_L if along > a or lead_in else 0) | (_R if along < b or lead_out else 0)
+                    )
         for i in range(bisect_left(self.track_xs, along), bisect_right(self.track_xs, along)):
             tops, blocks = self.tracks[i]
             j = max(0, bisect_right(tops, y0) - 1)
@@ -129,7 +144,7 @@ class Track:
         if hits:
             lo = min(lo, self.blocks[hits.start][0])
             hi = max(hi, self.blocks[hits.stop - 1][1])
-            del self.tops[hits.start:hits.stop], self.blocks[hits.start:hits.stop]
+            del self.tops[hits.start : hits.stop], self.blocks[hits.start : hits.stop]
         i = bisect_right(self.tops, lo)
         self.tops.insert(i, lo)
         self.blocks.insert(i, (lo, hi, key))

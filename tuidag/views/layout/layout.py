@@ -1,5 +1,6 @@
 """The placed graph as the canvas reads it: tiles, the lookups it needs, and the edge text of any piece of a canvas
 line, made on demand and cached; as plain data for the layout cache."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,7 +9,7 @@ from functools import lru_cache
 from .edges import EdgeDrawing
 from .style import LayoutStyle, Orientation, Zoom
 
-EDGE_CHUNK = 256     # edge text is made and cached per line in pieces this wide: a screen needs one or two
+EDGE_CHUNK = 256  # edge text is made and cached per line in pieces this wide: a screen needs one or two
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +41,16 @@ class Tile:
 class GraphLayout:
     """The placed graph: tiles, the lookups the canvas needs, and the edge text of any piece of a canvas line."""
 
-    def __init__(self, style: LayoutStyle, tiles: dict[str, Tile], columns: list[list[str]], width: int, height: int,
-                 edges: EdgeDrawing, has_children: frozenset[str]):
+    def __init__(
+        self,
+        style: LayoutStyle,
+        tiles: dict[str, Tile],
+        columns: list[list[str]],
+        width: int,
+        height: int,
+        edges: EdgeDrawing,
+        has_children: frozenset[str],
+    ):
         self.style = style
         self.tiles = tiles
         self.columns = columns  # task names per layer, in reading order
@@ -68,8 +77,19 @@ class GraphLayout:
         e = self._edges
         tiles = [(t.name, t.layer, t.x, t.y, t.width, t.height, t.packed) for t in self.tiles.values()]
         style = (self.style.zoom.value, self.style.orientation.name, self.style.view)
-        return (style, tiles, self.columns, self.width, self.height, self.has_children,
-                e.transposed, e.hsegs, e.track_xs, e.tracks, e.arrows)
+        return (
+            style,
+            tiles,
+            self.columns,
+            self.width,
+            self.height,
+            self.has_children,
+            e.transposed,
+            e.hsegs,
+            e.track_xs,
+            e.tracks,
+            e.arrows,
+        )
 
     @classmethod
     def from_data(cls, data: tuple) -> GraphLayout:
@@ -77,8 +97,15 @@ class GraphLayout:
         edges = EdgeDrawing(transposed)
         edges.hsegs, edges.track_xs, edges.tracks, edges.arrows = hsegs, track_xs, tracks, arrows
         zoom, orientation, view = style
-        return cls(LayoutStyle(Zoom(zoom), Orientation[orientation], tuple(view)), {t[0]: Tile(*t) for t in tiles},
-                   columns, width, height, edges, frozenset(has_children))
+        return cls(
+            LayoutStyle(Zoom(zoom), Orientation[orientation], tuple(view)),
+            {t[0]: Tile(*t) for t in tiles},
+            columns,
+            width,
+            height,
+            edges,
+            frozenset(has_children),
+        )
 
     def edge_runs(self, y: int, start: int = 0, end: int | None = None) -> list[tuple[int, str]]:
         """(x, text) runs of edge characters on canvas line y between columns start and end, sorted by x."""
@@ -87,9 +114,9 @@ class GraphLayout:
         for chunk in range(start // EDGE_CHUNK, (end - 1) // EDGE_CHUNK + 1):
             for x, text in self._chunk_runs(y, chunk):
                 if x < start:
-                    text, x = text[start - x:], start
+                    text, x = text[start - x :], start
                 if x + len(text) > end:
-                    text = text[:end - x]
+                    text = text[: end - x]
                 if text:
                     runs.append((x, text))
         return runs

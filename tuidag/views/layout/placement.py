@@ -1,6 +1,7 @@
 """The layered graph and where its nodes go: a node per task, per block (a packed layer) and per dummy slot (where
 an edge passes a layer it skips); the order within each layer (barycenter sweeps, fewest crossings kept); and each
 slot's position across (pulled towards its neighbours, order and spacing kept)."""
+
 from __future__ import annotations
 
 from bisect import bisect_right, insort
@@ -10,8 +11,8 @@ from ...model.layering import longest_path_layers
 from .shape import Block, DagShape, layer_counts, packing
 from .style import DOTS_MIN_TASKS, LayoutStyle, Orientation, Zoom, tile_width
 
-ORDER_SWEEPS = 4     # down+up barycenter sweep pairs, at most
-SETTLED = 0.05       # a sweep pair that removes less than this share of the crossings left is the last one
+ORDER_SWEEPS = 4  # down+up barycenter sweep pairs, at most
+SETTLED = 0.05  # a sweep pair that removes less than this share of the crossings left is the last one
 POSITION_PASSES = 4  # down/up placement passes
 
 
@@ -56,8 +57,7 @@ class LayeredGraph:
         self.real = n = len(self.layer)
         self.succ: list[list[int]] = [[] for _ in range(n)]
         self.pred: list[list[int]] = [[] for _ in range(n)]
-        self.has_children = frozenset(d for name, ds in deps.items() for d in ds
-                                      if self.node_of[d] not in self.blocks)
+        self.has_children = frozenset(d for name, ds in deps.items() for d in ds if self.node_of[d] not in self.blocks)
         children: list[dict[int, None]] = [{} for _ in range(n)]  # ordered sets
         for name, ds in deps.items():
             for d in ds:

@@ -1,5 +1,6 @@
 """Edges routed between the placed layers, and the layout made of it all: each parent's track in the gap after
 its layer, a block's brackets (its bus), the connectors of a graph wrapped into bands, and the tiles."""
+
 from __future__ import annotations
 
 import heapq
@@ -70,8 +71,12 @@ class RoutedGraph(LayeredGraph):
         depths = [self._depth(lay) for lay in self.layers]
         mid = [self.top[v] + self.mid_offset(v) for v in range(len(self.layer))]
         gaps = [self._route_gap(lay, mid, 0, EdgeDrawing()) for lay in self.layers[:-1]]  # measured, not drawn
-        return choose_cuts(depths, gaps, {li for li in range(len(self.layers) - 1) if self._cuttable(li)},
-                           self.style.view[0] - WRAP_MARGIN - WRAP_EXIT)
+        return choose_cuts(
+            depths,
+            gaps,
+            {li for li in range(len(self.layers) - 1) if self._cuttable(li)},
+            self.style.view[0] - WRAP_MARGIN - WRAP_EXIT,
+        )
 
     def _cuttable(self, li: int) -> bool:
         """A band may end after layer li when its only node is one task whose edges all end in the next layer, on
@@ -90,7 +95,7 @@ class RoutedGraph(LayeredGraph):
             return rows
         offset, first = 0, 0
         for last in sorted(cuts) + [len(self.layers) - 1]:
-            nodes = [v for lay in self.layers[first:last + 1] for v in lay]
+            nodes = [v for lay in self.layers[first : last + 1] for v in lay]
             low = min(self.top[v] for v in nodes)
             high = max(self.top[v] + self.across(v) for v in nodes)
             for v in nodes:
@@ -124,8 +129,13 @@ class RoutedGraph(LayeredGraph):
         tiles = {}
         for i, name in enumerate(self.node_tasks[v]):
             line, slot = divmod(i, grid.per_line)
-            tiles[name] = self._tile(name, layer, along + m.block_pad + line * (self.tile_along + m.row_gap),
-                                     top + 1 + slot * (self.tile_across + m.slot_gap), packed=True)
+            tiles[name] = self._tile(
+                name,
+                layer,
+                along + m.block_pad + line * (self.tile_along + m.row_gap),
+                top + 1 + slot * (self.tile_across + m.slot_gap),
+                packed=True,
+            )
         return tiles
 
     def _brackets(self, v: int, x: int, mid: int, edges: EdgeDrawing) -> None:
@@ -179,8 +189,9 @@ class RoutedGraph(LayeredGraph):
                     edges.arrows.setdefault(mid[c], set()).add(end)
         return gap
 
-    def _track_constraints(self, lay: list[int], mid: list[int],
-                           spans: dict[int, tuple[int, int]]) -> list[tuple[int, int]]:
+    def _track_constraints(
+        self, lay: list[int], mid: list[int], spans: dict[int, tuple[int, int]]
+    ) -> list[tuple[int, int]]:
         """(a, b): a's track must be before b's. Where parent a leaves and child c arrives on the same line, c's
         other parents must join c's line after where a turns, or a's line would seem to feed them too."""
         leaving = {mid[u]: u for u in lay if u in spans}
@@ -196,8 +207,9 @@ class RoutedGraph(LayeredGraph):
         return pairs
 
 
-def _assign_tracks(spans: dict[int, tuple[int, int]], kids: Sequence[list[int]],
-                   before: list[tuple[int, int]]) -> tuple[dict[int, int], list[Track]]:
+def _assign_tracks(
+    spans: dict[int, tuple[int, int]], kids: Sequence[list[int]], before: list[tuple[int, int]]
+) -> tuple[dict[int, int], list[Track]]:
     """Give each parent a track index: left-of constraints first (cycles broken by taking the topmost span), then
     the lowest track free over the parent's vertical span. `kids[u]`: u's children. Returns the track of each
     parent and the tracks."""

@@ -1,6 +1,7 @@
 """What styles are weighed by: a DAG's shape (tasks and pass-through slots per layer, tile widths), which layers a
 style packs into blocks and how, whether it wraps into bands, and the size a layout will have, estimated without
 laying it out."""
+
 from __future__ import annotations
 
 import math
@@ -9,15 +10,19 @@ from typing import Mapping, NamedTuple, Sequence
 from ...model.layering import longest_path_layers
 from .style import DOTS_MIN_TASKS, LayoutStyle, Orientation, Zoom, tile_width
 
-DETAIL_WIDTH = 34    # full tiles grow to this where the screen has room: `gpu:0,1 cpu 100% mem 12.3G` in the border
-TRACK_SPARE = 3      # cells a gap between layers may need beyond the narrowest, for its edges' tracks
+DETAIL_WIDTH = 34  # full tiles grow to this where the screen has room: `gpu:0,1 cpu 100% mem 12.3G` in the border
+TRACK_SPARE = 3  # cells a gap between layers may need beyond the narrowest, for its edges' tracks
 
 
 def may_band(style: LayoutStyle, tasks: int) -> bool:
     """Whether a layout for `style` may wrap into bands: left to right, on a known screen, tiles with names (a
     graph of hundreds of tasks is a map to scroll, not a pipeline to read)."""
-    return (style.orientation is Orientation.LR and style.zoom is not Zoom.DOTS and style.view[0] > 0
-            and tasks < DOTS_MIN_TASKS)
+    return (
+        style.orientation is Orientation.LR
+        and style.zoom is not Zoom.DOTS
+        and style.view[0] > 0
+        and tasks < DOTS_MIN_TASKS
+    )
 
 
 class Block(NamedTuple):
@@ -94,9 +99,15 @@ class DagShape:
             if style.zoom is Zoom.FULL and style.view[0] and len(self.names) < DOTS_MIN_TASKS:
                 base = self._size(style, width)
                 spare = (len(self.tasks) - 1) * TRACK_SPARE if style.orientation is Orientation.LR else 0
-                width = next((w for w in range(DETAIL_WIDTH, width, -1)
-                              if (size := self._size(style, w))[0] + spare <= style.view[0]
-                              and size[1] <= max(style.view[1], base[1])), width)
+                width = next(
+                    (
+                        w
+                        for w in range(DETAIL_WIDTH, width, -1)
+                        if (size := self._size(style, w))[0] + spare <= style.view[0]
+                        and size[1] <= max(style.view[1], base[1])
+                    ),
+                    width,
+                )
             self._widths[style] = width
         return width
 

@@ -1,5 +1,6 @@
 """What a layout is made for: the zoom level (how much of a task a tile shows), the orientation, the screen it
 should fit, and the sizes in cells each zoom and orientation gives tiles and gaps."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,9 +13,9 @@ DOTS_MIN_TASKS = 200  # fewer tasks than this are never shown as dots on their o
 class Zoom(Enum):
     """How much of a task a tile shows; `z` / `Z` step through them."""
 
-    FULL = "full"        # a bordered box: name, state and duration, details
+    FULL = "full"  # a bordered box: name, state and duration, details
     COMPACT = "compact"  # one line: glyph, name, duration
-    DOTS = "dots"        # one cell, coloured by state: a heat map of thousands
+    DOTS = "dots"  # one cell, coloured by state: a heat map of thousands
 
     def step(self, by: int) -> Zoom:
         members = list(Zoom)
@@ -37,12 +38,12 @@ class Metrics(NamedTuple):
     tile_height: int
     min_width: int
     max_width: int
-    name_room: int   # width = name + this, within [min_width, max_width]
+    name_room: int  # width = name + this, within [min_width, max_width]
     slot_gap: int
     row_gap: int
     min_gap: int
     lead: int
-    block_pad: int   # cells between a block's bracket and its tiles, along (the bracket's own cell included)
+    block_pad: int  # cells between a block's bracket and its tiles, along (the bracket's own cell included)
 
 
 _METRICS = {

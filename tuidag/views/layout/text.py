@@ -1,4 +1,5 @@
 """A layout as plain text: tiles with their names, edges and arrows (how the layout's tests read it)."""
+
 from __future__ import annotations
 
 from .layout import GraphLayout, Tile
@@ -17,7 +18,7 @@ def tile_text(tile: Tile, has_children: bool, orientation: Orientation = Orienta
     middle = "│" + " " * (w - 2) + ("├" if exit_right else "│")
     bottom = "╰" + "─" * (w - 2) + "╯"
     if has_children and orientation is Orientation.TD:
-        bottom = bottom[:w // 2] + "┬" + bottom[w // 2 + 1:]
+        bottom = bottom[: w // 2] + "┬" + bottom[w // 2 + 1 :]
     return [top, middle, bottom]
 
 
@@ -26,12 +27,12 @@ def render_text(layout: GraphLayout) -> list[str]:
     rows = [[" "] * layout.width for _ in range(layout.height)]
     for y in range(layout.height):
         for x, text in layout.edge_runs(y):
-            rows[y][x:x + len(text)] = text
+            rows[y][x : x + len(text)] = text
     for tile in layout.tiles.values():
         for dy, text in enumerate(tile_text(tile, tile.name in layout.has_children, layout.orientation)):
-            rows[tile.y + dy][tile.x:tile.x + tile.width] = text
+            rows[tile.y + dy][tile.x : tile.x + tile.width] = text
     return ["".join(r).rstrip() for r in rows]
 
 
 def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(0, width - 1)] + "…"
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"

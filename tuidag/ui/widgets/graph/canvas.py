@@ -13,6 +13,7 @@ canvas a minimap in the corner shows where the view is and where things happen.
 What it does is in modules of their own, mixed in: `tiles` (what each tile says), `selection` (moving the selection)
 and `minimap`; this one holds the widget, its layout and zoom, and drawing its lines from the tiles and edges.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping, Sequence
@@ -47,22 +48,58 @@ UNFOCUSED_HINT = "esc/tab: back to the graph"
 
 class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, can_focus=True):
     BINDINGS = [
-        Binding("up,k", "move('up')", "Up", show=False,
-                tooltip="Left to right: the task above in the layer. Top down: the nearest dependency"),
-        Binding("down,j", "move('down')", "Down", show=False,
-                tooltip="Left to right: the task below in the layer. Top down: the nearest dependent"),
-        Binding("left,h", "move('left')", "Left", show=False,
-                tooltip="Left to right: the nearest dependency (what this task needs). Top down: the task to the left"),
-        Binding("right,l", "move('right')", "Right", show=False,
-                tooltip="Left to right: the nearest dependent (what needs this task). Top down: the task to the right"),
-        Binding("z", "zoom(1)", "Zoom", show=False, tooltip="Next zoom level: full tiles, one-line tiles, dots (the choice sticks)"),
+        Binding(
+            "up,k",
+            "move('up')",
+            "Up",
+            show=False,
+            tooltip="Left to right: the task above in the layer. Top down: the nearest dependency",
+        ),
+        Binding(
+            "down,j",
+            "move('down')",
+            "Down",
+            show=False,
+            tooltip="Left to right: the task below in the layer. Top down: the nearest dependent",
+        ),
+        Binding(
+            "left,h",
+            "move('left')",
+            "Left",
+            show=False,
+            tooltip="Left to right: the nearest dependency (what this task needs). Top down: the task to the left",
+        ),
+        Binding(
+            "right,l",
+            "move('right')",
+            "Right",
+            show=False,
+            tooltip="Left to right: the nearest dependent (what needs this task). Top down: the task to the right",
+        ),
+        Binding(
+            "z",
+            "zoom(1)",
+            "Zoom",
+            show=False,
+            tooltip="Next zoom level: full tiles, one-line tiles, dots (the choice sticks)",
+        ),
         Binding("Z", "zoom(-1)", "Zoom back", show=False, tooltip="Previous zoom level"),
-        Binding("o", "turn", "Turn", show=False, tooltip="Turn the graph: left to right or top down (the choice sticks)"),
+        Binding(
+            "o", "turn", "Turn", show=False, tooltip="Turn the graph: left to right or top down (the choice sticks)"
+        ),
     ]
 
-    def __init__(self, deps: Mapping[str, Sequence[str]], layout: Callable[[LayoutStyle], GraphLayout], model: RunModel,
-                 dependencies: Mapping[str, Sequence[str]], dependents: Mapping[str, Sequence[str]], *,
-                 on_select: Callable[[str], None] | None = None, id: str | None = None):
+    def __init__(
+        self,
+        deps: Mapping[str, Sequence[str]],
+        layout: Callable[[LayoutStyle], GraphLayout],
+        model: RunModel,
+        dependencies: Mapping[str, Sequence[str]],
+        dependents: Mapping[str, Sequence[str]],
+        *,
+        on_select: Callable[[str], None] | None = None,
+        id: str | None = None,
+    ):
         """`layout(style)` lays the DAG out (the app's, with its cache). `on_select(name)`, if given, is called as
         soon as the selection moves, instead of posting `TaskSelected`: what it changes (the log pane) is then
         painted in the same frame as the new selection, not one later."""
@@ -122,7 +159,8 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
             return Strip.blank(width, base)
         right = left + width
         pieces: list[tuple[int, list[Segment]]] = [
-            (x, [Segment(text, edge_style)]) for x, text in self.graph.edge_runs(line, left, right)]
+            (x, [Segment(text, edge_style)]) for x, text in self.graph.edge_runs(line, left, right)
+        ]
         tiles = self.graph.tiles
         if self.graph.zoom is Zoom.DOTS:  # a cell a task, hundreds a line: one shared segment each
             dot = self._dot
@@ -267,4 +305,3 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         a tall column, say) and after any resize."""
         self.relayout()
         self.scroll_to_selected()
-

@@ -1,5 +1,6 @@
 """The graph's minimap: when the graph is larger than the canvas, a corner shows where the view is and where
 things happen (a cell per block of the graph, in the colour of the most pressing state in it)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -20,8 +21,17 @@ S = TaskState
 MINIMAP_BG = "#26263a"
 MINIMAP_VIEW_BG = "#4a4a70"
 #: What a minimap cell shows when several tasks share it: the first of these states present.
-_MINIMAP_ORDER = (S.FAILED, S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.CANCELLED, S.SKIPPED, S.PENDING,
-                  S.SUCCEEDED)
+_MINIMAP_ORDER = (
+    S.FAILED,
+    S.RUNNING,
+    S.CANCELLING,
+    S.RETRYING,
+    S.QUEUED,
+    S.CANCELLED,
+    S.SKIPPED,
+    S.PENDING,
+    S.SUCCEEDED,
+)
 _MINIMAP_RANK = {state: i for i, state in enumerate(_MINIMAP_ORDER)}
 
 
@@ -64,8 +74,14 @@ class MinimapCorner(_ScrollView):
         if minimap is None or (minimap.rows, minimap.columns) != (box.height, box.width):
             snapshots = self.model.snapshots
             minimap = self._minimap = MinimapGrid(
-                {name: (tile.x, tile.y) for name, tile in graph.tiles.items()}, graph.width, graph.height,
-                box.width, box.height, len(_MINIMAP_ORDER), lambda name: _MINIMAP_RANK[snapshots[name].state])
+                {name: (tile.x, tile.y) for name, tile in graph.tiles.items()},
+                graph.width,
+                graph.height,
+                box.width,
+                box.height,
+                len(_MINIMAP_ORDER),
+                lambda name: _MINIMAP_RANK[snapshots[name].state],
+            )
         row = minimap.cells[y - box.y]
         sx, sy = graph.width / box.width, graph.height / box.height
         scroll_x, scroll_y = self.scroll_offset

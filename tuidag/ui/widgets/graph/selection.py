@@ -1,5 +1,6 @@
 """Moving the selection on the graph: arrow keys across a layer or along the edges, a click, and the least scroll
 that shows the selected tile."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ class Selection(_ScrollView):
     _first_selection: bool
 
     if TYPE_CHECKING:  # the other parts of DagCanvas
+
         def refresh_tasks(self, names: Iterable[str]) -> None: ...
 
     def select(self, name: str, *, scroll: bool = True) -> None:
@@ -54,8 +56,9 @@ class Selection(_ScrollView):
         if self.graph is None or self.selected is None or not self.scrollable_content_region:
             return
         tile = self.graph.tiles[self.selected]
-        self.scroll_to_region(Region(tile.x, tile.y, tile.width, tile.height), spacing=Spacing(1, 4, 1, 4),
-                              animate=False, immediate=True)
+        self.scroll_to_region(
+            Region(tile.x, tile.y, tile.width, tile.height), spacing=Spacing(1, 4, 1, 4), animate=False, immediate=True
+        )
 
     def action_move(self, direction: str) -> None:
         if self.selected is None or self.graph is None:
@@ -88,15 +91,19 @@ class Selection(_ScrollView):
         forward = direction in ("right", "down")
         if tile.packed:
             sign = 1 if forward else -1
-            row = [tiles[n] for n in layer if across(tiles[n]) == across(tile)
-                   and (along(tiles[n]) - along(tile)) * sign > 0]
+            row = [
+                tiles[n]
+                for n in layer
+                if across(tiles[n]) == across(tile) and (along(tiles[n]) - along(tile)) * sign > 0
+            ]
             best = min(row, key=lambda t: abs(along(t) - along(tile)), default=None)
             if best is not None:
                 return best.name
         candidates = self.dependents[name] if forward else self.dependencies[name]
         mid = (lambda t: t.mid) if lr else (lambda t: t.centre)
-        return min(candidates, key=lambda n: (abs(tiles[n].layer - tile.layer), abs(mid(tiles[n]) - mid(tile))),
-                   default=None)
+        return min(
+            candidates, key=lambda n: (abs(tiles[n].layer - tile.layer), abs(mid(tiles[n]) - mid(tile))), default=None
+        )
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
@@ -105,4 +112,3 @@ class Selection(_ScrollView):
         name = self.graph.tile_at(offset.x + self.scroll_offset.x, offset.y + self.scroll_offset.y)
         if name is not None:
             self.select(name, scroll=False)
-

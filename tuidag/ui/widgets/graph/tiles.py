@@ -4,6 +4,7 @@ a running task's progress against its usual duration, its live CPU and memory, a
 Each tile's lines are drawn once and kept until the task changes (the canvas drops them then); dots that look the
 same share one segment.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,6 +54,7 @@ class TileDrawing(_ScrollView):
     _dots: dict[tuple, Segment]
 
     if TYPE_CHECKING:  # the other parts of DagCanvas
+
         def _styles(self) -> tuple[Style, Style]: ...
         def refresh_tasks(self, names: Iterable[str]) -> None: ...
 
@@ -83,8 +85,9 @@ class TileDrawing(_ScrollView):
             elif key[1]:
                 segment = Segment(look.glyph, Style(color="#000000", bgcolor=look.colour, bold=True))
             else:
-                segment = Segment(look.glyph, base + Style(color=look.colour,
-                                                           bgcolor=CRITICAL_DOT_BG if key[3] else None))
+                segment = Segment(
+                    look.glyph, base + Style(color=look.colour, bgcolor=CRITICAL_DOT_BG if key[3] else None)
+                )
             self._dots[key] = segment
         return segment
 
@@ -97,18 +100,27 @@ class TileDrawing(_ScrollView):
         base = self._styles()[0] + (Style(bgcolor=SELECTED_BG) if selected else Style())
         shown = self.model.shown(name)
         colour = look.colour if shown else HIDDEN_COLOUR
-        right = ((f"#{snap.attempt} " if snap.attempt > 1 else "") + self._progress_word(snap)
-                 + _duration(snap, self.model.clock()))
-        right = right[:max(0, width - 4)]
+        right = (
+            (f"#{snap.attempt} " if snap.attempt > 1 else "")
+            + self._progress_word(snap)
+            + _duration(snap, self.model.clock())
+        )
+        right = right[: max(0, width - 4)]
         title = _fit(name, width - 3 - (len(right) + 1 if right else 0))
         critical = name in self.critical and shown
-        text_style = base + Style(bold=selected or critical,
-                                  color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR)
+        text_style = base + Style(
+            bold=selected or critical, color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR
+        )
         gap = width - 2 - len(title) - len(right) - (1 if right else 0)
-        segments = [Segment(look.glyph if shown else "·", base + Style(color=colour, bold=selected)),
-                    Segment(" " + title, text_style), Segment(" " * max(0, gap), base)]
+        segments = [
+            Segment(look.glyph if shown else "·", base + Style(color=colour, bold=selected)),
+            Segment(" " + title, text_style),
+            Segment(" " * max(0, gap), base),
+        ]
         if right:
-            segments.append(Segment(right + " ", base + Style(dim=not selected, color=None if shown else HIDDEN_COLOUR)))
+            segments.append(
+                Segment(right + " ", base + Style(dim=not selected, color=None if shown else HIDDEN_COLOUR))
+            )
         return Strip(segments, width).crop_extend(0, width, base)
 
     def _render_box(self, name: str) -> list[Strip]:
@@ -132,8 +144,11 @@ class TileDrawing(_ScrollView):
 
         title = _fit(name, inner - 4)
         title_style = base + Style(bold=True, color=CRITICAL_COLOUR if name in self.critical and shown else None)
-        top = [Segment(box["tl"] + box["h"] + " ", border), Segment(title, title_style),
-               Segment(" " + box["h"] * (inner - 3 - len(title)) + box["tr"], border)]
+        top = [
+            Segment(box["tl"] + box["h"] + " ", border),
+            Segment(title, title_style),
+            Segment(" " + box["h"] * (inner - 3 - len(title)) + box["tr"], border),
+        ]
 
         room = inner - 4  # " ● " before the text, " " after it
         right = ((f"#{snap.attempt} " if snap.attempt > 1 else "") + _duration(snap, self.model.clock()))[:room]
@@ -145,8 +160,13 @@ class TileDrawing(_ScrollView):
         else:
             text = [Segment(" ", base), *bar, Segment(" " * (room - word_room - len(right)) + right + " ", base)]
         out = box["out"] if exits and not down else box["v"]
-        middle = [Segment(box["v"], border), Segment(" ", base), Segment(look.glyph, border), *text,
-                  Segment(out, border)]
+        middle = [
+            Segment(box["v"], border),
+            Segment(" ", base),
+            Segment(look.glyph, border),
+            *text,
+            Segment(out, border),
+        ]
 
         detail = self._detail(snap, inner - 4)
         bottom = [Segment(box["bl"] + box["h"], border)]
@@ -157,8 +177,9 @@ class TileDrawing(_ScrollView):
         mid = width // 2
         if down and (not detail or 3 + len(detail) < mid):  # the exit in the middle of the bottom border, where
             # the details leave it room (else the edge just starts below them)
-            bottom_strip = Strip.join([bottom_strip.crop(0, mid), Strip([Segment(box["down"], border)], 1),
-                                       bottom_strip.crop(mid + 1, width)])
+            bottom_strip = Strip.join(
+                [bottom_strip.crop(0, mid), Strip([Segment(box["down"], border)], 1), bottom_strip.crop(mid + 1, width)]
+            )
         return [Strip(top, width), Strip(middle, width), bottom_strip]
 
     def _progress_of(self, snap: TaskSnapshot) -> tuple[float, float, bool] | None:
@@ -182,8 +203,10 @@ class TileDrawing(_ScrollView):
             words = next((w for w in (f"long: {ratio:.1f}× usual", f"long {ratio:.1f}×") if len(w) <= cells), "long")
             return [Segment(_fit(words, cells).ljust(cells), base + Style(color=LONG_COLOUR, bold=True))]
         filled = round(done * cells)
-        return [Segment("━" * filled, base + Style(color=LOOKS[S.RUNNING].colour)),
-                Segment("─" * (cells - filled), base + Style(color=PROGRESS_TODO))]
+        return [
+            Segment("━" * filled, base + Style(color=LOOKS[S.RUNNING].colour)),
+            Segment("─" * (cells - filled), base + Style(color=PROGRESS_TODO)),
+        ]
 
     def _progress_word(self, snap: TaskSnapshot) -> str:
         """A one-line tile's progress: `40% `, or `long 2.3× ` past twice the median."""
@@ -251,4 +274,3 @@ def _short_reason(reason: str, width: int) -> str:
 def _duration(snap: TaskSnapshot, now: float) -> str:
     seconds = snap.duration(now)
     return "" if seconds is None else format_duration(seconds)
-

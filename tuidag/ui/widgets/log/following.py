@@ -9,6 +9,7 @@ timer asks the `LogWatcher` flag whether anything changed, then indexes new byte
 second meanwhile. `benchmarks/log_bench.py` measures it. The worst event-loop lags left are Python's full garbage
 collections of Textual's objects (~100 ms on a 2-core VM); an app that calls `gc.freeze()` once it is up avoids them.
 """
+
 from __future__ import annotations
 
 import time
@@ -55,6 +56,7 @@ class LogFollowing(_ScrollView):
     _shown_at: float
 
     if TYPE_CHECKING:  # the other parts of LogView
+
         def _update_virtual_size(self) -> None: ...
         def _update_titles(self) -> None: ...
         def _count_slice(self) -> None: ...
@@ -116,7 +118,8 @@ class LogFollowing(_ScrollView):
         if rewatched or self._watcher.changed() or not source.caught_up:
             self._index_slice()
         if source.version != self._shown[0] and (
-                source.caught_up or time.monotonic() - self._shown_at >= BUSY_PAINT_INTERVAL):
+            source.caught_up or time.monotonic() - self._shown_at >= BUSY_PAINT_INTERVAL
+        ):
             self._present()
         if not self._wrap and self.virtual_size.width < self._max_width:
             self._update_virtual_size()  # a wider line was drawn: make it reachable by scrolling

@@ -6,6 +6,7 @@ small LRU. Memory is the line-offset index (8 bytes a line) plus that cache.
 Wrapping keeps the scroll position in lines, not rows: in wrap mode `scroll_y` is the top line and the virtual
 height is "the first line of the last screenful + one screen", so wrapping never needs the rows of every line.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
@@ -145,16 +146,20 @@ class LogRendering(_ScrollView):
         if is_match:
             text.stylize(styles.match_line)
         if self._query:
-            text.highlight_words([self._query], styles.current_match if is_match else styles.match,
-                                 case_sensitive=False)
+            text.highlight_words(
+                [self._query], styles.current_match if is_match else styles.match, case_sensitive=False
+            )
         return text
 
     def _styles(self) -> _Styles:
         """The widget's styles, looked up once per style change: `rich_style` walks the ancestors each time."""
         if self._style_cache is None:
-            self._style_cache = _Styles(self.rich_style, self.get_component_rich_style("logview--match"),
-                                        self.get_component_rich_style("logview--match-line"),
-                                        self.get_component_rich_style("logview--current-match"))
+            self._style_cache = _Styles(
+                self.rich_style,
+                self.get_component_rich_style("logview--match"),
+                self.get_component_rich_style("logview--match-line"),
+                self.get_component_rich_style("logview--current-match"),
+            )
         return self._style_cache
 
     def _forget_rendering(self) -> None:

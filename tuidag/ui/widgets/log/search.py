@@ -4,6 +4,7 @@ Every match on screen is highlighted, the current one (and its line) more. The s
 how many (`3/17`): a `MatchCount` counts the matching lines of the whole log in slices, at most `COUNT_BUDGET` a
 tick, with `…` after the total until it is done; it goes on counting as the log grows.
 """
+
 from __future__ import annotations
 
 import time
@@ -38,6 +39,7 @@ class LogSearch(_ScrollView):
     _rows: list[tuple[int, Row]]
 
     if TYPE_CHECKING:  # the other parts of LogView
+
         def _top_line(self) -> int: ...
         def _forget_rendering(self) -> None: ...
         def _set_following(self, following: bool) -> None: ...

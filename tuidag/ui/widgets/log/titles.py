@@ -1,4 +1,5 @@
 """The log pane's border: the title says what is shown and where it comes from, the subtitle its size and modes."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ class LogTitles(_ScrollView):
     _titles: tuple[str, str]  # the plain text of the titles set last
 
     if TYPE_CHECKING:  # the other parts of LogView
+
         def _search_summary(self) -> str: ...
 
     @property
@@ -53,7 +55,10 @@ class LogTitles(_ScrollView):
         if source is None:
             return
         where = _where(source)
-        parts = [f"{source.line_count:,} line{'' if source.line_count == 1 else 's'}", "following" if self._following else "paused (End follows)"]
+        parts = [
+            f"{source.line_count:,} line{'' if source.line_count == 1 else 's'}",
+            "following" if self._following else "paused (End follows)",
+        ]
         if self._wrap:
             parts.append("wrap")
         if self._query:

@@ -22,6 +22,7 @@ This module holds the widget, what it shows and its life; what it does is in mod
 `following` (reading new output as it comes, following the end), `search` (search and its match count),
 `rendering` (the Line API, the cache of rendered lines, wrapping) and `titles` (the border).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
