@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from core_bench import layered, timed, write_yaml  # noqa: E402
+from core_bench import layered, timed, write_yaml
 
 REPO = Path(__file__).resolve().parent.parent
 EXECUTORS = {"local": [], "dask-local:2": ["--executor", "dask-local:2"]}

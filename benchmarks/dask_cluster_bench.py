@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
-from core_bench import layered, timed, write_yaml  # noqa: E402
+from core_bench import layered, timed, write_yaml
 
 REPO = Path(__file__).resolve().parent.parent
 DASK = str(Path(sys.executable).parent / "dask")

@@ -61,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from core_bench import layered  # noqa: E402
+
 from tuidag.cli import run_headless  # noqa: E402
 from tuidag.control.remote import RemoteRun  # noqa: E402
 from tuidag.engine.events import RunEvent  # noqa: E402

@@ -20,9 +20,9 @@ import random
 import sys
 import tempfile
 import time
-from functools import lru_cache
+from collections.abc import Awaitable, Callable
+from functools import cache
 from pathlib import Path
-from typing import Awaitable, Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -344,17 +344,17 @@ def screen_lines(app: TuidagApp) -> list[list[Segment]]:
     return list(Segment.split_and_crop_lines(segments, width, pad=True))[:height]
 
 
-@lru_cache(maxsize=None)
+@cache
 def font(name: str) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(str(FONTS / name), FONT_SIZE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _missing_glyph() -> bytes:
     return bytes(font("DejaVuSansMono.ttf").getmask("\ue000"))  # a private-use code point: the font's "no glyph"
 
 
-@lru_cache(maxsize=None)
+@cache
 def glyph_font(char: str, bold: bool) -> tuple[ImageFont.FreeTypeFont, bool]:
     """The font to draw `char` with, and whether it is the monospace one (otherwise centre it in its cell)."""
     mono = font("DejaVuSansMono-Bold.ttf" if bold else "DejaVuSansMono.ttf")

@@ -6,7 +6,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from slowness import ENV, measure, slowness  # noqa: E402
+from slowness import ENV, measure, slowness
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
-import uuid
 import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import psutil
 
+from slowness import patience
 from tuidag.engine import LocalExecutor, Scheduler
 from tuidag.engine.events import Event, TaskEvent
 from tuidag.model import DagSpec, FailurePolicy, TaskSpec
-
-from slowness import patience
-
 
 #: A diamond (a -> b, c -> d) beside a lone task e.
 DIAMOND = {

@@ -5,8 +5,9 @@ real run reads the same), so every reader of the store takes them as real."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 from tuidag.model.state import TaskState, ended_outcome
 from tuidag.store.runs import RunDir, log_file_name

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from slowness import patience
 from tuidag.model.errors import DagErrors
 from tuidag.model.loader import load_dag
-
-from slowness import patience
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "bad_dags"

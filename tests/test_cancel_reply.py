@@ -9,10 +9,9 @@ import threading
 from pathlib import Path
 
 from dags import make_dag, wait_until
+from slowness import patience
 from tuidag.control.client import ControlClient
 from tuidag.launch import RunSession
-
-from slowness import patience
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from dags import alive, read_pids, stubborn_trees, wait_until
+from slowness import patience
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 pytestmark = pytest.mark.cli
 REPO = Path(__file__).resolve().parent.parent

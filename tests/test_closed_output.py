@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tuidag.store.runs import RunStore
-
 from slowness import patience
+from tuidag.store.runs import RunStore
 
 pytestmark = pytest.mark.cli
 

@@ -9,7 +9,6 @@ from test_log_index import append, lines_of
 from tuidag.views.combined_log import CombinedLog
 from tuidag.views.match_count import MatchCount
 
-
 # --- CombinedLog --------------------------------------------------------------------------------------------------
 
 

@@ -9,14 +9,13 @@ import stat
 
 import pytest
 
+from dags import make_dag, served_run, wait_until
+from slowness import patience
 from tuidag.control import protocol
 from tuidag.control.client import ControlClient, LineReader, NotLive, Refused, connect, decode_event
 from tuidag.engine.events import TaskEvent
 from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
-
-from dags import make_dag, served_run, wait_until
-from slowness import patience
 
 S = TaskState
 

@@ -12,12 +12,16 @@ import threading
 import pytest
 
 from dags import make_dag, served_run, wait_until
-from test_detached_runs import no_engine_left_behind  # noqa: F401 (autouse: ends what a failed test left)
-from test_detached_runs import start_detached, summary_of, the_run, tuidag
+from slowness import patience
+from test_detached_runs import (
+    no_engine_left_behind,  # noqa: F401 (autouse: ends what a failed test left)
+    start_detached,
+    summary_of,
+    the_run,
+    tuidag,
+)
 from tuidag.control import protocol, server, transport
 from tuidag.control.client import ControlClient, LineReader, NotLive, connect
-
-from slowness import patience
 
 
 def bye_of(sock: socket.socket, timeout: float) -> str | None:

@@ -12,12 +12,16 @@ import random
 import pytest
 
 from dags import wait_until
-from test_detached_runs import no_engine_left_behind  # noqa: F401 (autouse: ends what a failed test left)
-from test_detached_runs import start_detached, summary_of, the_run, tuidag
+from slowness import patience
+from test_detached_runs import (
+    no_engine_left_behind,  # noqa: F401 (autouse: ends what a failed test left)
+    start_detached,
+    summary_of,
+    the_run,
+    tuidag,
+)
 from tuidag.control import protocol
 from tuidag.control.client import ControlClient, LineReader, connect, live_status
-
-from slowness import patience
 
 pytestmark = pytest.mark.cli
 

@@ -14,11 +14,10 @@ import psutil
 import pytest
 
 from dags import alive, read_pids, wait_until
+from slowness import patience
 from test_cli import tuidag, write
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 LONG_DAG = """\
 tasks:

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from slowness import patience
 from tuidag.model import cache
 from tuidag.model.cache import load_dag_cached
 from tuidag.model.errors import DagErrors
 from tuidag.model.loader import load_dag
-
-from slowness import patience
 
 REPO = Path(__file__).resolve().parent.parent
 DAG = """\

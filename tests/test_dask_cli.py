@@ -13,12 +13,11 @@ import psutil
 import pytest
 
 from dags import alive, read_pids, stubborn_trees, wait_until
+from slowness import patience
 from test_cli import tuidag, write
 from tuidag.engine import process
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 pytestmark = pytest.mark.cli
 

@@ -16,10 +16,6 @@ from distributed import Client, LocalCluster, Worker
 import dags
 from dags import alive, finish, make_dag, read_pids, start_run, wait_until
 from slowness import patience
-from tuidag.engine.dask.executor import DaskExecutor
-from tuidag.model.spec import TaskSpec
-from tuidag.model.state import TaskState
-from tuidag.views.headless import HeadlessReporter
 
 # The engine's own tests, run here against the Dask executor (see the autouse fixture below).
 from test_engine import (  # noqa: F401
@@ -49,6 +45,8 @@ from test_engine import (  # noqa: F401
 # The slot tests too: slots never exceeded (from the times the tasks write), no head-of-line blocking, no starvation.
 # (Not the one that expects a missing workdir to fail at launch: on Dask the worker finds it, see below.)
 from test_slots import (  # noqa: F401
+    WAIT_FOR_GO,
+    slotted,
     test_a_large_request_keeps_its_place_against_later_small_ones,
     test_a_task_waiting_out_its_retry_delay_holds_no_slot,
     test_cancelling_the_waiter_ahead_lets_the_ones_behind_it_start,
@@ -57,8 +55,10 @@ from test_slots import (  # noqa: F401
     test_slots_freed_while_paused_are_handed_out_on_resume,
     test_waiting_for_a_gpu_does_not_hold_up_a_cpu_task_behind_it,
 )
-from test_slots import WAIT_FOR_GO, slotted
-
+from tuidag.engine.dask.executor import DaskExecutor
+from tuidag.model.spec import TaskSpec
+from tuidag.model.state import TaskState
+from tuidag.views.headless import HeadlessReporter
 
 #: What the shared cluster's workers advertise: enough of every kind the slot tests ask for.
 ADVERTISED = {"gpu": 4, "db": 4, "V100": 4}
@@ -67,11 +67,13 @@ ADVERTISED = {"gpu": 4, "db": 4, "V100": 4}
 @pytest.fixture(scope="module")
 def client():
     """Two in-process workers (a LocalCluster of threads starts in a few hundredths of a second)."""
-    with LocalCluster(
-        n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0", resources=ADVERTISED
-    ) as cluster:
-        with Client(cluster) as client:
-            yield client
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0", resources=ADVERTISED
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
 
 
 @pytest.fixture(autouse=True)

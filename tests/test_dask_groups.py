@@ -18,9 +18,6 @@ from distributed import Client, LocalCluster
 import dags
 from dags import alive, finish, make_dag, start_run, wait_until
 from slowness import patience
-from tuidag.engine.dask import attempt, runner
-from tuidag.engine.dask.executor import DaskExecutor
-from tuidag.model.state import TaskState
 
 # The engine's own tests with groups (see the autouse fixture below).
 from test_engine import (  # noqa: F401
@@ -35,6 +32,9 @@ from test_engine import (  # noqa: F401
     test_states_of_a_successful_chain,
     test_timeout_kills_tree_and_fails_with_reason,
 )
+from tuidag.engine.dask import attempt, runner
+from tuidag.engine.dask.executor import DaskExecutor
+from tuidag.model.state import TaskState
 
 
 @pytest.fixture(scope="module")

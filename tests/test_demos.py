@@ -6,9 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from tuidag.model.loader import load_dag
-
 from slowness import patience
+from tuidag.model.loader import load_dag
 
 REPO = Path(__file__).resolve().parent.parent
 

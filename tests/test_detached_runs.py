@@ -16,11 +16,10 @@ import psutil
 import pytest
 
 from dags import alive, read_pids, stubborn_trees, wait_until
+from slowness import patience
 from tuidag.control.client import live_status
 from tuidag.store.journal import replay
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 pytestmark = pytest.mark.cli
 

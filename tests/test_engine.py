@@ -8,11 +8,10 @@ import psutil
 import pytest
 
 from dags import Recorder, alive, finish, make_dag, read_pids, start_run, wait_until
+from slowness import patience
 from tuidag.engine import LocalExecutor, Scheduler
 from tuidag.engine.scheduler import RerunRefused, RunSummary
 from tuidag.model.state import TaskState
-
-from slowness import patience
 
 
 def test_states_of_a_successful_chain(tmp_path):

@@ -23,12 +23,11 @@ import psutil
 import pytest
 
 from dags import Recorder, alive, make_dag, read_pids, wait_until
+from slowness import patience
 from test_cli import tuidag, write
 from tuidag.engine import LocalExecutor, Scheduler, cgroup, orphans, process
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 
 def _cgroups_work() -> bool:
@@ -360,7 +359,7 @@ def test_parallelism_is_capped_by_the_descriptor_limit(tmp_path):
         [
             "sh",
             "-c",
-            f'ulimit -n 256 && exec "$@"',
+            'ulimit -n 256 && exec "$@"',
             "sh",
             sys.executable,
             "-m",

@@ -5,12 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from slowness import patience
 from stored_runs import Plan, write_run
 from tuidag.store.expected import Expected, expected_durations, expected_for_run, seconds
 from tuidag.store.journal import read_header
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 
 def runs_of(state, durations: list[float], *, task="a", fp="f1", dag="d", source=None, start=0):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from tuidag.model.forecast import critical_path, shape_of, simulate, speedups, task_spans

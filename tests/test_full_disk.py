@@ -16,11 +16,10 @@ import pytest
 
 from dags import finish, make_dag, start_run, wait_until
 from disks import small_disk
+from slowness import patience
 from tuidag.engine.scheduler import RerunRefused
 from tuidag.store.journal import read_journal
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 pytestmark = pytest.mark.cli
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tuidag.model.source import MAX_SOURCE_BYTES
-
 from slowness import patience
+from tuidag.model.source import MAX_SOURCE_BYTES
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,14 +14,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from slowness import patience
 from tuidag.api import load_python
-from tuidag.model.errors import DagErrors
 from tuidag.model import skypilot_loader, yaml_nodes
+from tuidag.model.errors import DagErrors
 from tuidag.model.loader import load_dag
 from tuidag.model.spec import MAX_TASK_NAME, task_name_problem
 from tuidag.model.yaml_nodes import MAX_DEPTH, _depth_bound
-
-from slowness import patience
 
 REPO = Path(__file__).resolve().parent.parent
 NUL = "contains a NUL character (\\0), which no command, path or environment variable can hold"

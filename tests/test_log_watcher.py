@@ -5,11 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from slowness import patience
 from test_log_index import append
 from tuidag.views.log_watcher import LogWatcher
-
-from slowness import patience
-
 
 # --- LogWatcher ---------------------------------------------------------------------------------------------------
 

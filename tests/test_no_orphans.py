@@ -15,10 +15,10 @@ import sys
 import pytest
 
 from dags import alive, make_dag, read_pids, start_run, wait_until
+from slowness import patience
 from test_cli import write
 from test_escapes import CGROUPS
 from trees import TREE_IDS, TREES
-from slowness import patience
 
 GRACE = 0.3
 

@@ -41,7 +41,7 @@ def _raw_outside_values(tree: ast.AST) -> list[tuple[int, str]]:
                 if not isinstance(part, ast.FormattedValue):
                     continue
                 value = part.value
-                if isinstance(value, ast.Call) and _called(value) in SANITISERS or part.conversion == ord("r"):
+                if (isinstance(value, ast.Call) and _called(value) in SANITISERS) or part.conversion == ord("r"):
                     continue  # sanitised, or shown as its repr (every control character escaped)
                 if _what(value) & FROM_OUTSIDE:
                     found.append((value.lineno, ast.unparse(value)))

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from dags import alive, finish, read_pids, start_run, wait_until
+from slowness import patience
 from tuidag import Dag
 from tuidag.api import load_python
 from tuidag.engine import output_routing
@@ -29,8 +30,6 @@ from tuidag.launch import RunSession
 from tuidag.model import DagErrors, Location
 from tuidag.store.journal import read_journal
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 REPO = Path(__file__).resolve().parent.parent
 

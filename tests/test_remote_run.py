@@ -7,15 +7,14 @@ import time
 
 import pytest
 
+from dags import Recorder, make_dag, served_run, wait_until
+from slowness import patience
 from tuidag.control.client import NotLive, Refused
 from tuidag.control.remote import ENGINE_GONE, RemoteRun
 from tuidag.engine.events import RunEvent, TaskEvent
 from tuidag.engine.scheduler import RerunRefused
 from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
-
-from dags import Recorder, make_dag, served_run, wait_until
-from slowness import patience
 
 S = TaskState
 

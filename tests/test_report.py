@@ -11,14 +11,13 @@ import sys
 import pytest
 
 from dags import wait_until
+from slowness import patience
 from stored_runs import Plan, write_run
 from tuidag.cli import main
 from tuidag.store.runs import RunStore
 from tuidag.views.report import render_html, render_json
 from tuidag.views.report_facts import report_facts
 from tuidag.views.report_svg import clock, tick_step
-
-from slowness import patience
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

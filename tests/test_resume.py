@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from slowness import patience
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 ETL = """\
 import os

@@ -3,9 +3,8 @@
 
 def test_a_stored_run_gives_back_its_dag_shape_and_a_tampered_header_cannot_make_a_cycle(tmp_path):
     from tuidag.launch import RunSession
-    from tuidag.model.resources import resolve
+    from tuidag.model.resources import Request, resolve
     from tuidag.model.spec import DagSpec, TaskSpec
-    from tuidag.model.resources import Request
     from tuidag.store.journal import read_header
     from tuidag.store.run_dag import dag_from_header
 

@@ -6,10 +6,9 @@ import re
 import subprocess
 import sys
 
+from slowness import patience
 from tuidag.model.forecast import ForecastShape
 from tuidag.views.run_insight import path_text, run_insight, summary_lines
-
-from slowness import patience
 
 DIAMOND = ForecastShape({"b": ["a"], "c": ["a"], "d": ["b", "c"]}, "abcd", 4, {}, {})
 

@@ -12,16 +12,16 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dags import wait_until
+from slowness import patience
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.store.history import run_info, summary_problem
 from tuidag.store.journal import read_journal, record_problem, replay, task_line
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 REPO = Path(__file__).resolve().parent.parent
 DAG = "tasks:\n  x:\n    run: echo hello x\n  y:\n    run: echo hello y\n    depends_on: x\n"

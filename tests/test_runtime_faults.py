@@ -8,10 +8,9 @@ import sys
 
 import pytest
 
+from slowness import patience
 from test_cli import tuidag, write
 from tuidag.store.runs import RunStore, log_file_name
-
-from slowness import patience
 
 HEADER = b"=== tuidag: "
 

@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from dags import alive, finish, read_pids, start_run, wait_until
-from tuidag.model import DagErrors, Location
-from tuidag.model.loader import load_dag
-from tuidag.model.errors import Note
-from tuidag.model.skypilot_loader import SKYPILOT_ENV
-
 from slowness import patience
+from tuidag.model import DagErrors, Location
+from tuidag.model.errors import Note
+from tuidag.model.loader import load_dag
+from tuidag.model.skypilot_loader import SKYPILOT_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "skypilot"

@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 
 from dags import alive, finish, read_pids, start_run, wait_until
+from slowness import patience
 from tuidag.model.errors import Note
 from tuidag.model.loader import load_dag
 from tuidag.model.spec import JOB_GROUP_STOPPED, JobGroup
-
-from slowness import patience
 
 FIXTURES = Path(__file__).resolve().parent / "skypilot"
 GRAPHS = sorted(FIXTURES.glob("graph_*.yaml"))

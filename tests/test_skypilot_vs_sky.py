@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 os.environ.setdefault("SKYPILOT_DISABLE_USAGE_COLLECTION", "1")
-from sky.utils import dag_utils  # noqa: E402
+from sky.utils import dag_utils
 
-from tuidag.model import DagErrors  # noqa: E402
-from tuidag.model.loader import load_dag  # noqa: E402
+from tuidag.model import DagErrors
+from tuidag.model.loader import load_dag
 
 FIXTURES = Path(__file__).resolve().parent / "skypilot"
 GOOD = sorted(FIXTURES.glob("graph_*.yaml")) + [

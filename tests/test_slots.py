@@ -8,13 +8,12 @@ import sys
 from pathlib import Path
 
 from dags import finish, make_dag, start_run
+from slowness import patience
 from test_cli import tuidag, write
-from tuidag.store.journal import read_journal, replay
-from tuidag.store.runs import RunStore
 from tuidag.engine.slots import SlotPool
 from tuidag.model.resources import Request, is_cuda_kind
-
-from slowness import patience
+from tuidag.store.journal import read_journal, replay
+from tuidag.store.runs import RunStore
 
 #: A task that holds its slots until the test creates `go` in the work dir (polling, so no fixed sleep decides);
 #: bounded (about 30 s of a quiet machine) so that a failed test leaves nothing running.

@@ -9,11 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from slowness import patience
 from tuidag.engine import process, spawn
 from tuidag.engine.executor import TaskEnvironment
-
-from slowness import patience
-
 
 STARTERS = [pytest.param(spawn.start_popen, id="popen")]
 if spawn.libc_available():

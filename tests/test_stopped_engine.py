@@ -19,8 +19,13 @@ import threading
 import pytest
 
 from dags import Recorder, make_dag, served_run, wait_until
-from test_detached_runs import no_engine_left_behind  # noqa: F401 (autouse: ends what a failed test left)
-from test_detached_runs import start_detached, the_run, tuidag
+from slowness import patience
+from test_detached_runs import (
+    no_engine_left_behind,  # noqa: F401 (autouse: ends what a failed test left)
+    start_detached,
+    the_run,
+    tuidag,
+)
 from tuidag.control import engine_connection, protocol, remote, server
 from tuidag.control.client import ControlClient, NotAnswered, NotLive, live_status
 from tuidag.control.remote import ANSWERING, NOT_ANSWERING, RemoteRun
@@ -28,8 +33,6 @@ from tuidag.engine.events import RunEvent, TaskEvent
 from tuidag.model.state import TaskState
 from tuidag.store.journal import replay
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 pytestmark = pytest.mark.cli
 S = TaskState
@@ -113,13 +116,15 @@ def test_a_control_the_engine_started_but_did_not_answer_in_time_may_or_may_not_
     monkeypatch.setattr(server.ControlServer, "_control", slow)
     with served_run(make_dag({"a": "sleep 30"}, workdir=tmp_path), tmp_path) as session:
         # The deadline runs out while the control is held, but `started` must come before it: it scales
-        with ControlClient(session.run, timeout=patience(1)) as client:
-            with pytest.raises(
+        with (
+            ControlClient(session.run, timeout=patience(1)) as client,
+            pytest.raises(
                 NotAnswered,
                 match=f"started the pause but did not answer in {patience(1):.0f} s: it "
                 "may or may not have taken effect",
-            ):
-                client.request("pause")
+            ),
+        ):
+            client.request("pause")
         release.set()
         wait_until(lambda: session.scheduler.paused)  # it did, this time
 

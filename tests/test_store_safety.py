@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from slowness import patience
 from tuidag.model.cache import read_entry, write_entry
 from tuidag.store.reaper import reap_interrupted
 from tuidag.store.runs import RunStore
-
-from slowness import patience
 
 pytestmark = pytest.mark.cli
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: another user's folder, owned by root's choice")

@@ -14,12 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dags import Recorder, make_dag
+from slowness import patience
 from test_properties import check_invariants
 from tuidag.engine import LocalExecutor, Scheduler
 from tuidag.engine.process import TAG_RUN, ProcRef
 from tuidag.store.journal import JournalWriter, replay
-
-from slowness import patience
 
 EXAMPLES = int(os.environ.get("TUIDAG_STRESS_EXAMPLES", "200"))
 

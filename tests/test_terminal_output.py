@@ -16,13 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from slowness import patience
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.engine.log_headers import LogHeaders, header_text
 from tuidag.model.state import TaskState
 from tuidag.views.headless import LINE_CAP, HeadlessReporter
-
-from slowness import patience
-
 
 pytestmark = pytest.mark.cli
 REPO = Path(__file__).resolve().parent.parent

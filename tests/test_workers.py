@@ -6,10 +6,9 @@ import threading
 
 import pytest
 
+from slowness import patience
 from tuidag.engine import output_routing
 from tuidag.engine.workers import WorkerPool
-
-from slowness import patience
 
 
 def test_runs_every_item_on_at_most_size_named_threads():

@@ -29,16 +29,17 @@ import argparse
 import inspect
 import os
 import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .model.counts import counted
 from .model.durations import DurationTooLong, parse_duration
 from .model.errors import DagError, DagErrors, Location, short_repr
+from .model.python_loader import PythonDag, load_python
 from .model.resources import Request, kind_problem
 from .model.spec import DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
-from .model.python_loader import PythonDag, load_python
 from .model.validate import graph_errors
 
 __all__ = ["Dag", "TaskContext", "load_python"]

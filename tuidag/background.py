@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 READY = b"\0tuidag-engine-ready "
 EXITED = b"\0tuidag-engine-exit "

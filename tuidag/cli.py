@@ -7,22 +7,21 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from . import control_commands, history_commands
+from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
-from .version import __version__
 from .model.counts import counted
 from .model.durations import parse_duration
 from .model.errors import DagErrors, short_repr
 from .model.loader import load_dag
 from .model.spec import MAX_COUNT, DagSpec
-from . import control_commands, history_commands
-from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir, run_command
+from .version import __version__
 from .views.terminal_text import terminal_line
-
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -422,8 +421,8 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
 
 
 def run_headless(session, quiet: bool = False) -> int:
-    from .model.collector import freeze_survivors
     from .launch import install_signal_handlers
+    from .model.collector import freeze_survivors
     from .views.headless import HeadlessReporter, counts_line, insight_lines, summary_table, use_colour
 
     colour = use_colour(sys.stdout)

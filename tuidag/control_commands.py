@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_FAILED, EXIT_OK

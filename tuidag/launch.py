@@ -13,15 +13,15 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from .engine import process
 from .engine.events import TaskSnapshot
 from .engine.executor import Executor
-from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler, default_parallel
+from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .model.counts import counted
 from .model.resources import requests
 from .model.spec import DagSpec, FailurePolicy
@@ -70,7 +70,7 @@ class RunSession:
         kill_grace: float | None = None,
         executor: Executor | None = None,
         resume_from: RunDir | None = None,
-    ) -> "RunSession":
+    ) -> RunSession:
         store = RunStore(state_dir)
         reuse = plan_reuse(dag, resume_from) if resume_from else None
         reused = reuse.values if reuse else {}

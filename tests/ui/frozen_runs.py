@@ -3,11 +3,12 @@ frozen, the run id is fixed and paths are relative to a temporary working direct
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+
+from pilot_helpers import until
 
 from dags import make_dag
-from pilot_helpers import until
 from tuidag.control.client import NotLive
 from tuidag.control.run_source import Observer, Usage
 from tuidag.engine.events import TaskEvent, TaskSnapshot

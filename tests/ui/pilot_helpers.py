@@ -4,18 +4,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Callable
 
 from textual.pilot import Pilot
 
+from slowness import patience
 from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
 from tuidag.ui.app import TuidagApp
 from tuidag.views.layout.style import Orientation, Zoom
-
-from slowness import patience
-
 
 SIZE = (160, 45)
 

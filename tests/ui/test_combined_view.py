@@ -5,8 +5,9 @@ when the app first hears of the run: they must be in the view all the same, each
 
 from __future__ import annotations
 
-from dags import wait_until
 from pilot_helpers import open_app, select, until
+
+from dags import wait_until
 from tuidag.views.headless import TASK_COLOURS
 from tuidag.views.terminal_text import strip_ansi
 

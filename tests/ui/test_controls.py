@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import signal
 
-from dags import alive, read_pids, wait_until
 from pilot_helpers import open_app, select, ui_states, until
+
+from dags import alive, read_pids, wait_until
 from tuidag.ui.screens.choice import ChoiceScreen
 from tuidag.ui.screens.confirm import ConfirmScreen
 from tuidag.ui.screens.help import HelpScreen

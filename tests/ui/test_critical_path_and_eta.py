@@ -5,10 +5,10 @@ first), and the told story of the timeline tests with a clock the test sets."""
 from __future__ import annotations
 
 import pytest
-
 from pilot_helpers import open_app, screen_text, until
 from test_timeline import row_of, show_timeline, story_app, told
 from timeline_story import ML_STORY
+
 from tuidag.model.state import TaskState
 from tuidag.store.journal import read_journal
 from tuidag.ui.state_style import CRITICAL_COLOUR

@@ -4,11 +4,10 @@ failure is selected unless the user has moved the selection. Real runs of short 
 from __future__ import annotations
 
 import pytest
-
 from pilot_helpers import open_app, screen_text, select, until
-from tuidag.ui.run_model import StateFilter
 
 from slowness import patience
+from tuidag.ui.run_model import StateFilter
 
 WAIT_GO = "while ! test -f go; do sleep 0.02; done"
 
@@ -90,7 +89,7 @@ async def test_brackets_jump_between_failed_and_braces_between_running_tasks(new
         await until(pilot, lambda: log_shown(app, bad[2]), what="the log of the task jumped to")
 
         after = order.index(bad[2])
-        next_live = next((n for n in order[after:] + order[:after] if n in live))
+        next_live = next(n for n in order[after:] + order[:after] if n in live)
         await pilot.press("right_curly_bracket")
         assert app.selected_task == next_live
         await pilot.press("right_curly_bracket")

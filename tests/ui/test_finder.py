@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pilot_helpers import open_app, screen_text, until
+
 from tuidag.ui.screens.finder import LIMIT, FinderScreen
 
 TASKS = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pilot_helpers import open_app, until
+
 from tuidag.ui.screens.help import HelpScreen
 from tuidag.ui.widgets.key_footer import KeyFooter
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 
+from pilot_helpers import open_app, pin_style, ui_states, until
+
 from dags import DIAMOND
-from pilot_helpers import pin_style, open_app, ui_states, until
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
-from tuidag.views.layout.style import Zoom
 from tuidag.ui.widgets.graph.canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
+from tuidag.views.layout.style import Zoom
 from tuidag.views.terminal_text import strip_ansi
 
 

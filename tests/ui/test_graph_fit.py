@@ -4,10 +4,11 @@ minimap, and the selection kept in view through all of it. Driven on the real ap
 from __future__ import annotations
 
 from pilot_helpers import in_view, open_app, pin_style, screen_text, until
+
 from tuidag.control import server
 from tuidag.ui.run_model import UsageSample
-from tuidag.views.layout.style import Orientation, Zoom
 from tuidag.ui.widgets.graph.canvas import DagCanvas
+from tuidag.views.layout.style import Orientation, Zoom
 
 WORKERS = [f"worker-{i:02d}" for i in range(64)]
 WIDE = {

@@ -12,9 +12,9 @@ import random
 from pathlib import Path
 
 import pytest
-
 from frozen_runs import T0, feed, frozen_app
 from pilot_helpers import until
+
 from tuidag.api import load_python
 from tuidag.model.loader import load_dag
 from tuidag.model.state import TaskState

@@ -4,6 +4,7 @@ header says the run succeeded, as the exit code does."""
 from __future__ import annotations
 
 from pilot_helpers import open_app, until
+
 from tuidag.launch import RunSession
 from tuidag.model.loader import load_dag
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
-from dags import DIAMOND, alive
 from pilot_helpers import in_view, open_app, screen_text, select, ui_states, until
 from test_controls import long_task, wait_pids
+
+from dags import DIAMOND, alive
 from tuidag.engine.events import TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.ui.run_model import StateFilter

@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 from pilot_helpers import open_app, select, until
+
 from tuidag.ui.widgets.log import following
 from tuidag.views.log_watcher import LogWatcher
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from pilot_helpers import open_app, screen_text, select, until
+
 from tuidag.ui.widgets.split_panes import MIN_ROWS
 
 SMALL = (80, 24)

@@ -5,16 +5,15 @@ Waits poll the app against a deadline (`until`); nothing sleeps a fixed time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from pilot_helpers import until
 from textual.app import App, ComposeResult
 
 from tuidag.ui.widgets.log import search
 from tuidag.ui.widgets.log.view import LogView
 from tuidag.views.combined_log import CombinedLog
-
-from pilot_helpers import until
 
 SIZE = (60, 14)  # the view gets 58 x 12 inside its border
 

@@ -18,16 +18,15 @@ import time
 from pathlib import Path
 
 import pytest
+from pilot_helpers import open_app, served_and_viewed, until
 
 from dags import wait_until
-from pilot_helpers import open_app, served_and_viewed, until
+from slowness import patience
 from tuidag.api import load_python
 from tuidag.engine import output_routing
 from tuidag.launch import RunSession
 from tuidag.model.durations import format_duration
 from tuidag.ui.app import TuidagApp
-
-from slowness import patience
 
 TASKS = '''
 import logging

@@ -6,6 +6,7 @@ import json
 import time
 
 from pilot_helpers import open_app, until
+
 from tuidag.store.history import run_info
 
 

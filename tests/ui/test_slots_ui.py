@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pilot_helpers import open_app, screen_text, until
 from test_list_view import row_of, show_list, titles
+
+from slowness import patience
 from tuidag.launch import RunSession
 from tuidag.model.loader import load_dag
 from tuidag.model.resources import resolve
-
-from slowness import patience
 
 SLOTTED = f"""\
 resources: {{gpu: 2, db: 1}}

@@ -8,6 +8,7 @@ move. The same checks run in a real 80x24 terminal in test_tmux.py.
 from __future__ import annotations
 
 from pilot_helpers import in_view, open_app, pin_style, screen_text, select, until
+
 from tuidag.ui.screens.confirm import ConfirmScreen
 from tuidag.ui.screens.help import HelpScreen
 from tuidag.views.layout.style import Zoom

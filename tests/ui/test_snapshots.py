@@ -10,6 +10,7 @@ import random
 
 from frozen_runs import T0, feed, frozen_app, settled
 from pilot_helpers import until
+
 from tuidag.engine.events import RunEvent
 from tuidag.model.state import TaskState
 from tuidag.ui.app import TuidagApp

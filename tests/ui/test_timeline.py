@@ -14,14 +14,13 @@ from frozen_runs import T0, frozen_app
 from pilot_helpers import open_app, pin_style, screen_text, until
 from test_graph_snapshots import ML
 from timeline_story import ML_STORY, NOW, tell
+
+from slowness import patience
 from tuidag.model.state import TaskState
 from tuidag.model.timeline import SegmentKind
 from tuidag.ui.widgets.graph.tiles import SELECTED_BG
 from tuidag.views import timeline_layout as tl
 from tuidag.views.layout.style import Orientation, Zoom
-
-from slowness import patience
-
 
 S = TaskState
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from frozen_runs import frozen_app
 from pilot_helpers import until
 from test_graph_snapshots import random_dag
 from test_timeline import story_app, told
 from timeline_story import ML_STORY, tell
+
 from tuidag.model.state import TaskState
 from tuidag.views.layout.style import Orientation, Zoom
 

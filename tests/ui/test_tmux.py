@@ -19,7 +19,6 @@ import pytest
 
 from slowness import patience
 
-
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,7 +84,7 @@ class Tmux:
     def wait_exit(self, timeout: float = 15.0) -> int:
         code = self.workdir / "exit.code"
         deadline = time.monotonic() + patience(timeout)
-        while not code.exists() or self.alive() and not code.read_text():
+        while not code.exists() or (self.alive() and not code.read_text()):
             if time.monotonic() > deadline:
                 raise AssertionError(f"tuidag did not exit within {patience(timeout):.0f}s:\n{self.screen()}")
             time.sleep(0.05)

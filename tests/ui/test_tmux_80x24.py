@@ -7,8 +7,8 @@ import shutil
 import time
 
 import pytest
-
 from test_tmux import DAG, Tmux, leftovers, task_pids
+
 from slowness import patience
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -8,9 +8,9 @@ import subprocess
 import time
 
 import pytest
-
 from test_tmux import Tmux, task_pids
 from test_tmux_graph import quit_unfinished
+
 from slowness import patience
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -19,7 +19,6 @@ import pytest
 
 from slowness import patience
 
-
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,14 +7,14 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 import pytest
+from pilot_helpers import until
 from textual import events
 
 from dags import make_dag, served_run
-from pilot_helpers import until
 from tuidag.control.remote import RemoteRun
 from tuidag.ui.app import TuidagApp
-from tuidag.views.layout.style import Zoom
 from tuidag.ui.widgets.log.view import LogView
+from tuidag.views.layout.style import Zoom
 
 
 @pytest.fixture

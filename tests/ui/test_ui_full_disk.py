@@ -6,9 +6,10 @@ import errno
 import json
 import logging
 
+from pilot_helpers import SIZE, open_app, until
+
 from dags import make_dag
 from disks import small_disk
-from pilot_helpers import SIZE, open_app, until
 from slowness import patience
 from tuidag.launch import RunSession
 

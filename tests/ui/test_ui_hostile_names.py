@@ -4,11 +4,11 @@ shipped viewer path: a run served on its control socket, viewed through a Remote
 
 from __future__ import annotations
 
+from pilot_helpers import screen_text, until
+from test_viewer import viewer
 from textual.widgets._toast import Toast
 
 from dags import make_dag, served_run, wait_until
-from pilot_helpers import screen_text, until
-from test_viewer import viewer
 
 HOSTILE = "etl [/foo] [b]bold[/b] [/]"
 

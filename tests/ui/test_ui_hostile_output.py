@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from pilot_helpers import open_app, select, until
+
 from test_runtime_faults import WRITERS
 
 HOSTILE = ["invalid-utf8", "binary", "five-mb-line", "hundred-mb"]

@@ -18,18 +18,17 @@ from pathlib import Path
 
 import psutil
 import pytest
+from pilot_helpers import open_app, select, until
+from test_tmux import Tmux
 
 from dags import alive, read_pids, wait_until
-from pilot_helpers import open_app, select, until
+from slowness import patience
 from test_no_orphans import GRACE, survivors
-from test_tmux import Tmux
 from trees import TREES
 from tuidag.engine.events import TaskEvent
 from tuidag.store.journal import replay
 from tuidag.ui.screens.choice import ChoiceScreen
 from tuidag.ui.screens.confirm import ConfirmScreen
-
-from slowness import patience
 
 START_TIMEOUT = 30.0  # six trees (62 processes) starting at once, on 2 loaded cores
 END_TIMEOUT = 20.0

@@ -15,10 +15,11 @@ from contextlib import asynccontextmanager
 
 import psutil
 import pytest
+from pilot_helpers import screen_text, select, ui_states, until
 from textual.widgets import Button
 
 from dags import make_dag, served_run
-from pilot_helpers import screen_text, select, ui_states, until
+from slowness import patience
 from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
 from tuidag.store.journal import replay
@@ -27,9 +28,6 @@ from tuidag.ui.app import TuidagApp
 from tuidag.ui.roles import DETACHED, RESUME
 from tuidag.ui.screens.choice import ChoiceScreen
 from tuidag.ui.screens.confirm import ConfirmScreen
-
-from slowness import patience
-
 
 SIZE = (160, 45)
 

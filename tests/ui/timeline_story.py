@@ -4,6 +4,7 @@ a task still running and tasks not started, on the 12-task ML DAG of the graph s
 from __future__ import annotations
 
 from frozen_runs import T0
+
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
 

@@ -104,10 +104,10 @@ class LineReader:
                 if deadline is not None:
                     left = deadline - time.time()
                     if left <= 0:
-                        raise socket.timeout
+                        raise TimeoutError
                     self.sock.settimeout(left)
                 data = self.sock.recv(1 << 20)
-            except socket.timeout:
+            except TimeoutError:
                 raise NotAnswered("the engine did not answer in time") from None
             except OSError as exc:
                 raise NotLive(f"the connection to the engine broke ({exc.strerror or exc})") from None

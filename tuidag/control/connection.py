@@ -17,19 +17,19 @@ LOG_WINDOW = 10.0
 
 class Connection:
     __slots__ = (
-        "sock",
-        "pid",
+        "after",
+        "asked",
+        "closing",
+        "gone",
         "inbuf",
         "outbuf",
+        "pending",
+        "pid",
+        "sent",
+        "since",
+        "sock",
         "viewer",
         "waiting",
-        "after",
-        "closing",
-        "since",
-        "asked",
-        "pending",
-        "sent",
-        "gone",
     )
 
     def __init__(self, sock: socket.socket, pid: int):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..engine.scheduler import RerunRefused
 from . import protocol, transport

@@ -62,7 +62,7 @@ class EngineConnection:
         try:
             self._sock.settimeout(patience)
             data = self._sock.recv(1 << 20)
-        except socket.timeout:
+        except TimeoutError:
             pid = f" (pid {self.engine_pid})" if self.engine_pid else ""
             raise NotAnswered(f"the engine{pid} holds run {self.run.run_id} but is not answering (stopped?)") from None
         except OSError as exc:

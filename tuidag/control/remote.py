@@ -24,10 +24,10 @@ finished post-mortem and never looked again.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.scheduler import RerunRefused
@@ -39,8 +39,8 @@ from ..store.runs import RunDir, RunStore
 from .client import NotAnswered, NotLive, Refused, decode_event
 from .engine_connection import EngineConnection
 from .protocol import MAX_MESSAGE
-from .run_source import Observer, Usage
 from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
+from .run_source import Observer, Usage
 
 CHECK_INTERVAL = 0.25  # how often a silent connection checks that the engine is still alive
 SUBSCRIBE_TIMEOUT = 5.0
@@ -232,7 +232,7 @@ class RemoteRun(EngineConnection):
         while not self._closed.is_set():
             try:
                 data = sock.recv(1 << 20)
-            except socket.timeout:
+            except TimeoutError:
                 self._pending.drained = time.time()
                 if not self._engine_alive():
                     return

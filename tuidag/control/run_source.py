@@ -7,7 +7,8 @@ scenes use a small in-memory source. The UI is typed against this Protocol, not 
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Protocol
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from ..engine.events import Event, TaskSnapshot
 from ..model.spec import DagSpec

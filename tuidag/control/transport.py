@@ -24,8 +24,9 @@ import stat
 import struct
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import protocol
 from .connection import Connection, EngineLog, bye, idlest, silent

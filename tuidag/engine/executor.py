@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import errno
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from ..model.spec import NO_ENV, TaskSpec
 from .log_headers import LogHeaders
@@ -21,7 +22,7 @@ class TaskEnvironment(Mapping[str, str]):
     changed once the run starts) under the task's own. Spawning encodes the run's part once per run instead of once
     per task (see `spawn.start`); anything else reads it like a dict."""
 
-    __slots__ = ("shared", "own")
+    __slots__ = ("own", "shared")
 
     def __init__(self, shared: Mapping[str, str], own: Mapping[str, str]):
         self.shared = shared

@@ -28,12 +28,13 @@ import subprocess
 import sys
 import threading
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from . import orphans, output_routing
 from ..model.errors import describe_exception
+from . import orphans, output_routing
 from .cgroup import RunCgroups
 from .executor import Attempt, AttemptResult, RunningAttempt
 from .shell_attempt import ShellAttempt, open_log, write_header

@@ -6,7 +6,7 @@ and does not make the run fail: stopping it is how the group is meant to end."""
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from ..model.spec import JOB_GROUP_STOPPED, JobGroup
 from ..model.state import TERMINAL, TaskState

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .events import Event
 from .workers import WorkerPool

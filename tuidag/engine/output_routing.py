@@ -20,17 +20,18 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import thread as _cf_thread
 from contextvars import ContextVar, Token
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 #: The format of logging records a task emits when the program did not configure logging itself.
 TASK_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _LINE_LIMIT = 64 * 1024  # a thread's unterminated line is written out once it gets this long
 
-_current: ContextVar["LogTarget | None"] = ContextVar("tuidag_log_target", default=None)
+_current: ContextVar[LogTarget | None] = ContextVar("tuidag_log_target", default=None)
 _install_lock = threading.Lock()
 _patched = False
 _default_logging_done = False

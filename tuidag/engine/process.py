@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import psutil

@@ -38,8 +38,9 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from ..model.counts import counted
 from ..model.resources import requests, resolve
@@ -54,7 +55,6 @@ from .slots import SlotPool
 from .task_attempts import TaskAttempts
 from .task_records import DEAD_END, WAITING, S, TaskRecord
 from .workers import WorkerPool
-
 
 FDS_PER_ATTEMPT = 3  # what a running attempt may hold: a pidfd (timeout), a log while it starts, a callable's log...
 FDS_RESERVED = 64  # tuidag's own: the terminal, the journal, the UI, psutil's reads, imports

@@ -8,7 +8,7 @@ Who gets freed slots is that rule's answer; the forecast plays the same rule for
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 
 from ..model.admission import admit
 

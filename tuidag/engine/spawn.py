@@ -21,7 +21,8 @@ import shutil
 import signal
 import sys
 import time
-from typing import Mapping, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from . import process
 from .executor import TaskEnvironment

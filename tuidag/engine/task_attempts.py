@@ -12,7 +12,8 @@ scheduler lock around each change, never while the executor launches or waits; s
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..model.spec import RUN_ID_PLACEHOLDER, FailurePolicy, TaskSpec
 from .events import TaskEvent, TaskSnapshot

@@ -8,7 +8,8 @@ held.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..model.state import TERMINAL, TaskState, can_move, ended_outcome
 from .events import RunEvent, TaskEvent, TaskSnapshot
@@ -34,7 +35,7 @@ class InvalidTransition(RuntimeError):
 class TaskRecord:
     """The scheduler's mutable record of one task. Only touched with the scheduler lock held."""
 
-    __slots__ = ("snap", "generation", "attempts_before", "running", "timer", "cancel_reason", "unannounced", "held")
+    __slots__ = ("attempts_before", "cancel_reason", "generation", "held", "running", "snap", "timer", "unannounced")
 
     def __init__(self, snap: TaskSnapshot):
         self.snap = snap

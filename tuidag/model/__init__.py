@@ -6,12 +6,12 @@ from .state import TERMINAL, TaskState
 
 __all__ = [
     "DEFAULT_KILL_GRACE",
+    "TERMINAL",
     "DagError",
     "DagErrors",
     "DagSpec",
     "FailurePolicy",
     "Location",
-    "TERMINAL",
     "TaskSpec",
     "TaskState",
 ]

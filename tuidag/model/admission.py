@@ -17,7 +17,8 @@ Durations are unknown, so no later task is let past a reservation on the guess t
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Mapping, TypeVar
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
 

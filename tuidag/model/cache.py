@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import marshal
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .errors import Location, Note
 from .loader import load_dag

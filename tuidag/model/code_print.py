@@ -33,7 +33,8 @@ import functools
 import os
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 try:  # as in spec.py: hashlib loads OpenSSL
     from _sha1 import sha1

@@ -8,8 +8,8 @@ built (which made loading quadratic) and during the run (pauses of ~0.1 s in the
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 @contextmanager

@@ -19,7 +19,8 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections import deque
-from typing import AbstractSet, Iterable, Mapping, NamedTuple, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import AbstractSet, NamedTuple
 
 from .admission import admit
 from .spec import DagSpec

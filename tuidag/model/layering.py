@@ -3,7 +3,7 @@ the graph layout (which works on a plain mapping of dependencies, so the rule ta
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 
 def longest_path_layers(deps: Iterable[tuple[str, Sequence[str]]]) -> dict[str, int]:

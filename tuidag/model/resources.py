@@ -11,7 +11,8 @@ A SkyPilot task's `accelerators: V100:2` is an *optional* request: it becomes 2 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 from .counts import counted
 from .errors import DagError, DagErrors, Location, short_repr

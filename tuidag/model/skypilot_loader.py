@@ -38,9 +38,10 @@ import json
 import math
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from yaml import SafeLoader, YAMLError
 from yaml.error import MarkedYAMLError
@@ -49,8 +50,8 @@ from yaml.reader import ReaderError
 
 from .durations import MAX_DURATION, DurationTooLong
 from .errors import DagError, DagErrors, Location, Note, did_you_mean
-from .spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, JobGroup, TaskSpec
 from .skypilot_task import IGNORED_TASK_KEYS, TASK_KEYS, TaskReader
+from .spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, JobGroup, TaskSpec
 from .validate import graph_errors
 from .yaml_loader import _SKIP
 from .yaml_nodes import (

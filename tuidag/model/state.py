@@ -6,8 +6,8 @@ all check against one table instead of each keeping their own idea of what may f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
-from typing import Iterable
 
 
 class TaskState(str, Enum):

@@ -7,8 +7,9 @@ Plain Python, O(1) per transition: a big run makes thousands a second.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from .state import TaskState
 

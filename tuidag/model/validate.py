@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .errors import DagError, did_you_mean
 from .spec import TaskSpec, task_name_problem

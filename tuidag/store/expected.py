@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from statistics import median
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from ..model.state import COMPLETE_OUTCOMES
 from .history import read_summary

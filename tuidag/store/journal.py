@@ -12,8 +12,9 @@ import os
 import signal
 import stat
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState

@@ -4,7 +4,8 @@ unchanged (its fingerprint), its return value was kept in the journal, and every
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from ..model.counts import counted, number
 from ..model.spec import DagSpec

@@ -14,36 +14,37 @@ import asyncio
 import gc
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Callable, Iterable
 
 from textual import on
 from textual.app import App, ComposeResult
-from textual.markup import escape
-from textual.notifications import SeverityLevel
 from textual.binding import Binding
 from textual.driver import Driver
+from textual.markup import escape
+from textual.notifications import SeverityLevel
 from textual.widget import Widget
 from textual.widgets import Input
 
 from ..control.client import NotLive, Refused
 from ..control.protocol import cancel_reason
 from ..control.run_source import RunSource, Usage
-from ..model.collector import collector_paused, freeze_survivors
 from ..engine import output_routing
 from ..engine.events import Event, TaskSnapshot
 from ..engine.scheduler import RerunRefused
+from ..model.collector import collector_paused, freeze_survivors
+from ..model.counts import counted
+from ..model.forecast import shape_of
 from ..model.state import TaskState
+from ..store.journal import read_journal
+from ..views.combined_log import CombinedLog
 from ..views.fuzzy import FuzzyFinder
+from ..views.headless import TASK_COLOURS
 from ..views.layout.build import dag_deps, layout_dag
 from ..views.layout.layout import GraphLayout
 from ..views.layout.style import LayoutStyle
-from ..views.headless import TASK_COLOURS
-from ..views.combined_log import CombinedLog
-from ..views.task_filter import TaskFilter
 from ..views.run_outlook import Outlook
-from ..model.forecast import shape_of
-from ..store.journal import read_journal
+from ..views.task_filter import TaskFilter
 from .bindings import FOOTER_PRIORITY, RUN_BINDINGS, KeyHelp
 from .feed import RunFeed
 from .log_keys import LogKeys
@@ -54,6 +55,7 @@ from .run_model import RunModel, StateFilter, UsageSample
 from .screens.confirm import ConfirmScreen
 from .screens.finder import FinderScreen
 from .state_style import LOOKS
+from .widgets.critical_panel import CriticalPathPanel
 from .widgets.graph.canvas import DagCanvas
 from .widgets.key_footer import KeyFooter
 from .widgets.log.view import LogView
@@ -62,8 +64,6 @@ from .widgets.split_panes import SplitPanes
 from .widgets.task_name_bar import TaskNameBar
 from .widgets.task_table import TaskTable
 from .widgets.timeline import TimelineView
-from .widgets.critical_panel import CriticalPathPanel
-from ..model.counts import counted
 
 S = TaskState
 DRAIN_INTERVAL = 1 / 20

@@ -3,8 +3,8 @@ which of them each role offers (the post-mortem view lists no control that would
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
-from typing import Iterable
 
 from textual.app import SystemCommand
 from textual.binding import Binding

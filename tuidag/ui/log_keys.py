@@ -3,7 +3,7 @@ combined view of every task's output (`a`) with its filters (`b` branch, `T` nam
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..views.task_filter import TaskFilter
 

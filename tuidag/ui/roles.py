@@ -10,8 +10,8 @@ or post-mortem (the run is over, or its engine died: read-only).
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 from textual.markup import escape
 

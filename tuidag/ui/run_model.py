@@ -8,9 +8,9 @@ Plain Python (no textual), so the bookkeeping is easy to reason about apart from
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterable
 
 from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
 from ..model.state import TERMINAL, TaskState

@@ -11,9 +11,10 @@ Plain data and functions (no textual), so the layout and the sort orders are eas
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from ..engine.events import TaskSnapshot
 from ..model.durations import format_duration

@@ -17,7 +17,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 from ..control.client import NotLive
 from ..control.remote import RemoteRun

@@ -11,8 +11,8 @@ import heapq
 import itertools
 import os
 from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
 
 from .log_lines import CHUNK, clamp_start, decode
 from .terminal_text import strip_ansi, visible_part
@@ -24,19 +24,19 @@ class _Tail:
     `until` (the file's modification time when the bytes up to `end` were first seen)."""
 
     __slots__ = (
-        "task",
+        "behind",
+        "end",
+        "identity",
+        "offset",
         "path",
+        "pending",
         "prefix",
         "rank",
-        "offset",
-        "identity",
-        "pending",
-        "behind",
-        "started",
         "since",
-        "until",
         "start",
-        "end",
+        "started",
+        "task",
+        "until",
     )
 
     def __init__(self, task: str, path: Path, prefix: str, rank: int, started: float | None) -> None:
@@ -266,7 +266,7 @@ class CombinedLog:
         waiting = sorted(self._waiting)
         keep, chars = 0, 0
         for entry in reversed(waiting):
-            if keep >= self.max_lines or chars + len(entry[3]) > self.max_chars and keep:
+            if keep >= self.max_lines or (chars + len(entry[3]) > self.max_chars and keep):
                 break
             keep, chars = keep + 1, chars + len(entry[3])
         if self._shown_tasks is None:  # lines of a filtered view are counted when they really leave it

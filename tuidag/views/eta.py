@@ -9,13 +9,14 @@ as skipped ones are; pending, queued and retrying ones are still to run, a retry
 from __future__ import annotations
 
 import time
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from ..engine.events import TaskSnapshot
+from ..model.counts import counted
 from ..model.durations import format_duration
 from ..model.forecast import Forecast, ForecastShape, simulate
 from ..model.state import TaskState
-from ..model.counts import counted
 
 S = TaskState
 OVERRUN = 2.0

@@ -17,9 +17,9 @@ letter or two that thousands of names hold, under 1-3 ms once a few letters narr
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
-from typing import Sequence
 
 SEPARATORS = frozenset("-_./")
 START_BONUS = 12  # the first letter of the name

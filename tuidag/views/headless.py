@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from typing import Iterator, TextIO
+from collections.abc import Iterator
+from typing import TextIO
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.log_headers import LogHeaders
-from ..model.counts import counted, number as with_commas
+from ..model.counts import counted
+from ..model.counts import number as with_commas
 from ..model.durations import format_duration
 from ..model.forecast import shape_of
 from ..model.spec import DagSpec
@@ -67,7 +69,7 @@ class _Tail:
     """Reads what a task appended to its log since the last read, as display lines, leaving out tuidag's attempt
     headers. The offset survives retries and re-runs, so output already printed is never printed again."""
 
-    __slots__ = ("path", "offset", "lines", "behind")
+    __slots__ = ("behind", "lines", "offset", "path")
 
     def __init__(self, path: str):
         self.path = path

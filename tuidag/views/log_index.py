@@ -14,8 +14,8 @@ import os
 import weakref
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from .log_lines import CHUNK, LONG_LINE_SEARCH_CHARS, clamp_start, decode
 from .terminal_text import strip_ansi, visible_part

@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 log = logging.getLogger(__name__)
 

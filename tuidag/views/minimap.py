@@ -7,7 +7,7 @@ updates, not a pass over 5,000 tasks; and what it shows never depends on when it
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 
 class MinimapGrid:

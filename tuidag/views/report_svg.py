@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .layout.build import layout_graph
 from .layout.style import LayoutStyle, Zoom

@@ -9,7 +9,8 @@ saves nothing.
 
 from __future__ import annotations
 
-from typing import AbstractSet, Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import AbstractSet, NamedTuple
 
 from ..model.durations import format_duration
 from ..model.forecast import ForecastShape, Span, critical_path, speedups

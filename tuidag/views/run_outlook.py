@@ -9,7 +9,8 @@ work and moves as tasks finish.
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from ..engine.events import TaskSnapshot
 from ..model.durations import format_duration

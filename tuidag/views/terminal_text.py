@@ -84,7 +84,7 @@ class LineAssembler:
     only the first `cap` bytes are kept; when more followed, `marker % missing_bytes` is appended to them.
     """
 
-    __slots__ = ("cap", "marker", "_head", "_extra", "_cr", "_started")
+    __slots__ = ("_cr", "_extra", "_head", "_started", "cap", "marker")
 
     def __init__(self, cap: int, marker: bytes = b" \xe2\x80\xa6 [%d more bytes]") -> None:
         self.cap, self.marker = cap, marker

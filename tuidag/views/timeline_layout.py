@@ -11,8 +11,9 @@ tasks a row in half-height cells, for thousands of tasks.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 from ..engine.events import TaskSnapshot
 from ..model.state import TaskState

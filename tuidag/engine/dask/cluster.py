@@ -22,8 +22,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 INSTALL_HINT = "the Dask executor needs Dask: pip install 'tuidag[dask]' (or pip install 'dask[distributed]')"
@@ -69,7 +70,7 @@ def probe(address: str, timeout: float) -> None:
         try:
             sock = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
             break
-        except socket.timeout:
+        except TimeoutError:
             raise DaskUnreachable(f"cannot reach {where}: no answer within {timeout:g} s (--dask-timeout)") from None
         except ConnectionRefusedError as exc:
             if time.monotonic() + REFUSED_RETRY >= deadline:
@@ -83,7 +84,7 @@ def probe(address: str, timeout: float) -> None:
         sock.settimeout(timeout)
         try:
             greeting = sock.recv(512)
-        except socket.timeout:
+        except TimeoutError:
             greeting = None
         except OSError as exc:
             raise DaskUnreachable(f"cannot reach {where}: {exc.strerror or exc}") from None

@@ -29,7 +29,8 @@ What Dask does and does not do for us:
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ...model.resources import requests
 from ...model.spec import TaskSpec

@@ -35,7 +35,8 @@ import os
 import pickle
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..executor import Attempt

@@ -10,11 +10,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from ...model.counts import counted
 from ...model.durations import format_duration
 from ...views.run_outlook import Outlook
 from ..state_style import CRITICAL_COLOUR
 from ..text_cells import fit
-from ...model.counts import counted
 
 MAX_ROWS = 500  # a path of thousands of tasks lists its start and end (the middle is counted)
 

@@ -12,7 +12,8 @@ last ones, and a `… N more` key says so (it opens the help, which lists every 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.style import Style
 from rich.text import Text

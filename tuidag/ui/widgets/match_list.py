@@ -7,7 +7,7 @@ height comes from CSS, never from the matches, so a new list is a repaint, not a
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rich.segment import Segment
 from rich.style import Style

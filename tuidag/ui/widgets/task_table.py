@@ -12,7 +12,7 @@ on every event, and the selected task stays selected wherever it moves.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -25,13 +25,13 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from ...engine.events import TaskSnapshot
+from ...model.counts import counted
 from ..run_model import RunModel, StateFilter
 from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
-from .graph.tiles import SELECTED_BG
 from .focus_hint import FocusHint
+from .graph.tiles import SELECTED_BG
 from .row_keys import ROW_KEYS, RowSelection
-from ...model.counts import counted
 
 RESORT_INTERVAL = 0.5  # seconds between two re-orderings caused by live changes
 HEADER_BG = "#1c1c2a"

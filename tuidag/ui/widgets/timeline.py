@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -26,6 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
+from ...model.counts import counted
 from ...model.durations import format_duration
 from ...model.state import TaskState
 from ...model.timeline import SegmentKind
@@ -34,10 +35,9 @@ from ...views.timeline_layout import Density, Paint
 from ..run_model import RunModel, StateFilter
 from ..state_style import CRITICAL_COLOUR, LOOKS
 from ..text_cells import fit
-from .graph.tiles import HIDDEN_COLOUR, SELECTED_BG
 from .focus_hint import FocusHint
+from .graph.tiles import HIDDEN_COLOUR, SELECTED_BG
 from .row_keys import ROW_KEYS, RowSelection
-from ...model.counts import counted
 
 S = TaskState
 AXIS_BG = "#1c1c2a"

@@ -12,7 +12,8 @@ and draws.
 
 from __future__ import annotations
 
-from typing import AbstractSet, Sequence
+from collections.abc import Sequence
+from typing import AbstractSet
 
 WRAP_MARGIN = 2  # cells left of every band: the connector comes down the first, its arrow in the second
 WRAP_EXIT = 2  # cells right of a band's last task: the connector leaves it and turns down

@@ -4,8 +4,8 @@ graph laid out before."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from ...model import layering
 from .layout import GraphLayout

@@ -5,7 +5,7 @@ slot's position across (pulled towards its neighbours, order and spacing kept)."
 from __future__ import annotations
 
 from bisect import bisect_right, insort
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ...model.layering import longest_path_layers
 from .shape import Block, DagShape, layer_counts, packing

@@ -4,7 +4,7 @@ its layer, a block's brackets (its bus), the connectors of a graph wrapped into 
 from __future__ import annotations
 
 import heapq
-from typing import Sequence
+from collections.abc import Sequence
 
 from .bands import WRAP_EXIT, WRAP_MARGIN, choose_cuts
 from .edges import EdgeDrawing, Track, span_track

@@ -5,7 +5,8 @@ laying it out."""
 from __future__ import annotations
 
 import math
-from typing import Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from ...model.layering import longest_path_layers
 from .style import DOTS_MIN_TASKS, LayoutStyle, Orientation, Zoom, tile_width

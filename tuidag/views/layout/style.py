@@ -3,9 +3,10 @@ should fit, and the sizes in cells each zoom and orientation gives tiles and gap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 DOTS_MIN_TASKS = 200  # fewer tasks than this are never shown as dots on their own: their names matter more
 

@@ -16,7 +16,7 @@ and `minimap`; this one holds the widget, its layout and zoom, and drawing its l
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style

@@ -3,7 +3,8 @@ that shows the selected tile."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual.geometry import Region, Spacing
@@ -12,7 +13,6 @@ from textual.scroll_view import ScrollView
 from ....views.layout.layout import GraphLayout
 from ....views.layout.style import Orientation
 from ...messages import TaskSelected
-
 
 if TYPE_CHECKING:  # mixed into a ScrollView
     _ScrollView = ScrollView

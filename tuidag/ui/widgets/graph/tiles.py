@@ -8,7 +8,8 @@ same share one segment.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
@@ -23,7 +24,8 @@ from ....views.layout.layout import GraphLayout
 from ....views.layout.style import Orientation, Zoom
 from ...run_model import RunModel
 from ...state_style import CRITICAL_COLOUR, LONG_COLOUR, LOOKS
-from ...text_cells import fit as _fit, format_bytes as _bytes
+from ...text_cells import fit as _fit
+from ...text_cells import format_bytes as _bytes
 
 S = TaskState
 SELECTED_BG = "#303048"

@@ -13,9 +13,10 @@ collections of Textual's objects (~100 ms on a 2-core VM); an app that calls `gc
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from textual.scroll_view import ScrollView
 

@@ -11,7 +11,6 @@ from ....views.combined_log import CombinedLog
 from ....views.log_index import LogIndex
 from ....views.log_lines import LogLines
 
-
 if TYPE_CHECKING:  # mixed into a ScrollView
     _ScrollView = ScrollView
 else:
