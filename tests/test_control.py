@@ -38,7 +38,7 @@ def live(tmp_path):
 
 
 def test_the_socket_is_private_and_requests_control_the_run(live):
-    session, gate = live
+    session, _gate = live
     sock_path = session.run.path / protocol.SOCKET_NAME
     info = os.lstat(sock_path)
     assert stat.S_ISSOCK(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600

@@ -64,7 +64,7 @@ def start_and_kill9(tmp_path: Path) -> tuple[list[tuple[int, float]], Path]:
 def test_kill9_leaves_readable_journal_and_next_command_reaps(tmp_path):
     bystander = subprocess.Popen(["sleep", "120"])  # another program's process: must never be touched
     try:
-        refs, dag = start_and_kill9(tmp_path)
+        refs, _dag = start_and_kill9(tmp_path)
         assert all(alive(*r) for r in refs), "the leftovers should still be running before the reap"
         (run,) = RunStore(tmp_path / ".tuidag").runs()
         raw = run.journal.read_bytes().splitlines()
@@ -95,7 +95,7 @@ def test_reaper_never_touches_a_recycled_pid(tmp_path, identity):
     bystander = subprocess.Popen(["sleep", "120"])
     try:
         store = RunStore(tmp_path / "state")
-        run, journal = store.create_run("fake", None, ["t"])
+        _run, journal = store.create_run("fake", None, ["t"])
         record = {
             "type": "task",
             "seq": 1,

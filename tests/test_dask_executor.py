@@ -91,7 +91,7 @@ def test_output_is_streamed_byte_exact_and_the_worker_keeps_a_copy(tmp_path, cli
     data = tmp_path / "data"
     data.write_bytes(payload)
     dag = make_dag({"a": f"cat {data}; printf 'no newline'"})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"a": "SUCCEEDED"}
     log = log_of(tmp_path, "a")
     header, _, body = log.partition(b"===\n")
@@ -108,7 +108,7 @@ def test_output_is_streamed_byte_exact_and_the_worker_keeps_a_copy(tmp_path, cli
 def test_output_arrives_while_the_task_runs(tmp_path):
     gate = tmp_path / "gate"
     dag = make_dag({"a": f"echo first; while [ ! -e {gate} ]; do sleep 0.01; done; echo second"})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     wait_until(lambda: (tmp_path / "logs" / "a.log").exists() and b"first\n" in log_of(tmp_path, "a"))
     assert b"second" not in log_of(tmp_path, "a")
     gate.touch()
@@ -250,7 +250,7 @@ def test_cancel_kills_the_whole_tree_on_a_worker_process(tmp_path, process_clust
             f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; while :; do sleep 0.1; done' & wait"
         )
         dag = make_dag({"t": script}, kill_grace=0.3)
-        scheduler, rec = start_run(dag, tmp_path)
+        scheduler, _rec = start_run(dag, tmp_path)
         wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=30)
         refs = read_pids(pids)
         workers = set(client.run(os.getpid).values())

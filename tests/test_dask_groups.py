@@ -154,7 +154,7 @@ def test_cancelling_a_queued_attempt_of_a_group_leaves_the_others(tmp_path, queu
 def test_cancelling_every_attempt_of_a_queued_group_cancels_its_dask_task(tmp_path, queued, grouped):
     dag = make_dag({name: f"echo ran > {tmp_path / name}" for name in ("a", "b")}, max_parallel=2)
     with thread_held(queued, tmp_path / "gate"):
-        scheduler, rec = start_together(queued, dag, tmp_path)
+        scheduler, _rec = start_together(queued, dag, tmp_path)
         wait_until(lambda: grouped)
         assert sizes(grouped) == [2]
         scheduler.cancel_all()
@@ -175,7 +175,7 @@ def test_an_attempt_that_fails_on_the_worker_fails_alone(tmp_path, queued, group
 
     monkeypatch.setattr(runner, "_run", broken)  # the worker runs in this process
     dag = make_dag({"bad": "true", "good": "echo fine"}, max_parallel=2)
-    scheduler, rec = start_together(queued, dag, tmp_path)
+    scheduler, _rec = start_together(queued, dag, tmp_path)
     wait_until(lambda: grouped)
     assert sizes(grouped) == [2]
     assert finish(scheduler) == {"bad": "FAILED", "good": "SUCCEEDED"}

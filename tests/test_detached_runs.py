@@ -105,7 +105,7 @@ tasks:
 def test_control_commands_act_on_a_live_run_and_say_what_changed(tmp_path):
     pids = tmp_path / "pids"
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(
+    dag, run_id, _pid = start_detached(
         tmp_path,
         "max_parallel: 8\ntasks:\n"
         + stubborn_trees(pids)
@@ -148,7 +148,7 @@ def test_control_commands_act_on_a_live_run_and_say_what_changed(tmp_path):
 
 def test_a_run_whose_every_task_was_cancelled_is_recorded_as_cancelled(tmp_path):
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(
+    dag, run_id, _pid = start_detached(
         tmp_path,
         f"""\
 tasks:
@@ -167,7 +167,7 @@ tasks:
 
 def test_every_command_that_takes_task_names_suggests_the_one_meant(tmp_path):
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(
+    dag, run_id, _pid = start_detached(
         tmp_path,
         f"""\
 tasks:
@@ -190,7 +190,7 @@ tasks:
 
 def test_sigterm_to_a_detached_engine_stops_it_like_a_foreground_run(tmp_path):
     pids = tmp_path / "pids"
-    dag, run_id, pid = start_detached(tmp_path, "tasks:\n" + stubborn_trees(pids))
+    _dag, run_id, pid = start_detached(tmp_path, "tasks:\n" + stubborn_trees(pids))
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, timeout=20)
     trees = read_pids(pids)
     os.kill(pid, signal.SIGTERM)
@@ -204,7 +204,7 @@ def test_sigterm_to_a_detached_engine_stops_it_like_a_foreground_run(tmp_path):
 def test_several_commands_at_once_each_get_their_answer(tmp_path):
     gate = tmp_path / "go"
     tasks = "".join(f'  t{i}: {{run: "while [ ! -e {gate} ]; do sleep 0.02; done"}}\n' for i in range(6))
-    dag, run_id, pid = start_detached(tmp_path, "max_parallel: 8\ntasks:\n" + tasks)
+    dag, run_id, _pid = start_detached(tmp_path, "max_parallel: 8\ntasks:\n" + tasks)
     run = the_run(tmp_path, run_id)
     wait_until(lambda: (run.path / "control.sock").exists())
     results: dict[int, subprocess.CompletedProcess] = {}

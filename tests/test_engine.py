@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import psutil
@@ -125,13 +126,13 @@ def test_retries_then_success(tmp_path):
     log = (tmp_path / "logs" / "flaky.log").read_text()
     assert [line.split()[4] for line in log.splitlines() if line.startswith("===")] == ["1", "2", "3"]
     assert "try 1\n" in log and "try 3\n" in log
-    retry = [e for e in rec.task_events("flaky") if e.new is TaskState.RETRYING][0]
+    retry = next(e for e in rec.task_events("flaky") if e.new is TaskState.RETRYING)
     assert retry.snapshot.reason == "exit code 1"
 
 
 def test_retries_exhausted_fail(tmp_path):
     dag = make_dag({"bad": {"run": "exit 2", "retries": 1}})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"bad": "FAILED"}
     assert scheduler.snapshot()["bad"].attempt == 2
 
@@ -139,7 +140,7 @@ def test_retries_exhausted_fail(tmp_path):
 def test_timeout_kills_tree_and_fails_with_reason(tmp_path):
     pids = tmp_path / "pids"
     dag = make_dag({"slow": {"run": f"sleep 30 & echo $! > {pids}; echo $$ >> {pids}; wait", "timeout": 0.5}})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2)
     refs = read_pids(pids)
     assert finish(scheduler) == {"slow": "FAILED"}
@@ -261,21 +262,21 @@ def test_max_parallel_is_never_exceeded(tmp_path):
 
 def test_missing_workdir_fails_the_task_with_a_reason(tmp_path):
     dag = make_dag({"a": {"run": "true", "workdir": tmp_path / "nope"}})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"a": "FAILED"}
     assert "does not exist" in scheduler.snapshot()["a"].reason
 
 
 def test_command_not_found(tmp_path):
     dag = make_dag({"a": "no-such-command-xyz"})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"a": "FAILED"}
     assert scheduler.snapshot()["a"].reason == "exit code 127 (command not found)"
 
 
 def test_task_killed_by_signal_reports_it(tmp_path):
     dag = make_dag({"a": "kill -9 $$"})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"a": "FAILED"}
     assert scheduler.snapshot()["a"].reason == "killed by SIGKILL"
 
@@ -283,7 +284,7 @@ def test_task_killed_by_signal_reports_it(tmp_path):
 def test_leftover_background_process_is_ended_with_the_task(tmp_path):
     pids = tmp_path / "pids"
     dag = make_dag({"a": f"sleep 60 & echo $! > {pids}"})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     wait_until(lambda: pids.exists() and pids.read_text().strip())
     refs = read_pids(pids)
     assert finish(scheduler) == {"a": "SUCCEEDED"}
@@ -293,7 +294,7 @@ def test_leftover_background_process_is_ended_with_the_task(tmp_path):
 def test_rerun_failed_task_and_its_skipped_descendants(tmp_path):
     flag = tmp_path / "ok"
     dag = make_dag({"a": f"test -e {flag}", "b": {"run": "true", "depends_on": ["a"]}, "c": "true"})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     scheduler.wait(patience(10))
     assert {n: s.state.value for n, s in scheduler.snapshot().items()} == {
         "a": "FAILED",
@@ -417,7 +418,7 @@ def test_daemon_left_by_a_successful_task_is_ended_with_the_run(tmp_path):
             f"until [ -s {pids} ]; do sleep 0.01; done"
         }
     )
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     wait_until(lambda: pids.exists() and pids.read_text().strip())
     refs = read_pids(pids)
     assert finish(scheduler) == {"a": "SUCCEEDED"}  # finish() closes the scheduler, as the CLI does
@@ -426,7 +427,7 @@ def test_daemon_left_by_a_successful_task_is_ended_with_the_run(tmp_path):
 
 def test_rerun_refuses_when_a_dependency_is_a_dead_end(tmp_path):
     dag = make_dag({"a": "exit 1", "b": {"run": "true", "depends_on": ["a"]}})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     assert scheduler.wait(patience(10))
     with pytest.raises(RerunRefused, match="re-run 'a' first"):
         scheduler.rerun("b")
@@ -437,7 +438,7 @@ def test_a_rerun_that_arrives_as_the_run_is_closed_is_refused(tmp_path):
     """A `rerun` control reaching the engine after its run ended re-queued the task on a closed journal and a pool
     that takes no more work ("state dir not writable (Bad file descriptor)")."""
     dag = make_dag({"a": "exit 1"})
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"a": "FAILED"}
     with pytest.raises(RerunRefused, match="the run has ended"):
         scheduler.rerun("a")
@@ -454,7 +455,7 @@ def test_rerun_leaves_descendants_that_wait_on_another_dead_end(tmp_path):
             "only_a": {"run": "true", "depends_on": ["a"]},
         }
     )
-    scheduler, rec = start_run(dag, tmp_path)
+    scheduler, _rec = start_run(dag, tmp_path)
     assert scheduler.wait(patience(10))
     flag.touch()
     assert scheduler.rerun("a") == ["a", "only_a"]
@@ -489,7 +490,7 @@ def test_a_cancel_while_launching_still_reports_every_step_in_order(tmp_path):
     assert finish(scheduler) == {"a": "CANCELLED"}
     events = rec.task_events("a")
     assert [e.new.value for e in events if e.is_transition] == ["QUEUED", "RUNNING", "CANCELLING", "CANCELLED"]
-    for before, after in zip(events, events[1:]):  # each event starts where the one before it ended
+    for before, after in itertools.pairwise(events):  # each event starts where the one before it ended
         assert after.old is before.new
     pid = scheduler.snapshot()["a"].pid
     assert pid is not None and not psutil.pid_exists(pid)

@@ -190,7 +190,7 @@ def test_a_process_that_relaunches_itself_is_ended(tmp_path, cgroups, tags, endi
     )
     command = f"setsid sh {hop} & sleep 1" if ending == "run-ends" else f"setsid sh {hop} & sleep 60"
     dag = make_dag({"t": {"run": command}}, kill_grace=0.2)
-    scheduler, rec, _ = start(dag, tmp_path, cgroups)
+    scheduler, _rec, _ = start(dag, tmp_path, cgroups)
     try:
         wait_until(lambda: pids.exists() and len(pids.read_text().split()) >= 3, timeout=15)  # it has hopped
         if ending == "cancelled":

@@ -172,7 +172,7 @@ def test_a_full_disk_at_the_start_is_refused_before_anything_starts(tmp_path):
         dag = tmp_path / "one.yaml"
         dag.write_text(f"tasks:\n  a: {{run: touch {tmp_path}/started}}\n")
         proc = tuidag("run", "--no-tui", str(dag), "--state-dir", str(state), cwd=tmp_path)
-        out, err = proc.communicate(timeout=patience(60))
+        _out, err = proc.communicate(timeout=patience(60))
         assert proc.returncode == 2 and err == f"tuidag: state dir {state} is full (No space left on device)\n"
         assert not (tmp_path / "started").exists()
         assert [n for n in os.listdir(state / "runs") if n != ".reap.lock"] == []  # the half-made run is gone

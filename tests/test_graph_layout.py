@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import subprocess
 import sys
@@ -92,7 +93,7 @@ def test_columns_follow_longest_path_and_tiles_never_overlap():
             assert layout.tiles[d].x + layout.tiles[d].width < tile.x
     for column in layout.columns:
         tops = [layout.tiles[n].y for n in column]
-        assert all(b >= a + 4 for a, b in zip(tops, tops[1:])), "tiles of a column overlap or touch"
+        assert all(b >= a + 4 for a, b in itertools.pairwise(tops)), "tiles of a column overlap or touch"
 
 
 def test_every_edge_ends_in_an_arrow_at_its_child():
@@ -305,7 +306,7 @@ def test_a_band_never_ends_where_an_edge_passes_over_the_cut():
     skips a layer) would have to wrap."""
     deps = {}
     for name, parents in CHAIN.items():  # late (layer 3) skips layer 4
-        deps[name] = parents + ["late"] if name == "step-05" else parents
+        deps[name] = [*parents, "late"] if name == "step-05" else parents
         if name == "step-02":
             deps["late"] = ["step-02"]
     layout = layout_graph(deps, LayoutStyle(Zoom.FULL, Orientation.LR, VIEW))

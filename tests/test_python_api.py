@@ -641,7 +641,7 @@ def test_sigint_stops_in_process_and_isolated_tasks(tmp_path):
         )
         hard = read_pids(pid_file)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=patience(30))
+        _out, err = proc.communicate(timeout=patience(30))
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -79,7 +79,7 @@ def test_events_reach_observers_within_100_ms_even_after_bursts(live):
 
 
 def test_controls_are_requests_answered_by_id_from_any_thread(live):
-    session, remote, gate = live
+    _session, remote, _gate = live
     with pytest.raises(RerunRefused, match="re-run 'broken' first"):
         remote.rerun("needs-broken")
     with pytest.raises(Refused, match="no task named"):

@@ -44,7 +44,7 @@ def test_a_cancelled_run_is_listed_as_cancelled_and_stays_out_of_the_trends(tmp_
     code, lines = runs(capsys, "--state-dir", str(tmp_path))
     assert [line.split()[-1] for line in lines[1:5]] == ["succeeded", "succeeded", "cancelled", "cancelled"]
     assert lines[-1] == "build  ▁█  latest 1m10s  median 55.0s  range 40.0s-1m10s"
-    code, lines = runs(capsys, "--state-dir", str(tmp_path), "--task", "a")
+    _code, lines = runs(capsys, "--state-dir", str(tmp_path), "--task", "a")
     assert lines[-1] == "its last 2 successes, oldest to newest: ▁█  range 40.0s-1m10s"
 
 

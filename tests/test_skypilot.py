@@ -214,7 +214,7 @@ def test_setup_failure_is_retried_like_any_failure(tmp_path):
     scheduler, rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"flaky": "SUCCEEDED", "after": "SUCCEEDED"}
     assert rec.states("flaky") == ["QUEUED", "RUNNING", "RETRYING", "RUNNING", "SUCCEEDED"]
-    retrying = [e for e in rec.task_events("flaky") if e.new.value == "RETRYING"][0]
+    retrying = next(e for e in rec.task_events("flaky") if e.new.value == "RETRYING")
     assert retrying.snapshot.reason == "setup failed"
 
 

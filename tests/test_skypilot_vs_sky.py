@@ -21,7 +21,8 @@ from tuidag.model import DagErrors
 from tuidag.model.loader import load_dag
 
 FIXTURES = Path(__file__).resolve().parent / "skypilot"
-GOOD = sorted(FIXTURES.glob("graph_*.yaml")) + [
+GOOD = [
+    *sorted(FIXTURES.glob("graph_*.yaml")),
     FIXTURES / "setup_fails.yaml",
     FIXTURES / "diamond_edges.yaml",
     FIXTURES / "diamond_downstream.yaml",

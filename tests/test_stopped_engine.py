@@ -43,7 +43,7 @@ def stopped_engine(tmp_path):
     """A detached run (`gate` waits for a file, `after` follows it) and a way to stop and continue its engine; the
     engine is continued however the test ends."""
     gate = tmp_path / "go"
-    dag, run_id, pid = start_detached(
+    _dag, run_id, pid = start_detached(
         tmp_path,
         f"""\
 tasks:

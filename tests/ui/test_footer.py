@@ -18,7 +18,7 @@ def where(app, description: str) -> int:
 
 
 async def test_the_footer_shows_every_shown_key_and_is_one_widget(new_session):
-    async with open_app(new_session({"a": "sleep 0.1"})) as (app, pilot):
+    async with open_app(new_session({"a": "sleep 0.1"})) as (app, _pilot):
         text = footer_text(app)
         shown = [b for b in app.BINDINGS if b.show]
         assert [b.description for b in shown] == [

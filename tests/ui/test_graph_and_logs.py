@@ -214,7 +214,7 @@ async def test_a_running_tile_shows_the_cpu_and_memory_of_its_tree(new_session, 
     busy = f"sh -c 'while [ ! -e {stop} ]; do :; done' & wait"  # the load is in a child of the leader
     async with open_app(new_session({"busy": busy})) as (app, pilot):
         await until(pilot, lambda: app.model.usage.get("busy", (0, 0))[0] > 10, what="CPU % of the busy tree")
-        cpu, rss = app.model.usage["busy"]
+        _cpu, rss = app.model.usage["busy"]
         assert rss > 100_000
         snap = app.source.snapshot()["busy"]
         assert app.canvas._detail(snap, 16).startswith("cpu ") and "mem " in app.canvas._detail(snap, 16)
@@ -254,7 +254,7 @@ async def test_a_tile_shows_the_meaningful_part_of_a_reason(new_session):
 
 
 async def test_a_tile_run_by_a_dask_worker_names_it(new_session):
-    async with open_app(new_session({"a": "true"})) as (app, pilot):
+    async with open_app(new_session({"a": "true"})) as (app, _pilot):
         snap = TaskSnapshot("a", TaskState.SUCCEEDED, worker="tcp://10.0.0.5:40123")
         assert app.canvas._detail(snap, 20) == "10.0.0.5:40123"
         assert app.canvas._detail(snap._replace(worker=None), 20) == ""

@@ -91,7 +91,7 @@ async def test_every_column_at_160_columns_and_the_least_important_go_first_when
     long_names = {f"a-task-with-a-rather-long-name-{i}": "true" for i in range(3)}
     async with open_app(new_session(long_names), start=False) as (app, pilot):
         await show_list(pilot, app)
-        assert titles(app) == ["STATE", "NAME"] + ALL_TITLES[2:]
+        assert titles(app) == ["STATE", "NAME", *ALL_TITLES[2:]]
         await resize(pilot, app, 80, 24)
         assert titles(app) == ["STATE", "NAME", "DURATION", "EXIT", "CPU", "MEM"]
         assert "a-task-with-a-rather-long-name-0" in row_of(app, "a-task-with-a-rather-long-name-0")  # not cut
@@ -167,7 +167,7 @@ async def test_sorting_by_name_state_and_duration_both_ways_by_key_and_by_header
         await pilot.press("s")  # duration: the longest first; the task that never ran last
         assert "DURATION▼" in table_lines(app)[0]
         ran = sorted((n for n in order if snaps[n].started_at is not None), key=lambda n: -snaps[n].duration(0))
-        assert listed(app)[0] == "step-10" and listed(app) == ran + ["omega"]
+        assert listed(app)[0] == "step-10" and listed(app) == [*ran, "omega"]
         await pilot.press("S")
         assert listed(app) == ran[::-1] + ["omega"]  # still last the other way round
 

@@ -21,7 +21,7 @@ def longest_run_of_numbers(text: str) -> list[int]:
     run: list[int] = []
     for number in numbers:
         run = (
-            run + [number]
+            [*run, number]
             if number is not None and run and number == run[-1] + 1
             else ([number] if number is not None else [])
         )

@@ -231,7 +231,7 @@ async def test_search_counts_matches_and_highlights_every_one_on_screen(tmp_path
         assert view.match_count == (1, 4, True) and "“foo” 1/4 at line 3" in str(view.border_subtitle)
         current = [style for match in match_styles(view, 2, "foo") for style in match]
         other = [style for y in (5, 9) for match in match_styles(view, y, "foo") for style in match]
-        plain = list(view.render_line(4))[0].style
+        plain = next(iter(view.render_line(4))).style
         assert len(current) == 6 and len(other) == 12  # both matches of each line on screen, coloured or not
         assert len({style.bgcolor for style in other}) == 1 and other[0].bgcolor != plain.bgcolor
         assert len({style.bgcolor for style in current}) == 1 and current[0].bgcolor != other[0].bgcolor

@@ -116,7 +116,7 @@ def test_500_tasks_in_dense_rows(snap_compare, tmp_path, monkeypatch):
 
     async def run_before(pilot) -> None:
         await until(pilot, lambda: app.model.snapshots[last].state is S.RUNNING, what="story applied")
-        app.select_task(list(tasks)[0])
+        app.select_task(next(iter(tasks)))
         await pilot.press("t")
         await until(pilot, lambda: app.timeline.region.height > 0, what="the timeline on screen")
         await pilot.pause()

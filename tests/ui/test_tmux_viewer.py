@@ -432,7 +432,7 @@ def test_d_in_a_run_started_from_another_folder_prints_an_attach_command_that_wo
 
 
 def test_an_attached_viewer_at_80x24_says_so_and_which_run_in_its_header(detached):
-    workdir, run_id, engine, viewers = detached
+    workdir, run_id, _engine, viewers = detached
     small = Viewer(workdir, run_id, size=(80, 24))
     viewers.append(small)
     small.wait_for("● running")

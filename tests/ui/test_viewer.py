@@ -69,7 +69,7 @@ async def viewer(run: RunDir, store: RunStore, *, foreground=False, remote=None)
 
 
 async def test_the_graph_fills_from_the_snapshot_and_follows_the_run(served):
-    session, pids = served
+    session, _pids = served
     await_until(lambda: session.scheduler.snapshot()["broken"].state.value == "FAILED")
     async with viewer(session.run, session.store) as (app, pilot):
         assert ui_states(app)["broken"] == "FAILED" and ui_states(app)["blocked"] == "SKIPPED"
@@ -83,7 +83,7 @@ async def test_the_graph_fills_from_the_snapshot_and_follows_the_run(served):
 
 async def test_the_combined_view_of_a_viewer_holds_the_tasks_that_ran_before_it_attached(served):
     """#13.2 as `tuidag run` is now: the engine ran for a while before any viewer existed."""
-    session, pids = served
+    session, _pids = served
     logs = {task: session.run.log_path(task) for task in ("tree", "free", "broken")}
     said = {"tree": "tree says hello", "free": "free runs", "broken": "broken output"}
     await_until(lambda: all(path.exists() and said[task] in path.read_text() for task, path in logs.items()))
@@ -404,7 +404,7 @@ async def test_the_post_mortem_shows_every_state_duration_and_log_read_only(fini
 
 
 async def test_r_in_the_post_mortem_offers_a_run_that_resumes_from_it(finished_run):
-    session, source = finished_run
+    session, _source = finished_run
     remote = RemoteRun.stored(session.run, session.store)
     async with viewer(session.run, session.store, remote=remote) as (app, pilot):
         await pilot.press("r")

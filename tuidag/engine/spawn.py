@@ -229,11 +229,11 @@ def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, st
         program = found
     argv_buffer, c_argv = libc.strings([program, *argv[1:]], "an argument")
     if type(env) is TaskEnvironment and env.own.keys().isdisjoint(env.shared):
-        shared_buffer, c_shared = libc.shared_environment(env.shared)  # encoded once per run
+        _shared_buffer, c_shared = libc.shared_environment(env.shared)  # encoded once per run
         env_buffer, c_own = libc.environment(env.own)
         c_env = c_shared[:-1] + c_own  # the run's entries, then the task's, then the NULL
     else:
-        env_buffer, c_env = libc.environment(env)
+        _env_buffer, c_env = libc.environment(env)
     workdir = os.fsencode(cwd)
     if b"\0" in workdir:
         raise ValueError("embedded null byte in the working directory")

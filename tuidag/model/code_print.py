@@ -156,7 +156,7 @@ class _Printer:
             f"{code.co_flags} {code.co_code.hex()} {getattr(code, 'co_exceptiontable', b'').hex()}"
         )
         self.out.append(
-            " ".join(code.co_names + ("|",) + code.co_varnames + ("|",) + code.co_freevars + ("|",) + code.co_cellvars)
+            " ".join((*code.co_names, "|", *code.co_varnames, "|", *code.co_freevars, "|", *code.co_cellvars))
         )
         for const in code.co_consts:
             if type(const) is types.CodeType:

@@ -34,6 +34,7 @@ something on a cloud produce one `Note` each.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -387,7 +388,7 @@ class _PipelineReader(TaskReader):
         """task -> [(dependency, where the edge is written)], from the edges, or a chain in document order."""
         deps: dict[str, list[tuple[str, Location]]] = {task: [] for task in names}
         if edges is None:
-            for before, after in zip(names, names[1:]):
+            for before, after in itertools.pairwise(names):
                 deps[after].append((before, self.at(self.task_nodes[after])))
             return deps
         first_seen: dict[tuple[str, str], Node] = {}

@@ -57,7 +57,7 @@ def find_cycle(tasks: Mapping[str, TaskSpec]) -> list[str] | None:
                 kid = kids[i]
                 if colour[kid] == GREY:
                     start = path.index(kid)
-                    return path[start:] + [kid]
+                    return [*path[start:], kid]
                 if colour[kid] == WHITE:
                     stack.append((kid, 0))
             else:

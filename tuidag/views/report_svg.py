@@ -9,6 +9,7 @@ Every name is escaped with `esc`: it is the run's text. Classes carry the meanin
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -145,7 +146,7 @@ def graph_svg(facts: dict[str, Any]) -> str:
         return 4 + tiles[name].y * _ROW + _NODE_H / 2
 
     path = [step["task"] for step in facts["critical_path"]]
-    crit_edges = set(zip(path, path[1:]))
+    crit_edges = set(itertools.pairwise(path))
     plain, heavy = [], []
     for child, parents in deps.items():
         x2, y2 = left(child), mid(child)

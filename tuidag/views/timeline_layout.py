@@ -129,7 +129,7 @@ def tick_label(seconds: float) -> str:
     """A tick's time since the run started, exact and short: 0s, 0.5s, 45s, 1m30s, 5m, 1h, 1h00m10s, 1d02h."""
     if seconds < 60:
         return f"{seconds:g}s"
-    whole = int(round(seconds))
+    whole = round(seconds)
     days, rest = divmod(whole, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)

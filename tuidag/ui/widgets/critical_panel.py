@@ -32,7 +32,7 @@ class CriticalPathPanel(Static):
             first, last = result.spans[result.path[0]][0], result.spans[result.path[-1]][1]
             word = "ran" if result.finished else "forecast"
             text.append(f"{counted(len(rows), 'task')}, {format_duration(last - first)} ({word})\n", style="bold")
-            shown = rows if len(rows) <= MAX_ROWS else rows[: MAX_ROWS // 2] + [None] + rows[-MAX_ROWS // 2 :]
+            shown = rows if len(rows) <= MAX_ROWS else [*rows[: MAX_ROWS // 2], None, *rows[-MAX_ROWS // 2 :]]
             for row in shown:
                 if row is None:
                     text.append(f"  … {len(rows) - MAX_ROWS:,} more\n", style="dim")

@@ -94,7 +94,7 @@ class RoutedGraph(LayeredGraph):
         if not cuts:
             return rows
         offset, first = 0, 0
-        for last in sorted(cuts) + [len(self.layers) - 1]:
+        for last in [*sorted(cuts), len(self.layers) - 1]:
             nodes = [v for lay in self.layers[first : last + 1] for v in lay]
             low = min(self.top[v] for v in nodes)
             high = max(self.top[v] + self.across(v) for v in nodes)
