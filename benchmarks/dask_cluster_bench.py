@@ -2,7 +2,8 @@
 `--resources gpu=2`, each a process group of its own), side by side:
 
 - layered: the 200-task layered DAG of `true` commands (core_bench's), whole wall time of `tuidag run --executor dask`
-  (no -j: max_parallel is the cluster's 6 worker threads) against a plain script that submits the same DAG with `client.submit`
+  (no -j: max_parallel is the cluster's 6 worker threads) against a plain script that submits the same DAG with
+  `client.submit`
   (each task a `subprocess.run(["sh", "-c", "true"])`, dependencies as futures) and waits for it, both as fresh
   processes (importing Dask and connecting included); and the local executor on the same DAG;
 - scheduler RSS: before, at its peak during, and after a run whose one task prints 1 GB (the output goes to the

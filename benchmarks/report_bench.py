@@ -102,7 +102,8 @@ def main() -> None:
             f"({sum(s['kind'] == 'running' for s in facts['segments']):,} attempt bars)"
         )
         print(
-            f"tuidag report (new process): median {cli:.2f} s over {args.repeats}, CPU {statistics.median(cpu_times):.2f} s"
+            f"tuidag report (new process): median {cli:.2f} s over {args.repeats}, "
+            f"CPU {statistics.median(cpu_times):.2f} s"
             f"  (target < 2 s)"
         )
         print(f"  facts (journal, timeline, critical path, speedups): {facts_time:.2f} s; HTML: {html_time:.2f} s")

@@ -143,7 +143,7 @@ async def graph_run(state: Path, presses: int = 20) -> tuple[float, list[float]]
                 before = app.canvas.selected
                 pressed = time.perf_counter()
                 app.simulate_key("j")
-                await wait_until(lambda: app.canvas.selected != before, timeout=5)
+                await wait_until(lambda before=before: app.canvas.selected != before, timeout=5)
                 latencies.append(await painted(app) - pressed)
                 await asyncio.sleep(0.05)  # a human's pace, while the run goes on
     finally:
@@ -435,7 +435,7 @@ async def first_lines(state: Path, trials: int = 10) -> list[float]:
         async with app.run_test(headless=True, size=SIZE):
             for i in range(trials):
                 app.canvas.select(f"late{i}")
-                await wait_until(lambda: app.log_pane.path == session.run.log_path(f"late{i}"))
+                await wait_until(lambda i=i: app.log_pane.path == session.run.log_path(f"late{i}"))
                 await asyncio.sleep(0.3)  # settled on the selection, as a user would be
                 (state / f"gate{i}.go").touch()
 

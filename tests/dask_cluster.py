@@ -46,8 +46,7 @@ class CliCluster:
             raise
 
     def _start(self, name: str, command: list[str]) -> subprocess.Popen:
-        log = open(self.folder / f"{name}.log", "ab")
-        with log:
+        with open(self.folder / f"{name}.log", "ab") as log:
             return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
 
     def _listening(self) -> bool:

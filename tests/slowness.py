@@ -3,8 +3,9 @@
 Deadlines that wait for real processes (a task to start, a tree to be gone, a line on a screen, a command to exit)
 are multiplied by it, never below 1. Beside two CPU-bound processes on a shared 2-core machine (load average 5 to
 6), a fixed piece of Python work and a process start each took 4-8 times as long as on the quiet machine the
-deadlines were set on, and at load average 8 fixed deadlines failed tests that passed there. A wait that succeeds ends as soon as its condition holds, so a generous factor costs
-nothing while the tests pass; waits that must run out (nothing may happen within a while) are not scaled.
+deadlines were set on, and at load average 8 fixed deadlines failed tests that passed there. A wait that succeeds
+ends as soon as its condition holds, so a generous factor costs nothing while the tests pass; waits that must run
+out (nothing may happen within a while) are not scaled.
 
 The controller of a session measures it in `pytest_configure` and leaves it in the environment, where pytest-xdist
 workers and the processes tests start find it; setting TUIDAG_TEST_SLOWNESS yourself skips the measurement.

@@ -367,11 +367,12 @@ def test_an_ambiguous_run_prefix_lists_the_candidates(tmp_path):
     tuidag("run", str(dag), cwd=tmp_path)
     tuidag("run", str(dag), cwd=tmp_path)
     first, second = RunStore(tmp_path / ".tuidag").runs()
-    prefix = os.path.commonprefix([first.run_id, second.run_id])
+    prefix = os.path.commonprefix([first.run_id, second.run_id])  # noqa: RUF071 (ids, not paths)
     proc = tuidag("logs", "train", "--run", prefix, cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        f"tuidag: run id {prefix!r} is ambiguous: 2 runs in {tmp_path / '.tuidag'} start with it (give more of the id):",
+        f"tuidag: run id {prefix!r} is ambiguous: 2 runs in {tmp_path / '.tuidag'} start with it "
+        "(give more of the id):",
         f"  {second.run_id}  demo",
         f"  {first.run_id}  demo",
     ]

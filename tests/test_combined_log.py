@@ -211,7 +211,7 @@ def test_combined_shows_only_the_chosen_tasks_in_the_same_order(tmp_path: Path) 
     combined.refresh()
     assert lines_of(combined) == ["[c] c1", "[d] d1", "[c] c2"]  # c2: c's unfinished line, as before
     combined.show_only(None)
-    assert lines_of(combined) == everything[:-2] + ["[d] d1", "[b] b4", "[c] c2"]  # all back, in order
+    assert lines_of(combined) == [*everything[:-2], "[d] d1", "[b] b4", "[c] c2"]  # all back, in order
 
 
 def test_a_filtered_combined_log_drops_only_its_own_lines_from_the_front(tmp_path: Path) -> None:

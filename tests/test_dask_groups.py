@@ -40,17 +40,21 @@ from tuidag.model.state import TaskState
 @pytest.fixture(scope="module")
 def client():
     """Two in-process workers, as the engine tests' cluster of test_dask_executor."""
-    with LocalCluster(n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0") as cluster:
-        with Client(cluster) as client:
-            yield client
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=8, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
 
 
 @pytest.fixture(scope="module")
 def one_thread():
     """One in-process worker with one thread: a Dask task that holds it keeps the next one queued inside Dask."""
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
-        with Client(cluster) as client:
-            yield client
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
 
 
 @pytest.fixture
@@ -186,18 +190,20 @@ def test_an_attempt_that_fails_on_the_worker_fails_alone(tmp_path, queued, group
 def test_a_lost_worker_fails_every_attempt_of_its_group(tmp_path):
     """Worker processes (`processes=True`): the one running a group is killed; each of its attempts fails with
     `worker lost` and its retry runs; nothing of the dead worker's trees is left."""
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster) as client:
-            pids = tmp_path / "pids"
-            command = f"echo $PPID $$ >> {pids}; [ $TUIDAG_ATTEMPT = 2 ] || exec sleep 60"
-            dag = make_dag({"x": {"run": command, "retries": 1}, "y": {"run": command, "retries": 1}}, max_parallel=2)
-            scheduler, rec = start_together(client, dag, tmp_path)
-            wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 4, timeout=30)
-            lines = [tuple(map(int, line.split())) for line in pids.read_text().splitlines()]
-            assert len({worker for worker, _ in lines}) == 1, "the two attempts ran in different Dask tasks"
-            leaders = [(leader, psutil.Process(leader).create_time()) for _, leader in lines]
-            os.kill(lines[0][0], signal.SIGKILL)
-            for task in ("x", "y"):
-                assert rec.wait_state(task, "RETRYING", timeout=20).snapshot.reason.startswith("worker lost: tcp://")
-            assert finish(scheduler, 60) == {"x": "SUCCEEDED", "y": "SUCCEEDED"}
-            wait_until(lambda: not any(alive(*ref) for ref in leaders), timeout=10)  # (SIGKILL takes a moment)
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        pids = tmp_path / "pids"
+        command = f"echo $PPID $$ >> {pids}; [ $TUIDAG_ATTEMPT = 2 ] || exec sleep 60"
+        dag = make_dag({"x": {"run": command, "retries": 1}, "y": {"run": command, "retries": 1}}, max_parallel=2)
+        scheduler, rec = start_together(client, dag, tmp_path)
+        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 4, timeout=30)
+        lines = [tuple(map(int, line.split())) for line in pids.read_text().splitlines()]
+        assert len({worker for worker, _ in lines}) == 1, "the two attempts ran in different Dask tasks"
+        leaders = [(leader, psutil.Process(leader).create_time()) for _, leader in lines]
+        os.kill(lines[0][0], signal.SIGKILL)
+        for task in ("x", "y"):
+            assert rec.wait_state(task, "RETRYING", timeout=20).snapshot.reason.startswith("worker lost: tcp://")
+        assert finish(scheduler, 60) == {"x": "SUCCEEDED", "y": "SUCCEEDED"}
+        wait_until(lambda: not any(alive(*ref) for ref in leaders), timeout=10)  # (SIGKILL takes a moment)

@@ -356,7 +356,7 @@ def test_concurrent_output_of_many_tasks_lands_in_the_right_files(tmp_path, caps
         out += [f"{name} {kind} {n}" for n in range(0, lines, 10) for kind in ("stderr", "bytes")]
         out += [f"{name} logging {n}" for n in range(0, lines, 25)]
         out += [f"{name} thread {k}" for k in range(20)] + [f"{name} pool {k}" for k in range(20)]
-        return out + [f"{name} partial line end"]  # flushed halfway, still one line
+        return [*out, f"{name} partial line end"]  # flushed halfway, still one line
 
     outside = threading.Event()
 

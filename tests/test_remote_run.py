@@ -72,7 +72,7 @@ def test_events_reach_observers_within_100_ms_even_after_bursts(live):
         count = len(seen.events)
         made = time.monotonic()
         session.scheduler.pause()
-        wait_until(lambda: len(seen.events) > count, timeout=2)
+        wait_until(lambda count=count: len(seen.events) > count, timeout=2)
         # Woken at once, not after the select's 0.5 s timeout (the lost wake-up); loose enough for a loaded machine.
         assert time.monotonic() - made < 0.4
         session.scheduler.resume()
@@ -161,7 +161,7 @@ def test_an_engine_that_holds_the_run_but_does_not_answer_is_not_answering_and_c
     try:
         viewer = RemoteRun.attach(session.run, RunStore(tmp_path / "state"))
         assert viewer.live and not viewer.finished and "not answering" in viewer.not_answering
-        with pytest.raises(NotLive, match="not answering.*pause not sent"):
+        with pytest.raises(NotLive, match=r"not answering.*pause not sent"):
             viewer.pause()
     finally:
         if viewer is not None:

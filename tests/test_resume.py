@@ -138,8 +138,8 @@ def test_a_value_json_cannot_hold_exactly_is_not_reused_and_the_note_says_so(tmp
     (tmp_path / "consume-fixed").touch()
     proc = tuidag("run", str(source), "--no-tui", "--resume", cwd=tmp_path)
     assert (
-        "reusing 0 of 3 tasks: return value not kept (not plain JSON): produce; failed there: consume; skipped there: report"
-        in proc.stderr
+        "reusing 0 of 3 tasks: return value not kept (not plain JSON): produce; failed there: consume; "
+        "skipped there: report" in proc.stderr
     ), proc.stderr
     assert (tmp_path / "produced").read_text() == "xx"
 

@@ -41,7 +41,7 @@ def test_a_cancelled_run_is_listed_as_cancelled_and_stays_out_of_the_trends(tmp_
     write_run(
         tmp_path, "20260003", {"a": Plan(0, [(0, 0.2)]), "b": Plan(0.2, [(0.2, 0.3)], "CANCELLED")}, dag="build"
     )  # one task succeeded, the other was cancelled: no failure, not complete either
-    code, lines = runs(capsys, "--state-dir", str(tmp_path))
+    _code, lines = runs(capsys, "--state-dir", str(tmp_path))
     assert [line.split()[-1] for line in lines[1:5]] == ["succeeded", "succeeded", "cancelled", "cancelled"]
     assert lines[-1] == "build  ▁█  latest 1m10s  median 55.0s  range 40.0s-1m10s"
     _code, lines = runs(capsys, "--state-dir", str(tmp_path), "--task", "a")

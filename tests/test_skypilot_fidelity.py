@@ -235,7 +235,7 @@ def test_runtime_variables(tmp_path):
     path.write_text(RUNTIME)
     dag, _ = load(path)
     seen_ids = []
-    for run in range(2):
+    for _ in range(2):
         scheduler, _ = start_run(dag, tmp_path)
         assert set(finish(scheduler).values()) == {"SUCCEEDED"}
         train_id, gpus, rank, cluster = (tmp_path / "train.out").read_text().rstrip("\n").split("|")

@@ -143,7 +143,7 @@ def test_a_viewer_says_not_answering_while_the_engine_is_stopped_and_its_request
             viewer.pause()
         seen.wait_for(lambda: any(type(e) is RunEvent and e.kind == NOT_ANSWERING for e in seen.events))
         assert viewer.live and not viewer.finished and "not answering" in viewer.not_answering
-        with pytest.raises(NotLive, match="not answering .*: pause not sent"):
+        with pytest.raises(NotLive, match=r"not answering .*: pause not sent"):
             viewer.pause()
         os.kill(pid, signal.SIGCONT)
         seen.wait_for(lambda: any(type(e) is RunEvent and e.kind == ANSWERING for e in seen.events))

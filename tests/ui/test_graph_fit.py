@@ -50,7 +50,7 @@ async def test_the_users_choice_sticks_through_a_resize_and_the_fit_follows_the_
         assert choice[1] is Orientation.TD
         for size in ((80, 24), (220, 60), (160, 45)):
             await pilot.resize_terminal(*size)
-            await until(pilot, lambda: tuple(app.size) == size, what=f"resized to {size}")
+            await until(pilot, lambda size=size: tuple(app.size) == size, what=f"resized to {size}")
             await pilot.pause()
             assert (app.graph.zoom, app.graph.orientation) == choice
             await until(pilot, lambda: in_view(app, app.canvas.selected), what="the selection in view")

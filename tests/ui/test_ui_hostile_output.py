@@ -22,7 +22,10 @@ async def test_hostile_output_leaves_the_ui_working(new_session):
             data = session.run.log_path(name).read_bytes()
             lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
             await until(
-                pilot, lambda: app.log_pane.line_count == lines, timeout=60, what=f"{name}: all {lines} lines indexed"
+                pilot,
+                lambda lines=lines: app.log_pane.line_count == lines,
+                timeout=60,
+                what=f"{name}: all {lines} lines indexed",
             )
             await pilot.press("G")  # the end of each log can be reached and drawn
             await pilot.press("g")

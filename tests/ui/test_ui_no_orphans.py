@@ -150,7 +150,10 @@ async def test_ui_keys_leave_no_process(new_session, tmp_path, way):
                     assert app.screen.items == [f"{tree.name}  (running)"]
                     await pilot.press("y")
                     await until(
-                        pilot, lambda: ended(session, tree.name), timeout=END_TIMEOUT, what=f"{tree.name} cancelled"
+                        pilot,
+                        lambda tree=tree: ended(session, tree.name),
+                        timeout=END_TIMEOUT,
+                        what=f"{tree.name} cancelled",
                     )
                     # cancelling one branch leaves the other trees whole
                     later = TREES[i + 1 :]

@@ -193,17 +193,19 @@ async def test_a_viewer_that_attaches_to_a_paused_run_says_it_is_paused(served):
 
 async def test_two_viewers_at_once_each_with_its_own_selection(served):
     session, _ = served
-    async with viewer(session.run, session.store) as (one, pilot_one):
-        async with viewer(session.run, session.store) as (two, pilot_two):
-            await select(one, pilot_one, "free")
-            await select(two, pilot_two, "tree")
-            assert one.selected_task == "free" and two.selected_task == "tree"
-            await until(pilot_one, lambda: "free runs" in screen_text(one), what="free's log in the first")
-            await until(pilot_two, lambda: "tree says hello" in screen_text(two), what="tree's log in the second")
-            await pilot_two.press("c", "y")
-            await until(pilot_one, lambda: ui_states(one)["tree"] == "CANCELLED", what="the first sees it")
-            assert one.selected_task == "free"
-            assert session.control.viewers == 2
+    async with (
+        viewer(session.run, session.store) as (one, pilot_one),
+        viewer(session.run, session.store) as (two, pilot_two),
+    ):
+        await select(one, pilot_one, "free")
+        await select(two, pilot_two, "tree")
+        assert one.selected_task == "free" and two.selected_task == "tree"
+        await until(pilot_one, lambda: "free runs" in screen_text(one), what="free's log in the first")
+        await until(pilot_two, lambda: "tree says hello" in screen_text(two), what="tree's log in the second")
+        await pilot_two.press("c", "y")
+        await until(pilot_one, lambda: ui_states(one)["tree"] == "CANCELLED", what="the first sees it")
+        assert one.selected_task == "free"
+        assert session.control.viewers == 2
 
 
 async def test_q_in_an_attached_viewer_detaches_by_default_and_the_run_goes_on(served):
