@@ -21,9 +21,14 @@ pytestmark = pytest.mark.cli
 REPO = Path(__file__).resolve().parent.parent
 
 
-def tuidag(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+def tuidag(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The real `tuidag` command, run to its end: this tree's code, no colour, no TUIDAG_STATE_DIR of the caller's,
+    no terminal on stdin; `env` adds variables."""
     full_env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    full_env.update({"NO_COLOR": "1", **(env or {})})
+    full_env.update(
+        {"NO_COLOR": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    )
+    full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "tuidag", *args],
         cwd=cwd,
@@ -31,6 +36,7 @@ def tuidag(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60) 
         capture_output=True,
         text=True,
         timeout=patience(timeout),
+        stdin=subprocess.DEVNULL,
     )
 
 

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -17,25 +16,12 @@ import pytest
 
 from dags import alive, read_pids, stubborn_trees, wait_until
 from slowness import patience
+from test_cli import tuidag
 from tuidag.control.client import live_status
 from tuidag.store.journal import replay
 from tuidag.store.runs import RunStore
 
 pytestmark = pytest.mark.cli
-
-
-def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    env["NO_COLOR"] = "1"
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=patience(timeout),
-        stdin=subprocess.DEVNULL,
-    )
 
 
 _ENGINES: list[int] = []

@@ -4,28 +4,15 @@ left in the state dir), or, for a month-long timeout, simply works."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from slowness import patience
+from test_cli import tuidag
 from tuidag.model.source import MAX_SOURCE_BYTES
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        capture_output=True,
-        text=True,
-        timeout=patience(timeout),
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
 
 
 def test_a_month_long_timeout_lets_the_task_run(tmp_path):

@@ -5,26 +5,13 @@ from __future__ import annotations
 import json
 
 from hypothesis import given
-from hypothesis import strategies as st
 
+from journal_events import task_events
 from tuidag.engine.events import RunEvent, TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
 from tuidag.store.journal import JournalWriter, read_journal, replay, task_line
 
 _FIELDS = ("attempt", "reason", "exit_code", "started_at", "finished_at", "pid", "create_time", "reused")
-
-times = st.floats(min_value=0, max_value=4e9, allow_nan=False)
-optional_time = st.none() | times
-values = (
-    st.none()
-    | st.integers()
-    | st.floats()
-    | st.text()
-    | st.lists(st.integers(), max_size=3)
-    | st.tuples(st.integers())
-    | st.dictionaries(st.integers(), st.text(), max_size=2)
-    | st.builds(object)
-)
 
 
 def generic_record(event: TaskEvent) -> dict:
@@ -54,39 +41,8 @@ def generic_record(event: TaskEvent) -> dict:
     return record
 
 
-@given(
-    name=st.text(min_size=1, max_size=20),
-    state=st.sampled_from(TaskState),
-    old=st.none() | st.sampled_from(TaskState),
-    seq=st.integers(0, 10**9),
-    t=times,
-    attempt=st.integers(0, 100),
-    reason=st.none() | st.text(max_size=40),
-    exit_code=st.none() | st.integers(-64, 255),
-    started_at=optional_time,
-    finished_at=optional_time,
-    pid=st.none() | st.integers(1, 2**22),
-    create_time=optional_time,
-    reused=st.booleans(),
-    value=values,
-)
-def test_task_line_matches_the_generic_encoding(
-    name, state, old, seq, t, attempt, reason, exit_code, started_at, finished_at, pid, create_time, reused, value
-):
-    snap = TaskSnapshot(
-        name,
-        state,
-        attempt=attempt,
-        reason=reason,
-        exit_code=exit_code,
-        started_at=started_at,
-        finished_at=finished_at,
-        pid=pid,
-        create_time=create_time,
-        reused=reused,
-        value=value,
-    )
-    event = TaskEvent(seq, t, old, snap)
+@given(task_events())
+def test_task_line_matches_the_generic_encoding(event):
     line = task_line(event)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert json.loads(line) == generic_record(event)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from slowness import patience
+from test_cli import tuidag
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
@@ -44,18 +45,6 @@ def report(ctx):
         raise RuntimeError("not yet")
     print("report:", ctx.results["produce"]["total"], ctx.results["consume"])
 """
-
-
-def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        cwd=cwd,
-        env={**env, "NO_COLOR": "1"},
-        capture_output=True,
-        text=True,
-        timeout=patience(120),
-    )
 
 
 def etl(tmp_path: Path, options: str = "") -> Path:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from dags import wait_until
+from journal_events import task_events
 from slowness import patience
-from tuidag.engine.events import TaskEvent, TaskSnapshot
+from test_cli import tuidag
 from tuidag.model.state import TaskState
 from tuidag.store.history import run_info, summary_problem
 from tuidag.store.journal import read_journal, record_problem, replay, task_line
@@ -25,19 +25,6 @@ from tuidag.store.runs import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
 DAG = "tasks:\n  x:\n    run: echo hello x\n  y:\n    run: echo hello y\n    depends_on: x\n"
-
-
-def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    env.update({"NO_COLOR": "1", "PYTHONPATH": str(REPO)})
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=patience(timeout),
-    )
 
 
 def finished_run(tmp_path: Path):
@@ -141,42 +128,9 @@ def test_what_the_writer_writes_is_valid(tmp_path):
     assert summary_problem(json.loads(run.summary.read_text())) is None
 
 
-times = st.floats(min_value=0, max_value=4e9, allow_nan=False)
-
-
-@given(
-    name=st.text(min_size=1, max_size=20),
-    state=st.sampled_from(TaskState),
-    old=st.none() | st.sampled_from(TaskState),
-    seq=st.integers(0, 10**9),
-    t=times,
-    attempt=st.integers(0, 100),
-    reason=st.none() | st.text(max_size=40),
-    exit_code=st.none() | st.integers(-64, 255),
-    started_at=st.none() | times,
-    finished_at=st.none() | times,
-    pid=st.none() | st.integers(1, 2**22),
-    create_time=st.none() | times,
-    reused=st.booleans(),
-    value=st.none() | st.integers() | st.text() | st.builds(object),
-)
-def test_every_task_line_the_writer_can_write_passes_validation(
-    name, state, old, seq, t, attempt, reason, exit_code, started_at, finished_at, pid, create_time, reused, value
-):
-    snap = TaskSnapshot(
-        name,
-        state,
-        attempt=attempt,
-        reason=reason,
-        exit_code=exit_code,
-        started_at=started_at,
-        finished_at=finished_at,
-        pid=pid,
-        create_time=create_time,
-        reused=reused,
-        value=value,
-    )
-    assert record_problem(json.loads(task_line(TaskEvent(seq, t, old, snap)))) is None
+@given(task_events())
+def test_every_task_line_the_writer_can_write_passes_validation(event):
+    assert record_problem(json.loads(task_line(event))) is None
 
 
 def test_bad_lines_reach_neither_replay_nor_the_reaper(tmp_path):

@@ -6,16 +6,13 @@ its notes in `# note:` lines (FILE stands for the path as passed).
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dags import alive, finish, read_pids, start_run, wait_until
-from slowness import patience
+from test_cli import tuidag
 from tuidag.model import DagErrors, Location
 from tuidag.model.errors import Note
 from tuidag.model.loader import load_dag
@@ -48,18 +45,6 @@ def load(path: Path) -> tuple:
 
 def edges(dag) -> set[tuple[str, str]]:
     return {(dep, name) for name, task in dag.tasks.items() for dep in task.depends_on}
-
-
-def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        cwd=cwd,
-        env={**env, "NO_COLOR": "1"},
-        capture_output=True,
-        text=True,
-        timeout=patience(60),
-    )
 
 
 # --- loading ----------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 
 from dags import alive, finish, read_pids, start_run, wait_until
 from slowness import patience
+from test_cli import tuidag
 from tuidag.model.errors import Note
 from tuidag.model.loader import load_dag
 from tuidag.model.spec import JOB_GROUP_STOPPED, JobGroup
@@ -49,18 +50,6 @@ def load(path: Path, env: dict[str, str] | None = None) -> tuple:
 
 def edges(dag) -> set[tuple[str, str]]:
     return {(dep, name) for name, task in dag.tasks.items() for dep in task.depends_on}
-
-
-def tuidag(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        cwd=cwd,
-        env={**base, "NO_COLOR": "1", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=patience(60),
-    )
 
 
 @pytest.fixture

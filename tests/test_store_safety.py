@@ -9,13 +9,11 @@ import json
 import marshal
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from slowness import patience
+from test_cli import tuidag
 from tuidag.model.cache import read_entry, write_entry
 from tuidag.store.reaper import reap_interrupted
 from tuidag.store.runs import RunStore
@@ -23,13 +21,6 @@ from tuidag.store.runs import RunStore
 pytestmark = pytest.mark.cli
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: another user's folder, owned by root's choice")
 NOBODY = 65534
-
-
-def tuidag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"} | {"NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=patience(60)
-    )
 
 
 def dag_file(tmp_path: Path, text: str | None = None) -> Path:
