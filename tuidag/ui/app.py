@@ -4,8 +4,9 @@ The app reads its run through a `RunSource` (control/run_source.py). Its parts l
 into `TuidagApp`: the event feed (ui/feed.py: the engine's events reach the UI through one inbox drained in
 batches), the outlook worker (ui/outlook_worker.py: ETA and critical path on a thread), the keys and their help
 (ui/bindings.py), the log pane's keys (ui/log_keys.py) and the roles (ui/roles.py: foreground, attached,
-post-mortem; quitting and signals). Here: the widgets, the selection every view shares, the controls, the list,
-the timeline, finding and jumping. Controls that may block (cancelling kills process trees) run on worker threads.
+post-mortem; quitting and signals); what they use of the app is declared for the type checker in ui/app_host.py.
+Here: the widgets, the selection every view shares, the controls, the list, the timeline, finding and jumping.
+Controls that may block (cancelling kills process trees) run on worker threads.
 """
 
 from __future__ import annotations
@@ -74,15 +75,19 @@ USER_HOLD = 5.0  # seconds after the user acted on the selection during which th
 
 
 class SearchBar(Input):
-    """The `/` prompt: Enter searches the log pane, Esc gives up."""
+    """The `/` prompt: Enter searches the log pane, Esc gives up (`on_close`)."""
 
     BINDINGS = [Binding("escape", "close", "Close", show=False)]
 
+    def __init__(self, on_close: Callable[[], None], *, placeholder: str, id: str) -> None:
+        super().__init__(placeholder=placeholder, id=id)
+        self._on_close = on_close
+
     def action_close(self) -> None:
-        self.app.close_search()
+        self._on_close()
 
 
-class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
+class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[str]):
     """The run screen, on a `RunSource` (a `RemoteRun` for every shipped view); `start=False` never takes the run
     as started (no history, no controls) so a test can feed synthetic events through `engine_event`, and `clock`
     freezes time for deterministic snapshots."""
@@ -187,16 +192,20 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
         self.log_pane = LogView(id="log")
         # Mounted on the first `/`: an Input costs the start-up a few ms of styles and timers, and most runs never
         # search.
-        self.search_bar = SearchBar(placeholder="search the log: Enter searches, Esc closes", id="search")
-        self._focus_before_search: DagCanvas | TaskTable | LogView = self.canvas
+        self.search_bar = SearchBar(
+            self.close_search, placeholder="search the log: Enter searches, Esc closes", id="search"
+        )
+        self._focus_before_search: Widget = self.canvas  # the graph, the list, the timeline or the log pane
         self.footer = KeyFooter(priority=FOOTER_PRIORITY, label=self._key_label)
         self.panes = SplitPanes(id="panes")
         self._graph_focused_before_max = False
         self._task_filter = TaskFilter()
         self.task_name_bar = TaskNameBar(
-            placeholder="show the tasks whose names contain: Enter filters (empty: all), Esc closes", id="task-name"
+            self.close_task_name_bar,
+            placeholder="show the tasks whose names contain: Enter filters (empty: all), Esc closes",
+            id="task-name",
         )
-        self._focus_before_task_name: DagCanvas | LogView = self.canvas
+        self._focus_before_task_name: Widget = self.canvas  # the graph or the log pane
         # The forecast (ETA, critical path): expected durations are read from the store once the run started; the
         # outlook is worked out on a thread after task transitions, at most once a tick.
         self._shape = shape_of(dag, source.max_parallel)
@@ -407,7 +416,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
         self._hide_timeline()
         if not self.table.is_attached:
             self.table.styles.height = self.canvas.styles.height  # the split as the user left it
-            await self.canvas.parent.mount(self.table, after=self.canvas)
+            await self.panes.mount(self.table, after=self.canvas)
         self.panes.add_class("-list")
         self.table.set_order(self.reading_order)
         self.table.show(self.canvas.selected, width)
@@ -497,7 +506,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[None]):
             self.panes.remove_class("-list")
         if not self.timeline.is_attached:
             self.timeline.styles.height = self.canvas.styles.height  # the split as the user left it
-            await self.canvas.parent.mount(self.timeline, after=self.canvas)
+            await self.panes.mount(self.timeline, after=self.canvas)
         self.panes.add_class("-timeline")
         self.timeline.show(self.canvas.selected)
         self._focus(self.timeline)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from .screens.help import HelpScreen
@@ -31,7 +32,7 @@ FOOTER_PRIORITY = (
 )
 READ_ONLY_REFUSES = ("cancel_branch", "cancel_all", "pause")  # keys that only say "read-only" in the post-mortem view
 
-RUN_BINDINGS = [
+RUN_BINDINGS: list[BindingType] = [
     Binding("question_mark", "help", "Help", tooltip="Show every key"),
     Binding(
         "c", "cancel_branch", "Cancel", tooltip="Cancel the selected task and everything downstream of it (asks first)"
@@ -170,7 +171,13 @@ RUN_BINDINGS = [
 ]
 
 
-class KeyHelp:
+if TYPE_CHECKING:  # mixed into TuidagApp (ui/app.py)
+    from .app_host import AppHost
+else:
+    AppHost = object
+
+
+class KeyHelp(AppHost):
     """Part of `TuidagApp` (ui/app.py): the help screen, the palette's commands and the footer's labels."""
 
     def action_help(self) -> None:
@@ -179,9 +186,10 @@ class KeyHelp:
     def key_help(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """The help screen's sections: where the keys work, and each key with what it does."""
 
-        def keys_of(bindings: list[Binding]) -> list[tuple[str, str]]:
+        def keys_of(bindings: list[BindingType]) -> list[tuple[str, str]]:
             return [
-                (" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip) for b in bindings
+                (" ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(",")), b.tooltip)
+                for b in bindings_of(bindings)
             ]
 
         graph = keys_of(DagCanvas.BINDINGS)
@@ -196,7 +204,9 @@ class KeyHelp:
             ("esc", "Back to the graph (or the list)"),
         ]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
-        anywhere += [(self.get_key_display(b), b.tooltip) for b in self.BINDINGS if b.tooltip and self._offers(b)]
+        anywhere += [
+            (self.get_key_display(b), b.tooltip) for b in bindings_of(self.BINDINGS) if b.tooltip and self._offers(b)
+        ]
         timeline = keys_of(TimelineView.BINDINGS)
         timeline.append(("click", "Select a task (dense rows: again for the lower one)"))
         return [
@@ -209,10 +219,10 @@ class KeyHelp:
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for binding in self.BINDINGS:
+        for binding in bindings_of(self.BINDINGS):
             if binding.tooltip and binding.action != "quit" and self._offers(binding):  # Textual offers Quit
                 yield SystemCommand(binding.description, binding.tooltip, getattr(self, f"action_{binding.action}"))
-        for binding in DagCanvas.BINDINGS:
+        for binding in bindings_of(DagCanvas.BINDINGS):
             moves = binding.action.startswith("move(")
             title = f"Select {binding.description.lower()}" if moves else binding.description
             yield SystemCommand(
@@ -230,3 +240,9 @@ class KeyHelp:
         if not self._offers(binding):
             return None
         return "Resume" if binding.action == "rerun" and self.read_only else binding.description
+
+
+def bindings_of(bindings: list[BindingType]) -> list[Binding]:
+    """A class's BINDINGS as `Binding`s: Textual's type allows tuples too, the run screen writes every key as a
+    `Binding`."""
+    return [binding for binding in bindings if isinstance(binding, Binding)]

@@ -10,6 +10,7 @@ event blocks the engine, `post_message` per line stalls the loop for seconds; ba
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ..control.remote import ANSWERING, ENGINE_GONE, NOT_ANSWERING, REAPED
 from ..engine.events import Event, RunEvent, TaskEvent
@@ -22,7 +23,13 @@ S = TaskState
 HEADER_INTERVAL = 0.2  # counts and progress repaint at most this often (a big run changes them on every drain)
 
 
-class RunFeed:
+if TYPE_CHECKING:  # mixed into TuidagApp (ui/app.py)
+    from .app_host import AppHost
+else:
+    AppHost = object
+
+
+class RunFeed(AppHost):
     """Part of `TuidagApp` (ui/app.py): the inbox, its drain, the combined log fed from it, the once-a-second tick."""
 
     # ---------------------------------------------------------------------------------------------- engine side
@@ -51,8 +58,8 @@ class RunFeed:
                 for event in batch:
                     if type(event) is TaskEvent and event.old is not running and event.snapshot.state is running:
                         self._combined_pending.append(event.snapshot.name)
-            if self._combined_on and self._combined_pending:
-                self._add_to_combined()
+            if self._combined is not None and self._combined_on and self._combined_pending:
+                self._add_to_combined(self._combined)
             self.canvas.refresh_tasks(changed)
             self.table.refresh_tasks(changed)
             self.timeline.refresh_tasks(changed)
@@ -86,17 +93,17 @@ class RunFeed:
                 name for name, snap in self.model.snapshots.items() if snap.attempt and not snap.reused
             ]
         if self._combined_pending:
-            self._add_to_combined()
+            self._add_to_combined(self._combined)
         return self._combined
 
-    def _add_to_combined(self) -> None:
+    def _add_to_combined(self, combined: CombinedLog) -> None:
         """Tasks are added to the combined log when it is looked at, not as they start: a big run starts hundreds a
         second, and the log reads a task's file from its start whenever it is added. Each prefix has the task's
         colour in the headless output."""
         pending, self._combined_pending = self._combined_pending, []
         for task in pending:
             snap = self.model.snapshots[task]
-            self._combined.add(
+            combined.add(
                 task, self.source.run.log_path(task), started=snap.started_at, colour=self._prefix_colours.get(task)
             )
 

@@ -4,11 +4,17 @@ combined view of every task's output (`a`) with its filters (`b` branch, `T` nam
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..views.task_filter import TaskFilter
 
+if TYPE_CHECKING:  # mixed into TuidagApp (ui/app.py)
+    from .app_host import AppHost
+else:
+    AppHost = object
 
-class LogKeys:
+
+class LogKeys(AppHost):
     """Part of `TuidagApp` (ui/app.py): what the log pane's keys do."""
 
     async def action_search(self) -> None:

@@ -8,6 +8,7 @@ once a tick, or every few seconds on a live run (a task running past its expecte
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from textual import work
 
@@ -20,7 +21,13 @@ from ..views.timeline_layout import Density
 OUTLOOK_EVERY = 5.0  # seconds between two forecasts of a live run when no task changed
 
 
-class OutlookWorker:
+if TYPE_CHECKING:  # mixed into TuidagApp (ui/app.py)
+    from .app_host import AppHost
+else:
+    AppHost = object
+
+
+class OutlookWorker(AppHost):
     """Part of `TuidagApp` (ui/app.py): the history, the forecast worker, the critical path panel (`x`)."""
 
     async def action_critical_path(self) -> None:
@@ -36,7 +43,7 @@ class OutlookWorker:
         self.critical_panel.add_class("visible")
         self.critical_panel.border_title = "critical path (x)"
         if self._outlook is not None:  # the last one at once; a newer one follows if a task changed since
-            self._show_outlook()
+            self._show_outlook(self._outlook)
         else:
             self.critical_panel.show_path(None, [], None)
             self._outlook_due = True
@@ -97,10 +104,9 @@ class OutlookWorker:
             forecast = result.forecast
             self.timeline.set_forecast(forecast.spans if forecast else {}, forecast.end if forecast else None)
         if self._critical_on:
-            self._show_outlook()
+            self._show_outlook(result)
 
-    def _show_outlook(self) -> None:
-        result = self._outlook
+    def _show_outlook(self, result: Outlook) -> None:
         self.canvas.set_critical(result.path)
         self.timeline.set_critical(result.path)
         if result.finished:

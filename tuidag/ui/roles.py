@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.markup import escape
 
@@ -27,7 +28,13 @@ RESUME = "resume"  # ... when the user asked for a new run resuming from this on
 READ_ONLY = "read-only: the run is over"
 
 
-class Roles:
+if TYPE_CHECKING:  # mixed into TuidagApp (ui/app.py)
+    from .app_host import AppHost
+else:
+    AppHost = object
+
+
+class Roles(AppHost):
     """Part of `TuidagApp` (ui/app.py): the header's role, quitting, detaching, signals, the engine going away."""
 
     @property

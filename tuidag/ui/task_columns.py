@@ -148,7 +148,7 @@ def fit_columns(
         droppable = [c for c in kept if c.drop is not None]
         if not droppable:
             break
-        kept.remove(min(droppable, key=lambda c: c.drop))
+        kept.remove(min(droppable, key=lambda c: c.drop or 0))
     slack = width - used(kept)
     widths = {c.key: max(1, wanted + min(0, slack)) if c.key == "name" else c.width for c in kept}
     growing = sorted((c for c in kept if c.grows), key=lambda c: -(c.drop or 0))

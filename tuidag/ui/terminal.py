@@ -44,7 +44,9 @@ class _DropAfterHangup:
 class HangupSafeDriver(LinuxDriver):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._file = _DropAfterHangup(self._file)  # Textual keeps its output stream here
+        # Textual keeps its output stream here, typed as what it assigns (sys.__stderr__: a TextIOWrapper, or None
+        # without one): the wrapper stands in for it, which Textual's annotation cannot say.
+        self._file = _DropAfterHangup(self._file)  # type: ignore[assignment, arg-type]
 
     def _sigcont_application(self, *args: Any) -> None:
         """A hangup comes with SIGCONT, and Textual answers SIGCONT by resuming the screen (new input and output

@@ -189,7 +189,7 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
     if summary is not None and summary_problem(summary) is not None:
         summary = None  # not one tuidag wrote: the journal is all there is
     duration = (
-        summary.get("duration")
+        summary["duration"]
         if summary and type(summary.get("duration")) in (int, float)
         else max(0.0, remote.ended_at - remote.started)
     )
@@ -217,7 +217,7 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
     if remote.store_message:
         lines.append(remote.store_message + "\n")
     outcome = summary.get("outcome") if summary else None
-    if type(outcome) is str and outcome.startswith("incomplete: "):
+    if summary is not None and type(outcome) is str and outcome.startswith("incomplete: "):
         cause = summary.get("journal_error")
         lines.append(
             f"tuidag: run {outcome}"

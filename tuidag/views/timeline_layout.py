@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ..engine.events import TaskSnapshot
 from ..model.state import TaskState
@@ -230,7 +230,10 @@ def forecast_cells(
     return (x0, x1) if x0 < x1 else None
 
 
-def runs(paints: Sequence[object]) -> list[tuple[int, int, object]]:
+_Cell = TypeVar("_Cell")  # what a cell holds
+
+
+def runs(paints: Sequence[_Cell]) -> list[tuple[int, int, _Cell]]:
     """Consecutive equal cells as (start, end, value) runs."""
     out = []
     start = 0

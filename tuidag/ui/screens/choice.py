@@ -1,7 +1,8 @@
 """A question with a few answers, each on a button with its own key (the viewer's quit: detach, stop the run,
 back). It looks like the yes/no dialog; the default answer is the highlighted one, so Enter takes it, and Esc
-always means "do nothing" (dismissed with None; an answer whose key is `Esc` is that one). Unlike the yes/no dialog there is no list to scroll, so nothing is
-docked (with only docked children the dialog's height came out as nothing)."""
+always means "do nothing" (dismissed with None; an answer whose key is `Esc` is that one). Unlike the yes/no dialog
+there is no list to scroll, so nothing is docked (with only docked children the dialog's height came out as
+nothing)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id.removeprefix("choice-"))
+        if event.button.id is not None:  # every answer's button has its id
+            self.dismiss(event.button.id.removeprefix("choice-"))
 
     def action_answer(self, answer: str) -> None:
         self.dismiss(answer or None)

@@ -3,8 +3,17 @@ focus, how to come back to it while it hasn't."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-class FocusHint:
+from textual.widget import Widget
+
+if TYPE_CHECKING:  # mixed into a widget
+    _Widget = Widget
+else:
+    _Widget = object
+
+
+class FocusHint(_Widget):
     """Mixed into a widget with a border: `unfocused_hint` is a class attribute, `focused_hint()` may depend on the
     pane's state (the list names its sort order). Textual calls these handlers from any class of the widget's MRO."""
 

@@ -33,7 +33,7 @@ class MatchList(ScrollView, can_focus=False):
     }
     """
 
-    def __init__(self, model: RunModel, on_choose: Callable[[str], None], *, id: str | None = None):
+    def __init__(self, model: RunModel, on_choose: Callable[[str], object], *, id: str | None = None):
         """`on_choose(name)` is called when a line is clicked."""
         super().__init__(id=id)
         self.model = model

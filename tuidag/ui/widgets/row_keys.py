@@ -4,6 +4,8 @@ BINDINGS of widget classes only) and derives from `RowSelection` for the actions
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.binding import Binding
 
 ROW_KEYS = [
@@ -20,7 +22,19 @@ class RowSelection:
     """The actions of ROW_KEYS. The pane has `rows` (task names, in order), `_index` (name -> position in `rows`),
     `selected`, `select(name)` and `page` (rows in view); `tasks_per_row` is more than 1 where a row shows several."""
 
-    tasks_per_row = 1
+    rows: list[str]
+    _index: dict[str, int]
+    selected: str | None
+
+    if TYPE_CHECKING:  # the pane's
+
+        @property
+        def page(self) -> int: ...
+        def select(self, name: str, *, scroll: bool = True) -> None: ...
+
+    @property
+    def tasks_per_row(self) -> int:
+        return 1
 
     def _move_to(self, i: int) -> None:
         if self.rows:

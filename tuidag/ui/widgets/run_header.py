@@ -3,13 +3,16 @@
 Each line is laid out for the width it gets, dropping what matters least first instead of wrapping or cutting the
 end off: on a narrow terminal the run id goes, then the `tuidag` badge and the words around the status and the
 counts, then the progress bar shrinks. A viewer keeps its role (`◆ attached`) and the run id longer: the engine's
-pid and the badge go first, then the ETA's words. What the run is doing, its elapsed time and the counts stay, and so does a
-state filter (`F`), on the right of the second line: it may lose words but never its tag. Resource slots in use
-(`gpu 1/2`), when the DAG declares capacities, follow the counts: the bar shrinks before they go, the counts' words
-after. A running run's ETA (the app's forecast) sits before the elapsed time; it goes before the status' words do.
+pid and the badge go first, then the ETA's words. What the run is doing, its elapsed time and the counts stay, and so
+does a state filter (`F`), on the right of the second line: it may lose words but never its tag. Resource slots in
+use (`gpu 1/2`), when the DAG declares capacities, follow the counts: the bar shrinks before they go, the counts'
+words after. A running run's ETA (the app's forecast) sits before the elapsed time; it goes before the status' words
+do.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from rich.text import Text
 from textual.widget import Widget
@@ -36,7 +39,7 @@ class RunHeader(Widget):
         run_id: str,
         model: RunModel,
         *,
-        capacities: dict[str, int] | None = None,
+        capacities: Mapping[str, int] | None = None,
         id: str | None = None,
     ):
         super().__init__(id=id)

@@ -462,7 +462,7 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         if ahead is not None:
             paints = [tl.FORECAST if p is None and ahead[0] <= x < ahead[1] else p for x, p in enumerate(paints)]
             colour[tl.FORECAST] = FORECAST_COLOUR
-        for paint in set(paints) - colour.keys():
+        for paint in {p for p in paints if p is not None} - colour.keys():
             if not shown:
                 colour[paint] = HIDDEN_COLOUR
             elif paint.kind is SegmentKind.WAITING:

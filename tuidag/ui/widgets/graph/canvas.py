@@ -244,11 +244,12 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         view = self._view()
         if view[0] <= 0 or view[1] <= 0:  # hidden (the log pane is maximised): nothing to fit
             return
-        fitted = None
         if self.zoom_choice is None or self.orientation_choice is None:
             fitted = choose_style(self.deps, view, self._shape, self._laid_out)
-        zoom = self.zoom_choice or fitted.zoom
-        orientation = self.orientation_choice or fitted.orientation
+            zoom = self.zoom_choice or fitted.zoom
+            orientation = self.orientation_choice or fitted.orientation
+        else:
+            zoom, orientation = self.zoom_choice, self.orientation_choice
         graph = self._laid_out(LayoutStyle(zoom, orientation, view))
         if graph is self.graph:
             return

@@ -67,9 +67,9 @@ class MinimapCorner(_ScrollView):
     def _minimap_row(self, y: int, width: int) -> Strip | None:
         height = self.scrollable_content_region.height
         box = self._minimap_box(width, height)
-        if box is None or not box.y <= y < box.y + box.height:
-            return None
         graph = self.graph
+        if graph is None or box is None or not box.y <= y < box.y + box.height:  # (no box without a graph)
+            return None
         minimap = self._minimap
         if minimap is None or (minimap.rows, minimap.columns) != (box.height, box.width):
             snapshots = self.model.snapshots

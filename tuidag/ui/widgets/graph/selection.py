@@ -63,16 +63,15 @@ class Selection(_ScrollView):
     def action_move(self, direction: str) -> None:
         if self.selected is None or self.graph is None:
             return
-        target = self._neighbour(self.selected, direction)
+        target = self._neighbour(self.graph, self.selected, direction)
         if target is not None:
             self.select(target)
 
-    def _neighbour(self, name: str, direction: str) -> str | None:
+    def _neighbour(self, graph: GraphLayout, name: str, direction: str) -> str | None:
         """Across a layer (up/down left to right, left/right top down): the next / previous task of the layer in
         reading order (in a block: on down a sub-column, then the top of the next). Along the edges: in a block, the
         next sub-column (or row) first; then the nearest dependency / dependent, preferring the closest layer, then
         the closest across."""
-        graph = self.graph
         tiles = graph.tiles
         tile = tiles[name]
         orientation = graph.orientation

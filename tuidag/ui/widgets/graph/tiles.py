@@ -60,6 +60,12 @@ class TileDrawing(_ScrollView):
         def _styles(self) -> tuple[Style, Style]: ...
         def refresh_tasks(self, names: Iterable[str]) -> None: ...
 
+    @property
+    def _drawn_layout(self) -> GraphLayout:
+        """The layout tiles are drawn for: the canvas draws none before it has one."""
+        assert self.graph is not None, "a tile drawn before the canvas was laid out"
+        return self.graph
+
     def _lines_of(self, name: str) -> list[Strip]:
         lines = self._tile_lines.get(name)
         if lines is None:
@@ -67,7 +73,7 @@ class TileDrawing(_ScrollView):
         return lines
 
     def _render_tile(self, name: str) -> list[Strip]:
-        zoom = self.graph.zoom
+        zoom = self._drawn_layout.zoom
         if zoom is Zoom.DOTS:
             return [Strip([self._dot(name)], 1)]
         if zoom is Zoom.COMPACT:
@@ -97,7 +103,7 @@ class TileDrawing(_ScrollView):
         """One line: glyph, name, duration (or attempt), the selected one lit."""
         snap = self.model.snapshots[name]
         look = LOOKS[snap.state]
-        width = self.graph.tiles[name].width
+        width = self._drawn_layout.tiles[name].width
         selected = name == self.selected
         base = self._styles()[0] + (Style(bgcolor=SELECTED_BG) if selected else Style())
         shown = self.model.shown(name)
@@ -131,7 +137,8 @@ class TileDrawing(_ScrollView):
         state filter hides keeps its place, faint. Edges leave on the right (left to right) or at the bottom."""
         snap = self.model.snapshots[name]
         look = LOOKS[snap.state]
-        tile = self.graph.tiles[name]
+        graph = self._drawn_layout
+        tile = graph.tiles[name]
         width = tile.width
         selected = name == self.selected
         shown = self.model.shown(name)
@@ -141,8 +148,8 @@ class TileDrawing(_ScrollView):
             base += Style(color=HIDDEN_COLOUR)
         border = base + Style(color=look.colour if shown else HIDDEN_COLOUR, bold=selected)
         inner = width - 2
-        exits = name in self.graph.has_children
-        down = exits and self.graph.orientation is Orientation.TD
+        exits = name in graph.has_children
+        down = exits and graph.orientation is Orientation.TD
 
         title = _fit(name, inner - 4)
         title_style = base + Style(bold=True, color=CRITICAL_COLOUR if name in self.critical and shown else None)
@@ -192,7 +199,7 @@ class TileDrawing(_ScrollView):
         now = self.model.clock()
         elapsed = now - attempt_start(snap, now)
         done = progress(elapsed, expected)
-        return None if done is None else (elapsed / expected, *done)
+        return None if done is None or expected is None else (elapsed / expected, *done)
 
     def _progress_bar(self, snap: TaskSnapshot, cells: int, base: Style) -> list[Segment] | None:
         """A running task's progress against its expected duration, `cells` wide: a bar, or, past twice its median,

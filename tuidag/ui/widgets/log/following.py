@@ -111,12 +111,15 @@ class LogFollowing(_ScrollView):
         if source is None:
             return
         watched = source.watched
-        rewatched = self._watcher is None or self._watcher.paths != watched
-        if rewatched:
+        watcher = self._watcher
+        if watcher is None or watcher.paths != watched:
             # The log file appeared, or a combined log gained a task in another folder: read now, for what was
             # written before the new watcher looked (waiting for its first event could mean the safety poll, 2 s).
             self._watch(watched)
-        if rewatched or self._watcher.changed() or not source.caught_up:
+            changed = True
+        else:
+            changed = watcher.changed()
+        if changed or not source.caught_up:
             self._index_slice()
         if source.version != self._shown[0] and (
             source.caught_up or time.monotonic() - self._shown_at >= BUSY_PAINT_INTERVAL
