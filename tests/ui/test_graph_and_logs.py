@@ -102,7 +102,7 @@ async def test_search_next_previous_and_not_found(new_session):
         await pilot.press("slash", "z", "z", "enter")
         assert notes[-1] == "not found: zz"
         await pilot.press("slash", "x", "escape")
-        assert not app.search_bar.has_class("visible") and app.log_pane.query == "zz"
+        assert not app.search_bar.has_class("visible") and app.log_pane.search_text == "zz"
 
 
 async def test_after_a_search_the_graph_keys_work_and_esc_returns_to_the_pane_the_user_was_in(new_session):
@@ -262,3 +262,15 @@ async def test_a_tile_run_by_a_dask_worker_names_it(new_session):
         assert app.canvas._detail(running, 30) == "gpu:1 10.0.0.5:40123"
         waiting = TaskSnapshot("a", TaskState.QUEUED, reason="waiting: no Dask worker has gpu=2")
         assert app.canvas._detail(waiting, 40) == "waiting: no Dask worker has gpu=2"
+
+
+async def test_a_double_click_on_the_log_pane_selects_its_text_and_the_app_goes_on(new_session):
+    """Textual selects a widget's text on a double click by calling its DOM `query("*")`; the log pane's search
+    text, once named `query`, hid that method, and a double click raised TypeError and ended the app."""
+    async with open_app(new_session({"a": "echo first line; echo second line; sleep 30"})) as (app, pilot):
+        await until(pilot, lambda: app.log_pane.line_count >= 3, what="a's lines")
+        assert await pilot.click(app.log_pane, offset=(2, 1), times=2)
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
+        await pilot.press("slash", "s", "e", "c", "o", "n", "d", "enter")
+        assert app.log_pane.search_text == "second"

@@ -394,7 +394,7 @@ async def test_the_post_mortem_shows_every_state_duration_and_log_read_only(fini
         assert sum("read-only: the run is over" in n.message for n in app._notifications) == 3
         await pilot.press("slash")
         await pilot.press(*"loss", "enter")
-        await until(pilot, lambda: app.log_pane.query == "loss", what="search")
+        await until(pilot, lambda: app.log_pane.search_text == "loss", what="search")
         await pilot.press("a")  # every log, interleaved
         await until(
             pilot,

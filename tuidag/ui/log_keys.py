@@ -37,10 +37,10 @@ class LogKeys(AppHost):
         self._search_again(self.log_pane.search_prev)
 
     def _search_again(self, step: Callable[[], bool]) -> None:
-        if not self.log_pane.query:
+        if not self.log_pane.search_text:
             self.notify("nothing to repeat: search with / first")
         elif not step():
-            self.notify(f"not found: {self.log_pane.query}", severity="warning")
+            self.notify(f"not found: {self.log_pane.search_text}", severity="warning")
 
     def action_follow(self) -> None:
         self.log_pane.toggle_follow()

@@ -47,11 +47,9 @@ class LogSearch(_ScrollView):
         def _wrapped_rows(self) -> list[tuple[int, Row]]: ...
         def _scrolling(self) -> AbstractContextManager[None]: ...
 
-    # It hides Textual's DOM `query()` (mypy's [override]), which Textual's select-all calls on a double click on
-    # the pane: a TypeError, until this is renamed.
     @property
-    def query(self) -> str:  # type: ignore[override]
-        """The last search."""
+    def search_text(self) -> str:
+        """The last search (not `query`: that is Textual's DOM query, which its select-all calls on a double click)."""
         return self._query
 
     @property
