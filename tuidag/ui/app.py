@@ -3,10 +3,10 @@
 The app reads its run through a `RunSource` (control/run_source.py). Its parts live in modules of their own, mixed
 into `TuidagApp`: the event feed (ui/feed.py: the engine's events reach the UI through one inbox drained in
 batches), the outlook worker (ui/outlook_worker.py: ETA and critical path on a thread), the keys and their help
-(ui/bindings.py), the log pane's keys (ui/log_keys.py) and the roles (ui/roles.py: foreground, attached,
-post-mortem; quitting and signals); what they use of the app is declared for the type checker in ui/app_host.py.
-Here: the widgets, the selection every view shares, the controls, the list, the timeline, finding and jumping.
-Controls that may block (cancelling kills process trees) run on worker threads.
+(ui/bindings.py), the log pane's keys (ui/log_keys.py), the controls (ui/controls.py: cancel, re-run, pause, on
+worker threads) and the roles (ui/roles.py: foreground, attached, post-mortem; quitting and signals); what they use
+of the app is declared for the type checker in ui/app_host.py. Here: the widgets, the selection every view shares,
+the list, the timeline, finding and jumping.
 """
 
 from __future__ import annotations
@@ -16,23 +16,18 @@ import gc
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from functools import partial
 
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.driver import Driver
-from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.widget import Widget
 from textual.widgets import Input
 
-from ..control.client import NotLive, Refused
-from ..control.protocol import cancel_reason
 from ..control.run_source import RunSource, Usage
 from ..engine import output_routing
 from ..engine.events import Event, TaskSnapshot
-from ..engine.scheduler import RerunRefused
 from ..model.collector import collector_paused, freeze_survivors
 from ..model.counts import counted
 from ..model.forecast import shape_of
@@ -47,15 +42,14 @@ from ..views.layout.style import LayoutStyle
 from ..views.run_outlook import Outlook
 from ..views.task_filter import TaskFilter
 from .bindings import FOOTER_PRIORITY, RUN_BINDINGS, KeyHelp
+from .controls import RunControls
 from .feed import RunFeed
 from .log_keys import LogKeys
 from .messages import TaskSelected
 from .outlook_worker import OutlookWorker
-from .roles import READ_ONLY, Roles
+from .roles import Roles
 from .run_model import RunModel, StateFilter, UsageSample
-from .screens.confirm import ConfirmScreen
 from .screens.finder import FinderScreen
-from .state_style import LOOKS
 from .widgets.critical_panel import CriticalPathPanel
 from .widgets.graph.canvas import DagCanvas
 from .widgets.key_footer import KeyFooter
@@ -70,7 +64,6 @@ S = TaskState
 DRAIN_INTERVAL = 1 / 20
 TICK_INTERVAL = 1.0
 GC_YOUNG_THRESHOLD = 2_500  # allocations between two collections of the youngest generation (Python default: 700)
-RERUNNABLE = (S.FAILED, S.CANCELLED, S.SKIPPED)
 USER_HOLD = 5.0  # seconds after the user acted on the selection during which the app does not move it
 
 
@@ -87,7 +80,7 @@ class SearchBar(Input):
         self._on_close()
 
 
-class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[str]):
+class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, App[str]):
     """The run screen, on a `RunSource` (a `RemoteRun` for every shipped view); `start=False` never takes the run
     as started (no history, no controls) so a test can feed synthetic events through `engine_event`, and `clock`
     freezes time for deterministic snapshots."""
@@ -333,71 +326,6 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[str]):
         if not self._combined_on:
             self.log_pane.show_file(self.source.run.log_path(task), task)
 
-    # -------------------------------------------------------------------------------------------------- controls
-    def action_cancel_branch(self) -> None:
-        name = self.selected_task
-        if name is None or not self._may_control():
-            return
-        self._user_acts()
-        branch = self.source.branch(name)
-        if not branch:
-            self.notify(f"{name} and everything downstream of it already finished")
-            return
-        question = f"Cancel [b]{escape(name)}[/b] and everything downstream of it? {_these(branch)} will stop:"
-        cancel = partial(self.source.cancel, name, cancel_reason("cancel", "viewer"))
-        self.push_screen(
-            ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
-            partial(self._confirmed, cancel),
-        )
-
-    def action_cancel_all(self) -> None:
-        if not self._may_control():
-            return
-        unfinished = self._unfinished()
-        if not unfinished:
-            self.notify("every task already finished")
-            return
-        question = f"Cancel every unfinished task? {_these(unfinished)} will stop:"
-        self.push_screen(
-            ConfirmScreen(question, self._describe(unfinished), "Running tasks get SIGTERM, then SIGKILL."),
-            partial(self._confirmed, partial(self.source.cancel_all, cancel_reason("cancel_all", "viewer"))),
-        )
-
-    def _confirmed(self, control: Callable[[], object], yes: bool | None) -> None:
-        self._user_acts()
-        if yes:
-            self.run_worker(partial(self._control, control), thread=True, group="control", description="cancel")
-
-    def action_rerun(self) -> None:
-        if self.read_only:
-            self._offer_resume()
-            return
-        name = self.selected_task
-        if name is None or self.model.stopping or not self.run_started:
-            return
-        self._user_acts()
-        snap = self.model.snapshots[name]
-        if snap.state not in RERUNNABLE:
-            self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
-            return
-        self.run_worker(
-            partial(self._control, partial(self.source.rerun, name)), thread=True, group="control", description="rerun"
-        )
-
-    def action_pause(self) -> None:
-        if self._may_control():
-            self.run_worker(
-                partial(self._control, self._toggle_pause), thread=True, group="control", description="pause"
-            )
-
-    def _toggle_pause(self) -> None:
-        if self.source.paused:
-            self.source.resume()
-        elif not self.source.pause():
-            self.call_from_thread(
-                self.notify, "the run is finished: nothing left to pause (r re-runs the selected task)"
-            )
-
     def action_focus_graph(self) -> None:
         """Esc in the log pane: back to the graph, or to the list when it is shown (unless the log pane is maximised:
         there is no graph to go to)."""
@@ -521,35 +449,3 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, App[str]):
         """Focus `widget` before the next key is handled. `Widget.focus()` defers the move to the app's message
         queue, behind keys already typed: `t` then `z` at once zoomed the graph the timeline had just replaced."""
         widget.screen.set_focus(widget)
-
-    def _may_control(self) -> bool:
-        if self.read_only:
-            self.notify(READ_ONLY, timeout=3)
-            return False
-        if not self.run_started:
-            return False
-        if self.model.stopping:
-            self.notify("stopping: waiting for every process to exit")
-            return False
-        return True
-
-    def _unfinished(self) -> list[str]:
-        live = [n for n, s in self.model.snapshots.items() if s.state.active]
-        return live + [n for n, s in self.model.snapshots.items() if not s.state.terminal and not s.state.active]
-
-    def _describe(self, names: list[str]) -> list[str]:
-        return [f"{n}  ({LOOKS[self.model.snapshots[n].state].word})" for n in names]
-
-    def _control(self, control: Callable[[], object]) -> None:
-        """Run a control on a worker thread; a refusal (or an engine that went away) is told, not raised."""
-        try:
-            control()
-        except (RerunRefused, Refused, NotLive) as exc:
-            try:
-                self.call_from_thread(self.notify, str(exc), severity="warning")
-            except RuntimeError:  # the app is closing
-                pass
-
-
-def _these(names: list[str]) -> str:
-    return "This task" if len(names) == 1 else f"These {len(names)} tasks"

@@ -1,9 +1,9 @@
 """What the app's parts read of the app they are mixed into, for the type checker only.
 
 `TuidagApp` (ui/app.py) is built from parts in modules of their own (the feed, the outlook worker, the keys and their
-help, the log pane's keys, the roles), each a class mixed into it that uses the app's widgets, its state and the
-other parts' methods. Each part derives from `AppHost` while type checking (from `object` when running), so what it
-uses of the app is declared once, here, with its type: the attributes `TuidagApp.__init__` sets and, abstract, the
+help, the log pane's keys, the controls, the roles), each a class mixed into it that uses the app's widgets, its state
+and the other parts' methods. Each part derives from `AppHost` while type checking (from `object` when running), so what
+it uses of the app is declared once, here, with its type: the attributes `TuidagApp.__init__` sets and, abstract, the
 methods and properties defined in app.py or in another part (the checker refuses an app that lacks one of them).
 Nothing imports this module at run time.
 """
@@ -104,10 +104,7 @@ class AppHost(App[str]):
     def _focus(self, widget: Widget) -> None: ...
 
     @abstractmethod
-    def _unfinished(self) -> list[str]: ...
-
-    @abstractmethod
-    def _control(self, control: Callable[[], object]) -> None: ...
+    def _user_acts(self) -> None: ...
 
     # Defined by one part, used by another.
     @property
@@ -123,3 +120,12 @@ class AppHost(App[str]):
 
     @abstractmethod
     def _refresh_outlook(self) -> None: ...  # ui/outlook_worker.py
+
+    @abstractmethod
+    def _offer_resume(self) -> None: ...  # ui/roles.py
+
+    @abstractmethod
+    def _unfinished(self) -> list[str]: ...  # ui/controls.py
+
+    @abstractmethod
+    def _control(self, control: Callable[[], object]) -> None: ...  # ui/controls.py
