@@ -162,3 +162,36 @@ def test_a_planted_socket_path_is_not_connected_to(tmp_path):
     (folder / protocol.SOCKET_NAME).symlink_to("/tmp")
     with pytest.raises(NotLive, match="not a socket of yours"):
         connect(RunDir("r", folder))
+
+
+def test_engine_messages_with_a_list_or_a_mapping_where_a_state_or_an_id_goes_are_ignored():
+    """A hostile or newer engine's odd fields are ignored: a list or mapping as a state or a request id once raised
+    TypeError (unhashable) in the viewer's reader thread, which then stopped following the run."""
+    from tuidag.control.pending import PendingRequests
+
+    assert decode_event({"type": "task", "task": "a", "to": ["succeeded"]}) is None
+    event = decode_event({"type": "task", "task": "a", "to": S.RUNNING.value, "from": {"x": 1}})
+    assert type(event) is TaskEvent and event.old is None and event.snapshot.state is S.RUNNING
+    pending = PendingRequests()
+    rid, waiter = pending.new()
+    for odd in ([rid], {"id": rid}, str(rid), True):
+        pending.started({"type": "started", "id": odd})
+        pending.answer({"type": "reply", "id": odd, "ok": True})
+    assert not waiter.started and not waiter.answered.is_set()
+    pending.answer({"type": "reply", "id": rid, "ok": True})
+    assert waiter.answered.is_set() and waiter.reply == {"type": "reply", "id": rid, "ok": True}
+
+
+def test_a_request_on_a_connection_that_was_dropped_is_not_live_rather_than_a_crash(live):
+    """A viewer drops its connection when subscribing again fails, just before it reads the run from the journal: a
+    control sent in between was an AttributeError on the missing socket."""
+    from tuidag.control.engine_connection import EngineConnection
+
+    session, _gate = live
+    connection = EngineConnection(session.run)
+    connection._dial()
+    connection._await_answer(patience(10))
+    connection._drop_socket()
+    with pytest.raises(NotLive, match="the engine is gone"):
+        connection._ask("pause", {})
+    assert not session.scheduler.paused

@@ -4,7 +4,7 @@
 stays light and never pulls in the terminal UI.
 """
 
-from .version import __version__
+from .version import __version__ as __version__  # re-exported: `tuidag.__version__`
 
 __all__ = ["Dag", "TaskContext", "load_python"]
 

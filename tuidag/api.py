@@ -32,7 +32,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from .model.counts import counted
 from .model.durations import DurationTooLong, parse_duration
@@ -41,6 +42,9 @@ from .model.python_loader import PythonDag, load_python
 from .model.resources import Request, kind_problem
 from .model.spec import DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
 from .model.validate import graph_errors
+
+if TYPE_CHECKING:  # imported on first use (`__getattr__` below)
+    from .engine.inprocess import TaskContext
 
 __all__ = ["Dag", "TaskContext", "load_python"]
 
@@ -261,7 +265,7 @@ class Dag(PythonDag):
     def _surrogates(self, name: str, tasks: Mapping[str, TaskSpec]) -> list[DagError]:
         """Strings that can't be encoded (a lone surrogate such as "\\ud800"): no terminal, file or command line
         takes them, so they are refused here rather than failing a task or a print later."""
-        texts = [
+        texts: list[tuple[str, str, Location | None]] = [
             ("Dag name", name, self.location),
             *((f"env value for '{k}'", v, self.location) for k, v in self.env.items()),
         ]
@@ -487,7 +491,7 @@ def _dependency_list(depends_on: Any) -> list[Any]:
 
 def _caller_location() -> Location:
     """Where the user's code called into this module: the first frame outside it."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     here = __file__
     while frame is not None and frame.f_code.co_filename == here:
         frame = frame.f_back

@@ -336,6 +336,7 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
     if session.reuse is not None:
+        assert earlier is not None  # what a run reuses is planned from the earlier run
         note = session.reuse.describe(len(dag.tasks), env_options=[key for key, _ in args.env])
         print(f"tuidag: resuming {earlier.run_id}: {printable(note)}", file=sys.stderr)
     return session
@@ -379,7 +380,8 @@ def _run_in_background(
             early_signals=early,
         )
     print(
-        f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background (engine pid {started.pid})\n"
+        f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background "
+        f"(engine pid {started.pid})\n"
         f"tuidag: watch it:  {run_command('attach', started.run_id, state_dir)}\n"
         f"tuidag: stop it:   {run_command('stop', started.run_id, state_dir)}\n"
         f"tuidag: logs in {runs_dir / started.run_id / 'logs'}",

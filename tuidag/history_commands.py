@@ -69,7 +69,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.task is not None:
         return _task_runs(store, runs, args)
-    rows = [("RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME")]
+    rows: list[tuple[str, ...]] = [("RUN", "DAG", "STARTED", "DURATION", "TASKS", "OUTCOME")]
     infos = [run_info(run) for run in runs]
     for run, info in zip(runs, infos):
         counts = " ".join(f"{k.lower()}={v}" for k, v in sorted(info.counts.items()))
@@ -138,7 +138,7 @@ def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) ->
     from .store.history import run_info, task_record
     from .views.sparkline import sparkline
 
-    rows = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
+    rows: list[tuple[str, ...]] = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
     durations = []
     for run in runs:
         record = task_record(run, args.task)

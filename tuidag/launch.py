@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .engine import process
 from .engine.events import TaskSnapshot
@@ -29,6 +30,9 @@ from .store.heartbeat import Heartbeat
 from .store.journal import JournalWriter
 from .store.resume import Reuse, plan_reuse
 from .store.runs import RunDir, RunStore, log_file_name
+
+if TYPE_CHECKING:
+    from .control.server import ControlServer  # imported when the socket is opened (`serve_control`)
 
 
 class RunSession:
@@ -54,7 +58,7 @@ class RunSession:
         self.store_error: str | None = None  # why the run's record is incomplete ("state dir full"), if it is
         self.store_message: str | None = None  # the same, said in full: which folder, what failed, what happens now
         self.on_store_error: Callable[[str], None] | None = None  # how the view tells the user (called once)
-        self.control = None  # the control channel's server (control/server.py), once `serve_control` ran
+        self.control: ControlServer | None = None  # the control channel (control/server.py), once `serve_control` ran
         self.reuse: Reuse | None = None  # what a resumed run took over from the earlier one, and why not more
         journal.on_error = self._journal_failed
         scheduler.on_log_full = self._logs_full
@@ -82,8 +86,9 @@ class RunSession:
             **dag_header(dag, default_parallel(dag, max_parallel, executor)[0]),
         }
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
-        for name in reused:
-            _link_log(resume_from.log_path(name), run.log_path(name))
+        if resume_from is not None:  # (what it reuses comes from it)
+            for name in reused:
+                _link_log(resume_from.log_path(name), run.log_path(name))
         scheduler = Scheduler(
             dag,
             executor or LocalExecutor(),
@@ -145,7 +150,7 @@ class RunSession:
                 "detail": f"second {name}: killed {processes}",
             }
         )
-        os._exit(SIGNAL_EXIT[signum])
+        os._exit(SIGNAL_EXIT[signal.Signals(signum)])
 
     def _journal_failed(self, exc: OSError) -> None:
         """The journal can't be written (a full disk): what it says from here on would be untrue, so the run stops

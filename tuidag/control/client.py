@@ -241,10 +241,10 @@ def decode_event(message: dict[str, Any], log_path: str = "") -> TaskEvent | Run
     or newer engine's odd fields are ignored rather than trusted."""
     kind = message.get("type")
     if kind == "task":
-        name, new = message.get("task"), _STATES.get(message.get("to"))
+        name, new = message.get("task"), _state(message.get("to"))
         if type(name) is not str or new is None:
             return None
-        old = _STATES.get(message.get("from")) if message.get("from") is not None else None
+        old = _state(message.get("from")) if message.get("from") is not None else None
         snap = TaskSnapshot(
             name,
             new,
@@ -271,6 +271,10 @@ def decode_event(message: dict[str, Any], log_path: str = "") -> TaskEvent | Run
             _str(message.get("detail")) or "",
         )
     return None
+
+
+def _state(value: Any) -> TaskState | None:
+    return _STATES.get(value) if type(value) is str else None  # (a list or a mapping can't even be looked up)
 
 
 def _int(value: Any) -> int | None:

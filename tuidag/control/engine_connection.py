@@ -59,9 +59,11 @@ class EngineConnection:
         (the connection is kept: its request is still there for the engine to answer)."""
         if self._buf:
             return
+        sock = self._sock
+        assert sock is not None  # dialled: `_dial` raised otherwise
         try:
-            self._sock.settimeout(patience)
-            data = self._sock.recv(1 << 20)
+            sock.settimeout(patience)
+            data = sock.recv(1 << 20)
         except TimeoutError:
             pid = f" (pid {self.engine_pid})" if self.engine_pid else ""
             raise NotAnswered(f"the engine{pid} holds run {self.run.run_id} but is not answering (stopped?)") from None
@@ -80,10 +82,12 @@ class EngineConnection:
 
     def _next_message(self) -> dict[str, Any]:
         """The next JSON object on the socket (used while subscribing, before the reader thread runs)."""
+        sock = self._sock
+        assert sock is not None  # dialled: `_dial` raised otherwise
         while True:
             end = self._buf.find(b"\n")
             while end < 0:
-                data = self._sock.recv(1 << 20)
+                data = sock.recv(1 << 20)
                 if not data:
                     raise NotLive(f"run {self.run.run_id} closed the connection")
                 self._buf += data
@@ -103,11 +107,14 @@ class EngineConnection:
 
     def _ask(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Send `op` and wait for its reply: Refused when the engine says no, NotLive when it is gone."""
+        sock = self._sock
+        if sock is None:  # dropped: a new subscription failed, the run is about to be read from its journal
+            raise NotLive("the engine is gone (the connection to it was dropped)")
         rid, waiter = self._pending.new()
         deadline = time.time() + REQUEST_TIMEOUT
         try:
             with self._send_lock:
-                self._sock.sendall(
+                sock.sendall(
                     protocol.encode({"v": protocol.VERSION, "op": op, "id": rid, "deadline": deadline, **fields})
                 )
             if not self._pending.wait(waiter, deadline):
@@ -118,7 +125,8 @@ class EngineConnection:
         finally:
             self._pending.forget(rid)
         reply = waiter.reply
-        if type(reply) is str:
+        assert reply is not None  # set before `answered` is
+        if isinstance(reply, str):
             raise NotLive(reply)
         if not reply.get("ok"):
             raise Refused(str(reply.get("error") or "refused"), reply.get("changed"))

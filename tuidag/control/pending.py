@@ -45,17 +45,24 @@ class PendingRequests:
             self._waiting.pop(rid, None)
 
     def answer(self, message: dict[str, Any]) -> None:
-        with self._lock:
-            waiter = self._waiting.get(message.get("id"))
+        waiter = self._waiter(message)
         if waiter is not None:
             waiter.reply = message
             waiter.answered.set()
 
     def started(self, message: dict[str, Any]) -> None:
-        with self._lock:
-            waiter = self._waiting.get(message.get("id"))
+        waiter = self._waiter(message)
         if waiter is not None:
             waiter.started = True
+
+    def _waiter(self, message: dict[str, Any]) -> Waiter | None:
+        """The request `message` is about; None for an id this side never sent (any JSON value: a list can't even be
+        looked up)."""
+        rid = message.get("id")
+        if type(rid) is not int:
+            return None
+        with self._lock:
+            return self._waiting.get(rid)
 
     def fail_all(self, why: str) -> None:
         with self._lock:

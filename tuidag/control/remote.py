@@ -111,9 +111,9 @@ class RemoteRun(EngineConnection):
         remote._finished = True
         summary = run.read_summary() or {}
         started = summary.get("started_at")
-        if type(started) not in (int, float):
+        if type(started) is not int and type(started) is not float:
             started = replay(run.journal).started_at
-        if type(started) in (int, float):
+        if type(started) is int or type(started) is float:
             remote.started = float(started)
         remote.interrupted_by = summary.get("interrupted_by") if type(summary.get("interrupted_by")) is str else None
         return remote
@@ -128,6 +128,7 @@ class RemoteRun(EngineConnection):
     def _take_snapshot(self) -> None:
         """Read the answers to status and subscribe, and the snapshot; the engine has started answering."""
         sock = self._sock
+        assert sock is not None  # dialled and answered: `_subscribe` raised otherwise
         sock.settimeout(SUBSCRIBE_TIMEOUT)
         try:
             status = self._next_message()
@@ -158,7 +159,8 @@ class RemoteRun(EngineConnection):
                 name: snaps.get(name, self._snaps.get(name) or TaskSnapshot(name, S.PENDING))
                 for name in self.dag.topological_order
             }
-            self._seq = head.get("seq") if type(head.get("seq")) is int else 0
+            seq = head.get("seq")
+            self._seq = seq if type(seq) is int else 0
             self._paused = head.get("paused") is True
             self._finished = head.get("finished") is True
             if type(head.get("started")) in (int, float):
@@ -224,6 +226,7 @@ class RemoteRun(EngineConnection):
         """Read and deliver until EOF, or until the engine's pid is gone while the connection stays silent. An
         engine silent for SILENCE seconds is not answering (stopped) until it sends something again."""
         sock = self._sock
+        assert sock is not None  # subscribed: `_read_forever` follows only after a subscription went through
         try:
             sock.settimeout(CHECK_INTERVAL)
         except OSError:  # closed meanwhile (`close`)
@@ -272,7 +275,7 @@ class RemoteRun(EngineConnection):
             kind = message.get("type")
             if kind == "task" or kind == "run":
                 event = decode_event(message)
-                if event is not None and (type(event) is RunEvent or event.task in self.dag.tasks):
+                if event is not None and (isinstance(event, RunEvent) or event.task in self.dag.tasks):
                     events.append(event)
             elif kind == "reply":
                 self._pending.answer(message)
@@ -291,7 +294,7 @@ class RemoteRun(EngineConnection):
         with self._lock:
             snaps = self._snaps
             for event in events:
-                if type(event) is TaskEvent:
+                if isinstance(event, TaskEvent):
                     snaps[event.task] = event.snapshot
                     if not event.snapshot.state.terminal:
                         self._finished = False
@@ -320,6 +323,7 @@ class RemoteRun(EngineConnection):
         """The engine dropped this viewer (it read too slowly): subscribe again and publish what changed."""
         before = dict(self._snaps)
         old = self._sock
+        assert old is not None  # the connection `_follow` read until the engine dropped it
         self._pending.fail_all("the engine dropped this viewer's connection before it answered: try again")
         try:
             self._subscribe()
@@ -366,7 +370,8 @@ class RemoteRun(EngineConnection):
             for name, snap in final.items()
             if name in self._snaps and differs(self._snaps[name], snap)
         ]
-        end = summary.get("finished_at") if type(summary.get("finished_at")) in (int, float) else time.time()
+        finished_at = summary.get("finished_at")
+        end = finished_at if type(finished_at) is int or type(finished_at) is float else time.time()
         self._publish(
             [*changed, RunEvent(self._seq, end, "finished"), RunEvent(self._seq, time.time(), ENGINE_GONE, why or "")]
         )

@@ -226,7 +226,7 @@ def _expired_reply(request: dict, why: str = "its deadline passed before the eng
 
 
 def _event_line(event: Event) -> bytes:
-    if type(event) is TaskEvent:
+    if isinstance(event, TaskEvent):
         return task_line(event)
     return protocol.encode(
         {"type": "run", "event": event.kind, "seq": event.seq, "t": event.time, "detail": event.detail}

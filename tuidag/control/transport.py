@@ -200,6 +200,7 @@ class Transport:
                         pass
                     self._woken = False
                 else:
+                    assert isinstance(sock, socket.socket)  # only sockets are registered
                     client = self.clients.get(sock.fileno())
                     if client is not None:
                         self._serve_client(client, mask)

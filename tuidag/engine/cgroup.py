@@ -11,8 +11,9 @@ A process enters a cgroup by writing to its `cgroup.procs`, and `posix_spawn` ru
 shell task's shell moves itself, before it runs anything: its command starts with `{ echo 0 >…/cgroup.procs; }`
 (`shell_prefix`; POSIX shells only, the only kind tasks use). A leader moved from outside after it started (a
 callable's child process, another shell) may fork before the move; what it forks then stays in tuidag's cgroup, and
-is still found by the other routes (group, session, tag, subreaper). An attempt's cgroup is reused by a later attempt once it is empty (creating and removing one costs ~0.1 ms; moving a
-pid into an existing one ~0.01 ms). `TUIDAG_CGROUPS=off` turns all of this off; everything else then still applies.
+is still found by the other routes (group, session, tag, subreaper). An attempt's cgroup is reused by a later attempt
+once it is empty (creating and removing one costs ~0.1 ms; moving a pid into an existing one ~0.01 ms).
+`TUIDAG_CGROUPS=off` turns all of this off; everything else then still applies.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ class Cgroup:
             return False
 
     def kill(self) -> bool:
-        """SIGKILL every process in it, and any it forks meanwhile. False where cgroup.kill is missing (Linux < 5.14)."""
+        """SIGKILL every process in it, and any it forks meanwhile. False where cgroup.kill is missing
+        (Linux < 5.14)."""
         try:
             fd = os.open(self.path + "/cgroup.kill", os.O_WRONLY | os.O_CLOEXEC)
         except OSError:

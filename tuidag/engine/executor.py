@@ -120,8 +120,9 @@ class Executor(ABC):
         command line sets one; None: this machine's CPU count."""
         return None
 
-    def watch_parallelism(self, changed: Callable[[int], None]) -> None:
-        """Have `changed(n)` called when `parallelism` changes (workers join or leave)."""
+    def watch_parallelism(self, changed: Callable[[int], None]) -> None:  # noqa: B027 (a no-op by default)
+        """Have `changed(n)` called when `parallelism` changes (workers join or leave). An optional hook: by default
+        the parallelism never changes, so there is nothing to watch."""
 
     @abstractmethod
     def launch(self, attempt: Attempt) -> RunningAttempt:
@@ -134,11 +135,12 @@ class Executor(ABC):
         answer may have changed (a worker joined)."""
         return None
 
-    def watch_placement(self, recheck: Callable[[], None]) -> None:
-        """`recheck()` (any thread, no lock held) tries again the tasks `placement_problem` turned away."""
+    def watch_placement(self, recheck: Callable[[], None]) -> None:  # noqa: B027 (a no-op by default)
+        """`recheck()` (any thread, no lock held) tries again the tasks `placement_problem` turned away. An optional
+        hook: by default no task is turned away, so there is nothing to recheck."""
 
-    def close(self) -> None:
-        """Release resources once the run is over."""
+    def close(self) -> None:  # noqa: B027 (a no-op by default)
+        """Release resources once the run is over. An optional hook: by default there are none."""
 
     def force_kill(self) -> int:
         """SIGKILL every process of the run at once, without grace (a second Ctrl+C). Returns how many were found."""

@@ -55,6 +55,12 @@ class TaskContext:
     isolated: bool = field(default=False)  # running in its own child process
 
 
+def _callable(attempt: Attempt) -> Callable[..., Any]:
+    func = attempt.task.func
+    assert func is not None  # launch_callable starts only tasks with a callable
+    return func
+
+
 def launch_callable(attempt: Attempt, cgroups: RunCgroups | None = None) -> RunningAttempt:
     """An isolated callable's process gets a cgroup like a shell task's leader; one in a thread runs in tuidag."""
     if attempt.task.func is None:
@@ -169,7 +175,7 @@ class ThreadAttempt(RunningAttempt):
         ctx = _context(self.attempt, self.cancelled, isolated=False)
         token = output_routing.set_target(self._log)
         try:
-            value = call_task(self.attempt.task.func, ctx)
+            value = call_task(_callable(self.attempt), ctx)
         except SystemExit as exc:
             return _exit_result(exc)
         except BaseException as exc:  # KeyboardInterrupt, GeneratorExit, asyncio.CancelledError...: all end it
@@ -189,7 +195,7 @@ FunctionRef = tuple[str, "str | None", str]  # (module name, module file, qualif
 def function_ref(func: Callable[..., Any]) -> FunctionRef:
     """How a child process finds `func` again: its module (by name, or by file) and its qualified name."""
     module = sys.modules.get(func.__module__)
-    file = getattr(module, "__file__", None)
+    file: str | None = getattr(module, "__file__", None)
     return (func.__module__, os.path.realpath(file) if file else None, func.__qualname__)
 
 
@@ -215,7 +221,9 @@ def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
 
 
 def _same_file(a: str | None, b: str | None) -> bool:
-    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)
+    if not a or not b:
+        return False
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _loaded_module(name: str, file: str | None):
@@ -281,6 +289,7 @@ class _ChildHandle:
 
     def __init__(self, child: multiprocessing.process.BaseProcess):
         self._child = child
+        assert child.pid is not None  # started
         self.pid = child.pid
         self._lock = threading.Lock()
         self._code: int | None = None
@@ -319,12 +328,13 @@ class IsolatedAttempt(ShellAttempt):
     def __init__(self, attempt: Attempt, cgroups: RunCgroups | None = None):
         self._outcome: tuple[str, Any] | None = None
         self._reader: threading.Thread | None = None
-        func = attempt.task.func
+        func = _callable(attempt)
         super().__init__(attempt, [("run", f"{func.__module__}.{func.__qualname__}")], cgroups)
 
     def _start_step(self, index: int) -> None:
         attempt = self.attempt
-        problem = isolate_problem(attempt.task.func)
+        func = _callable(attempt)
+        problem = isolate_problem(func)
         fd = open_log(attempt)
         try:
             write_header(fd, attempt)
@@ -343,7 +353,7 @@ class IsolatedAttempt(ShellAttempt):
             receiver, sender = ctx.Pipe(duplex=False)
             child = ctx.Process(
                 target=_child_main,
-                args=(function_ref(attempt.task.func), spec, sender),
+                args=(function_ref(func), spec, sender),
                 name=f"tuidag-{attempt.task.name}",
             )
             try:

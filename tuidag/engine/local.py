@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import weakref
+from functools import partial
 from typing import TYPE_CHECKING
 
 from . import orphans, process
@@ -89,7 +90,7 @@ class LocalExecutor(Executor):
                 process.terminate_tree(
                     leftovers,
                     grace=1.0,
-                    collect=lambda r=run_id: self._leftovers(r),
+                    collect=partial(self._leftovers, run_id),
                     cgroup=groups.root if groups else None,
                 )
             if groups is not None:

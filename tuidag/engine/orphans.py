@@ -47,15 +47,14 @@ def own_children(main_thread_only: bool = False) -> list[int]:
 def helper_pids() -> set[int]:
     """Children of tuidag that belong to no task: multiprocessing's forkserver (it starts isolated callables) and its
     resource tracker. They are reaped and stopped by multiprocessing itself."""
-    helpers = set()
+    helpers: set[int | None] = set()
     forkserver = sys.modules.get("multiprocessing.forkserver")
     if forkserver is not None:
         helpers.add(getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None))
     tracker = sys.modules.get("multiprocessing.resource_tracker")
     if tracker is not None:
         helpers.add(getattr(getattr(tracker, "_resource_tracker", None), "_pid", None))
-    helpers.discard(None)
-    return helpers
+    return {pid for pid in helpers if pid is not None}
 
 
 class OrphanReaper:

@@ -13,7 +13,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from .events import Event
 from .workers import WorkerPool
@@ -35,6 +35,8 @@ def log_exception(message: str, *args: Any) -> None:
 
 Observer = Callable[[Event], None]
 BatchObserver = Callable[[list[Event]], None]
+#: An observer and whether it takes batches (`subscribe`'s overloads pair them).
+Subscription = tuple[Observer, Literal[False]] | tuple[BatchObserver, Literal[True]]
 
 
 class EventOutbox:
@@ -45,19 +47,23 @@ class EventOutbox:
     _outbox: deque[Event]
     _seq: int  # the number of the last event put in the outbox
     _ready: deque[tuple[str, int]]  # (task, generation) made ready under the lock, submitted to the pool by `_flush`
-    _observers: list[tuple[Observer | BatchObserver, bool]]
+    _observers: list[Subscription]
     _pool: WorkerPool
 
     if TYPE_CHECKING:  # task_attempts.py
 
         def _work(self, name: str, generation: int) -> None: ...
 
+    @overload
+    def subscribe(self, observer: Observer, *, batches: Literal[False] = False) -> Callable[[], None]: ...
+    @overload
+    def subscribe(self, observer: BatchObserver, *, batches: Literal[True]) -> Callable[[], None]: ...
     def subscribe(self, observer: Observer | BatchObserver, *, batches: bool = False) -> Callable[[], None]:
         """Call `observer(event)` for every event from now on, in order, from engine threads. Keep it quick.
 
         With batches=True the observer gets a list of consecutive events per delivery instead, for observers that
         do I/O per call (the journal writes each batch with one write())."""
-        entry = (observer, batches)
+        entry = cast(Subscription, (observer, batches))  # paired by the overloads
         with self._lock:
             self._observers = [*self._observers, entry]
 
@@ -98,18 +104,18 @@ class EventOutbox:
                             batch.append(outbox.popleft())
                     except IndexError:
                         pass
-                    for observer, batches in self._observers:
-                        if batches:
+                    for subscription in self._observers:
+                        if subscription[1]:
                             try:
-                                observer(batch)
+                                subscription[0](batch)
                             except Exception:
-                                log_exception("observer %r failed on %d events", observer, len(batch))
+                                log_exception("observer %r failed on %d events", subscription[0], len(batch))
                             continue
                         for event in batch:
                             try:
-                                observer(event)
+                                subscription[0](event)
                             except Exception:
-                                log_exception("observer %r failed on %r", observer, event)
+                                log_exception("observer %r failed on %r", subscription[0], event)
             finally:
                 self._deliver_lock.release()
             # Loop: events another thread queued while we held the delivery lock are ours to deliver.

@@ -21,16 +21,18 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import thread as _cf_thread
 from contextvars import ContextVar, Token
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 #: The format of logging records a task emits when the program did not configure logging itself.
 TASK_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _LINE_LIMIT = 64 * 1024  # a thread's unterminated line is written out once it gets this long
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 _current: ContextVar[LogTarget | None] = ContextVar("tuidag_log_target", default=None)
 _install_lock = threading.Lock()
 _patched = False
@@ -44,7 +46,7 @@ class LogTarget:
     so lines from concurrent threads never interleave mid-line. After `close()` (the attempt is over) a thread the
     task left running can still write: each write then opens the file for itself."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: str | Path):
         self.path = Path(path)
         self._fd = self._open()
         self._lock = threading.Lock()
@@ -258,7 +260,8 @@ def _patch_thread_start() -> None:
                 _current.set(target)
                 run()
 
-            self.run = run_with_target
+            # This one thread's `run`: mypy allows no assignment to a method, even on an instance.
+            self.run = run_with_target  # type: ignore[method-assign]
         original(self)
 
     start.__doc__ = original.__doc__
@@ -269,7 +272,7 @@ def _patch_thread_start() -> None:
 def _patch_pool_submit() -> None:
     original = ThreadPoolExecutor.submit
 
-    def submit(self: ThreadPoolExecutor, fn: Callable, /, *args: Any, **kwargs: Any):
+    def submit(self: ThreadPoolExecutor, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
         target = _current.get()
         if target is None:
             return original(self, fn, *args, **kwargs)
@@ -277,7 +280,9 @@ def _patch_pool_submit() -> None:
 
     submit.__doc__ = original.__doc__
     submit.__wrapped__ = original  # type: ignore[attr-defined]
-    ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
+    # Patching a method is what mypy allows no assignment for; and typeshed gives ThreadPoolExecutor the `submit` of
+    # Executor, so one taking the ThreadPoolExecutor it is installed on reads as narrower.
+    ThreadPoolExecutor.submit = submit  # type: ignore[method-assign, assignment]
 
 
 def _call_with_target(target: LogTarget, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:

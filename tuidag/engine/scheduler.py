@@ -50,7 +50,7 @@ from .events import Event, TaskSnapshot
 from .executor import Executor, RunningAttempt
 from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
-from .outbox import BatchObserver, Observer
+from .outbox import Subscription
 from .slots import SlotPool
 from .task_attempts import TaskAttempts
 from .task_records import DEAD_END, WAITING, S, TaskRecord
@@ -150,7 +150,7 @@ class Scheduler(TaskAttempts):
         self._deliver_lock = threading.Lock()
         self._outbox: deque[Event] = deque()
         self._ready: deque[tuple[str, int]] = deque()  # (task, generation) to submit to the pool
-        self._observers: list[tuple[Observer | BatchObserver, bool]] = []  # (observer, wants batches)
+        self._observers: list[Subscription] = []  # (observer, wants batches)
         self._seq = 0
         self._pool = WorkerPool(self.max_parallel, "tuidag-task")
         self._paused = False

@@ -57,6 +57,8 @@ def open_log(attempt: Attempt) -> int:
 
 class ShellAttempt(RunningAttempt):
     identify_by_create_time = False  # see _track
+    # The leader: set by `_track` in the first `_start_step`, which __init__ runs (it raises when no step started).
+    _popen: spawn.Child
 
     def __init__(self, attempt: Attempt, steps: list[tuple[str, str]], cgroups: RunCgroups | None = None):
         self.attempt = attempt
@@ -69,7 +71,6 @@ class ShellAttempt(RunningAttempt):
         self._kill_started: float | None = None  # monotonic time of the SIGTERM; SIGKILL follows kill_grace later
         self._escalation: threading.Timer | None = None  # sends that SIGKILL unless the attempt ended first
         self._ended = False
-        self._popen: spawn.Child | None = None
         self._leader: process.ProcRef | None = None
         self._tree_cache: dict[int, psutil.Process] = {}
         self._deadline = time.monotonic() + attempt.timeout if attempt.timeout else None
@@ -113,7 +114,7 @@ class ShellAttempt(RunningAttempt):
         self._step = index
         self._track(popen)
 
-    def _track(self, popen) -> None:
+    def _track(self, popen: spawn.Child) -> None:
         """Make `popen` the leader that waiting, killing and usage look at. Anything with Popen's `pid`, `poll()`,
         `wait(timeout)` and `returncode` will do (`inprocess.IsolatedAttempt` passes a multiprocessing child).
 
@@ -129,12 +130,12 @@ class ShellAttempt(RunningAttempt):
             self._leader = process.ProcRef(popen.pid, run_id=self.attempt.run_id)
 
     def running(self) -> bool:
-        popen = self._popen
-        return popen is not None and popen.returncode is None
+        return self._popen.returncode is None
 
     def _release_cgroup(self) -> None:
         group, self._cgroup = self._cgroup, None
         if group is not None:
+            assert self._cgroups is not None  # the group was acquired from them
             self._cgroups.release(group)
 
     # --- control --------------------------------------------------------------------------------------------
@@ -146,7 +147,7 @@ class ShellAttempt(RunningAttempt):
             self._kill_reason = reason
             self._kill_started = time.monotonic()
             popen = self._popen
-        if popen is not None and popen.returncode is None:
+        if popen.returncode is None:
             # Collect before signalling: a leader that exits on SIGTERM orphans its children out of the tree.
             tree = process.collect_tree(
                 self._leader, self.attempt.run_id, self.attempt.task.name, popen.pid, attempt=self.attempt.number
@@ -166,7 +167,7 @@ class ShellAttempt(RunningAttempt):
         import psutil
 
         popen = self._popen
-        if popen is None or popen.returncode is not None:
+        if popen.returncode is not None:
             return None
         try:
             leader = psutil.Process(popen.pid)
@@ -211,18 +212,17 @@ class ShellAttempt(RunningAttempt):
         """Block until the leader exits (one waitpid). A kill meanwhile signals the tree and arms the escalation
         timer, so the leader does exit; a timeout is the one thing the waiting thread has to watch the clock for."""
         popen = self._popen
-        assert popen is not None
-        if self._deadline is not None and not self._exited_before_deadline(popen):
+        if self._deadline is not None and not self._exited_before_deadline(popen, self._deadline):
             self.kill("timeout")
         return popen.wait()
 
-    def _exited_before_deadline(self, popen) -> bool:
+    def _exited_before_deadline(self, popen: spawn.Child, deadline: float) -> bool:
         try:
             pidfd = os.pidfd_open(popen.pid)
         except (AttributeError, OSError):  # no pidfd (old kernel), out of descriptors, or already reaped
             delay = 0.001
             while popen.poll() is None:  # polling needs no descriptor and no import (both may be unavailable)
-                left = self._deadline - time.monotonic()
+                left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 time.sleep(min(delay, left))
@@ -232,7 +232,7 @@ class ShellAttempt(RunningAttempt):
             poller = select.poll()  # not select(): it fails for descriptor numbers above 1023
             poller.register(pidfd, select.POLLIN)
             while popen.poll() is None:
-                left = self._deadline - time.monotonic()
+                left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 poller.poll(min(left, MAX_POLL_WAIT) * 1000)  # poll() takes at most 2**31 - 1 ms (24.8 days)
@@ -263,6 +263,7 @@ class ShellAttempt(RunningAttempt):
             return process.collect_tree(None, run_id, task, pgid, attempt=number)
 
         if self._kill_requested:
+            assert self._kill_started is not None  # set with _kill_requested
             grace = max(0.0, self.attempt.kill_grace - (time.monotonic() - self._kill_started))
             tree = collect()
             tree.update({pid: p for pid, p in self._tree_cache.items() if process.is_alive(p)})

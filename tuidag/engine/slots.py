@@ -8,9 +8,9 @@ Who gets freed slots is that rule's answer; the forecast plays the same rule for
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
-from ..model.admission import admit
+from ..model.admission import K, admit
 
 
 class SlotPool:
@@ -40,8 +40,8 @@ class SlotPool:
             free.sort()
 
     def admit(
-        self, waiting: Iterable[tuple[Hashable, Mapping[str, int]]]
-    ) -> tuple[list[tuple[Hashable, dict[str, tuple[int, ...]]]], dict[Hashable, list[str]]]:
+        self, waiting: Iterable[tuple[K, Mapping[str, int]]]
+    ) -> tuple[list[tuple[K, dict[str, tuple[int, ...]]]], dict[K, list[str]]]:
         """Give slots to the waiters (key, request), in order, that may have them by model/admission.py's rule.
         Returns the admitted (key, slots held) and, for the others, the kinds each waits for (short of, or reserved
         ahead)."""

@@ -31,8 +31,11 @@ from .executor import TaskEnvironment
 class Child(Protocol):
     """What the executor uses of a started process (Popen has it too)."""
 
-    pid: int
-    returncode: int | None
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
 
     def poll(self) -> int | None: ...
 
@@ -78,7 +81,7 @@ class SpawnedChild:
             return self.returncode
         deadline = time.monotonic() + timeout
         delay = 0.0005
-        while self.poll() is None:
+        while (code := self.poll()) is None:
             left = deadline - time.monotonic()
             if left <= 0:
                 import subprocess  # for its exception only, raised as Popen raises it
@@ -86,7 +89,7 @@ class SpawnedChild:
                 raise subprocess.TimeoutExpired(self.args, timeout)
             time.sleep(min(delay, left))
             delay = min(delay * 2, 0.05)
-        return self.returncode
+        return code
 
     def _reap(self, flags: int) -> None:
         try:
@@ -230,7 +233,7 @@ def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, st
     argv_buffer, c_argv = libc.strings([program, *argv[1:]], "an argument")
     if type(env) is TaskEnvironment and env.own.keys().isdisjoint(env.shared):
         _shared_buffer, c_shared = libc.shared_environment(env.shared)  # encoded once per run
-        env_buffer, c_own = libc.environment(env.own)
+        _own_buffer, c_own = libc.environment(env.own)  # the buffers stay referenced until the spawn
         c_env = c_shared[:-1] + c_own  # the run's entries, then the task's, then the NULL
     else:
         _env_buffer, c_env = libc.environment(env)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from ..model.spec import RUN_ID_PLACEHOLDER, FailurePolicy, TaskSpec
 from .events import TaskEvent, TaskSnapshot
@@ -22,6 +22,21 @@ from .log_headers import LogHeaders
 from .outbox import log_exception
 from .task_queue import TaskQueue
 from .task_records import WAITING, S, TaskRecord
+
+
+class _LeaderFields(TypedDict, total=False):
+    """TaskSnapshot fields known once an attempt is launched."""
+
+    log_start: int | None
+    pid: int
+    create_time: float | None
+
+
+class _PlacedFields(TypedDict, total=False):
+    """TaskSnapshot fields a remote attempt's placement changes."""
+
+    worker: str
+    slots: str
 
 
 class TaskAttempts(TaskQueue):
@@ -121,16 +136,16 @@ class TaskAttempts(TaskQueue):
                 t.running = running
                 kill_now = t.state is S.CANCELLING  # a cancel arrived while we were launching
                 if running.pid is not None or log_start is not None:
-                    known = {"log_start": log_start}
+                    known: _LeaderFields = {"log_start": log_start}
                     if running.pid is not None:
-                        known.update(pid=running.pid, create_time=running.create_time)
+                        known["pid"] = running.pid
+                        known["create_time"] = running.create_time
                     if t.unannounced is not None:
                         t.snap = t.snap.evolve(**known)
                     else:  # a cancel announced RUNNING already: the pid comes as an update
                         self._set(t, t.state, **known)
-                if t.unannounced is not None:
-                    if not self.executor.starts_later:
-                        self._announce(t)
+                if t.unannounced is not None and not self.executor.starts_later:
+                    self._announce(t)
             self._flush()
             if kill_now:
                 running.kill()
@@ -220,7 +235,10 @@ class TaskAttempts(TaskQueue):
             elif t.snap.worker == worker and slots in (None, t.snap.slots):
                 return
             else:
-                self._set(t, t.state, worker=worker, **({"slots": slots} if slots else {}))
+                fields: _PlacedFields = {"worker": worker}
+                if slots:
+                    fields["slots"] = slots
+                self._set(t, t.state, **fields)
         if not ending:
             self._flush()
 

@@ -14,6 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 
+class _PoolThread(threading.Thread):
+    pool_worker = True  # output routing: work items, not this thread, belong to tasks
+
+
 class WorkerPool:
     """Threads start on demand, one per `submit` until there are `size`; they run items in submission order."""
 
@@ -47,8 +51,7 @@ class WorkerPool:
                 waiting -= 1
 
     def _start_thread(self) -> None:
-        thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True)
-        thread.pool_worker = True  # output routing: work items, not this thread, belong to tasks
+        thread = _PoolThread(target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True)
         thread.start()
         self._threads.append(thread)
 

@@ -34,12 +34,15 @@ import os
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-try:  # as in spec.py: hashlib loads OpenSSL
-    from _sha1 import sha1
-except ImportError:
+if TYPE_CHECKING:  # `_sha1` has no stubs; its sha1 is hashlib's
     from hashlib import sha1
+else:
+    try:  # as in spec.py: hashlib loads OpenSSL
+        from _sha1 import sha1
+    except ImportError:
+        from hashlib import sha1
 
 MAX_ITEMS = 2_000  # values and code objects described per callable: a global holding a big table costs no more
 MAX_DEPTH = 64  # nested containers, functions and classes followed
@@ -269,7 +272,7 @@ def _class_file(cls: type) -> str | None:
     return file if type(file) is str else None
 
 
-def _own_file(file: str | None) -> bool:
+def _own_file(file: str | None) -> TypeGuard[str]:
     return file is not None and not os.path.realpath(file).startswith(_library_folders())
 
 

@@ -20,7 +20,8 @@ import heapq
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import AbstractSet, NamedTuple
+from collections.abc import Set as AbstractSet
+from typing import NamedTuple
 
 from .admission import admit
 from .spec import DagSpec
@@ -125,7 +126,7 @@ class _Simulation:
                 if dep in self.children:
                     self.children[dep].append(name)
         self.never = _downstream(blocked, self.children, finished, running)
-        self.spans: dict[str, Span] = {name: tuple(span) for name, span in finished.items() if name in index}
+        self.spans: dict[str, Span] = {name: (start, end) for name, (start, end) in finished.items() if name in index}
         self.unknown: list[str] = []
         self.free = free = {kind: max(0, int(count)) for kind, count in capacities.items()}
         # Kinds the DAG has, no more than it has (a tampered header must not make a task wait forever).
@@ -350,16 +351,22 @@ def speedups(
     cannot save more than it loses); with unknown durations there is no forecast to improve, so the answer is empty.
     For a finished run, simulate it from its start: `now` = its start, `finished`/`running` empty, `expected` =
     the actual durations."""
-    args = dict(
-        now=now,
-        finished=finished,
-        running=running,
-        max_parallel=max_parallel,
-        capacities=capacities,
-        requests=requests,
-        blocked=blocked,
-    )
-    base = simulate(dag_deps, order, expected=expected, **args)
+
+    def play(expected: Mapping[str, float]) -> Forecast:
+        return simulate(
+            dag_deps,
+            order,
+            now=now,
+            finished=finished,
+            running=running,
+            expected=expected,
+            max_parallel=max_parallel,
+            capacities=capacities,
+            requests=requests,
+            blocked=blocked,
+        )
+
+    base = play(expected)
     if base.end is None:
         return []
     path = [
@@ -372,7 +379,7 @@ def speedups(
     for name in path[:candidates]:
         faster = dict(expected)
         faster[name] = expected[name] * factor
-        end = simulate(dag_deps, order, expected=faster, **args).end
+        end = play(faster).end
         if end is not None and base.end - end >= min_saved:
             saved.append((name, base.end - end))
     saved.sort(key=lambda item: -item[1])

@@ -21,7 +21,7 @@ from .spec import DagSpec
 class PythonDag:
     """What a Python DAG file defines at module level (`tuidag.Dag`): a name, where it was defined, and its spec."""
 
-    name: str
+    name: str | None  # None: named after its file
     location: Location
 
     def spec(self, source: str | os.PathLike[str] | None = None) -> DagSpec:

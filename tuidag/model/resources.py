@@ -33,7 +33,9 @@ _CUDA_NAMES = re.compile(
 class Request(NamedTuple):
     """Slots of one kind a task asks for. An accelerator request is dropped when no capacity is declared for it."""
 
-    count: int
+    # A field may shadow tuple.count (a Request is never counted in), which mypy reports as an override it can't
+    # allow; `request.count` is the name the Python API and its users read.
+    count: int  # type: ignore[assignment]
     location: Location | None = None
     accelerator: bool = False  # a SkyPilot accelerator: optional, and its slots are CUDA devices
 

@@ -94,7 +94,9 @@ def pipeline_documents(text: str, file: str) -> list[Node] | None:
         documents: list[Node] = []
         try:
             while loader.check_node():
-                documents.append(loader.get_node())
+                node = loader.get_node()
+                assert node is not None  # check_node() said one follows
+                documents.append(node)
                 check_tree_depth(documents[-1], file)
                 if len(documents) == 1 and not _may_start_pipeline(documents[0]):
                     return None
@@ -215,32 +217,38 @@ class _PipelineReader(TaskReader):
             header = self.header(first_keys)
             documents = documents[1:]
         tasks = [
-            task for node in documents if (task := self.task(node, first_keys if node is first else None)) is not None
+            task
+            for node in documents
+            if (task := self.task_document(node, first_keys if node is first else None)) is not None
         ]
         if not tasks:
             if not self.errors:
                 self.fail(first, "the pipeline has no tasks: each task is a YAML document after the header")
             return DagSpec(name=header.name or path.stem, tasks={})
         name = self.name_tasks(tasks, header, path.stem)
-        named = {task.name: task for task in tasks}
+        named: dict[str, _Task] = {}
+        for task in tasks:
+            assert task.name is not None  # name_tasks names every task it keeps
+            named[task.name] = task
+        deps: dict[str, list[tuple[str, Location]]]
         if header.group:
-            deps = {task: [] for task in named}
+            deps = {task_name: [] for task_name in named}
             job_group = self.job_group(header, list(named))
         else:
             deps = self.dependencies_of(list(named), header.edges)
             job_group = None
-        env = runtime_env(name, list(named), {task.name: task.gpus for task in tasks}, header.group)
+        env = runtime_env(name, list(named), {task_name: task.gpus for task_name, task in named.items()}, header.group)
         specs = {}
-        for task in tasks:
-            fixed, per_run = env[task.name]
+        for task_name, task in named.items():
+            fixed, per_run = env[task_name]
             settings = dict(task.settings)
             own = settings.pop("env")
             per_run = {key: value for key, value in per_run.items() if key not in own}
-            specs[task.name] = TaskSpec(
-                name=task.name,
+            specs[task_name] = TaskSpec(
+                name=task_name,
                 location=self.at(task.where),
-                depends_on=tuple(dep for dep, _ in deps[task.name]),
-                dep_locations=tuple(loc for _, loc in deps[task.name]),
+                depends_on=tuple(dep for dep, _ in deps[task_name]),
+                dep_locations=tuple(loc for _, loc in deps[task_name]),
                 shell=self.shell,
                 env={**fixed, **own},
                 run_env=per_run,
@@ -314,6 +322,7 @@ class _PipelineReader(TaskReader):
                     "a job group (execution: parallel) needs a 'name' in its header",
                 )
             elif not _GROUP_NAME.fullmatch(header.name):
+                assert header.name_node is not None  # set with the name
                 self.fail(
                     header.name_node, f"job group name {header.name!r} may only contain letters, digits, '-' and '_'"
                 )
@@ -416,7 +425,7 @@ class _PipelineReader(TaskReader):
         return deps
 
     # Tasks.
-    def task(self, node: Node, fields: dict[str, tuple[Node, Node]] | None) -> _Task | None:
+    def task_document(self, node: Node, fields: dict[str, tuple[Node, Node]] | None) -> _Task | None:
         if node.tag == _NULL:
             return None  # an empty document, e.g. after a trailing '---'
         if not isinstance(node, MappingNode):
@@ -438,7 +447,7 @@ class _PipelineReader(TaskReader):
                     f"task '{name}': '{key}' belongs in the pipeline header: a first document "
                     f"with only 'name' and the edges, before the tasks",
                 )
-        settings, gpus = self.settings(fields, f"task '{name}': " if name else "task: ")
+        settings, gpus = self.task_settings(fields, f"task '{name}': " if name else "task: ")
         return _Task(name, where, settings, gpus)
 
     def name_tasks(self, tasks: list[_Task], header: _Header, stem: str) -> str:
@@ -467,24 +476,26 @@ class _PipelineReader(TaskReader):
         taken = {task.name for task in tasks}
         seen: dict[str, Node] = {}
         for task in tasks:
-            if task.name in seen:
-                line = seen[task.name].start_mark.line + 1
+            task_name = task.name
+            assert task_name is not None  # each task was named just above
+            if task_name in seen:
+                line = seen[task_name].start_mark.line + 1
                 if header.group or header.edges is not None:
-                    self.fail(task.where, f"duplicate task '{task.name}' (first defined on line {line})")
+                    self.fail(task.where, f"duplicate task '{task_name}' (first defined on line {line})")
                     task.name = None
                     continue
                 number = 2
-                while f"{task.name}-{number}" in taken:
+                while f"{task_name}-{number}" in taken:
                     number += 1
-                unique = f"{task.name}-{number}"
+                unique = f"{task_name}-{number}"
                 self.note(
                     task.where,
-                    f"task name '{task.name}' is used twice (first on line {line}): this task is called '{unique}'",
+                    f"task name '{task_name}' is used twice (first on line {line}): this task is called '{unique}'",
                 )
                 taken.add(unique)
-                task.name = unique
-            seen[task.name] = task.where
-            self.task_nodes[task.name] = task.where
+                task.name = task_name = unique
+            seen[task_name] = task.where
+            self.task_nodes[task_name] = task.where
         tasks[:] = [task for task in tasks if task.name is not None]
         return name
 
@@ -512,7 +523,7 @@ class _PipelineReader(TaskReader):
             if isinstance(node, MappingNode):
                 default = 0.0
                 for key, (key_node, value) in self.mapping(node, "task").items():
-                    seconds = self.duration(value, f"termination_delay[{key!r}]")
+                    seconds = self.sky_duration(value, f"termination_delay[{key!r}]")
                     if key == "default":
                         default = seconds
                     elif key not in names:
@@ -524,11 +535,11 @@ class _PipelineReader(TaskReader):
                         delays[key] = seconds
                 delays = {name: delays.get(name, default) for name in names if name not in primary}
             else:
-                seconds = self.duration(node, "termination_delay")
+                seconds = self.sky_duration(node, "termination_delay")
                 delays = {name: seconds for name in names if name not in primary}
         return JobGroup(tuple(primary), {name: delay for name, delay in delays.items() if delay})
 
-    def duration(self, node: Node, what: str) -> float:
+    def sky_duration(self, node: Node, what: str) -> float:
         """SkyPilot's duration: a whole number of seconds, or one with a unit (s, m, h, d, w)."""
         match = _DURATION.fullmatch(node.value) if isinstance(node, ScalarNode) and node.tag in (_STR, _INT) else None
         if match is None:

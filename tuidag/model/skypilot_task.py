@@ -96,7 +96,7 @@ class TaskReader(_Reader):
     def note(self, node: Node, message: str) -> None:
         self.notes.append(Note(message, self.at(node)))
 
-    def settings(self, fields: dict[str, tuple[Node, Node]], prefix: str) -> tuple[dict[str, Any], int]:
+    def task_settings(self, fields: dict[str, tuple[Node, Node]], prefix: str) -> tuple[dict[str, Any], int]:
         """The TaskSpec settings of a task's fields (all but `name`), and its accelerator count per node."""
         settings: dict[str, Any] = {}
         envs: dict[str, str | None] = {}
@@ -134,8 +134,8 @@ class TaskReader(_Reader):
             else:
                 self.fail(knode, f"{prefix}unknown key '{key}'{did_you_mean(key, TASK_KEYS + IGNORED_TASK_KEYS)}")
         envs.update(self.env_overrides)
-        for name, value in envs.items():
-            if value is None:
+        for name, env_value in envs.items():
+            if env_value is None:
                 self.fail(
                     self.null_values[name],
                     f"{prefix}envs value for '{name}' is null: give it with --env "
@@ -390,16 +390,16 @@ class TaskReader(_Reader):
             name, count = node.value[0]
             if count.tag == _NULL:
                 return self.accelerator_count(name, what)
-            if isinstance(count, ScalarNode) and _number(count.value) is not None:
-                return math.ceil(_number(count.value))
+            if isinstance(count, ScalarNode) and (number := _number(count.value)) is not None:
+                return math.ceil(number)
             self.fail(count, f"{what}: the count must be a number, got {_describe(count)}")
             return 0
         if isinstance(node, ScalarNode):
             _, colon, count = node.value.partition(":")
             if not colon:
                 return 1
-            if _number(count) is not None:
-                return math.ceil(_number(count))
+            if (number := _number(count)) is not None:
+                return math.ceil(number)
         self.fail(node, f"{what} must be NAME or NAME:COUNT (or a list or mapping of them), got {_describe(node)}")
         return 0
 

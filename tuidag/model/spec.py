@@ -15,16 +15,21 @@ from enum import Enum
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .counts import counted
 from .errors import Location
 from .layering import longest_path_layers
 
-try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
-    from _sha1 import sha1  # does the same for SHA-512)
-except ImportError:
+if TYPE_CHECKING:  # `_sha1` has no stubs (its sha1 is hashlib's); resources.py imports this module
     from hashlib import sha1
+
+    from .resources import Request
+else:
+    try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
+        from _sha1 import sha1  # does the same for SHA-512)
+    except ImportError:
+        from hashlib import sha1
 
 _FINGERPRINT_ENCODER = json.JSONEncoder()  # json.dumps' settings, without building an encoder per task
 
@@ -39,6 +44,7 @@ MAX_COUNT = 1_000_000
 DEFAULT_KILL_GRACE = 5.0
 DEFAULT_SHELL = "/bin/sh"
 NO_ENV: Mapping[str, str] = MappingProxyType({})  # the shared default of every `env`: read-only, so it stays empty
+NO_CAPACITIES: Mapping[str, int] = MappingProxyType({})  # and of a DAG's `resources`
 
 
 class FailurePolicy(str, Enum):
@@ -108,7 +114,7 @@ class TaskSpec(NamedTuple):
     run_env: Mapping[str, str] = NO_ENV
     #: Slots held while an attempt runs: kind -> resources.Request (checked against the DAG's capacities by
     #: resources.resolve).
-    resources: Mapping[str, Any] = NO_ENV
+    resources: Mapping[str, Request] = MappingProxyType({})
 
     def dep_location(self, index: int) -> Location | None:
         if index < len(self.dep_locations) and self.dep_locations[index]:
@@ -133,7 +139,7 @@ class JobGroup(NamedTuple):
     listed). Stopped tasks end CANCELLED with JOB_GROUP_STOPPED as reason and don't make the run fail."""
 
     primary: tuple[str, ...]
-    termination_delay: Mapping[str, float] = NO_ENV
+    termination_delay: Mapping[str, float] = MappingProxyType({})
 
 
 JOB_GROUP_STOPPED = "job group: primary tasks ended"
@@ -170,6 +176,7 @@ class DagSpec:
     resources: Mapping[str, int]  # slot kind -> capacity (see resources.py)
     executor: str | None  # `executor:` as written (local, dask, dask-local[:N]); None: local
     dask_address: str | None  # the Dask scheduler for `executor: dask`
+    max_parallel_given: bool  # max_parallel was given, not this machine's CPU count
 
     def __init__(
         self,
@@ -182,7 +189,7 @@ class DagSpec:
         workdir: Path | None = None,
         source: Path | None = None,
         job_group: JobGroup | None = None,
-        resources: Mapping[str, int] = NO_ENV,
+        resources: Mapping[str, int] = NO_CAPACITIES,
         executor: str | None = None,
         dask_address: str | None = None,
     ):

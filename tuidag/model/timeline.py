@@ -84,4 +84,5 @@ class TimelineRecorder:
         if not starts:
             return None
         ends = [s.end for segs in self.segments.values() for s in segs[-1:]]
-        return min(starts), (None if any(e is None for e in ends) else max(ends))
+        closed = [end for end in ends if end is not None]
+        return min(starts), (max(closed) if len(closed) == len(ends) else None)

@@ -257,7 +257,9 @@ class _Reader:
         """An absolute path; a relative one is taken from `base`, as users write paths relative to the file.
         Normalised as written (symlinks are followed when a task starts in it, not when the file is read), so the
         model depends on the file alone and a link retargeted between runs takes effect."""
-        text = self.text(node, what, "a directory path")
+        # Any: the text, or _SKIP (typed Any so every converter can return it), which a `str` would make mypy narrow
+        # to `str` too, as if a skipped directory were text.
+        text: Any = self.text(node, what, "a directory path")
         return _SKIP if text is _SKIP else Path(os.path.normpath(base / Path(text).expanduser()))
 
     def env(self, node: Node, what: str) -> dict[str, str]:

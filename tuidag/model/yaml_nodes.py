@@ -12,12 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import yaml
 from yaml import SafeLoader, YAMLError
-
-try:
-    from yaml import CSafeLoader as _LibyamlLoader
-except ImportError:  # PyYAML built without libyaml
-    _LibyamlLoader = None
 from yaml.constructor import SafeConstructor
 from yaml.error import Mark, MarkedYAMLError
 from yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, SequenceStartEvent
@@ -29,9 +25,10 @@ from .spec import surrogate_problem
 
 _NULL, _BOOL, _INT, _FLOAT, _STR = (f"tag:yaml.org,2002:{kind}" for kind in ("null", "bool", "int", "float", "str"))
 
-if _LibyamlLoader is not None:
+CSafeLoader: type[yaml.CSafeLoader] | None  # None: PyYAML built without libyaml
+if yaml.__with_libyaml__:
 
-    class CSafeLoader(_LibyamlLoader):
+    class _TagCachingLoader(yaml.CSafeLoader):
         """libyaml's loader, remembering the tag of each scalar it resolved. Resolving runs a few regular expressions
         in Python for every scalar, and a DAG file says `run`, `depends_on` and the same task names thousands of
         times: a third of composing a big file went there."""
@@ -46,6 +43,8 @@ if _LibyamlLoader is not None:
             if tag is None:
                 tag = self._tags[key] = super().resolve(kind, value, implicit)
             return tag
+
+    CSafeLoader = _TagCachingLoader
 else:
     CSafeLoader = None
 
@@ -144,7 +143,7 @@ def check_tree_depth(root: Node | None, file: str) -> None:
                 push((item, depth + 1))
 
 
-def _check_text(node: ScalarNode, file: str) -> None:
+def _check_text(node: Node, file: str) -> None:
     problem = surrogate_problem("this value", node.value)
     if problem:
         raise DagErrors([DagError(problem, _location(file, node.start_mark))])
@@ -210,8 +209,10 @@ def _syntax_error(exc: MarkedYAMLError, file: str) -> DagError:
     problem_mark, context_mark = exc.problem_mark, exc.context_mark
     message = f"invalid YAML: {exc.problem or exc.context}"
     if exc.problem and exc.context:
-        started = context_mark and problem_mark and context_mark.line != problem_mark.line
-        message += f" ({exc.context}" + (f" started on line {context_mark.line + 1})" if started else ")")
+        if context_mark and problem_mark and context_mark.line != problem_mark.line:
+            message += f" ({exc.context} started on line {context_mark.line + 1})"
+        else:
+            message += f" ({exc.context})"
     mark = problem_mark or context_mark
     if exc.problem == "mapping values are not allowed here" and problem_mark is not None:
         message += _colon_hint(problem_mark)

@@ -1,10 +1,11 @@
 """How long each task is expected to take, learned from the runs in the state dir.
 
 A task's expected duration is the median of its last successful attempts (`LAST`) in earlier complete runs (that ended
-by themselves: succeeded or failed, not cancelled or interrupted) of the same DAG with the same definition (the fingerprint `--resume` uses: a changed command is a different task), else of its last
-successful attempts under the same name whatever their definition, else unknown: the forecast says "no history"
-rather than guess. An attempt's duration is from its RUNNING to its SUCCEEDED record (a retry's earlier attempts and
-delays are not part of it), and results carried over by `--resume` are not attempts at all.
+by themselves: succeeded or failed, not cancelled or interrupted) of the same DAG with the same definition (the
+fingerprint `--resume` uses: a changed command is a different task), else of its last successful attempts under the
+same name whatever their definition, else unknown: the forecast says "no history" rather than guess. An attempt's
+duration is from its RUNNING to its SUCCEEDED record (a retry's earlier attempts and delays are not part of it), and
+results carried over by `--resume` are not attempts at all.
 
 Cost: the runs are scanned newest first and the scan stops once every task has `LAST` samples of its definition,
 or after `MAX_RUNS` runs of the DAG. A run's facts are read once per process (only the lines that move a task to

@@ -422,7 +422,8 @@ _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "worker": _optional(_is_str),
     "log_start": _optional(lambda value: type(value) is int and value >= 0),
 }
-_REQUIRED = {"run": ("event",), "task": ("task", "to")}
+_RUN_REQUIRED: tuple[str, ...] = ("event",)
+_TASK_REQUIRED = ("task", "to")
 
 
 def record_problem(record: Any) -> str | None:
@@ -431,10 +432,13 @@ def record_problem(record: Any) -> str | None:
     if type(record) is not dict:
         return f"expected a JSON object, got {type(record).__name__}"
     kind = record.get("type")
-    fields = _RUN_FIELDS if kind == "run" else _TASK_FIELDS if kind == "task" else None
-    if fields is None:
+    if kind == "run":
+        fields, required = _RUN_FIELDS, _RUN_REQUIRED
+    elif kind == "task":
+        fields, required = _TASK_FIELDS, _TASK_REQUIRED
+    else:
         return f"unknown record type {str(kind)[:40]!r}"
-    for name in _REQUIRED[kind]:
+    for name in required:
         if name not in record:
             return f"a {kind} record without {name!r}"
     for name, value in record.items():

@@ -104,10 +104,10 @@ def _reap_run(run: RunDir, grace: float) -> Reaped:
     for pid, proc in sorted(victims.items()):
         try:
             name = proc.name()
-            task = owners.get(pid) or proc.environ().get(process.TAG_TASK, "?")
+            owner = owners.get(pid) or proc.environ().get(process.TAG_TASK, "?")
         except psutil.Error:
             continue
-        found.append((task, pid, name))
+        found.append((owner, pid, name))
     process.terminate_tree(victims, grace, collect=collect, cgroup=leftover_cgroup)
     if leftover_cgroup is not None:
         leftover_cgroup.remove()

@@ -303,11 +303,11 @@ class CombinedLog:
     def search(self, query: str, start_line: int, backwards: bool = False) -> int | None:
         """The first line from `start_line` on (or back from it) containing `query`, ignoring case and ANSI."""
         needle = query.lower()
-        start_line = clamp_start(start_line, self.line_count, backwards)
-        if not needle or start_line is None:
+        first = clamp_start(start_line, self.line_count, backwards)
+        if not needle or first is None:
             return None
         lines = [*self._lines, *self._partials]  # a snapshot: indexing a deque in a loop is slow
-        order = range(start_line, -1, -1) if backwards else range(start_line, len(lines))
+        order = range(first, -1, -1) if backwards else range(first, len(lines))
         return next((i for i in order if needle in strip_ansi(lines[i]).lower()), None)
 
     def matching_lines(self, query: str, first: int, max_bytes: int = CHUNK) -> tuple[list[int], int]:

@@ -96,6 +96,7 @@ class FuzzyFinder:
             start, end = best_positions[0], best_positions[-1]
             if end - start >= size:  # not one run: try the letters pulled towards its end
                 back = backward.match(reversed_names[i], len(name) - 1 - end)
+                assert back is not None  # the letters found in order from `end` back are there reversed too
                 candidate = [len(name) - 1 - p for p, _ in reversed(back.regs[1:])]
                 score = _score(name, candidate)
                 if score > best:

@@ -125,6 +125,11 @@ class LogIndex:
             offset += len(data)
         self._size = offset
 
+    def _pread(self, size: int, offset: int) -> bytes:
+        fd = self._fd
+        assert fd is not None  # there are lines only while the file is open (`close` empties the index)
+        return os.pread(fd, size, offset)
+
     def _span(self, i: int) -> tuple[int, int]:
         if not 0 <= i < self.line_count:
             raise IndexError(i)
@@ -135,16 +140,16 @@ class LogIndex:
         """Line `i` as displayed (after `\\r` overwrites, ANSI kept), at most `max_chars` characters of it."""
         start, end = self._span(i)
         if end - start <= CHUNK:
-            raw = visible_part(os.pread(self._fd, end - start, start))
+            raw = visible_part(self._pread(end - start, start))
             return decode(raw[: None if max_chars is None else 4 * max_chars])[:max_chars]
         start, end = self._visible_range(start, end)
         limit = end - start if max_chars is None else min(end - start, 4 * max_chars)
-        return decode(os.pread(self._fd, limit, start))[:max_chars]
+        return decode(self._pread(limit, start))[:max_chars]
 
     def _visible_range(self, start: int, end: int) -> tuple[int, int]:
         """`visible_part` for a line too long to read whole: scan back from its end a chunk at a time."""
         while end > start:
-            tail = os.pread(self._fd, min(CHUNK, end - start), max(start, end - CHUNK))
+            tail = self._pread(min(CHUNK, end - start), max(start, end - CHUNK))
             kept = tail.rstrip(b"\r\n")
             end -= len(tail) - len(kept)
             if kept:
@@ -152,7 +157,7 @@ class LogIndex:
         position = end
         while position > start:
             size = min(CHUNK, position - start)
-            cr = os.pread(self._fd, size, position - size).rfind(b"\r")
+            cr = self._pread(size, position - size).rfind(b"\r")
             if cr != -1:
                 return position - size + cr + 1, end
             position -= size
@@ -162,10 +167,10 @@ class LogIndex:
         """The first line from `start_line` on (or back from it) whose displayed text, without ANSI escapes,
         contains `query` ignoring case; `None` if there is none. Reads the file a chunk at a time."""
         needle = query.lower()
-        start_line = clamp_start(start_line, self.line_count, backwards)
-        if not needle or "\n" in needle or start_line is None:
+        first = clamp_start(start_line, self.line_count, backwards)
+        if not needle or "\n" in needle or first is None:
             return None
-        chunks = self._chunks_backward(start_line) if backwards else self._chunks_forward(start_line)
+        chunks = self._chunks_backward(first) if backwards else self._chunks_forward(first)
         for first, last in chunks:
             hit = _find_in_block(self._block_text(first, last), first, needle, backwards, self._line_matches)
             if hit is not None:
@@ -207,7 +212,7 @@ class LogIndex:
         start, end = self._starts[first], self._span(last - 1)[1]
         if end - start > CHUNK:
             return None
-        return strip_ansi(decode(os.pread(self._fd, end - start, start))).lower()
+        return strip_ansi(decode(self._pread(end - start, start))).lower()
 
     def __repr__(self) -> str:
         return f"LogIndex({str(self.path)!r}, lines={self.line_count}, bytes={self._size})"

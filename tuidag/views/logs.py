@@ -52,7 +52,7 @@ class UnsafeLog(Exception):
     """A task's log that is not a regular file: a link or FIFO planted in the run folder is never read through."""
 
 
-def open_log(path: Path) -> int:
+def open_log(path: str | Path) -> int:
     """A read descriptor on the log at `path`, which must be a regular file and not a symbolic link (FileNotFoundError
     when there is none yet)."""
     try:

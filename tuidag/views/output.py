@@ -47,7 +47,8 @@ class ReaderSafe:
 
     def __init__(self, stream: TextIO | None):
         self.reader_gone = stream is None  # closed before Python started: nothing reads what is written
-        self.stream = open(os.devnull, "w") if stream is None else stream
+        # Open as long as the process writes to it: no `with` block could hold it.
+        self.stream = open(os.devnull, "w") if stream is None else stream  # noqa: SIM115
 
     def write(self, text: str) -> int:
         try:

@@ -8,7 +8,7 @@ it is the run's own text (task names, reasons, logs): whoever renders it must es
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 from ..model.forecast import shape_of, task_spans
 from ..model.state import TaskState
@@ -26,6 +26,25 @@ FORMAT = 1
 """Of the JSON: bumped when a field changes meaning or goes away (new fields may be added without)."""
 TAIL_LINES = 20
 """Lines of each failed task's log in the report."""
+
+
+class TaskFacts(TypedDict):
+    """One task of the report (`tasks` in the JSON)."""
+
+    name: str
+    state: str
+    attempts: int
+    reused: bool
+    started_at: float | None
+    finished_at: float | None
+    duration: float | None
+    waited: float
+    exit_code: int | None
+    reason: str | None
+    depends_on: list[str]
+    slots: str | None
+    worker: str | None
+    workers: dict[str, str]  # attempt number -> the Dask worker it ran on
 
 
 def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
@@ -52,27 +71,27 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
         if record.get("type") == "task" and record.get("worker") and isinstance(record.get("attempt"), int):
             workers.setdefault(record["task"], {})[record["attempt"]] = record["worker"]
 
-    tasks = []
+    tasks: list[TaskFacts] = []
     for name in names:
-        record = rep.tasks.get(name)
-        if record is None:
+        task = rep.tasks.get(name)
+        if task is None:
             continue
         waited = sum(s.duration(end) for s in timeline.segments.get(name, ()) if s.kind is SegmentKind.WAITING)
         tasks.append(
             {
                 "name": name,
-                "state": record.state.value,
-                "attempts": record.attempt,
-                "reused": record.reused,
-                "started_at": record.started_at,
-                "finished_at": record.finished_at,
-                "duration": record.duration if not record.reused else None,
+                "state": task.state.value,
+                "attempts": task.attempt,
+                "reused": task.reused,
+                "started_at": task.started_at,
+                "finished_at": task.finished_at,
+                "duration": task.duration if not task.reused else None,
                 "waited": round(waited, 6),
-                "exit_code": record.exit_code,
-                "reason": record.reason,
+                "exit_code": task.exit_code,
+                "reason": task.reason,
                 "depends_on": list(dag.tasks[name].depends_on) if name in dag.tasks else [],
-                "slots": record.slots,
-                "worker": record.worker,
+                "slots": task.slots,
+                "worker": task.worker,
                 "workers": {str(n): w for n, w in sorted(workers.get(name, {}).items())},
             }
         )
@@ -125,14 +144,14 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
     }
 
 
-def _counts(tasks: list[dict[str, Any]]) -> dict[str, int]:
+def _counts(tasks: list[TaskFacts]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for task in tasks:
         counts[task["state"]] = counts.get(task["state"], 0) + 1
     return counts
 
 
-def _failure(run: RunDir, task: dict[str, Any], log_start: int | None) -> dict[str, Any]:
+def _failure(run: RunDir, task: TaskFacts, log_start: int | None) -> dict[str, Any]:
     """The failed task's last log lines (its last attempt's; escapes removed), or why there are none."""
     problem = None
     lines: list[str] = []

@@ -147,7 +147,8 @@ def graph_svg(facts: dict[str, Any]) -> str:
 
     path = [step["task"] for step in facts["critical_path"]]
     crit_edges = set(itertools.pairwise(path))
-    plain, heavy = [], []
+    plain: list[str] = []
+    heavy: list[str] = []
     for child, parents in deps.items():
         x2, y2 = left(child), mid(child)
         for parent in parents:

@@ -10,7 +10,8 @@ saves nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import AbstractSet, NamedTuple
+from collections.abc import Set as AbstractSet
+from typing import NamedTuple
 
 from ..model.durations import format_duration
 from ..model.forecast import ForecastShape, Span, critical_path, speedups

@@ -150,7 +150,7 @@ def ticks(offset: float, scale: float, cells: int) -> list[tuple[int, str]]:
     """(cell, label) of every tick in view, `offset` seconds after the run's start at cell 0."""
     step = tick_step(scale)
     first = math.ceil(offset / step - 1e-9) * step
-    out = []
+    out: list[tuple[int, str]] = []
     t = first
     while True:
         x = round((t - offset) / scale)
@@ -212,7 +212,8 @@ def row_paints(
         running = seg.kind is SegmentKind.RUNNING
         paint = Paint(seg.kind, (seg.outcome or state) if running else TaskState.QUEUED)
         for x in range(x0, x1):
-            if running or out[x] is None or out[x].kind is SegmentKind.WAITING:
+            shown = out[x]
+            if running or shown is None or shown.kind is SegmentKind.WAITING:
                 out[x] = paint
     return out
 

@@ -14,6 +14,10 @@ from ..shell_attempt import open_log, write_header
 from .wire import ENDED, OUTPUT_OP, READ_WAIT, STARTED, attempt_key, pack, worker_spec
 
 if TYPE_CHECKING:
+    from asyncio import Future as AsyncFuture
+
+    from distributed import Future
+
     from .executor import DaskExecutor
 
 END_TIMEOUT = 30.0  # seconds to wait for a stopped attempt's end event before giving up on the worker
@@ -23,12 +27,13 @@ WAITING_AFTER = 0.05  # seconds after its submission an attempt that has not sta
 class _Group:
     """Attempts that travel as one Dask task (`runner.run_attempts`): its key, future and value are theirs."""
 
+    future: Future  # set by `DaskExecutor.submit` before any member is handed the group (`DaskAttempt.submitted`)
+
     def __init__(self, members: list[tuple[DaskAttempt, bytes]]):
         self.members = [attempt for attempt, _ in members]
         self.packs = [packed for _, packed in members]
         first = self.members[0].key
         self.key = first if len(members) == 1 else f"{first}+{len(members) - 1}"
-        self.future = None
         self._lock = threading.Lock()
         self._cancelled = 0
         self._left = len(members)
@@ -71,6 +76,7 @@ class DaskAttempt(RunningAttempt):
         self._read = 0  # bytes of output read from the worker (`_reader`)
         self._usage: tuple[float, int] | None = None  # CPU % and RSS of its tree, as the worker last said
         self._reading = False
+        self._reader_task: AsyncFuture[None] | None = None  # the event loop keeps only a weak reference to it
         self._ending: tuple[AttemptResult, int] | None = None  # the end, while output is still being read
         self._fd_lock = threading.Lock()  # the event loop writes output while `wait()` may be closing the log
         self._fd: int | None = open_log(attempt)
@@ -140,7 +146,7 @@ class DaskAttempt(RunningAttempt):
         self._reading = True
         import asyncio
 
-        asyncio.ensure_future(self._reader(worker))
+        self._reader_task = asyncio.ensure_future(self._reader(worker))
 
     async def _reader(self, worker: str) -> None:
         read = getattr(self.executor.client.rpc(worker), OUTPUT_OP)
@@ -150,7 +156,8 @@ class DaskAttempt(RunningAttempt):
                     reply = await read(key=self.key, offset=self._read, wait=READ_WAIT)
                 except Exception:  # the worker is gone: the attempt ends as `worker lost` (or already has)
                     break
-                self._usage = reply.get("usage")
+                usage = reply.get("usage")  # a list: the wire has no tuples
+                self._usage = (usage[0], usage[1]) if usage else None
                 data = reply["data"]
                 if data:
                     with self._fd_lock:
@@ -238,7 +245,7 @@ class DaskAttempt(RunningAttempt):
     def usage(self) -> tuple[float, int] | None:
         """Sampled on the worker, sent with each read of the output (at least every READ_WAIT while it runs)."""
         usage = self._usage
-        return tuple(usage) if usage and self._result is None else None
+        return usage if usage and self._result is None else None
 
     # --- control ------------------------------------------------------------------------------------------------
     def kill(self, reason: str = "cancelled") -> None:
@@ -283,6 +290,7 @@ class DaskAttempt(RunningAttempt):
         from .registry import cancel_key
 
         answers = self.executor.run_on_workers(cancel_key, self.key, reason)
+        assert self.group is not None  # only a submitted attempt's future is cancelled (`kill`, `submitted`)
         self.group.cancel_unstarted()
         if not any(answer is True for answer in answers.values()):
             self._end(AttemptResult(False, None, reason, cancelled=True))
@@ -296,11 +304,13 @@ class DaskAttempt(RunningAttempt):
             if result.ok and self.attempt.task.func is not None:
                 result = self._value(result)
             # (a worker lost before the attempt said it ran there is named as the cluster last listed it)
-            return result._replace(worker=self.shown or self.executor.names.get(self.worker) or self.worker)
+            named = self.executor.names.get(self.worker) if self.worker is not None else None
+            return result._replace(worker=self.shown or named or self.worker)
         finally:
             self._forget()
 
     def _value(self, result: AttemptResult) -> AttemptResult:
+        assert self.group is not None  # it succeeded: it went to Dask
         try:
             data = self.group.value(self)
             return result._replace(value=pickle.loads(data) if data is not None else None)

@@ -9,6 +9,7 @@ RESULT receives `("ok", pickled value)` or `("error", reason)`.
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import sys
@@ -167,5 +168,6 @@ def _write(path: str, outcome: tuple) -> None:
 
 
 if __name__ == "__main__":
+    assert isinstance(sys.stdout, io.TextIOWrapper)  # the attempt's log file
     sys.stdout.reconfigure(line_buffering=True)
     sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -248,7 +248,7 @@ class DaskExecutor(Executor):
                 groups.setdefault(tuple(resources.items()) if resources else (), []).append([item])
         if together:
             groups.setdefault((), []).append(together)
-        for resources, items in groups.items():
+        for kinds, items in groups.items():
             carriers = [_Group(members) for members in items]
             try:
                 futures = self.client.map(
@@ -256,7 +256,7 @@ class DaskExecutor(Executor):
                     [group.packs for group in carriers],
                     key=[group.key for group in carriers],
                     pure=False,
-                    resources=dict(resources) or None,
+                    resources=dict(kinds) or None,
                 )
             except Exception as exc:
                 for group in carriers:

@@ -30,11 +30,15 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
 from .watchdog import kill_tagged, start_watchdog
 from .wire import KEY_PREFIX, OUTPUT_OP, REFUSE_OP, ours, topic_client
+
+if TYPE_CHECKING:
+    from distributed import Scheduler
 
 CHECK_INTERVAL = 0.1  # seconds between the guard's looks at its attempts (a dict lookup each: cheap)
 CLIENT_SILENCE = 60.0  # seconds without a heartbeat after which a tuidag client is taken for gone
@@ -46,7 +50,8 @@ class AttemptsRunOnce(SchedulerPlugin):
     name = "tuidag-attempts-run-once"
     idempotent = True  # one instance per cluster, whichever client registers it first
 
-    def start(self, scheduler) -> None:
+    async def start(self, scheduler: Scheduler) -> None:
+        """Async as SchedulerPlugin declares it: the scheduler awaits it as it registers the plugin, on its loop."""
         from tornado.ioloop import PeriodicCallback
 
         self.scheduler = scheduler

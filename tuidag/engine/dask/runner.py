@@ -63,6 +63,7 @@ def run_attempts(packs: list[bytes]) -> list[bytes | None]:
 
     worker = get_worker()
     carrier = worker.get_current_task()
+    assert isinstance(carrier, str)  # tuidag names its Dask tasks (`attempt._Group.key`)
     if registry.refused(carrier):  # Dask starts it a second time (see guard): it never runs twice
         return [None] * len(packs)
     if len(packs) == 1:

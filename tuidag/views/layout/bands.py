@@ -13,7 +13,7 @@ and draws.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import AbstractSet
+from collections.abc import Set as AbstractSet
 
 WRAP_MARGIN = 2  # cells left of every band: the connector comes down the first, its arrow in the second
 WRAP_EXIT = 2  # cells right of a band's last task: the connector leaves it and turns down

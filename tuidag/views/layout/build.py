@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from ...model import layering
 from .layout import GraphLayout
@@ -14,9 +15,25 @@ from .shape import DagShape
 from .style import LayoutStyle
 
 LAYOUT_FORMAT = 2  # of `GraphLayout.to_data`, for the layout cache
+DEFAULT_STYLE = LayoutStyle()
 
 
-def layout_dag(dag, style: LayoutStyle = LayoutStyle(), *, cache_dir: Path | None = None) -> GraphLayout:
+class _Task(Protocol):
+    @property
+    def depends_on(self) -> Sequence[str]: ...
+
+
+class Dag(Protocol):
+    """What laying out needs of a DAG: a `DagSpec` has it."""
+
+    @property
+    def tasks(self) -> Mapping[str, _Task]: ...
+
+    @property
+    def topological_order(self) -> Sequence[str]: ...
+
+
+def layout_dag(dag: Dag, style: LayoutStyle = DEFAULT_STYLE, *, cache_dir: Path | None = None) -> GraphLayout:
     """Lay out a `DagSpec` (anything with `.tasks[name].depends_on` and `.topological_order`). With a `cache_dir`
     (the state dir's cache) the layout of a graph laid out before for the same packing is read back instead: a
     layout is a pure function of the names, the edges and the style, and a DAG of 1,000 tasks takes ~50 ms to lay
@@ -59,11 +76,11 @@ def layout_key(deps: Mapping[str, Sequence[str]], style: LayoutStyle) -> tuple:
     return DagShape(deps).key(style)
 
 
-def dag_deps(dag) -> dict[str, Sequence[str]]:
+def dag_deps(dag: Dag) -> dict[str, Sequence[str]]:
     return {name: dag.tasks[name].depends_on for name in dag.topological_order}
 
 
-def layout_graph(deps: Mapping[str, Sequence[str]], style: LayoutStyle = LayoutStyle()) -> GraphLayout:
+def layout_graph(deps: Mapping[str, Sequence[str]], style: LayoutStyle = DEFAULT_STYLE) -> GraphLayout:
     """Lay out a DAG given as name -> dependencies, in a topological order (dependencies before dependents)."""
     graph = RoutedGraph(deps, style)
     graph.order()

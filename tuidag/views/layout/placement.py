@@ -148,9 +148,9 @@ class LayeredGraph:
 
     def _sweep(self, direction: int, pos: list[int]) -> None:
         rng = range(1, len(self.layers)) if direction > 0 else range(len(self.layers) - 2, -1, -1)
+        nbrs = self.pred if direction > 0 else self.succ
         for li in rng:
             lay = self.layers[li]
-            nbrs = self.pred if direction > 0 else self.succ
 
             def key(v: int) -> float:
                 ns = nbrs[v]
@@ -214,7 +214,7 @@ class LayeredGraph:
             self.y[v] = round(z) + o
 
 
-def _isotonic(values: list[float]) -> list[float]:
+def _isotonic(values: Sequence[float]) -> list[float]:
     """The non-decreasing sequence closest (least squares) to `values`: pool adjacent violators."""
     blocks: list[list[float]] = []  # [mean, count]
     for v in values:

@@ -195,7 +195,7 @@ class RoutedGraph(LayeredGraph):
         """(a, b): a's track must be before b's. Where parent a leaves and child c arrives on the same line, c's
         other parents must join c's line after where a turns, or a's line would seem to feed them too."""
         leaving = {mid[u]: u for u in lay if u in spans}
-        pairs = []
+        pairs: list[tuple[int, int]] = []
         parents_of: dict[int, list[int]] = {}
         for u in spans:
             for c in self.succ[u]:

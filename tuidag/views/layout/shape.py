@@ -60,8 +60,8 @@ def packing(counts: Sequence[int], style: LayoutStyle, width: int) -> tuple[Bloc
         if not p:
             blocks.append(None)
             continue
-        lines = max(1, min(math.ceil(n / fit_across), (room * n // share) // (size_along + m.row_gap)))
-        blocks.append(Block(lines, math.ceil(n / lines)))
+        rows = max(1, min(math.ceil(n / fit_across), (room * n // share) // (size_along + m.row_gap)))
+        blocks.append(Block(rows, math.ceil(n / rows)))
     return tuple(blocks)
 
 
