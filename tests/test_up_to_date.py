@@ -44,6 +44,11 @@ tasks:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path)
+
+
+def make_project(tmp_path: Path) -> Path:
+    """A folder with PIPELINE as dag.yaml and the files it reads."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.csv").write_text("x,y\n1,2\n")
     (tmp_path / "params.txt").write_text("lr=0.1\n")

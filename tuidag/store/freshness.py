@@ -127,6 +127,15 @@ class Freshness:
                 link_log(Path(success.log), self.log_dir / log_file_name(name))
         return verdict
 
+    def always_runs(self, name: str) -> str | None:
+        """Why the task runs whatever its facts are, if it does."""
+        task = self.dag.tasks[name]
+        if not task.outputs:
+            return NO_OUTPUTS
+        if not task.cache:
+            return NO_CACHE
+        return FORCED if self.force else self.run_anyway.get(name)
+
     def _verdict(self, name: str, dep_outputs: Callable[[str], Mapping[str, Any] | None]) -> Verdict:
         task = self.dag.tasks[name]
         if not task.outputs and not task.inputs:
@@ -229,6 +238,10 @@ def plan(
     try:
         for name in dag.topological_order:
             if name not in wanted:
+                continue
+            always = freshness.always_runs(name)
+            if always is not None:
+                verdicts[name] = Verdict(RUN, always)
                 continue
             waiting = next(
                 (
