@@ -195,3 +195,64 @@ def test_cache_false_runs_the_task_every_time(project):
     run(project)
     assert run(project) == "lint notify"
     assert states(project)["lint"] == ("SUCCEEDED", "cache: false")
+
+
+def test_on_a_dask_cluster_up_to_date_tasks_are_decided_on_the_client_and_not_sent(project):
+    pytest.importorskip("distributed")
+    assert run(project, "--executor", "dask-local:1") == "evaluate lint notify prepare train"
+    (project / "params.txt").write_text("lr=0.3\n")
+    (project / "out" / "clean.csv").unlink()
+    assert run(project, "--executor", "dask-local:1") == "evaluate lint notify train"
+    found = states(project)
+    assert found["prepare"][0] == "UP_TO_DATE" and "restored from the cache" in found["prepare"][1]
+
+
+PYTHON_DAG = """\
+from pathlib import Path
+
+from tuidag import Dag
+
+dag = Dag("py")
+
+
+@dag.task(inputs=["raw.txt"], outputs=["count.txt"])
+def count():
+    with open("ran", "a") as marker:
+        marker.write("count\\n")
+    words = len(Path("raw.txt").read_text().split())
+    Path("count.txt").write_text(str(words))
+    return {"words": words}
+
+
+@dag.task(depends_on=[count])
+def report(ctx):
+    with open("ran", "a") as marker:
+        marker.write(f"report {ctx.results['count']['words']}\\n")
+
+
+if __name__ == "__main__":
+    dag.main()
+"""
+
+
+def test_an_up_to_date_callable_gives_its_dependents_the_value_it_returned_then(tmp_path):
+    (tmp_path / "raw.txt").write_text("a b c\n")
+    (tmp_path / "dag.py").write_text(PYTHON_DAG.replace('open("ran"', f"open({str(tmp_path / 'ran')!r}"))
+
+    def python_run() -> str:
+        (tmp_path / "ran").unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, str(tmp_path / "dag.py"), "--no-tui", "-q"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=patience(60),
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return (tmp_path / "ran").read_text()
+
+    assert python_run() == "count\nreport 3\n"
+    assert python_run() == "report 3\n"
+    (tmp_path / "raw.txt").write_text("a b c d\n")
+    assert python_run() == "count\nreport 4\n"
