@@ -9,6 +9,7 @@ from pilot_helpers import open_app, pin_style, ui_states, until
 from dags import DIAMOND
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
+from tuidag.ui.state_style import LOOKS
 from tuidag.ui.widgets.graph.canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
 from tuidag.views.layout.style import Zoom
 from tuidag.views.terminal_text import strip_ansi
@@ -262,3 +263,12 @@ async def test_a_tile_run_by_a_dask_worker_names_it(new_session):
         assert app.canvas._detail(running, 30) == "gpu:1 10.0.0.5:40123"
         waiting = TaskSnapshot("a", TaskState.QUEUED, reason="waiting: no Dask worker has gpu=2")
         assert app.canvas._detail(waiting, 40) == "waiting: no Dask worker has gpu=2"
+
+
+async def test_an_up_to_date_tile_names_its_run_and_a_tile_that_ran_says_why(new_session):
+    async with open_app(new_session({"a": "true"})) as (app, _pilot):
+        fresh = TaskSnapshot("a", TaskState.UP_TO_DATE, reason="up to date (run 20261204-1)")
+        assert app.canvas._detail(fresh, 24) == "(run 20261204-1)"  # the state's own glyph and word say the rest
+        ran = TaskSnapshot("a", TaskState.SUCCEEDED, reason="input data/x.csv changed")
+        assert app.canvas._detail(ran, 24) == "input data/x.csv changed"
+    assert len({(look.glyph, look.colour) for look in LOOKS.values()}) == len(TaskState)
