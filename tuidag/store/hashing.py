@@ -1,19 +1,22 @@
 """Content hashes of the files a task reads and makes, with a stat cache so an unchanged file is not read again.
 
-The hash. Measured on this machine (2 cores, one 1 GiB file from the page cache, 1 MiB reads, median of 3;
-`python /tmp/hashbench.py`, the script in the README's benchmarks section):
+The hash. Measured with `python benchmarks/hash_bench.py` (1 GiB of random bytes from the page cache, 1 MiB reads,
+median of 3, on this 2-core machine shared with other work; xxhash and blake3 installed for it):
 
-    hashlib.blake2b   1.45 s  (0.69 GB/s)      xxhash.xxh3_128   0.18 s  (5.45 GB/s)
-    hashlib.sha256    0.85 s  (1.18 GB/s)      xxhash.xxh64      0.24 s  (4.22 GB/s)
-    hashlib.sha1      0.77 s  (1.29 GB/s)      blake3 (1 thread) 0.32 s  (3.11 GB/s)
-    reading alone     0.15 s
+    hashlib.blake2b   2.14 s  (0.50 GB/s)      xxhash.xxh3_128   0.29 s  (3.71 GB/s)
+    hashlib.sha256    0.86 s  (1.24 GB/s)      xxhash.xxh64      0.33 s  (3.23 GB/s)
+    hashlib.sha1      0.78 s  (1.38 GB/s)      blake3 (1 thread) 0.49 s  (2.19 GB/s)
+    hashlib.md5       1.80 s  (0.60 GB/s)      reading alone     0.22 s  (4.81 GB/s)
 
-BLAKE3 is used when the `blake3` package is installed (`pip install 'tuidag[fast]'`): 2.6 times sha256's speed, and
-a cryptographic hash. xxh3 is faster still, but the content cache restores files by their hash, and xxh3's
+(an earlier, quieter run: sha256 0.85 s, xxh3_128 0.18 s, blake3 0.32 s, reading 0.15 s). With the stat cache,
+64 files of 16 MiB take 0.58 s the first time and 1.2 ms again (no file read).
+
+BLAKE3 is used when the `blake3` package is installed (`pip install 'tuidag[fast]'`): about 2-2.5 times sha256's
+speed, and a cryptographic hash. xxh3 is faster still, but the content cache restores files by their hash, and xxh3's
 collisions can be made on purpose (an input from someone else could make a cache entry stand for other bytes);
-from disk rather than the page cache, reading takes most of the time anyway. Without it, hashlib's sha256, the
-fastest of hashlib's here (SHA extensions). Digests are cut to 128 bits and carry the algorithm's name, so hashes
-made by the other algorithm are never compared as if they were alike (`STAMP`).
+from disk rather than the page cache, reading takes most of the time anyway. Without it, hashlib's sha256 (only the
+broken sha1 is faster here, by a tenth). Digests are cut to 128 bits; the algorithm is one of a task's facts and part
+of the stat cache's key, so hashes made by the other one are never compared as if they were alike.
 
 The stat cache (`hashes` in the state dir's index, index.py): a file whose size, mtime (ns), inode and device are
 what they were when it was hashed is not read again. A file modified within a second before it was hashed may change
