@@ -256,3 +256,50 @@ def test_an_up_to_date_callable_gives_its_dependents_the_value_it_returned_then(
     assert python_run() == "report 3\n"
     (tmp_path / "raw.txt").write_text("a b c d\n")
     assert python_run() == "count\nreport 4\n"
+
+
+def test_the_headless_output_says_up_to_date_with_the_run_and_counts_it(project):
+    run(project)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "dag.yaml"],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
+    (first,) = [r.run_id for r in RunStore(project / ".tuidag").runs()[:1]]
+    assert f"[train]    --> up to date (run {first})\n" in proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("5 tasks: 4 up to date, 1 succeeded in ")
+    assert proc.returncode == 0
+
+
+def test_a_folder_output_is_restored_as_it_was_then(project):
+    (project / "dag.yaml").write_text(
+        "tasks:\n"
+        "  split:\n"
+        "    run: mkdir -p parts && cp data/train.csv parts/a.csv && echo b > parts/b.csv && echo split >> ran\n"
+        "    inputs: [data]\n"
+        "    outputs: [parts]\n"
+    )
+    run(project)
+    (project / "parts" / "a.csv").unlink()
+    (project / "parts" / "stray.csv").write_text("not made by split\n")
+    assert run(project) == ""
+    assert sorted(p.name for p in (project / "parts").iterdir()) == ["a.csv", "b.csv"]
+    assert (project / "parts" / "a.csv").read_text() == "x,y\n1,2\n"
+
+
+def test_the_cache_says_when_its_cap_made_it_drop_entries(project):
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", "dag.yaml"],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TUIDAG_CACHE_MAX_SIZE": "10"},
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
+    assert proc.returncode == 0
+    assert "tuidag: note: the content cache reached its cap of 10 B: removed its " in proc.stderr
+    entries = [p for p in (project / ".tuidag" / "content").rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in entries) <= 10
