@@ -79,6 +79,7 @@ class Earlier(NamedTuple):
     run_id: str
     facts: dict[str, Any]
     outputs: dict[str, dict[str, str]]
+    key: str = ""
 
 
 def facts(**changes: Any) -> dict[str, Any]:

@@ -70,9 +70,10 @@ def decide(
     in_cache: Callable[[str], bool],
 ) -> Verdict:
     """The verdict for a task with outputs. `earlier`: its recorded successes (store.index.Success: `facts`,
-    `outputs`, `run_id`), newest first; `in_cache(hash)`: whether the content cache holds that content."""
+    `outputs`, `run_id`, `key`: their facts_key, or "" to compute it), newest first; `in_cache(hash)`: whether the
+    content cache holds that content."""
     key = facts_key(facts)
-    match = next((s for s in earlier if facts_key(s.facts) == key), None)
+    match = next((s for s in earlier if (s.key or facts_key(s.facts)) == key), None)
     if match is None:
         return Verdict(RUN, explain(facts, earlier[0] if earlier else None))
     differing: dict[str, Mapping[str, str]] = {}

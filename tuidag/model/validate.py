@@ -78,9 +78,10 @@ def io_errors(tasks: Mapping[str, TaskSpec], workdir: Path, folder: Path | None)
     and an output that is also an input of its own task (it would never be up to date)."""
     errors: list[DagError] = []
     owners: dict[str, tuple[str, str]] = {}  # absolute output -> (task, as written)
+    above: dict[str, tuple[str, str]] = {}  # each folder holding a declared output -> the first such output's owner
     for task in tasks.values():
         base = task.workdir or workdir
-        inputs = [os.path.normpath(base / entry) for entry in task.inputs]
+        inputs = [(os.path.normpath(os.path.join(base, entry)), entry) for entry in task.inputs]
         for i, entry in enumerate(task.outputs):
             where = _entry_location(task.output_locations, i, task)
             what = f"task '{task.name}': output '{entry}'"
@@ -93,23 +94,32 @@ def io_errors(tasks: Mapping[str, TaskSpec], workdir: Path, folder: Path | None)
                 places = " or ".join(f"'{root}'" for root in dict.fromkeys(roots))
                 errors.append(DagError(f"{what} is outside the task's workdir and the DAG's folder ({places})", where))
                 continue
-            clash = next(
-                (
-                    (other, written)
-                    for owned, (other, written) in owners.items()
-                    if _inside(path, owned) or _inside(owned, path)
-                ),
-                None,
-            )
+            folders = _folders_above(path)
+            clash = owners.get(path) or above.get(path) or next((owners[f] for f in folders if f in owners), None)
             if clash is not None:
                 other, written = clash
                 errors.append(DagError(f"{what} is also declared by task '{other}' (as '{written}')", where))
             owners.setdefault(path, (task.name, entry))
-            for pattern, written in zip(inputs, task.inputs, strict=True):
-                if _inside(path, pattern) or _inside(pattern, path) or fnmatch.fnmatchcase(path, pattern):
+            for parent in folders:
+                above.setdefault(parent, (task.name, entry))
+            for pattern, written in inputs:
+                if (
+                    _inside(path, pattern)
+                    or _inside(pattern, path)
+                    or (_GLOB_CHARS & set(pattern) and fnmatch.fnmatchcase(path, pattern))
+                ):
                     errors.append(DagError(f"{what} is also an input of the same task ('{written}')", where))
                     break
     return errors
+
+
+def _folders_above(path: str) -> list[str]:
+    found = []
+    parent = os.path.dirname(path)
+    while parent and parent != path:
+        found.append(parent)
+        path, parent = parent, os.path.dirname(parent)
+    return found
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -56,6 +56,7 @@ class Freshness:
         self.run_anyway = dict(run_anyway or {})
         self.environ = os.environ if environ is None else environ
         self.index = Index(state_dir)
+        self.index.preload(self.task_key(""))
         self.hasher = Hasher(self.index)
         self.cache = ContentCache(state_dir, self.index, on_note)
         self.limit = max_size(dict(self.environ))

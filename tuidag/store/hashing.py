@@ -102,35 +102,47 @@ class Hasher:
         self.clock = clock
         self.files_read = 0  # how many files were read (the others came from the stat cache), for tests and figures
 
-    def file(self, path: str) -> str | None:
-        """The hash of a regular file (symlinks followed), or None when there is none at `path`."""
+    def file(self, path: str, info: os.stat_result | None = None) -> str | None:
+        """The hash of a regular file (symlinks followed), or None when there is none at `path`. `info`: its stat,
+        when the caller has it. A file the stat cache knows costs one stat and no open."""
+        if info is None:
+            try:
+                info = os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        key = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev)
+        if self.cache is not None:
+            known = self.cache.known_hash(path, ALGORITHM, key)
+            if known is not None:
+                return known
+        now = self.clock()
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        except (FileNotFoundError, NotADirectoryError):
             return None
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            key = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev)
-            if self.cache is not None:
-                known = self.cache.known_hash(path, ALGORITHM, key)
-                if known is not None:
-                    return known
-            now = self.clock()
+            opened = os.fstat(fd)
+            if (opened.st_ino, opened.st_dev) != (info.st_ino, info.st_dev):  # replaced meanwhile: hash what is there
+                return self.file(path, opened) if stat.S_ISREG(opened.st_mode) else None
             digest = hash_fd(fd)
             self.files_read += 1
-            if self.cache is not None and info.st_mtime_ns < now - RACY_NS:
-                self.cache.remember_hash(path, ALGORITHM, key, digest)
-            return digest
         finally:
             os.close(fd)
+        if self.cache is not None and info.st_mtime_ns < now - RACY_NS:
+            self.cache.remember_hash(path, ALGORITHM, key, digest)
+        return digest
 
     def tree(self, base: Path, entry: str) -> dict[str, str] | None:
         """Every file at `entry` (a file, or a folder's files at any depth), relative to `base` as written ->
         its hash; None when nothing is there."""
         path = os.path.normpath(os.path.join(base, entry))
-        if os.path.isdir(path):
+        try:
+            info = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISDIR(info.st_mode):
             found: dict[str, str] = {}
             for root, dirs, files in os.walk(path):
                 dirs.sort()
@@ -140,7 +152,7 @@ class Hasher:
                     if digest is not None:
                         found[os.path.normpath(os.path.join(entry, os.path.relpath(full, path)))] = digest
             return found
-        digest = self.file(path)
+        digest = self.file(path, info)
         return None if digest is None else {os.path.normpath(entry): digest}
 
     def inputs(self, base: Path, patterns: Iterable[str]) -> dict[str, str]:
