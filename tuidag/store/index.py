@@ -74,7 +74,7 @@ class Index:
         with self._lock:
             if self._hashes is None:
                 rows = self._db.execute("SELECT path, algorithm, size, mtime_ns, ino, dev, digest FROM hashes")
-                self._hashes = {(row[0], row[1]): (tuple(row[2:6]), row[6]) for row in rows}  # type: ignore[misc]
+                self._hashes = {(row[0], row[1]): (tuple(row[2:6]), row[6]) for row in rows}
             known = self._hashes.get((path, algorithm))
         return known[1] if known is not None and known[0] == key else None
 
