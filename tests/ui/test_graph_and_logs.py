@@ -272,3 +272,18 @@ async def test_an_up_to_date_tile_names_its_run_and_a_tile_that_ran_says_why(new
         ran = TaskSnapshot("a", TaskState.SUCCEEDED, reason="input data/x.csv changed")
         assert app.canvas._detail(ran, 24) == "input data/x.csv changed"
     assert len({(look.glyph, look.colour) for look in LOOKS.values()}) == len(TaskState)
+
+
+async def test_an_up_to_date_task_shows_with_its_glyph_and_counts_as_done(new_session, tmp_path):
+    tasks = {
+        "make": {"run": "echo made > made.txt", "outputs": ("made.txt",)},
+        "use": {"run": "cat made.txt", "depends_on": ["make"]},
+    }
+    first = new_session(tasks)
+    first.scheduler.run()
+    first.finish()
+    async with open_app(new_session(tasks)) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="run finished")
+        assert ui_states(app) == {"make": "UP_TO_DATE", "use": "SUCCEEDED"}
+        tile = tile_text(app, "make")
+        assert LOOKS[TaskState.UP_TO_DATE].glyph in "".join(tile) and "(run " in tile[2]
