@@ -303,3 +303,19 @@ def test_the_cache_says_when_its_cap_made_it_drop_entries(project):
     assert "tuidag: note: the content cache reached its cap of 10 B: removed its " in proc.stderr
     entries = [p for p in (project / ".tuidag" / "content").rglob("*") if p.is_file()]
     assert sum(p.stat().st_size for p in entries) <= 10
+
+
+def test_a_damaged_index_is_put_aside_with_a_warning_and_the_run_goes_on(project):
+    run(project)
+    (project / ".tuidag" / "index.sqlite").write_bytes(b"this is not a database, and much longer than its header" * 100)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "-q", "dag.yaml"],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "index.sqlite: not an index tuidag can read (" in proc.stderr and "Traceback" not in proc.stderr
+    assert run(project) == "notify"  # the new index has this run's successes

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -51,18 +52,22 @@ class Index:
     def __init__(self, state_dir: Path):
         path = state_dir / NAME
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.close(fd)  # made 0600 by us, never through a planted link, before SQLite opens it
-        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
+        try:
+            self._db = _open(path)
+        except sqlite3.DatabaseError as exc:  # not a database (a damaged file): put aside, start a new one
+            aside = path.with_name(f"{NAME}.damaged-{int(time.time())}")
+            os.replace(path, aside)
+            print(
+                f"tuidag: warning: {path}: not an index tuidag can read ({exc}): moved to {aside.name}, a new one is "
+                "made (every task with outputs runs once)",
+                file=sys.stderr,
+            )
+            self._db = _open(path)
         self._hashes: dict[tuple[str, str], tuple[tuple[int, int, int, int], str]] | None = None  # read on first use
         self._new_hashes: list[tuple[str, str, int, int, int, int, str]] = []  # not written yet
         self._successes: dict[str, list[Success]] = {}  # task -> its successes, newest first (`preload`)
         self._prefix: str | None = None  # the tasks whose successes were preloaded start with this
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
         with self._lock:
@@ -160,6 +165,22 @@ class Index:
     def forget_blobs(self, digests: list[str]) -> None:
         with self._lock:
             self._db.executemany("DELETE FROM blobs WHERE digest = ?", [(d,) for d in digests])
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """The index at `path`, made 0600 by tuidag (never through a planted link) before SQLite opens it, with its
+    tables. Raises sqlite3.DatabaseError for a file that is not one."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    os.close(fd)
+    db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(_SCHEMA)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def _success(row: tuple) -> Success | None:
