@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -59,6 +60,7 @@ class Freshness:
         self.index.preload(self.task_key(""))
         self.hasher = Hasher(self.index)
         self.cache = ContentCache(state_dir, self.index, on_note)
+        self.on_note = on_note
         self.limit = max_size(dict(self.environ))
         self._lock = threading.Lock()
         self._facts: dict[str, Facts] = {}  # task -> the facts taken when it started (recorded on success)
@@ -115,7 +117,10 @@ class Freshness:
     def decide(self, name: str) -> Verdict:
         """Called on a pool thread when the task is about to start. An up-to-date task's log is linked in from the
         attempt it stands on; a RESTORE verdict has restored the outputs already (else it is a RUN verdict)."""
-        verdict = self._verdict(name, self._dep_outputs)
+        try:
+            verdict = self._verdict(name, self._dep_outputs)
+        except (sqlite3.Error, OSError) as exc:  # the index or an output could not be read: run it
+            return Verdict(RUN, f"its earlier outputs could not be checked ({_os_error(exc)})")
         if verdict.action in (UP_TO_DATE, RESTORE):
             if verdict.action == RESTORE:
                 problem = self._restore(name, verdict)
@@ -145,6 +150,8 @@ class Freshness:
             facts = self.facts(name, dep_outputs)
         except Missing as exc:
             return Verdict(FAIL, str(exc))
+        except OSError as exc:  # unreadable (permissions, I/O error): nothing to decide on, nothing to run on
+            return Verdict(FAIL, f"an input could not be read: {_os_error(exc)}")
         if not task.outputs:
             return Verdict(RUN, NO_OUTPUTS)
         if not task.cache:
@@ -192,7 +199,10 @@ class Freshness:
         task = self.dag.tasks[name]
         if not task.outputs:
             return None
-        outputs = self.hasher.outputs(self.base(name), task.outputs)
+        try:
+            outputs = self.hasher.outputs(self.base(name), task.outputs)
+        except OSError as exc:
+            return f"a declared output could not be read: {_os_error(exc)}"
         missing = [entry for entry, files in outputs.items() if files is None]
         if missing:
             return f"declared output {missing[0]} was not made"
@@ -203,17 +213,27 @@ class Freshness:
             return None
         base = self.base(name)
         blobs: dict[str, int] = {}
-        for files in outputs.values():
-            for path, digest in (files or {}).items():
-                size = self.cache.store(os.path.normpath(os.path.join(base, path)), digest)
-                if size is not None:
-                    blobs[digest] = size
         kept = kept_value(value) if task.func is not None else "null"
         success = Success(self.run_id, _now(), facts, {k: v or {} for k, v in outputs.items()}, log_path, kept)
-        self.index.record_success(self.task_key(name), facts_key(facts), success, blobs)
-        if blobs:
-            self.cache.keep_under_cap(self.limit)
+        try:
+            for files in outputs.values():
+                for path, digest in (files or {}).items():
+                    size = self.cache.store(os.path.normpath(os.path.join(base, path)), digest)
+                    if size is not None:
+                        blobs[digest] = size
+            self.index.record_success(self.task_key(name), facts_key(facts), success, blobs)
+            if blobs:
+                self.cache.keep_under_cap(self.limit)
+        except (sqlite3.Error, OSError) as exc:  # a full state dir: the task did its work; it runs again next time
+            if self.on_note is not None:
+                self.on_note(f"{name}: its success could not be recorded ({_os_error(exc)}): it will run next time")
         return None
+
+
+def _os_error(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)
 
 
 def _now() -> float:
