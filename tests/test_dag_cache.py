@@ -36,7 +36,10 @@ tasks:
     retries: 2
     retry_delay: 500ms
     timeout: 10m
-  report: {run: echo report, depends_on: train}
+    inputs: [data/*.csv, train.py]
+    outputs: out/model.pt
+    env_inputs: [CUDA_VERSION]
+  report: {run: echo report, depends_on: train, cache: false}
 """
 
 

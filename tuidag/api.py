@@ -41,7 +41,7 @@ from .model.errors import DagError, DagErrors, Location, short_repr
 from .model.python_loader import PythonDag, load_python
 from .model.resources import Request, kind_problem
 from .model.spec import DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
-from .model.validate import graph_errors
+from .model.validate import graph_errors, io_errors
 
 if TYPE_CHECKING:  # imported on first use (`__getattr__` below)
     from .engine.inprocess import TaskContext
@@ -135,6 +135,10 @@ class Dag(PythonDag):
         workdir: str | os.PathLike[str] | None = None,
         isolate: bool = False,
         resources: Mapping[str, int] | None = None,
+        inputs: Iterable[str | os.PathLike[str]] | str = (),
+        outputs: Iterable[str | os.PathLike[str]] | str = (),
+        cache: bool = True,
+        env_inputs: Iterable[str] | str = (),
     ):
         """Register a callable as a task: `@dag.task()` (or bare `@dag.task`). It is called with a `TaskContext`
         (or with no argument if it takes none) and returns the function unchanged.
@@ -162,6 +166,7 @@ class Dag(PythonDag):
                 if problem:
                     self._errors.append(DagError(f"task '{task_name}': isolate=True {problem}", at))
             options = self._options(task_name, at, retries, retry_delay, timeout, env, workdir, resources)
+            options.update(self._io_options(task_name, at, inputs, outputs, cache, env_inputs))
             self._add(
                 _Task(task_name, at, _dependency_list(depends_on), {"func": f, "isolate": bool(isolate), **options}), f
             )
@@ -182,6 +187,10 @@ class Dag(PythonDag):
         retry_delay: float | str = 0,
         timeout: float | str | None = None,
         resources: Mapping[str, int] | None = None,
+        inputs: Iterable[str | os.PathLike[str]] | str = (),
+        outputs: Iterable[str | os.PathLike[str]] | str = (),
+        cache: bool = True,
+        env_inputs: Iterable[str] | str = (),
     ) -> str:
         """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`."""
         at = _caller_location()
@@ -189,6 +198,7 @@ class Dag(PythonDag):
             self._errors.append(DagError(f"task name must be a string, got {name!r}", at))
             return str(name)
         options = self._options(name, at, retries, retry_delay, timeout, env, workdir, resources)
+        options.update(self._io_options(name, at, inputs, outputs, cache, env_inputs))
         if not isinstance(run, str) or not run.strip():
             self._errors.append(
                 DagError(f"task '{name}': run must be a non-empty shell command string, got {run!r}", at)
@@ -243,6 +253,7 @@ class Dag(PythonDag):
         if not self._tasks:
             errors.append(DagError("the DAG has no tasks: add some with @dag.task() or dag.shell()", self.location))
         errors.extend(graph_errors(tasks))
+        errors.extend(io_errors(tasks, workdir, folder))
         name = self.name or (src.stem if src is not None else "dag")
         errors.extend(self._surrogates(name, tasks))
         settings: dict[str, Any] = {"max_parallel": self.max_parallel} if self.max_parallel else {}
@@ -385,6 +396,39 @@ class Dag(PythonDag):
             kind: Request(count, at)
             for kind, count in self._slots(resources, what + "resources", at, minimum=1).items()
         }
+        return options
+
+    def _io_options(
+        self, name: str, at: Location, inputs: Any, outputs: Any, cache: Any, env_inputs: Any
+    ) -> dict[str, Any]:
+        """`inputs`, `outputs`, `cache` and `env_inputs`, checked as the YAML keys are."""
+        what = f"task '{name}': "
+        options: dict[str, Any] = {}
+        for key, value in (("inputs", inputs), ("outputs", outputs), ("env_inputs", env_inputs)):
+            entries = [value] if isinstance(value, str | os.PathLike) else value
+            try:
+                items = list(entries)
+            except TypeError:
+                self._errors.append(DagError(f"{what}{key} must be a string or a list of strings, got {value!r}", at))
+                continue
+            kept: list[str] = []
+            for item in items:
+                text = os.fspath(item) if isinstance(item, str | os.PathLike) else None
+                if not isinstance(text, str) or not text.strip() or "\0" in text:
+                    self._errors.append(DagError(f"{what}{key} entries must be non-empty strings, got {item!r}", at))
+                elif key == "env_inputs" and "=" in text:
+                    self._errors.append(DagError(f"{what}env_inputs: variable name {text!r} may not contain '='", at))
+                elif key == "outputs" and os.path.isabs(text):
+                    self._errors.append(DagError(f"{what}outputs entry '{text}' must be relative to the workdir", at))
+                elif text in kept:
+                    self._errors.append(DagError(f"{what}{key} lists '{text}' twice", at))
+                else:
+                    kept.append(text)
+            options[key] = tuple(kept)
+        if cache is not True and cache is not False:
+            self._errors.append(DagError(f"{what}cache must be True or False, got {cache!r}", at))
+        else:
+            options["cache"] = cache
         return options
 
     def _slots(self, value: Any, what: str, at: Location, minimum: int) -> dict[str, int]:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import control_commands, history_commands
+from . import control_commands, history_commands, plan_commands
 from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
@@ -123,7 +123,16 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=["text", "dot", "mermaid"], default="text")
     _add_env(graph)
 
+    plan = sub.add_parser("plan", parents=[state], help="say what a run would do with each task and why; start nothing")
+    plan.add_argument("file", type=Path)
+    plan.add_argument("tasks", nargs="*", metavar="TASK", help="only these tasks and what they need")
+    plan.add_argument("--format", choices=["text", "json"], default="text")
+    _add_freshness(plan)
+    _add_env(plan)
+    _add_resources(plan)
+
     history_commands.add_parsers(sub, state)
+    plan_commands.add_parsers(sub, state)
     control_commands.add_parsers(sub, state)
     return parser
 
@@ -167,9 +176,27 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="how long to wait for the Dask scheduler to answer (default 5s)",
     )
+    run.add_argument(
+        "--dry-run", action="store_true", help="start nothing: say what would run, be up to date or restored, and why"
+    )
+    _add_freshness(run)
     _add_env(run)
     _add_resources(run)
     _add_state_dir(run)
+
+
+def _add_freshness(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force", "--no-cache", dest="force", action="store_true", help="run every task, even the up-to-date ones"
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_tasks",
+        action="append",
+        default=[],
+        metavar="TASK",
+        help="run TASK and everything downstream of it even if up to date (repeatable)",
+    )
 
 
 def _add_state_dir(parser: argparse.ArgumentParser) -> None:
@@ -286,6 +313,15 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    state_dir = state_dir_of(args, args.file)
+    RunStore(state_dir).check()  # before its cache is read
+    dag = _load(args.file, args.env, state_dir / "cache", args.resources)
+    return plan_commands.show_plan(
+        dag, state_dir, tasks=args.tasks, force=args.force, from_tasks=args.from_tasks, output_format=args.format
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     outlive_readers()
     state_dir = state_dir_of(args, args.file)
@@ -313,6 +349,9 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     dag = with_resources(dag, getattr(args, "resources", {}))  # before anything starts or is stored
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
+    if getattr(args, "dry_run", False):
+        return plan_commands.show_plan(dag, state_dir, force=args.force, from_tasks=args.from_tasks)
+    plan_commands.run_anyway(dag, getattr(args, "from_tasks", []))  # an unknown task: a usage error, nothing started
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
     tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
     if getattr(args, "detach", False) or tui:
@@ -332,6 +371,8 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
         kill_grace=args.kill_grace,
         resume_from=earlier,
         executor=executor,
+        force=getattr(args, "force", False),
+        run_anyway=plan_commands.run_anyway(dag, getattr(args, "from_tasks", [])),
     )
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
@@ -483,6 +524,8 @@ COMMANDS = {
     "run": cmd_run,
     "validate": cmd_validate,
     "graph": cmd_graph,
+    "plan": cmd_plan,
+    **plan_commands.COMMANDS,
     **history_commands.COMMANDS,
     **control_commands.COMMANDS,
 }

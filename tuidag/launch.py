@@ -9,11 +9,10 @@ from __future__ import annotations
 import errno
 import os
 import signal
-import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +28,7 @@ from .model.spec import DagSpec, FailurePolicy
 from .store.heartbeat import Heartbeat
 from .store.journal import JournalWriter
 from .store.resume import Reuse, plan_reuse
-from .store.runs import RunDir, RunStore, log_file_name
+from .store.runs import RunDir, RunStore, link_log, log_file_name
 
 if TYPE_CHECKING:
     from .control.server import ControlServer  # imported when the socket is opened (`serve_control`)
@@ -74,7 +73,11 @@ class RunSession:
         kill_grace: float | None = None,
         executor: Executor | None = None,
         resume_from: RunDir | None = None,
+        force: bool = False,
+        run_anyway: Mapping[str, str] | None = None,
     ) -> RunSession:
+        """`force`: every task runs, up to date or not; `run_anyway`: tasks that run even if up to date, with the
+        reason to give (`--from`)."""
         store = RunStore(state_dir)
         reuse = plan_reuse(dag, resume_from) if resume_from else None
         reused = reuse.values if reuse else {}
@@ -88,7 +91,20 @@ class RunSession:
         run, journal = store.create_run(dag.name, dag.source, list(dag.topological_order), extra)
         if resume_from is not None:  # (what it reuses comes from it)
             for name in reused:
-                _link_log(resume_from.log_path(name), run.log_path(name))
+                link_log(resume_from.log_path(name), run.log_path(name))
+        freshness = None
+        if any(task.inputs or task.outputs for task in dag.tasks.values()):
+            from .store.freshness import Freshness
+
+            freshness = Freshness(
+                dag,
+                state_dir,
+                run.run_id,
+                run.logs,
+                force=force,
+                run_anyway=run_anyway,
+                on_note=lambda text: print(f"tuidag: note: {text}", file=sys.stderr),
+            )
         scheduler = Scheduler(
             dag,
             executor or LocalExecutor(),
@@ -98,6 +114,7 @@ class RunSession:
             max_parallel=max_parallel,
             kill_grace=kill_grace,
             reused=reused,
+            freshness=freshness,
         )
         # The first observer: the journal records every event before any view sees it.
         scheduler.subscribe(journal.record, batches=True)
@@ -189,6 +206,8 @@ class RunSession:
         """Wait for the pool, record the outcome in summary.json and close the journal. With a journal that stopped
         early the summary (over the room reserved for it) is the run's record of how every task ended."""
         self.scheduler.close()
+        if self.scheduler.freshness is not None:
+            self.scheduler.freshness.close()
         self.heartbeat.stop()
         summary = RunSummary(self.scheduler.snapshot(), self.interrupted_by)
         finished = self.finished_at = run_end(summary.snapshots.values(), self.started)
@@ -242,48 +261,6 @@ def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
 def run_end(snapshots: Iterable[TaskSnapshot], started: float) -> float:
     """When the run ended: the latest end of any of its tasks (`started` if none ended)."""
     return max((s.finished_at for s in snapshots if s.finished_at is not None), default=started)
-
-
-def _link_log(old: Path, new: Path) -> None:
-    """The new run's log of a reused task is the earlier run's file (a hard link: it survives either run's folder
-    being deleted), or a copy where links can't be made. Only a regular file of the user's own is taken: a symlink
-    (or a link to another user's file) put in the old run's place is not a log, and would make `tuidag logs` show
-    whatever it points to; the check is made on the new name, after linking, so nothing can be swapped in between."""
-    try:
-        os.link(old, new, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    except OSError:
-        _copy_log(old, new)
-        return
-    if not _own_file(os.lstat(new)):
-        os.unlink(new)
-
-
-def _own_file(info: os.stat_result) -> bool:
-    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
-
-
-def _copy_log(old: Path, new: Path) -> None:
-    """Best effort: a reused task whose log can't be copied is still reused (its log stays in the old run)."""
-    try:
-        src = os.open(old, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        if _own_file(os.fstat(src)):
-            dst = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                while chunk := os.read(src, 1 << 20):
-                    os.write(dst, chunk)
-            except OSError:
-                os.unlink(new)
-            finally:
-                os.close(dst)
-    except OSError:
-        pass
-    finally:
-        os.close(src)
 
 
 def install_signal_handlers(session: RunSession, signals=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)) -> None:

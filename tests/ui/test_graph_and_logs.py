@@ -9,6 +9,7 @@ from pilot_helpers import open_app, pin_style, ui_states, until
 from dags import DIAMOND
 from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.state import TaskState
+from tuidag.ui.state_style import LOOKS
 from tuidag.ui.widgets.graph.canvas import FOCUSED_HINT, UNFOCUSED_HINT, DagCanvas
 from tuidag.views.layout.style import Zoom
 from tuidag.views.terminal_text import strip_ansi
@@ -274,3 +275,27 @@ async def test_a_double_click_on_the_log_pane_selects_its_text_and_the_app_goes_
         assert app.is_running and app.return_code is None
         await pilot.press("slash", "s", "e", "c", "o", "n", "d", "enter")
         assert app.log_pane.search_text == "second"
+
+
+async def test_an_up_to_date_tile_names_its_run_and_a_tile_that_ran_says_why(new_session):
+    async with open_app(new_session({"a": "true"})) as (app, _pilot):
+        fresh = TaskSnapshot("a", TaskState.UP_TO_DATE, reason="up to date (run 20261204-1)")
+        assert app.canvas._detail(fresh, 24) == "(run 20261204-1)"  # the state's own glyph and word say the rest
+        ran = TaskSnapshot("a", TaskState.SUCCEEDED, reason="input data/x.csv changed")
+        assert app.canvas._detail(ran, 24) == "input data/x.csv changed"
+    assert len({(look.glyph, look.colour) for look in LOOKS.values()}) == len(TaskState)
+
+
+async def test_an_up_to_date_task_shows_with_its_glyph_and_counts_as_done(new_session, tmp_path):
+    tasks = {
+        "make": {"run": "echo made > made.txt", "outputs": ("made.txt",)},
+        "use": {"run": "cat made.txt", "depends_on": ["make"]},
+    }
+    first = new_session(tasks)
+    first.scheduler.run()
+    first.finish()
+    async with open_app(new_session(tasks)) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="run finished")
+        assert ui_states(app) == {"make": "UP_TO_DATE", "use": "SUCCEEDED"}
+        tile = tile_text(app, "make")
+        assert LOOKS[TaskState.UP_TO_DATE].glyph in "".join(tile) and "(run " in tile[2]

@@ -45,14 +45,14 @@ from typing import Any, NamedTuple
 from ..model.counts import counted
 from ..model.resources import requests, resolve
 from ..model.spec import DagSpec, FailurePolicy
-from ..model.state import TaskState, ended_outcome
+from ..model.state import SUCCESSFUL, TaskState, ended_outcome
 from .events import Event, TaskSnapshot
 from .executor import Executor, RunningAttempt
 from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
 from .outbox import Subscription
 from .slots import SlotPool
-from .task_attempts import TaskAttempts
+from .task_attempts import Freshness, TaskAttempts
 from .task_records import DEAD_END, WAITING, S, TaskRecord
 from .workers import WorkerPool
 
@@ -101,7 +101,7 @@ class RunSummary(NamedTuple):
     @property
     def ok(self) -> bool:
         """Every task succeeded (or, in a job group, was stopped once the primary tasks had ended)."""
-        return all(s.state is S.SUCCEEDED or stopped_by_group(s) for s in self.snapshots.values())
+        return all(s.state in SUCCESSFUL or stopped_by_group(s) for s in self.snapshots.values())
 
     @property
     def outcome(self) -> str:
@@ -123,12 +123,15 @@ class Scheduler(TaskAttempts):
         kill_grace: float | None = None,
         clock: Callable[[], float] = time.time,
         reused: Iterable[str] | Mapping[str, Any] = (),
+        freshness: Freshness | None = None,
     ):
         """`reused`: tasks SUCCEEDED from the start (carried over by --resume); a mapping gives their return
-        values, which their dependents get in `ctx.results` as if they had just run."""
+        values, which their dependents get in `ctx.results` as if they had just run. `freshness`: asked whether each
+        task needs to run when it is about to start (store/freshness.py); without it every task runs."""
         dag = resolve(dag)  # requests checked against capacities (front ends did it already, with their locations)
         self.dag = dag
         self.executor = executor
+        self.freshness = freshness
         self.run_id = run_id
         wanted, self.parallel_source = default_parallel(dag, max_parallel, executor)
         if dag.job_group is not None:
@@ -317,6 +320,7 @@ class Scheduler(TaskAttempts):
                 rt.generation += 1
                 rt.attempts_before = rt.snap.attempt
                 rt.cancel_reason = None
+                rt.why = None
                 self._set(rt, S.PENDING, reason=None, exit_code=None, started_at=None, finished_at=None)
             for n in names:
                 rt = self._tasks[n]

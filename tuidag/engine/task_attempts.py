@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
+from ..model.freshness import FAIL, RESTORE, RUN, UP_TO_DATE, Verdict
 from ..model.spec import RUN_ID_PLACEHOLDER, FailurePolicy, TaskSpec
 from .events import TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, LogFull, TaskEnvironment
@@ -39,9 +40,19 @@ class _PlacedFields(TypedDict, total=False):
     slots: str
 
 
+class Freshness(Protocol):
+    """What the scheduler asks before a task's attempt and tells after one succeeded (store/freshness.py)."""
+
+    def decide(self, name: str) -> Verdict: ...
+    def value(self, verdict: Verdict) -> Any: ...
+    def succeeded(self, name: str, log_path: str | None, value: Any = None) -> str | None: ...
+    def close(self) -> None: ...
+
+
 class TaskAttempts(TaskQueue):
     """Attempts and their ends (the state is set in `Scheduler.__init__`)."""
 
+    freshness: Freshness | None
     run_id: str
     kill_grace: float
     log_headers: LogHeaders
@@ -74,6 +85,11 @@ class TaskAttempts(TaskQueue):
 
     def _attempt(self, name: str, generation: int) -> tuple[str, int] | None:
         """One attempt; returns a ready task for this thread to run next (see `_work`)."""
+        verdict = None
+        if self.freshness is not None:
+            verdict = self._check_freshness(name, generation)
+            if verdict is None:
+                return self._flush(keep=True)
         with self._lock:
             t = self._tasks[name]
             if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING) or self._stopping:
@@ -97,7 +113,7 @@ class TaskAttempts(TaskQueue):
                 started_at=t.snap.started_at or now,
                 pid=None,
                 create_time=None,
-                reason=None,
+                reason=t.why,
                 exit_code=None,
                 worker=None,
                 log_start=None,
@@ -124,7 +140,11 @@ class TaskAttempts(TaskQueue):
             on_waiting=lambda: self._waiting(t, generation, number),
         )
         try:
+            if verdict is not None and verdict.action == FAIL:  # an input is missing: nothing to run it on
+                raise _NotStarted(verdict.reason)
             running = self.executor.launch(attempt)
+        except _NotStarted as exc:
+            result = AttemptResult(False, None, str(exc))
         except LogFull as exc:
             return self._log_full(t, before, exc)
         except Exception as exc:  # spawn failures (missing workdir, ...) fail the attempt, not the engine
@@ -153,10 +173,46 @@ class TaskAttempts(TaskQueue):
                 result = running.wait()
             except LogFull as exc:  # its setup ran, but there is no room to start its next step
                 result = self._step_log_full(t, exc)
+            if result.ok and self.freshness is not None:  # a declared output it did not make fails it
+                problem = self.freshness.succeeded(name, attempt.log_path, result.value)
+                if problem is not None:
+                    result = result._replace(ok=False, reason=problem)
         with self._lock:
             t.running = None
             self._finish_attempt(t, result)
         return self._flush(keep=True)
+
+    def _check_freshness(self, name: str, generation: int) -> Verdict | None:
+        """Whether the task needs to run, decided now that its dependencies have ended (outside the lock: it hashes
+        files). An up-to-date task (its outputs restored if need be) ends UP_TO_DATE here and its dependents become
+        ready: None. Otherwise the verdict, its reason kept as why the task runs (a FAIL one: why it can't)."""
+        with self._lock:
+            t = self._tasks[name]
+            if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING) or self._stopping or self._paused:
+                return Verdict(RUN, "")  # `_attempt` sees why not, as without a check
+        assert self.freshness is not None
+        verdict = self.freshness.decide(name)
+        with self._lock:
+            if t.generation != generation or t.state not in (S.QUEUED, S.RETRYING) or self._stopping:
+                return Verdict(RUN, "")
+            if verdict.action in (UP_TO_DATE, RESTORE) and t.state is S.QUEUED:
+                value = self.freshness.value(verdict)
+                self._results[name] = value
+                reason = verdict.reason if verdict.action == UP_TO_DATE else f"{verdict.reason} (run {verdict.run_id})"
+                self._set(t, S.UP_TO_DATE, reason=reason, finished_at=self.clock(), value=value)
+                self._children_ready(name)
+                self._check_done()
+                return None
+            if verdict.action == RUN and t.state is S.QUEUED:
+                t.why = verdict.reason or None
+        return verdict
+
+    def _children_ready(self, name: str) -> None:
+        if not self._stopping:
+            for child in self.dag.children[name]:
+                ct = self._tasks[child]
+                if ct.state is S.PENDING and self._deps_succeeded(child):
+                    self._enqueue(ct)
 
     def _log_full(self, t: TaskRecord, before: TaskSnapshot, exc: LogFull) -> tuple[str, int] | None:
         """No space for the attempt's log: it did not start, and none would. The run stops starting tasks (through
@@ -255,12 +311,8 @@ class TaskAttempts(TaskQueue):
             self._set(t, S.CANCELLED, reason=t.cancel_reason, exit_code=result.exit_code, finished_at=now)
         elif result.ok:
             self._results[name] = result.value
-            self._set(t, S.SUCCEEDED, exit_code=result.exit_code, finished_at=now, reason=None, value=result.value)
-            if not self._stopping:
-                for child in self.dag.children[name]:
-                    ct = self._tasks[child]
-                    if ct.state is S.PENDING and self._deps_succeeded(child):
-                        self._enqueue(ct)
+            self._set(t, S.SUCCEEDED, exit_code=result.exit_code, finished_at=now, reason=t.why, value=result.value)
+            self._children_ready(name)
         elif t.snap.attempt - t.attempts_before <= spec.retries and not self._stopping:
             self._set(t, S.RETRYING, reason=result.reason, exit_code=result.exit_code)
             self._schedule_retry(t, spec.retry_delay)
@@ -297,3 +349,7 @@ class TaskAttempts(TaskQueue):
         policy = self.dag.on_failure
         if policy is not FailurePolicy.SKIP_DOWNSTREAM:
             self._stop_starting(f"run stopped: '{failed}' failed ({policy})")
+
+
+class _NotStarted(Exception):
+    """An attempt that is not launched, with why (an input is missing)."""

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..model.state import TERMINAL, TaskState, can_move, ended_outcome
+from ..model.state import SUCCESSFUL, TERMINAL, TaskState, can_move, ended_outcome
 from .events import RunEvent, TaskEvent, TaskSnapshot
 from .executor import RunningAttempt
 from .job_group import JobGroupStopper, stopped_by_group
@@ -35,7 +35,17 @@ class InvalidTransition(RuntimeError):
 class TaskRecord:
     """The scheduler's mutable record of one task. Only touched with the scheduler lock held."""
 
-    __slots__ = ("attempts_before", "cancel_reason", "generation", "held", "running", "snap", "timer", "unannounced")
+    __slots__ = (
+        "attempts_before",
+        "cancel_reason",
+        "generation",
+        "held",
+        "running",
+        "snap",
+        "timer",
+        "unannounced",
+        "why",
+    )
 
     def __init__(self, snap: TaskSnapshot):
         self.snap = snap
@@ -46,6 +56,7 @@ class TaskRecord:
         self.cancel_reason: str | None = None
         self.unannounced: TaskState | None = None  # RUNNING not delivered yet: the state it came from (`_attempt`)
         self.held: dict[str, tuple[int, ...]] | None = None  # the slots given to it (kind -> slot numbers)
+        self.why: str | None = None  # why it runs although it could be up to date (kept as its reason)
 
     @property
     def state(self) -> TaskState:
@@ -83,7 +94,7 @@ class TaskRecords(EventOutbox):
             counts: dict[str, int] = {}
             for t in self._tasks.values():
                 counts[t.state.value] = counts.get(t.state.value, 0) + 1
-            ok = all(t.state is S.SUCCEEDED or stopped_by_group(t.snap) for t in self._tasks.values())
+            ok = all(t.state in SUCCESSFUL or stopped_by_group(t.snap) for t in self._tasks.values())
             outcome = ended_outcome((t.state for t in self._tasks.values()), ok)
             detail = outcome + " " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
             if self._paused:  # everything ended while paused (cancelled): a later re-run must not be held

@@ -166,6 +166,14 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
             tuple(map(_loc, t.dep_locations)),
             dict(t.run_env),
             [(kind, r.count, _loc(r.location), r.accelerator) for kind, r in t.resources.items()],
+            (
+                t.inputs,
+                t.outputs,
+                t.cache,
+                t.env_inputs,
+                tuple(map(_loc, t.input_locations)),
+                tuple(map(_loc, t.output_locations)),
+            ),
         )
         for t in dag.tasks.values()
     ]
@@ -226,6 +234,7 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         dep_locations,
         run_env,
         requests,
+        (inputs, outputs, cache, env_inputs, input_locations, output_locations),
     ) in rows:
         tasks[task] = TaskSpec(
             task,
@@ -247,6 +256,12 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
                 kind: Request(count, None if where is None else Location(*where), accelerator)
                 for kind, count, where, accelerator in requests
             },
+            inputs=inputs,
+            outputs=outputs,
+            cache=cache,
+            env_inputs=env_inputs,
+            input_locations=tuple(None if where is None else Location(*where) for where in input_locations),
+            output_locations=tuple(None if where is None else Location(*where) for where in output_locations),
         )
     dag = DagSpec(
         name,

@@ -115,6 +115,16 @@ class TaskSpec(NamedTuple):
     #: Slots held while an attempt runs: kind -> resources.Request (checked against the DAG's capacities by
     #: resources.resolve).
     resources: Mapping[str, Request] = MappingProxyType({})
+    #: Files, folders and globs (relative to the task's workdir) whose content the task depends on, and the files and
+    #: folders it makes: a task with `outputs` is skipped as UP_TO_DATE when nothing it depends on changed (see
+    #: freshness.py). `cache=False` opts it out; `env_inputs` names OS environment variables it depends on.
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    cache: bool = True
+    env_inputs: tuple[str, ...] = ()
+    #: Where each entry of `inputs` and `outputs` is written, for located errors (None: at the task).
+    input_locations: tuple[Location | None, ...] = ()
+    output_locations: tuple[Location | None, ...] = ()
 
     def dep_location(self, index: int) -> Location | None:
         if index < len(self.dep_locations) and self.dep_locations[index]:
@@ -283,7 +293,7 @@ class DagSpec:
         memo: dict = {}  # what the callables' globals hold, described once for all of them
         for name, task in self.tasks.items():
             action = task.run if task.func is None else _callable_action(task.func, memo)
-            fields = [
+            fields: list[object] = [
                 action,
                 task.setup,
                 sorted(task.depends_on),
@@ -293,6 +303,8 @@ class DagSpec:
             ]
             if task.run_env:  # only then: fingerprints of earlier runs stay valid
                 fields.append(sorted(task.run_env.items()))
+            if task.inputs or task.outputs or task.env_inputs:  # likewise
+                fields.append([list(task.inputs), list(task.outputs), sorted(task.env_inputs), task.shell])
             data = encode(fields)
             prints[name] = sha1(data.encode()).hexdigest()[:16]
         return prints

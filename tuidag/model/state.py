@@ -20,6 +20,7 @@ class TaskState(str, Enum):
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
     SKIPPED = "SKIPPED"  # an upstream task failed or was cancelled
+    UP_TO_DATE = "UP_TO_DATE"  # not run: an earlier success had the same definition, inputs and outputs
 
     @property
     def terminal(self) -> bool:
@@ -34,13 +35,18 @@ class TaskState(str, Enum):
         return self.value
 
 
-TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED, TaskState.SKIPPED})
+TERMINAL = frozenset(
+    {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED, TaskState.SKIPPED, TaskState.UP_TO_DATE}
+)
+#: The states a dependent runs after, and that count as success in a run's outcome and exit code: an up-to-date task
+#: (its outputs are what its last success made, or were restored from the cache) counts as succeeded.
+SUCCESSFUL = frozenset({TaskState.SUCCEEDED, TaskState.UP_TO_DATE})
 
 _S = TaskState
 #: state -> states it may move to. Re-running a finished task (the UI's `r`) re-enters PENDING from a terminal state.
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED}),
-    _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.SKIPPED}),
+    _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.SKIPPED, _S.UP_TO_DATE}),
     _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.CANCELLING}),
     _S.RETRYING: frozenset({_S.RUNNING, _S.CANCELLED}),
     _S.CANCELLING: frozenset({_S.CANCELLED}),
@@ -48,6 +54,7 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     _S.FAILED: frozenset({_S.PENDING}),
     _S.CANCELLED: frozenset({_S.PENDING}),
     _S.SKIPPED: frozenset({_S.PENDING}),
+    _S.UP_TO_DATE: frozenset({_S.PENDING}),
 }
 
 

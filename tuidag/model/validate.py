@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
-from .errors import DagError, did_you_mean
+from .errors import DagError, Location, did_you_mean
 from .spec import TaskSpec, task_name_problem
 
 
@@ -64,3 +67,64 @@ def find_cycle(tasks: Mapping[str, TaskSpec]) -> list[str] | None:
                 colour[node] = BLACK
                 path.pop()
     return None
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def io_errors(tasks: Mapping[str, TaskSpec], workdir: Path, folder: Path | None) -> list[DagError]:
+    """The `inputs`/`outputs` mistakes: an output outside its task's workdir and the DAG's folder (tuidag would
+    restore and remove files there), a glob as an output, two tasks declaring one output (or one inside the other),
+    and an output that is also an input of its own task (it would never be up to date)."""
+    errors: list[DagError] = []
+    owners: dict[str, tuple[str, str]] = {}  # absolute output -> (task, as written)
+    above: dict[str, tuple[str, str]] = {}  # each folder holding a declared output -> the first such output's owner
+    for task in tasks.values():
+        base = task.workdir or workdir
+        inputs = [(os.path.normpath(os.path.join(base, entry)), entry) for entry in task.inputs]
+        for i, entry in enumerate(task.outputs):
+            where = _entry_location(task.output_locations, i, task)
+            what = f"task '{task.name}': output '{entry}'"
+            if _GLOB_CHARS & set(entry):
+                errors.append(DagError(f"{what} is a glob: outputs are files or folders, named one by one", where))
+                continue
+            path = os.path.normpath(base / entry)
+            roots = [str(base)] + ([str(folder)] if folder is not None else [])
+            if not any(_inside(path, root) and path != root for root in roots):
+                places = " or ".join(f"'{root}'" for root in dict.fromkeys(roots))
+                errors.append(DagError(f"{what} is outside the task's workdir and the DAG's folder ({places})", where))
+                continue
+            folders = _folders_above(path)
+            clash = owners.get(path) or above.get(path) or next((owners[f] for f in folders if f in owners), None)
+            if clash is not None:
+                other, written = clash
+                errors.append(DagError(f"{what} is also declared by task '{other}' (as '{written}')", where))
+            owners.setdefault(path, (task.name, entry))
+            for parent in folders:
+                above.setdefault(parent, (task.name, entry))
+            for pattern, written in inputs:
+                if (
+                    _inside(path, pattern)
+                    or _inside(pattern, path)
+                    or (_GLOB_CHARS & set(pattern) and fnmatch.fnmatchcase(path, pattern))
+                ):
+                    errors.append(DagError(f"{what} is also an input of the same task ('{written}')", where))
+                    break
+    return errors
+
+
+def _folders_above(path: str) -> list[str]:
+    found = []
+    parent = os.path.dirname(path)
+    while parent and parent != path:
+        found.append(parent)
+        path, parent = parent, os.path.dirname(parent)
+    return found
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _entry_location(locations: tuple[Location | None, ...], index: int, task: TaskSpec) -> Location | None:
+    return locations[index] if index < len(locations) and locations[index] else task.location

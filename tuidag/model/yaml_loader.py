@@ -22,7 +22,7 @@ from .errors import DagError, DagErrors, Location, did_you_mean
 from .resources import Request, kind_problem
 from .source import read_source
 from .spec import MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem
-from .validate import graph_errors
+from .validate import graph_errors, io_errors
 from .yaml_nodes import _BOOL, _FLOAT, _INT, _NULL, _describe, _location, _typed, compose
 
 ROOT_KEYS = (
@@ -37,7 +37,20 @@ ROOT_KEYS = (
     "dask_address",
     "tasks",
 )
-TASK_KEYS = ("run", "depends_on", "env", "workdir", "retries", "retry_delay", "timeout", "resources")
+TASK_KEYS = (
+    "run",
+    "depends_on",
+    "env",
+    "workdir",
+    "retries",
+    "retry_delay",
+    "timeout",
+    "resources",
+    "inputs",
+    "outputs",
+    "cache",
+    "env_inputs",
+)
 
 #: What a converter returns after reporting an error: the field is left out, so the spec's default applies.
 _SKIP: Any = object()
@@ -112,6 +125,7 @@ class _Reader:
             self.fail(root, "missing 'tasks': a DAG file needs at least one task")
         tasks = self.tasks(tasks_field[1], settings["workdir"]) if tasks_field else {}
         self.errors.extend(graph_errors(tasks))
+        self.errors.extend(io_errors(tasks, settings["workdir"], folder))
         return DagSpec(tasks=tasks, source=path.resolve(), **settings)
 
     def tasks(self, node: Node, workdir: Path) -> dict[str, TaskSpec]:
@@ -147,8 +161,17 @@ class _Reader:
             "retry_delay": self.duration,
             "timeout": partial(self.duration, positive=True),
             "resources": partial(self.slots, minimum=1),
+            "inputs": partial(self.paths, expected="a path or glob, or a list of them"),
+            "outputs": partial(self.paths, expected="a path, or a list of paths"),
+            "cache": self.flag,
+            "env_inputs": self.variable_names,
         }
         settings = self.settings(fields, converters, TASK_KEYS, prefix=f"task '{name}': ")
+        for field in ("inputs", "outputs"):  # (path, location) pairs
+            if field in settings:
+                entries = settings.pop(field)
+                settings[field] = tuple(path for path, _ in entries)
+                settings[field[:-1] + "_locations"] = tuple(where for _, where in entries)
         if "resources" in settings:  # requests, located where each is written
             settings["resources"] = {
                 kind: Request(count, where) for kind, (count, where) in settings["resources"].items()
@@ -301,6 +324,48 @@ class _Reader:
             if count is not _SKIP:
                 slots[kind] = (count, self.at(key))
         return slots
+
+    def paths(self, node: Node, what: str, expected: str) -> list[tuple[str, Location]]:
+        """(path, location) pairs: one path or a list of them, each located so a bad one can be pointed at."""
+        if isinstance(node, MappingNode) or node.tag == _NULL:
+            self.fail(node, f"{what} must be {expected}, got {_describe(node)}")
+            return _SKIP
+        entries = node.value if isinstance(node, SequenceNode) else [node]
+        paths: dict[str, tuple[str, Location]] = {}
+        for entry in entries:
+            text = self.text(entry, f"{what} entry", "a path")
+            if text is _SKIP:
+                continue
+            if os.path.isabs(text) and what.endswith("outputs"):
+                self.fail(entry, f"{what} entry '{text}' must be relative to the task's workdir")
+            elif text in paths:
+                self.fail(entry, f"{what} lists '{text}' twice")
+            else:
+                paths[text] = (text, self.at(entry))
+        return list(paths.values())
+
+    def flag(self, node: Node, what: str) -> bool:
+        value = _typed(node, _BOOL)
+        if value is None:
+            self.fail(node, f"{what} must be true or false, got {_describe(node)}")
+            return _SKIP
+        return value
+
+    def variable_names(self, node: Node, what: str) -> tuple[str, ...]:
+        """Names of OS environment variables: one name or a list of them."""
+        if isinstance(node, MappingNode) or node.tag == _NULL:
+            self.fail(node, f"{what} must be a variable name or a list of them, got {_describe(node)}")
+            return _SKIP
+        names: list[str] = []
+        for entry in node.value if isinstance(node, SequenceNode) else [node]:
+            text = self.text(entry, f"{what} entry", "a variable name")
+            if text is _SKIP:
+                continue
+            if "=" in text or not text.strip():
+                self.fail(entry, f"{what}: variable name {text!r} may not contain '='")
+            elif text not in names:
+                names.append(text)
+        return tuple(names)
 
     def dependencies(self, node: Node, what: str) -> list[tuple[str, Location]]:
         """(name, location) pairs: one name or a list of names, each located so graph errors can point at it."""

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from ..model.counts import counted, number
 from ..model.spec import DagSpec
-from ..model.state import TERMINAL, TaskState
+from ..model.state import SUCCESSFUL, TERMINAL
 from .journal import replay
 from .runs import RunDir
 
@@ -66,7 +66,7 @@ def plan_reuse(dag: DagSpec, earlier: RunDir) -> Reuse:
         record = rep.tasks.get(name)
         if record is None:
             why_not[name] = NEW
-        elif record.state is not TaskState.SUCCEEDED:
+        elif record.state not in SUCCESSFUL:
             why_not[name] = f"{record.state.value.lower()} there" if record.state in TERMINAL else "unfinished there"
         elif old_prints.get(name) != prints[name]:
             why_not[name] = CHANGED

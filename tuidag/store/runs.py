@@ -313,3 +313,45 @@ def write_summary(run: RunDir, summary: dict[str, Any]) -> None:
         place_summary(fd, summary)
     finally:
         os.close(fd)
+
+
+def link_log(old: Path, new: Path) -> None:
+    """The new run's log of a reused task is the earlier run's file (a hard link: it survives either run's folder
+    being deleted), or a copy where links can't be made. Only a regular file of the user's own is taken: a symlink
+    (or a link to another user's file) put in the old run's place is not a log, and would make `tuidag logs` show
+    whatever it points to; the check is made on the new name, after linking, so nothing can be swapped in between."""
+    try:
+        os.link(old, new, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    except OSError:
+        _copy_log(old, new)
+        return
+    if not _own_file(os.lstat(new)):
+        os.unlink(new)
+
+
+def _own_file(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
+
+
+def _copy_log(old: Path, new: Path) -> None:
+    """Best effort: a reused task whose log can't be copied is still reused (its log stays in the old run)."""
+    try:
+        src = os.open(old, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if _own_file(os.fstat(src)):
+            dst = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                while chunk := os.read(src, 1 << 20):
+                    os.write(dst, chunk)
+            except OSError:
+                os.unlink(new)
+            finally:
+                os.close(dst)
+    except OSError:
+        pass
+    finally:
+        os.close(src)

@@ -1,6 +1,6 @@
 """How each task state looks: one glyph, colour and word per state, shared by the canvas tiles and the header.
 
-Every one of the nine states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
+Every one of the ten states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
 hex values rather than theme variables so screenshots and snapshot tests don't depend on the theme.
 """
 
@@ -36,6 +36,7 @@ LOOKS: dict[TaskState, StateLook] = {
     S.FAILED: StateLook("✘", "#ff5f5f", "failed"),
     S.CANCELLED: StateLook("⊘", "#d7d700", "cancelled"),
     S.SKIPPED: StateLook("↷", "#af875f", "skipped"),
+    S.UP_TO_DATE: StateLook("≡", "#5fafaf", "up to date"),
 }
 
 #: The critical path (`x`): names of its tasks in the graph, the timeline and the side panel.
@@ -44,4 +45,15 @@ CRITICAL_COLOUR = "#ffaf00"
 LONG_COLOUR = "#ff8700"
 
 #: Order of the per-state counts in the header: what needs attention first.
-COUNT_ORDER = (S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.PENDING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.SKIPPED)
+COUNT_ORDER = (
+    S.RUNNING,
+    S.CANCELLING,
+    S.RETRYING,
+    S.QUEUED,
+    S.PENDING,
+    S.SUCCEEDED,
+    S.UP_TO_DATE,
+    S.FAILED,
+    S.CANCELLED,
+    S.SKIPPED,
+)

@@ -33,7 +33,7 @@ def live_forecast(
         state = snap.state
         if state in (S.RUNNING, S.CANCELLING):
             running[name] = attempt_start(snap, now)
-        elif state is S.SUCCEEDED or (state in (S.FAILED, S.CANCELLED) and snap.started_at is not None):
+        elif state in (S.SUCCEEDED, S.UP_TO_DATE) or (state in (S.FAILED, S.CANCELLED) and snap.started_at is not None):
             start = snap.started_at if snap.started_at is not None else snap.changed_at
             finished[name] = (start, snap.finished_at if snap.finished_at is not None else snap.changed_at)
         if state in (S.FAILED, S.CANCELLED, S.SKIPPED, S.CANCELLING):

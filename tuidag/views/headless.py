@@ -38,6 +38,7 @@ TASK_COLOURS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96]
 """SGR colours of task prefixes, by topological index: headless and the UI's combined view use the same."""
 _STATE_COLOURS = {
     S.SUCCEEDED: 32,
+    S.UP_TO_DATE: 92,
     S.FAILED: 31,
     S.CANCELLED: 33,
     S.SKIPPED: 90,
@@ -248,6 +249,10 @@ class HeadlessReporter:
 
     def _describe(self, snap: TaskSnapshot) -> str:
         state = snap.state.value
+        reason = snap.reason
+        if snap.state is S.UP_TO_DATE:  # `up to date (run R)`, or `up to date: output x is missing: restored ...`
+            state = "up to date" if not (reason or "").startswith("up to date") else reason or ""
+            reason = None if state == reason else reason
         if self.colour:
             state = f"\x1b[1;{_STATE_COLOURS[snap.state]}m{state}\x1b[0m"
         text = f"--> {state}"
@@ -257,8 +262,8 @@ class HeadlessReporter:
             text += f" [slots {snap.slots}]"
         elif snap.state.terminal and snap.started_at is not None and snap.finished_at is not None:
             text += f" in {format_duration(snap.finished_at - snap.started_at)}"
-        if snap.reason and snap.state is not S.SUCCEEDED:
-            text += f": {terminal_line(snap.reason)}"  # a callable's exception message is the task's text
+        if reason and snap.state is not S.SUCCEEDED:
+            text += f": {terminal_line(reason)}"  # a callable's exception message is the task's text
         return text
 
     def _write(self, text: str) -> None:
@@ -285,7 +290,9 @@ def summary_table(snapshots: dict[str, TaskSnapshot], colour: bool = False) -> s
                 str(snap.attempt),
                 format_duration(duration),
                 "-" if snap.exit_code is None else str(snap.exit_code),
-                snap.log_path if snap.attempt or snap.reused else "-",
+                snap.log_path
+                if snap.attempt or snap.reused or (snap.state is S.UP_TO_DATE and os.path.isfile(snap.log_path))
+                else "-",
             )
         )  # only a task that started has one
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -322,5 +329,5 @@ def counts_line(snapshots: dict[str, TaskSnapshot], elapsed: float) -> str:
 
 def recorded_counts_line(counts: dict[str, int], elapsed: float) -> str:
     """`300 tasks: 211 succeeded, 1 failed, 88 cancelled in 0.2s`, from state -> count (as summary.json has it)."""
-    parts = ", ".join(f"{with_commas(n)} {state.lower()}" for state, n in counts.items())
+    parts = ", ".join(f"{with_commas(n)} {state.lower().replace('_', ' ')}" for state, n in counts.items())
     return f"{counted(sum(counts.values()), 'task')}: {parts} in {format_duration(elapsed)}\n"

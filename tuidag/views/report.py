@@ -16,6 +16,7 @@ from .report_svg import esc, gantt_svg, graph_svg
 
 STATE_COLOURS = {
     "SUCCEEDED": "#2e9e44",
+    "UP_TO_DATE": "#5fafaf",
     "FAILED": "#d43d3d",
     "RETRYING": "#a45ad6",
     "CANCELLED": "#d99a1e",

@@ -29,7 +29,7 @@ S = TaskState
 FILTER_STYLE = "bold #000000 on #5fafff"
 BAR_WIDTHS = (30, 20, 10)  # the progress bar's widths, from roomy to narrow (dropped after the narrowest)
 #: Terminal states in the order they fill the progress bar.
-_BAR_ORDER = (S.SUCCEEDED, S.FAILED, S.CANCELLED, S.SKIPPED)
+_BAR_ORDER = (S.SUCCEEDED, S.UP_TO_DATE, S.FAILED, S.CANCELLED, S.SKIPPED)
 
 
 class RunHeader(Widget):

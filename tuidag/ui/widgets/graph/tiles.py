@@ -255,8 +255,8 @@ class TileDrawing(_ScrollView):
         if snap.state is S.SUCCEEDED:
             if snap.reused:
                 return "reused"
-            # The Dask worker that ran it (host:port; None for a local run).
-            return _fit(_worker_name(snap.worker), width) if snap.worker else ""
+            # The Dask worker that ran it (host:port; None for a local run), else why it ran (a task with outputs).
+            return _fit(_worker_name(snap.worker), width) if snap.worker else _short_reason(snap.reason or "", width)
         return _short_reason(snap.reason or "", width)
 
 
@@ -277,7 +277,9 @@ def _short_reason(reason: str, width: int) -> str:
     interrupted = _INTERRUPTED.match(reason)
     if interrupted:
         reason = f"by {interrupted.group(1)}"
-    return _fit(reason.removeprefix("cancelled: ").removeprefix("cancelled ").removeprefix("raised "), width)
+    for prefix in ("cancelled: ", "cancelled ", "raised ", "up to date "):
+        reason = reason.removeprefix(prefix)
+    return _fit(reason, width)
 
 
 def _duration(snap: TaskSnapshot, now: float) -> str:
