@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import control_commands, history_commands
-from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
+from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
 from .model.durations import parse_duration
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Required, but optional to argparse: in `run --resume FILE` the file is taken as --resume's RUN_ID (see
     # _file_after_resume); the usage line shows it as required.
     run.add_argument("file", type=Path, nargs="?", metavar="FILE", help="the DAG file (YAML, SkyPilot pipeline, .py)")
-    run.usage = "tuidag run [options] FILE"
+    run.usage = "tuidag run [options] FILE [TASK ...]"
     run.set_defaults(run_parser=run)
     add_run_options(run)
 
@@ -130,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
     """The options of `tuidag run`, shared with `Dag.main()` so a Python DAG takes exactly the same ones."""
+    run.add_argument(
+        "tasks",
+        nargs="*",
+        metavar="TASK",
+        help="run only these tasks and the tasks they need (default: every task)",
+    )
     view = run.add_mutually_exclusive_group()
     view.add_argument("--tui", dest="tui", action="store_true", default=None, help="always open the terminal UI")
     view.add_argument("--no-tui", dest="tui", action="store_false", help="never open the terminal UI")
@@ -182,10 +188,24 @@ def _add_state_dir(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
     if args.command == "run":
+        take_targets(args, rest, args.run_parser)
         _file_after_resume(args)
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return guarded(COMMANDS[args.command], args)
+
+
+def take_targets(args: argparse.Namespace, rest: list[str], parser: argparse.ArgumentParser) -> None:
+    """The targets of `run` wherever they are among its options: argparse takes the positional arguments it meets
+    first (`run FILE TASK`) and leaves the ones after an option (`run FILE -j 2 TASK`) over, which are targets too.
+    What is left over that looks like an option is not one of `run`'s: an error, as argparse says it. Each target
+    is kept once, in the order given."""
+    unknown = [arg for arg in rest if arg.startswith("-")]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.tasks = list(dict.fromkeys([*args.tasks, *rest]))
 
 
 def _file_after_resume(args: argparse.Namespace) -> None:
@@ -310,6 +330,7 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     """Run a loaded DAG with the options of `tuidag run`. With --detach the engine runs in a process of its own,
     detached from the terminal (see background.py), and this returns as soon as the run exists."""
     outlive_readers()
+    check_targets(dag, args.tasks)
     dag = with_resources(dag, getattr(args, "resources", {}))  # before anything starts or is stored
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
@@ -320,9 +341,20 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     return run_headless(_new_session(dag, args, state_dir, earlier), quiet=args.quiet)
 
 
+def check_targets(dag: DagSpec, targets: Sequence[str]) -> None:
+    """Every target is a task of the DAG, or a usage error naming the first that is not (with the closest name),
+    before anything is started or stored."""
+    from .model.targets import unknown_targets
+
+    for name in unknown_targets(dag, targets):
+        where = terminal_line(str(dag.source)) if dag.source is not None else f"the DAG {dag.name!r}"
+        raise no_such_task(name, [], f"{where} has no task {name!r}", names=dag.tasks)
+
+
 def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None):
     """The run's store folder, journal, executor and scheduler, ready to start; its notes said on stderr."""
     from .launch import RunSession  # the engine is imported only once there is something to run
+    from .model.targets import needed
 
     executor = make_executor(dag, args)
     session = RunSession.create(
@@ -332,11 +364,14 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
         kill_grace=args.kill_grace,
         resume_from=earlier,
         executor=executor,
+        targets=args.tasks,
     )
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
     if session.reuse is not None:
-        note = session.reuse.describe(len(dag.tasks), env_options=[key for key, _ in args.env])
+        note = session.reuse.describe(
+            len(needed(dag, args.tasks)), env_options=[key for key, _ in args.env], targets=bool(args.tasks)
+        )
         print(f"tuidag: resuming {earlier.run_id}: {printable(note)}", file=sys.stderr)
     return session
 
@@ -423,6 +458,7 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
 def run_headless(session, quiet: bool = False) -> int:
     from .launch import install_signal_handlers
     from .model.collector import freeze_survivors
+    from .model.targets import needed
     from .views.headless import HeadlessReporter, counts_line, insight_lines, summary_table, use_colour
 
     colour = use_colour(sys.stdout)
@@ -438,9 +474,16 @@ def run_headless(session, quiet: bool = False) -> int:
     follows = (
         f", max_parallel {scheduler.max_parallel}: {scheduler.parallel_source}" if scheduler.parallel_source else ""
     )
+    targets = scheduler.targets
+    tasks = counted(len(session.dag.tasks), "task")
+    if targets:  # `3 of 10 tasks for the targets eval, report`
+        shown = ", ".join(targets[:5]) + (f" and {len(targets) - 5:,} more" if len(targets) > 5 else "")
+        tasks = (
+            f"{len(needed(session.dag, targets)):,} of {tasks} for the target{'s' if len(targets) > 1 else ''} {shown}"
+        )
     print(
         f"tuidag: run {session.run.run_id} of {terminal_line(session.dag.name)} "
-        f"({counted(len(session.dag.tasks), 'task')}{'' if where == 'local' else ' on ' + where}{follows}), "
+        f"({terminal_line(tasks)}{'' if where == 'local' else ' on ' + where}{follows}), "
         f"logs in {session.run.logs}",
         flush=True,
     )

@@ -160,10 +160,7 @@ class Roles:
             f"[b]{escape(self.source.run.run_id)}[/b]?"
         )  # markup, with what it names escaped
         snapshots = self.model.snapshots
-        items = [
-            f"{name}  ({'reused if unchanged' if snapshots[name].state is S.SUCCEEDED else 'runs again'})"
-            for name in self.source.dag.topological_order
-        ]
+        items = [f"{name}  ({_on_resume(snapshots[name].state)})" for name in self.source.dag.topological_order]
         self.push_screen(
             ConfirmScreen(
                 question,
@@ -172,3 +169,10 @@ class Roles:
             ),
             lambda yes: self.exit(RESUME) if yes else None,
         )
+
+
+def _on_resume(state: TaskState) -> str:
+    """What a resumed run (of the same targets) does with a task that ended in `state` here."""
+    if state is S.UNTARGETED:
+        return "not a target"
+    return "reused if unchanged" if state is S.SUCCEEDED else "runs again"

@@ -1,7 +1,8 @@
 """How each task state looks: one glyph, colour and word per state, shared by the canvas tiles and the header.
 
-Every one of the nine states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
-hex values rather than theme variables so screenshots and snapshot tests don't depend on the theme.
+Every one of the ten states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
+hex values rather than theme variables so screenshots and snapshot tests don't depend on the theme. A task outside
+the run's targets is drawn faint everywhere (`FAINT`): it is not part of this run.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ class StateLook:
     glyph: str
     colour: str
     word: str
+    plural: str | None = None  # the word after a count of more than one, where it is not `word` (`3 not targets`)
+
+    def word_for(self, n: int) -> str:
+        """The word after a count of `n`."""
+        return self.plural if n != 1 and self.plural else self.word
 
     @property
     def style(self) -> Style:
@@ -36,7 +42,11 @@ LOOKS: dict[TaskState, StateLook] = {
     S.FAILED: StateLook("✘", "#ff5f5f", "failed"),
     S.CANCELLED: StateLook("⊘", "#d7d700", "cancelled"),
     S.SKIPPED: StateLook("↷", "#af875f", "skipped"),
+    S.UNTARGETED: StateLook("–", "#5f5f70", "not a target", "not targets"),
 }
+
+#: States drawn faint in the graph, the list and the timeline, as tasks the state filter hides are.
+FAINT = frozenset({S.UNTARGETED})
 
 #: The critical path (`x`): names of its tasks in the graph, the timeline and the side panel.
 CRITICAL_COLOUR = "#ffaf00"
@@ -44,4 +54,15 @@ CRITICAL_COLOUR = "#ffaf00"
 LONG_COLOUR = "#ff8700"
 
 #: Order of the per-state counts in the header: what needs attention first.
-COUNT_ORDER = (S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.PENDING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.SKIPPED)
+COUNT_ORDER = (
+    S.RUNNING,
+    S.CANCELLING,
+    S.RETRYING,
+    S.QUEUED,
+    S.PENDING,
+    S.SUCCEEDED,
+    S.FAILED,
+    S.CANCELLED,
+    S.SKIPPED,
+    S.UNTARGETED,
+)

@@ -31,6 +31,7 @@ _MINIMAP_ORDER = (
     S.SKIPPED,
     S.PENDING,
     S.SUCCEEDED,
+    S.UNTARGETED,
 )
 _MINIMAP_RANK = {state: i for i, state in enumerate(_MINIMAP_ORDER)}
 
