@@ -300,3 +300,16 @@ tasks:
                 engine.terminate()
         except psutil.Error:
             pass
+
+
+def test_runs_of_some_targets_stay_out_of_the_dag_s_duration_trend(tmp_path):
+    """A run of one target ran a part of the DAG: its duration says nothing of how long the DAG takes."""
+    dag = diamond(tmp_path)
+    for _ in range(2):
+        assert tuidag("run", str(dag), "train", "--no-tui", cwd=tmp_path).returncode == 0
+    listing = tuidag("runs", str(dag), cwd=tmp_path).stdout
+    assert "succeeded=2 untargeted=2" in listing and "duration trend" not in listing
+    for _ in range(2):
+        assert tuidag("run", str(dag), "--no-tui", cwd=tmp_path).returncode == 0
+    trend = tuidag("runs", str(dag), cwd=tmp_path).stdout.split("duration trend", 1)[1]
+    assert "pipeline  ▁" in trend or "pipeline  █" in trend

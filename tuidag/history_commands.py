@@ -105,14 +105,15 @@ TREND_RUNS = 20
 
 def _trends(infos: list[RunInfo]) -> list[tuple[str, ...]]:
     """For each DAG with two complete runs or more: a sparkline of its last runs' durations, the latest and the
-    median. Runs still going on, interrupted or cancelled are left out: their durations say nothing about the DAG."""
+    median. Runs still going on, interrupted or cancelled are left out: their durations say nothing about the DAG;
+    nor do runs of some targets only (tasks of them UNTARGETED), which ran a part of it."""
     from statistics import median
 
     from .views.sparkline import sparkline
 
     durations: dict[str, list[float]] = {}
     for info in infos:
-        if info.duration is not None and info.outcome in COMPLETE_OUTCOMES:
+        if info.duration is not None and info.outcome in COMPLETE_OUTCOMES and not info.counts.get("UNTARGETED"):
             durations.setdefault(info.dag, []).append(info.duration)
     return [
         (
