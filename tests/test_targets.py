@@ -313,3 +313,44 @@ def test_runs_of_some_targets_stay_out_of_the_dag_s_duration_trend(tmp_path):
         assert tuidag("run", str(dag), "--no-tui", cwd=tmp_path).returncode == 0
     trend = tuidag("runs", str(dag), cwd=tmp_path).stdout.split("duration trend", 1)[1]
     assert "pipeline  ▁" in trend or "pipeline  █" in trend
+
+
+def test_the_run_the_post_mortem_r_starts_keeps_the_targets(tmp_path, monkeypatch):
+    """train fails in a run of report; fixed, the post-mortem's `r` starts `tuidag run FILE report --resume RUN`:
+    prepare is reused, train and report run, lint stays outside it as it was."""
+    from tuidag.control.remote import RemoteRun
+    from tuidag.ui import viewer
+
+    dag = diamond(tmp_path)
+    dag.write_text(
+        dag.read_text().replace(
+            f"touch {tmp_path}/ran-train", f"test -e {tmp_path}/fixed && touch {tmp_path}/ran-train"
+        )
+    )
+    assert tuidag("run", str(dag), "report", "--no-tui", cwd=tmp_path).returncode == 1
+    (tmp_path / "fixed").touch()
+    for marker in tmp_path.glob("ran-*"):
+        marker.unlink()
+    store = RunStore(tmp_path / ".tuidag")
+    (run,) = store.runs()
+    started: list[list[str]] = []
+    monkeypatch.setattr(viewer.os, "execv", lambda path, argv: started.append(argv))
+    viewer._resume(run, store, RemoteRun.stored(run, store))
+    (argv,) = started
+    assert argv[3:6] == ["run", str(dag), "report"] and argv[6:8] == ["--resume", run.run_id]
+    proc = tuidag(*argv[3:], "--no-tui", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ran(tmp_path) == {"train", "report"}
+    assert replay(last_run(tmp_path).journal).tasks["lint"].state is S.UNTARGETED
+
+
+def test_the_report_names_the_targets_and_counts_the_tasks_outside_them(tmp_path):
+    dag = diamond(tmp_path)
+    assert tuidag("run", str(dag), "train", "--no-tui", cwd=tmp_path).returncode == 0
+    facts = tuidag("report", "--file", str(dag), "--format", "json", "-o", "-", cwd=tmp_path)
+    assert facts.returncode == 0, facts.stderr
+    data = json.loads(facts.stdout)
+    assert data["run"]["targets"] == ["train"] and data["run"]["counts"] == {"SUCCEEDED": 2, "UNTARGETED": 2}
+    assert {task["name"]: task["state"] for task in data["tasks"]}["lint"] == "UNTARGETED"
+    page = tuidag("report", "--file", str(dag), "-o", "-", cwd=tmp_path).stdout
+    assert "<span>targets train</span>" in page and "2 not targets" in page
