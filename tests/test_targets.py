@@ -354,3 +354,15 @@ def test_the_report_names_the_targets_and_counts_the_tasks_outside_them(tmp_path
     assert {task["name"]: task["state"] for task in data["tasks"]}["lint"] == "UNTARGETED"
     page = tuidag("report", "--file", str(dag), "-o", "-", cwd=tmp_path).stdout
     assert "<span>targets train</span>" in page and "2 not targets" in page
+
+
+def test_logs_of_a_task_outside_the_targets_says_it_was_not_a_target_and_where_its_output_is(tmp_path):
+    dag = diamond(tmp_path)
+    assert tuidag("run", str(dag), "--no-tui", cwd=tmp_path).returncode == 0
+    earlier = last_run(tmp_path)
+    assert tuidag("run", str(dag), "train", "--no-tui", cwd=tmp_path).returncode == 0
+    run = last_run(tmp_path)
+    logs = tuidag("logs", "lint", "--run", run.run_id, "--file", str(dag), cwd=tmp_path)
+    assert logs.returncode == 1
+    assert f"tuidag: lint never ran in run {run.run_id}: it was not a target of that run\n" in logs.stderr
+    assert f"the latest run with output of it is {earlier.run_id}" in logs.stderr

@@ -232,8 +232,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 def _no_output(store: RunStore, run: RunDir, runs: list[RunDir], args: argparse.Namespace) -> int:
     """A task without a log in `run`: one that has not started yet in a live run has no output *yet* (exit 0); one
-    that never ran there (cancelled or skipped before it started, or the run ended first) is said to have never run,
-    why, and which run last has output of it (exit 1)."""
+    that never ran there (cancelled or skipped before it started, not a target, or the run ended first) is said to
+    have never run, why, and which run last has output of it (exit 1)."""
     from .model.state import TaskState
     from .store.history import task_record
 
@@ -245,6 +245,8 @@ def _no_output(store: RunStore, run: RunDir, runs: list[RunDir], args: argparse.
         return EXIT_OK
     if record.reused:
         why = "its result was reused from an earlier run"
+    elif record.state is TaskState.UNTARGETED:
+        why = "it was not a target of that run"
     elif record.state.terminal:
         reason = f" ({printable(record.reason)})" if record.reason else ""
         when = "" if record.state is TaskState.SKIPPED else " before it started"
