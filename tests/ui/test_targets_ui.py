@@ -8,6 +8,7 @@ from pilot_helpers import open_app, screen_text, select, ui_states, until
 from rich.segment import Segment
 
 from dags import DIAMOND, make_dag
+from slowness import patience
 from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
 from tuidag.ui.widgets.graph.tiles import HIDDEN_COLOUR
@@ -72,3 +73,31 @@ async def test_r_on_a_task_outside_the_targets_says_how_to_run_it_and_changes_no
         notice = "e is not a target of this run: start a run with it as a target to run it"
         await until(pilot, lambda: any(n.message == notice for n in app._notifications), what="the notice")
         assert ui_states(app)["e"] == "UNTARGETED" and app.model.snapshots["e"].attempt == 0
+
+
+async def test_r_in_the_post_mortem_of_a_run_of_targets_lists_what_stays_outside_it(tmp_path):
+    """The resumed run `r` offers is of the same targets: the confirmation lists the tasks outside them as such,
+    not as tasks that "run again"."""
+    from tuidag.control.remote import RemoteRun
+    from tuidag.model.loader import load_dag
+    from tuidag.ui.app import TuidagApp
+    from tuidag.ui.screens.confirm import ConfirmScreen
+
+    source = tmp_path / "dag.yaml"
+    source.write_text(
+        "tasks:\n  a: {run: 'true'}\n  b: {run: 'exit 1', depends_on: [a]}\n  c: {run: 'true', depends_on: [a]}\n"
+    )
+    session = RunSession.create(load_dag(source), tmp_path / "state", targets=["b"])
+    session.scheduler.start()
+    assert session.scheduler.wait(patience(30))
+    session.finish()
+    remote = RemoteRun.stored(session.run, session.store)
+    try:
+        app = TuidagApp(remote)
+        async with app.run_test(headless=True, size=(160, 45)) as pilot:
+            await pilot.pause()
+            await pilot.press("r")
+            assert isinstance(app.screen, ConfirmScreen)
+            assert app.screen.items == ["a  (reused if unchanged)", "b  (runs again)", "c  (not a target)"]
+    finally:
+        remote.close()
