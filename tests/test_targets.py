@@ -366,3 +366,13 @@ def test_logs_of_a_task_outside_the_targets_says_it_was_not_a_target_and_where_i
     assert logs.returncode == 1
     assert f"tuidag: lint never ran in run {run.run_id}: it was not a target of that run\n" in logs.stderr
     assert f"the latest run with output of it is {earlier.run_id}" in logs.stderr
+
+
+def test_a_target_on_a_local_dask_cluster_runs_what_it_needs_there_and_nothing_else(tmp_path):
+    pytest.importorskip("distributed")
+    proc = tuidag("run", str(diamond(tmp_path)), "report", "--no-tui", "--executor", "dask-local:1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ran(tmp_path) == {"prepare", "train", "report"}
+    tasks = replay(last_run(tmp_path).journal).tasks
+    assert tasks["lint"].state is S.UNTARGETED and tasks["lint"].worker is None
+    assert tasks["report"].worker is not None  # it ran on the cluster's worker
