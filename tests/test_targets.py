@@ -376,3 +376,12 @@ def test_a_target_on_a_local_dask_cluster_runs_what_it_needs_there_and_nothing_e
     tasks = replay(last_run(tmp_path).journal).tasks
     assert tasks["lint"].state is S.UNTARGETED and tasks["lint"].worker is None
     assert tasks["report"].worker is not None  # it ran on the cluster's worker
+
+
+def test_a_target_after_a_bare_resume_is_taken_for_a_run_id_and_the_error_says_where_to_put_it(tmp_path):
+    dag = diamond(tmp_path)
+    assert tuidag("run", str(dag), "--no-tui", cwd=tmp_path).returncode == 0
+    proc = tuidag("run", str(dag), "--no-tui", "--resume", "train", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "to resume the latest run with train as a target, put it before --resume" in proc.stderr
+    assert len(RunStore(tmp_path / ".tuidag").runs()) == 1  # nothing started

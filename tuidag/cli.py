@@ -514,7 +514,13 @@ def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
             raise UsageError(f"--resume: no earlier run of {dag.name!r} in {store.state_dir}")
         run = runs[-1]
     else:
-        run = one_run(matching(store.runs(), which), which, f"in {store.state_dir}", "--resume: ")
+        found = matching(store.runs(), which)
+        if not found and which in dag.tasks:  # `run FILE --resume TASK`: --resume took the target as its run id
+            raise UsageError(
+                f"--resume: no run {which!r} in {store.state_dir}; to resume the latest run with {which} as a "
+                f"target, put it before --resume: tuidag run FILE {which} --resume"
+            )
+        run = one_run(found, which, f"in {store.state_dir}", "--resume: ")
     if run.owned():
         raise UsageError(f"--resume: run {run.run_id} is still running (pid {read_header(run.journal).get('pid')})")
     return run
