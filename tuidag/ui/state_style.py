@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from rich.style import Style
 
 from ..model.state import TaskState
+from ..model.targets import NOT_A_TARGET
 
 S = TaskState
 
@@ -42,7 +43,7 @@ LOOKS: dict[TaskState, StateLook] = {
     S.FAILED: StateLook("✘", "#ff5f5f", "failed"),
     S.CANCELLED: StateLook("⊘", "#d7d700", "cancelled"),
     S.SKIPPED: StateLook("↷", "#af875f", "skipped"),
-    S.UNTARGETED: StateLook("–", "#5f5f70", "not a target", "not targets"),
+    S.UNTARGETED: StateLook("–", "#5f5f70", NOT_A_TARGET, "not targets"),
 }
 
 #: States drawn faint in the graph, the list and the timeline, as tasks the state filter hides are.
