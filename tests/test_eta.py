@@ -40,3 +40,15 @@ def test_eta_words():
     assert eta_text(Forecast(None, {}, ("x", "y"), 0.0), now=0) == "ETA unknown: no history for 2 tasks"
     assert eta_text(Forecast(5.0, {}, (), 5.0), now=9) == "ETA any moment"
     assert eta_text(Forecast(200.0, {}, (), 200.0), now=0).endswith("(in 3m20s)")
+
+
+def test_tasks_outside_the_run_s_targets_are_neither_waited_for_nor_need_a_history():
+    """A run of target b (and its dependency a): c, d and the rest are UNTARGETED and have no history. The ETA is
+    b's end; counting them would put it at the end of tasks that never start, or say "no history" for ever."""
+    snaps = {
+        "a": snap("a", S.SUCCEEDED, 1, 0, 10),
+        "b": snap("b", S.RUNNING, 1, 10),
+        **{name: snap(name, S.UNTARGETED) for name in "cdefg"},
+    }
+    f = live_forecast(SHAPE, snaps, {"a": 10.0, "b": 10.0}, now=15)
+    assert (f.end, f.unknown) == (20, ()) and set(f.spans) == {"a", "b"}

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import control_commands, history_commands, plan_commands
-from .cli_common import UsageError, one_run, open_store, printable, state_dir_of
+from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
 from .model.durations import parse_duration
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Required, but optional to argparse: in `run --resume FILE` the file is taken as --resume's RUN_ID (see
     # _file_after_resume); the usage line shows it as required.
     run.add_argument("file", type=Path, nargs="?", metavar="FILE", help="the DAG file (YAML, SkyPilot pipeline, .py)")
-    run.usage = "tuidag run [options] FILE"
+    run.usage = "tuidag run [options] FILE [TASK ...]"
     run.set_defaults(run_parser=run)
     add_run_options(run)
 
@@ -139,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
     """The options of `tuidag run`, shared with `Dag.main()` so a Python DAG takes exactly the same ones."""
+    run.add_argument(
+        "tasks",
+        nargs="*",
+        metavar="TASK",
+        help="run only these tasks and the tasks they need (default: every task)",
+    )
     view = run.add_mutually_exclusive_group()
     view.add_argument("--tui", dest="tui", action="store_true", default=None, help="always open the terminal UI")
     view.add_argument("--no-tui", dest="tui", action="store_false", help="never open the terminal UI")
@@ -209,10 +215,24 @@ def _add_state_dir(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
     if args.command == "run":
+        take_targets(args, rest, args.run_parser)
         _file_after_resume(args)
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return guarded(COMMANDS[args.command], args)
+
+
+def take_targets(args: argparse.Namespace, rest: list[str], parser: argparse.ArgumentParser) -> None:
+    """The targets of `run` wherever they are among its options: argparse takes the positional arguments it meets
+    first (`run FILE TASK`) and leaves the ones after an option (`run FILE -j 2 TASK`) over, which are targets too.
+    What is left over that looks like an option is not one of `run`'s: an error, as argparse says it. Each target
+    is kept once, in the order given."""
+    unknown = [arg for arg in rest if arg.startswith("-")]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.tasks = list(dict.fromkeys([*args.tasks, *rest]))
 
 
 def _file_after_resume(args: argparse.Namespace) -> None:
@@ -317,6 +337,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     state_dir = state_dir_of(args, args.file)
     RunStore(state_dir).check()  # before its cache is read
     dag = _load(args.file, args.env, state_dir / "cache", args.resources)
+    check_targets(dag, args.tasks)
     return plan_commands.show_plan(
         dag, state_dir, tasks=args.tasks, force=args.force, from_tasks=args.from_tasks, output_format=args.format
     )
@@ -346,11 +367,12 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     """Run a loaded DAG with the options of `tuidag run`. With --detach the engine runs in a process of its own,
     detached from the terminal (see background.py), and this returns as soon as the run exists."""
     outlive_readers()
+    check_targets(dag, args.tasks)
     dag = with_resources(dag, getattr(args, "resources", {}))  # before anything starts or is stored
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     if getattr(args, "dry_run", False):
-        return plan_commands.show_plan(dag, state_dir, force=args.force, from_tasks=args.from_tasks)
+        return plan_commands.show_plan(dag, state_dir, tasks=args.tasks, force=args.force, from_tasks=args.from_tasks)
     plan_commands.run_anyway(dag, getattr(args, "from_tasks", []))  # an unknown task: a usage error, nothing started
     earlier = find_resumable(store, dag, args.resume) if args.resume else None
     tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
@@ -359,9 +381,20 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     return run_headless(_new_session(dag, args, state_dir, earlier), quiet=args.quiet)
 
 
+def check_targets(dag: DagSpec, targets: Sequence[str]) -> None:
+    """Every target is a task of the DAG, or a usage error naming the first that is not (with the closest name),
+    before anything is started or stored."""
+    from .model.targets import unknown_targets
+
+    for name in unknown_targets(dag, targets):
+        where = terminal_line(str(dag.source)) if dag.source is not None else f"the DAG {dag.name!r}"
+        raise no_such_task(name, [], f"{where} has no task {name!r}", names=dag.tasks)
+
+
 def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None):
     """The run's store folder, journal, executor and scheduler, ready to start; its notes said on stderr."""
     from .launch import RunSession  # the engine is imported only once there is something to run
+    from .model.targets import needed
 
     executor = make_executor(dag, args)
     session = RunSession.create(
@@ -373,12 +406,15 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
         executor=executor,
         force=getattr(args, "force", False),
         run_anyway=plan_commands.run_anyway(dag, getattr(args, "from_tasks", [])),
+        targets=args.tasks,
     )
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
     if session.reuse is not None:
         assert earlier is not None  # what a run reuses is planned from the earlier run
-        note = session.reuse.describe(len(dag.tasks), env_options=[key for key, _ in args.env])
+        note = session.reuse.describe(
+            len(needed(dag, args.tasks)), env_options=[key for key, _ in args.env], targets=bool(args.tasks)
+        )
         print(f"tuidag: resuming {earlier.run_id}: {printable(note)}", file=sys.stderr)
     return session
 
@@ -466,6 +502,7 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
 def run_headless(session, quiet: bool = False) -> int:
     from .launch import install_signal_handlers
     from .model.collector import freeze_survivors
+    from .model.targets import needed
     from .views.headless import HeadlessReporter, counts_line, insight_lines, summary_table, use_colour
 
     colour = use_colour(sys.stdout)
@@ -481,9 +518,16 @@ def run_headless(session, quiet: bool = False) -> int:
     follows = (
         f", max_parallel {scheduler.max_parallel}: {scheduler.parallel_source}" if scheduler.parallel_source else ""
     )
+    targets = scheduler.targets
+    tasks = counted(len(session.dag.tasks), "task")
+    if targets:  # `3 of 10 tasks for the targets eval, report`
+        shown = ", ".join(targets[:5]) + (f" and {len(targets) - 5:,} more" if len(targets) > 5 else "")
+        tasks = (
+            f"{len(needed(session.dag, targets)):,} of {tasks} for the target{'s' if len(targets) > 1 else ''} {shown}"
+        )
     print(
         f"tuidag: run {session.run.run_id} of {terminal_line(session.dag.name)} "
-        f"({counted(len(session.dag.tasks), 'task')}{'' if where == 'local' else ' on ' + where}{follows}), "
+        f"({terminal_line(tasks)}{'' if where == 'local' else ' on ' + where}{follows}), "
         f"logs in {session.run.logs}",
         flush=True,
     )
@@ -514,7 +558,13 @@ def find_resumable(store: RunStore, dag: DagSpec, which: str) -> RunDir:
             raise UsageError(f"--resume: no earlier run of {dag.name!r} in {store.state_dir}")
         run = runs[-1]
     else:
-        run = one_run(matching(store.runs(), which), which, f"in {store.state_dir}", "--resume: ")
+        found = matching(store.runs(), which)
+        if not found and which in dag.tasks:  # `run FILE --resume TASK`: --resume took the target as its run id
+            raise UsageError(
+                f"--resume: no run {which!r} in {store.state_dir}; to resume the latest run with {which} as a "
+                f"target, put it before --resume: tuidag run FILE {which} --resume"
+            )
+        run = one_run(found, which, f"in {store.state_dir}", "--resume: ")
     if run.owned():
         raise UsageError(f"--resume: run {run.run_id} is still running (pid {read_header(run.journal).get('pid')})")
     return run

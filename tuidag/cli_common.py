@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from .model.counts import counted
@@ -95,13 +96,13 @@ def no_runs(store: RunStore, args: argparse.Namespace) -> str:
     return message
 
 
-def no_such_task(task: str, runs: list[RunDir], message: str) -> UsageError:
-    """The error for a task name none of `runs` has: `message`, with the closest name of their tasks suggested
-    (` (did you mean 'train-large'?)`). Every command that takes task names (`logs`, `runs --task`, `cancel`,
-    `rerun`) says it this way."""
+def no_such_task(task: str, runs: list[RunDir], message: str, names: Iterable[str] = ()) -> UsageError:
+    """The error for a task name none of `runs` (nor `names`, a DAG's tasks) has: `message`, with the closest name
+    of their tasks suggested (` (did you mean 'train-large'?)`). Every command that takes task names (`run`'s
+    targets, `logs`, `runs --task`, `cancel`, `rerun`) says it this way."""
     from .model.errors import did_you_mean
 
-    names: dict[str, None] = {}
+    known: dict[str, None] = dict.fromkeys(names)
     for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
-        names.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
-    return UsageError(printable(message + did_you_mean(task, names)))
+        known.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
+    return UsageError(printable(message + did_you_mean(task, known)))

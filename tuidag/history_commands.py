@@ -105,14 +105,15 @@ TREND_RUNS = 20
 
 def _trends(infos: list[RunInfo]) -> list[tuple[str, ...]]:
     """For each DAG with two complete runs or more: a sparkline of its last runs' durations, the latest and the
-    median. Runs still going on, interrupted or cancelled are left out: their durations say nothing about the DAG."""
+    median. Runs still going on, interrupted or cancelled are left out: their durations say nothing about the DAG;
+    nor do runs of some targets only (tasks of them UNTARGETED), which ran a part of it."""
     from statistics import median
 
     from .views.sparkline import sparkline
 
     durations: dict[str, list[float]] = {}
     for info in infos:
-        if info.duration is not None and info.outcome in COMPLETE_OUTCOMES:
+        if info.duration is not None and info.outcome in COMPLETE_OUTCOMES and not info.counts.get("UNTARGETED"):
             durations.setdefault(info.dag, []).append(info.duration)
     return [
         (
@@ -231,8 +232,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 def _no_output(store: RunStore, run: RunDir, runs: list[RunDir], args: argparse.Namespace) -> int:
     """A task without a log in `run`: one that has not started yet in a live run has no output *yet* (exit 0); one
-    that never ran there (cancelled or skipped before it started, or the run ended first) is said to have never run,
-    why, and which run last has output of it (exit 1)."""
+    that never ran there (cancelled or skipped before it started, not a target, or the run ended first) is said to
+    have never run, why, and which run last has output of it (exit 1)."""
     from .model.state import TaskState
     from .store.history import task_record
 
@@ -244,6 +245,8 @@ def _no_output(store: RunStore, run: RunDir, runs: list[RunDir], args: argparse.
         return EXIT_OK
     if record.reused:
         why = "its result was reused from an earlier run"
+    elif record.state is TaskState.UNTARGETED:
+        why = "it was not a target of that run"
     elif record.state.terminal:
         reason = f" ({printable(record.reason)})" if record.reason else ""
         when = "" if record.state is TaskState.SKIPPED else " before it started"

@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .model.counts import counted
 from .model.resources import requests
 from .model.spec import DagSpec, FailurePolicy
+from .model.targets import needed
 from .store.heartbeat import Heartbeat
 from .store.journal import JournalWriter
 from .store.resume import Reuse, plan_reuse
@@ -75,16 +76,19 @@ class RunSession:
         resume_from: RunDir | None = None,
         force: bool = False,
         run_anyway: Mapping[str, str] | None = None,
+        targets: Sequence[str] = (),
     ) -> RunSession:
         """`force`: every task runs, up to date or not; `run_anyway`: tasks that run even if up to date, with the
-        reason to give (`--from`)."""
+        reason to give (`--from`); `targets`: the tasks asked for (`tuidag run FILE TASK...`, checked to be the
+        DAG's); none: every task."""
         store = RunStore(state_dir)
-        reuse = plan_reuse(dag, resume_from) if resume_from else None
+        reuse = plan_reuse(dag, resume_from, needed(dag, targets)) if resume_from else None
         reused = reuse.values if reuse else {}
         extra = {
             "fingerprints": dag.fingerprints,
             "shared": dag.shared_digests,
             "resumed_from": resume_from.run_id if resume_from else None,
+            "targets": list(targets),
             "executor": executor.description if executor is not None else "local",
             **dag_header(dag, default_parallel(dag, max_parallel, executor)[0]),
         }
@@ -115,6 +119,7 @@ class RunSession:
             kill_grace=kill_grace,
             reused=reused,
             freshness=freshness,
+            targets=targets,
         )
         # The first observer: the journal records every event before any view sees it.
         scheduler.subscribe(journal.record, batches=True)

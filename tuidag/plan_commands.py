@@ -13,6 +13,7 @@ from .cli_common import UsageError, state_dir_of
 from .exit_codes import EXIT_OK
 from .model.counts import counted
 from .model.spec import DagSpec
+from .model.targets import needed
 from .views.terminal_text import terminal_line
 
 FROM_REASON = "--from {task}: runs even if up to date"
@@ -50,21 +51,12 @@ def show_plan(
     from_tasks: Iterable[str] = (),
     output_format: str = "text",
 ) -> int:
-    """Print every task's verdict (of `tasks` and what they need, when given): `train: run: input x changed`."""
+    """Print every task's verdict (of `tasks` and what they need, as a run of those targets would run them, when
+    given): `train: run: input x changed`."""
     from .store.freshness import plan
 
-    wanted = None
-    names = list(tasks)
-    if names:
-        unknown = [name for name in names if name not in dag.tasks]
-        if unknown:
-            from .model.errors import did_you_mean
-
-            raise UsageError(f"no task '{unknown[0]}' in {dag.name}{did_you_mean(unknown[0], dag.tasks)}")
-        wanted = set(names)
-        for name in dag.topological_order[::-1]:
-            if name in wanted:
-                wanted.update(dag.tasks[name].depends_on)
+    names = list(tasks)  # (checked to be the DAG's by the caller, as a run's targets are)
+    wanted = set(needed(dag, names)) if names else None
     verdicts = plan(dag, state_dir, force=force, run_anyway=run_anyway(dag, from_tasks), tasks=wanted)
     if output_format == "json":
         rows = [

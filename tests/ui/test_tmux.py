@@ -41,7 +41,14 @@ LAUNCHER = (
 
 
 class Tmux:
-    def __init__(self, workdir: Path, dag: str = DAG, kill_grace: float = 0.5, size: tuple[int, int] = (160, 45)):
+    def __init__(
+        self,
+        workdir: Path,
+        dag: str = DAG,
+        kill_grace: float = 0.5,
+        size: tuple[int, int] = (160, 45),
+        targets: tuple[str, ...] = (),
+    ):
         self.name = f"tuidag-e2e-{os.getpid()}-{time.monotonic_ns()}"
         self.tmux = ["tmux", "-L", self.name]
         self.workdir = workdir
@@ -49,7 +56,7 @@ class Tmux:
         # COLUMNS/LINES reach the session from the test's environment and would override the terminal's real size.
         command = (
             f'cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -c "{LAUNCHER}" '
-            f"run dag.yaml --state-dir state --kill-grace {kill_grace}"
+            f"run dag.yaml {' '.join(targets)} --state-dir state --kill-grace {kill_grace}"
         )
         # A server of its own (-L): sessions of tests running at once never meet a shared server as it exits.
         subprocess.run(
@@ -159,3 +166,21 @@ def test_signals_stop_every_task(tmux, how, code):
         tmux.kill()  # closing the terminal: tuidag gets SIGHUP
     assert tmux.wait_exit() == code
     assert leftovers(tmux.workdir, procs) == []
+
+
+def test_a_run_of_one_target_in_the_real_terminal_runs_what_it_needs_and_exits_0(tmp_path):
+    """`tuidag run dag.yaml publish` in a terminal: publish and build run, lint (which would fail) never starts; the
+    header says so and the exit code is the target's."""
+    dag = """tasks:
+  build: {run: "touch ran-build"}
+  publish: {run: "touch ran-publish", depends_on: [build]}
+  lint: {run: "touch ran-lint; exit 1"}
+"""
+    session = Tmux(tmp_path, dag, targets=("publish",))
+    try:
+        session.wait_for("✔ finished: all 2 succeeded, 1 not a target")
+        session.keys("q")
+        assert session.wait_exit() == 0
+    finally:
+        session.kill()
+    assert sorted(p.name for p in tmp_path.glob("ran-*")) == ["ran-build", "ran-publish"]

@@ -62,6 +62,8 @@ class RemoteRun(EngineConnection):
             raise NotLive(f"run {run.run_id} has no readable journal")
         super().__init__(run)
         self.dag = dag_from_header(header)
+        # the tasks the run was asked for (`tuidag run FILE TASK...`; none: every task), as its header recorded them
+        self.targets: list[str] = [name for name in header.get("targets") or () if isinstance(name, str)]
         self.store = store
         self.foreground = foreground  # the viewer of the terminal that started the run
         self.started: float = float(header.get("t") or time.time())

@@ -38,14 +38,15 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..model.counts import counted
 from ..model.resources import requests, resolve
 from ..model.spec import DagSpec, FailurePolicy
-from ..model.state import SUCCESSFUL, TaskState, ended_outcome
+from ..model.state import TaskState, ended_outcome, ended_well
+from ..model.targets import NOT_A_TARGET, needed
 from .events import Event, TaskSnapshot
 from .executor import Executor, RunningAttempt
 from .job_group import JobGroupStopper, stopped_by_group
@@ -100,8 +101,9 @@ class RunSummary(NamedTuple):
 
     @property
     def ok(self) -> bool:
-        """Every task succeeded (or, in a job group, was stopped once the primary tasks had ended)."""
-        return all(s.state in SUCCESSFUL or stopped_by_group(s) for s in self.snapshots.values())
+        """Every task succeeded (or, in a job group, was stopped once the primary tasks had ended), leaving aside the
+        tasks outside the run's targets."""
+        return all(ended_well(s.state, stopped_by_group(s)) for s in self.snapshots.values())
 
     @property
     def outcome(self) -> str:
@@ -124,10 +126,13 @@ class Scheduler(TaskAttempts):
         clock: Callable[[], float] = time.time,
         reused: Iterable[str] | Mapping[str, Any] = (),
         freshness: Freshness | None = None,
+        targets: Sequence[str] = (),
     ):
         """`reused`: tasks SUCCEEDED from the start (carried over by --resume); a mapping gives their return
         values, which their dependents get in `ctx.results` as if they had just run. `freshness`: asked whether each
-        task needs to run when it is about to start (store/freshness.py); without it every task runs."""
+        task needs to run when it is about to start (store/freshness.py); without it every task runs. `targets`: the
+        tasks asked for (none: every task); the others, unless a target needs them, are UNTARGETED from the start and
+        never start."""
         dag = resolve(dag)  # requests checked against capacities (front ends did it already, with their locations)
         self.dag = dag
         self.executor = executor
@@ -178,11 +183,15 @@ class Scheduler(TaskAttempts):
         now = clock()
         reused = dict(reused) if isinstance(reused, Mapping) else dict.fromkeys(reused)
         self._results.update(reused)
+        self.targets = tuple(targets)
+        wanted_tasks = needed(dag, self.targets)
         self._tasks: dict[str, TaskRecord] = {}
         logs = str(log_dir)  # joined as strings: a Path per task was a third of setting up a big run
         for name in dag.topological_order:
             snap = TaskSnapshot(name, S.PENDING, changed_at=now, log_path=f"{logs}/{log_name(name)}")
-            if name in reused:
+            if name not in wanted_tasks:
+                snap = snap.evolve(state=S.UNTARGETED, reason=NOT_A_TARGET)
+            elif name in reused:
                 snap = snap.evolve(
                     state=S.SUCCEEDED, reused=True, reason="reused from an earlier run", value=reused[name]
                 )  # journalled again: a run resumed from this one gets it too
@@ -227,6 +236,8 @@ class Scheduler(TaskAttempts):
             for t in self._tasks.values():
                 if t.snap.reused:  # journal and observers learn which results were carried over
                     self._set(t, S.SUCCEEDED)
+                elif t.state is S.UNTARGETED:  # ... and which tasks are outside the targets
+                    self._set(t, S.UNTARGETED)
             for name, t in self._tasks.items():
                 if t.state is S.PENDING and self._deps_succeeded(name):
                     self._enqueue(t)
@@ -297,6 +308,8 @@ class Scheduler(TaskAttempts):
             if self._closed:
                 raise RerunRefused("the run has ended")
             t = self._tasks[name]
+            if t.state is S.UNTARGETED:
+                raise RerunRefused(f"'{name}' is not a target of this run: start a run with it as a target to run it")
             if t.state not in (S.FAILED, S.CANCELLED, S.SKIPPED):
                 return []
             blocked = [d for d in self.dag.tasks[name].depends_on if self._tasks[d].state in DEAD_END]

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..model.state import SUCCESSFUL, TERMINAL, TaskState, can_move, ended_outcome
+from ..model.state import TERMINAL, TaskState, can_move, ended_outcome, ended_well
 from .events import RunEvent, TaskEvent, TaskSnapshot
 from .executor import RunningAttempt
 from .job_group import JobGroupStopper, stopped_by_group
@@ -94,7 +94,7 @@ class TaskRecords(EventOutbox):
             counts: dict[str, int] = {}
             for t in self._tasks.values():
                 counts[t.state.value] = counts.get(t.state.value, 0) + 1
-            ok = all(t.state in SUCCESSFUL or stopped_by_group(t.snap) for t in self._tasks.values())
+            ok = all(ended_well(t.state, stopped_by_group(t.snap)) for t in self._tasks.values())
             outcome = ended_outcome((t.state for t in self._tasks.values()), ok)
             detail = outcome + " " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
             if self._paused:  # everything ended while paused (cancelled): a later re-run must not be held

@@ -21,6 +21,7 @@ class TaskState(str, Enum):
     CANCELLED = "CANCELLED"
     SKIPPED = "SKIPPED"  # an upstream task failed or was cancelled
     UP_TO_DATE = "UP_TO_DATE"  # not run: an earlier success had the same definition, inputs and outputs
+    UNTARGETED = "UNTARGETED"  # outside the run's targets (`tuidag run FILE TASK...`): never started
 
     @property
     def terminal(self) -> bool:
@@ -36,14 +37,22 @@ class TaskState(str, Enum):
 
 
 TERMINAL = frozenset(
-    {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED, TaskState.SKIPPED, TaskState.UP_TO_DATE}
+    {
+        TaskState.SUCCEEDED,
+        TaskState.FAILED,
+        TaskState.CANCELLED,
+        TaskState.SKIPPED,
+        TaskState.UP_TO_DATE,
+        TaskState.UNTARGETED,
+    }
 )
 #: The states a dependent runs after, and that count as success in a run's outcome and exit code: an up-to-date task
 #: (its outputs are what its last success made, or were restored from the cache) counts as succeeded.
 SUCCESSFUL = frozenset({TaskState.SUCCEEDED, TaskState.UP_TO_DATE})
 
 _S = TaskState
-#: state -> states it may move to. Re-running a finished task (the UI's `r`) re-enters PENDING from a terminal state.
+#: state -> states it may move to. Re-running a finished task (the UI's `r`) re-enters PENDING from a terminal state;
+#: a task outside the run's targets is one from the start and stays one (re-running it is refused).
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED}),
     _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.SKIPPED, _S.UP_TO_DATE}),
@@ -55,16 +64,24 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     _S.CANCELLED: frozenset({_S.PENDING}),
     _S.SKIPPED: frozenset({_S.PENDING}),
     _S.UP_TO_DATE: frozenset({_S.PENDING}),
+    _S.UNTARGETED: frozenset(),
 }
 
 
 def ended_outcome(states: Iterable[TaskState], ok: bool) -> str:
-    """How a run whose every task ended went: `succeeded` when `ok` (every task succeeded, or was stopped by its job
-    group), `failed` when a task failed (or was skipped after a failure), else `cancelled`: tasks were cancelled and
-    none failed, which is no failure of the DAG."""
+    """How a run whose every task ended went: `succeeded` when `ok` (every task ended well: `ended_well`),
+    `failed` when a task failed (or was skipped after a failure), else `cancelled`: tasks were cancelled and none
+    failed, which is no failure of the DAG."""
     if ok:
         return "succeeded"
     return "failed" if not {TaskState.FAILED, TaskState.SKIPPED}.isdisjoint(states) else "cancelled"
+
+
+def ended_well(state: TaskState, stopped_by_group: bool) -> bool:
+    """Whether a task that ended leaves its run a success: it succeeded or was up to date, its job group stopped it
+    once the primary tasks had ended, or it was outside the run's targets (the run's exit code is decided by its
+    targets alone)."""
+    return state in SUCCESSFUL or state is TaskState.UNTARGETED or stopped_by_group
 
 
 #: Outcomes of runs that ran to their end by themselves: only these say how long the DAG and its tasks take (trends,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..model.spec import JOB_GROUP_STOPPED
-from ..model.state import SUCCESSFUL, TERMINAL, TaskState, ended_outcome
+from ..model.state import TERMINAL, TaskState, ended_outcome, ended_well
 from .journal import (
     Replay,
     TaskRecord,
@@ -42,7 +42,7 @@ def outcome_of(run: RunDir, rep: Replay) -> str:
     if rep.finished_at is not None and all(t.state in TERMINAL for t in rep.tasks.values()):
         # finished but the summary was never written: the process died right at the end
         ok = all(
-            t.state in SUCCESSFUL or (t.state is TaskState.CANCELLED and t.reason == JOB_GROUP_STOPPED)
+            ended_well(t.state, t.state is TaskState.CANCELLED and t.reason == JOB_GROUP_STOPPED)
             for t in rep.tasks.values()
         )
         return ended_outcome((t.state for t in rep.tasks.values()), ok)

@@ -5,11 +5,12 @@ unchanged (its fingerprint), its return value was kept in the journal, and every
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
 from ..model.counts import counted, number
 from ..model.spec import DagSpec
-from ..model.state import SUCCESSFUL, TERMINAL
+from ..model.state import SUCCESSFUL, TERMINAL, TaskState
 from .journal import replay
 from .runs import RunDir
 
@@ -27,12 +28,15 @@ class Reuse(NamedTuple):
     why_not: dict[str, str]  # task that runs again -> why (one of the constants above, or "failed there", ...)
     shared_changes: list[str]  # what every task shares that changed (`env KEY`, `workdir`), when it is known
 
-    def describe(self, total: int, env_options: Iterable[str] = ()) -> str:
+    def describe(self, total: int, env_options: Iterable[str] = (), targets: bool = False) -> str:
         """`reusing 1 of 7 tasks (load): changed: train, eval; failed there: ...`, naming why the others run.
-        `env_options`: the variables this run was given with `--env`, named as such when they changed."""
+        `env_options`: the variables this run was given with `--env`, named as such when they changed. With
+        `targets`, `total` counts the tasks the run's targets need, and the text says so."""
         given = set(env_options)
         reused = list(self.values)
         text = f"reusing {number(len(reused))} of {counted(total, 'task')}"
+        if targets:
+            text += " the targets need"
         if 0 < len(reused) <= 10:
             text += f" ({', '.join(reused)})"
         groups: dict[str, list[str]] = {}
@@ -56,16 +60,22 @@ class Reuse(NamedTuple):
         return text + (": " + "; ".join(parts) if parts else "")
 
 
-def plan_reuse(dag: DagSpec, earlier: RunDir) -> Reuse:
+def plan_reuse(dag: DagSpec, earlier: RunDir, wanted: AbstractSet[str] | None = None) -> Reuse:
+    """What to take over from `earlier`, among the tasks `wanted` (the run's targets and what they need; None:
+    every task): the others are outside the run and neither reused nor run."""
     rep = replay(earlier.journal)
     old_prints = rep.header.get("fingerprints") or {}
     prints = dag.fingerprints
     values: dict[str, Any] = {}
     why_not: dict[str, str] = {}
     for name in dag.topological_order:
+        if wanted is not None and name not in wanted:
+            continue
         record = rep.tasks.get(name)
         if record is None:
             why_not[name] = NEW
+        elif record.state is TaskState.UNTARGETED:
+            why_not[name] = "not a target there"
         elif record.state not in SUCCESSFUL:
             why_not[name] = f"{record.state.value.lower()} there" if record.state in TERMINAL else "unfinished there"
         elif old_prints.get(name) != prints[name]:

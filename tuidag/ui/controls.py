@@ -73,6 +73,9 @@ class RunControls(AppHost):
             return
         self._user_acts()
         snap = self.model.snapshots[name]
+        if snap.state is TaskState.UNTARGETED:
+            self.notify(f"{name} is not a target of this run: start a run with it as a target to run it")
+            return
         if snap.state not in RERUNNABLE:
             self.notify(f"{name} is {LOOKS[snap.state].word}: only failed, cancelled or skipped tasks re-run")
             return

@@ -167,10 +167,7 @@ class Roles(AppHost):
             f"[b]{escape(self.source.run.run_id)}[/b]?"
         )  # markup, with what it names escaped
         snapshots = self.model.snapshots
-        items = [
-            f"{name}  ({'reused if unchanged' if snapshots[name].state is S.SUCCEEDED else 'runs again'})"
-            for name in self.source.dag.topological_order
-        ]
+        items = [f"{name}  ({_on_resume(snapshots[name].state)})" for name in self.source.dag.topological_order]
         self.push_screen(
             ConfirmScreen(
                 question,
@@ -179,3 +176,10 @@ class Roles(AppHost):
             ),
             lambda yes: self.exit(RESUME) if yes else None,
         )
+
+
+def _on_resume(state: TaskState) -> str:
+    """What a resumed run (of the same targets) does with a task that ended in `state` here."""
+    if state is S.UNTARGETED:
+        return "not a target"
+    return "reused if unchanged" if state is S.SUCCEEDED else "runs again"

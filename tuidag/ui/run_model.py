@@ -15,6 +15,7 @@ from enum import Enum
 from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
 from ..model.state import TERMINAL, TaskState
 from ..model.timeline import TimelineRecorder
+from .state_style import FAINT
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +68,25 @@ class RunModel:
         """Whether the state filter shows this task (the graph dims the others, the list leaves them out)."""
         return self.snapshots[name].state in self.state_filter.states
 
+    def lit(self, name: str) -> bool:
+        """Whether this task is drawn in its colours: shown by the state filter, and part of this run (a task outside
+        its targets is drawn faint, as a hidden one is)."""
+        state = self.snapshots[name].state
+        return state in self.state_filter.states and state not in FAINT
+
     @property
     def total(self) -> int:
         return len(self.snapshots)
 
     @property
+    def targeted(self) -> int:
+        """The tasks this run is about: all of them, but those outside its targets."""
+        return len(self.snapshots) - self.counts[TaskState.UNTARGETED]
+
+    @property
     def done(self) -> int:
-        return sum(n for state, n in self.counts.items() if state.terminal)
+        """The tasks of this run that ended (outside its targets, a task is no part of it: not counted)."""
+        return sum(n for state, n in self.counts.items() if state.terminal and state not in FAINT)
 
     @property
     def finished(self) -> bool:

@@ -1,7 +1,8 @@
 """How each task state looks: one glyph, colour and word per state, shared by the canvas tiles and the header.
 
 Every one of the ten states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
-hex values rather than theme variables so screenshots and snapshot tests don't depend on the theme.
+hex values rather than theme variables so screenshots and snapshot tests don't depend on the theme. A task outside
+the run's targets is drawn faint everywhere (`FAINT`): it is not part of this run.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from rich.style import Style
 
 from ..model.state import TaskState
+from ..model.targets import NOT_A_TARGET
 
 S = TaskState
 
@@ -20,6 +22,11 @@ class StateLook:
     glyph: str
     colour: str
     word: str
+    plural: str | None = None  # the word after a count of more than one, where it is not `word` (`3 not targets`)
+
+    def word_for(self, n: int) -> str:
+        """The word after a count of `n`."""
+        return self.plural if n != 1 and self.plural else self.word
 
     @property
     def style(self) -> Style:
@@ -37,7 +44,11 @@ LOOKS: dict[TaskState, StateLook] = {
     S.CANCELLED: StateLook("⊘", "#d7d700", "cancelled"),
     S.SKIPPED: StateLook("↷", "#af875f", "skipped"),
     S.UP_TO_DATE: StateLook("≡", "#5fafaf", "up to date"),
+    S.UNTARGETED: StateLook("–", "#5f5f70", NOT_A_TARGET, "not targets"),
 }
+
+#: States drawn faint in the graph, the list and the timeline, as tasks the state filter hides are.
+FAINT = frozenset({S.UNTARGETED})
 
 #: The critical path (`x`): names of its tasks in the graph, the timeline and the side panel.
 CRITICAL_COLOUR = "#ffaf00"
@@ -56,4 +67,5 @@ COUNT_ORDER = (
     S.FAILED,
     S.CANCELLED,
     S.SKIPPED,
+    S.UNTARGETED,
 )

@@ -156,7 +156,8 @@ def _detached(run: RunDir, store: RunStore, remote: RemoteRun) -> int:
 
 
 def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
-    """Replace this process with `tuidag run SOURCE --resume RUN_ID` in the same state dir."""
+    """Replace this process with `tuidag run SOURCE [TARGET...] --resume RUN_ID` in the same state dir: a run of
+    the same targets."""
     source = remote.dag.source
     if source is None or not source.is_file():
         shown = terminal_line(source or "(unknown)")  # the journal's text
@@ -168,6 +169,7 @@ def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
         "tuidag",
         "run",
         str(source),
+        *remote.targets,
         "--resume",
         run.run_id,
         "--state-dir",

@@ -3,7 +3,8 @@
 The engine's snapshots say where each task is; `model.forecast.simulate` plays the rest forward. Here the states
 become the simulation's inputs: succeeded tasks are finished; running ones run (from the start of their current
 attempt); failed and cancelled ones are finished if they ran and blocked either way (nothing below them will run),
-as skipped ones are; pending, queued and retrying ones are still to run, a retrying one for a whole attempt.
+as skipped ones and those outside the run's targets are (none of these is waited for, nor wants a history);
+pending, queued and retrying ones are still to run, a retrying one for a whole attempt.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def live_forecast(
         elif state in (S.SUCCEEDED, S.UP_TO_DATE) or (state in (S.FAILED, S.CANCELLED) and snap.started_at is not None):
             start = snap.started_at if snap.started_at is not None else snap.changed_at
             finished[name] = (start, snap.finished_at if snap.finished_at is not None else snap.changed_at)
-        if state in (S.FAILED, S.CANCELLED, S.SKIPPED, S.CANCELLING):
+        if state in (S.FAILED, S.CANCELLED, S.SKIPPED, S.CANCELLING, S.UNTARGETED):
             blocked.add(name)
     return simulate(**shape._asdict(), now=now, finished=finished, running=running, expected=expected, blocked=blocked)
 

@@ -42,6 +42,7 @@ _STATE_COLOURS = {
     S.FAILED: 31,
     S.CANCELLED: 33,
     S.SKIPPED: 90,
+    S.UNTARGETED: 90,
     S.RUNNING: 36,
     S.RETRYING: 35,
     S.CANCELLING: 33,
@@ -277,9 +278,12 @@ class HeadlessReporter:
 
 
 def summary_table(snapshots: dict[str, TaskSnapshot], colour: bool = False) -> str:
-    """The final table: task, state, attempts, duration, exit code, log path."""
+    """The final table: task, state, attempts, duration, exit code, log path. Tasks outside the run's targets are
+    left out (the counts line says how many there were): a run of one target in a DAG of thousands lists one."""
     rows = [("TASK", "STATE", "ATTEMPTS", "DURATION", "EXIT", "LOG")]
     for snap in snapshots.values():
+        if snap.state is S.UNTARGETED:
+            continue
         duration = (
             snap.finished_at - snap.started_at if snap.started_at is not None and snap.finished_at is not None else None
         )
@@ -328,6 +332,17 @@ def counts_line(snapshots: dict[str, TaskSnapshot], elapsed: float) -> str:
 
 
 def recorded_counts_line(counts: dict[str, int], elapsed: float) -> str:
-    """`300 tasks: 211 succeeded, 1 failed, 88 cancelled in 0.2s`, from state -> count (as summary.json has it)."""
+    """`300 tasks: 211 succeeded, 1 failed, 88 cancelled in 0.2s`, from state -> count (as summary.json has it).
+    Tasks outside the run's targets are not among them: a line of their own counts them (`3 tasks not targets`)."""
+    counts = dict(counts)
+    untargeted = counts.pop(S.UNTARGETED.value, 0)
     parts = ", ".join(f"{with_commas(n)} {state.lower().replace('_', ' ')}" for state, n in counts.items())
-    return f"{counted(sum(counts.values()), 'task')}: {parts} in {format_duration(elapsed)}\n"
+    line = f"{counted(sum(counts.values()), 'task')}: {parts} in {format_duration(elapsed)}\n"
+    if untargeted:
+        line = not_targets(untargeted) + "\n" + line
+    return line
+
+
+def not_targets(n: int) -> str:
+    """`1 task not a target`, `3 tasks not targets`."""
+    return f"{counted(n, 'task')} {'not a target' if n == 1 else 'not targets'}"

@@ -23,6 +23,7 @@ STATE_COLOURS = {
     "CANCELLING": "#d99a1e",
     "RUNNING": "#2d7fd3",
     "SKIPPED": "#aab0b6",
+    "UNTARGETED": "#eef0f3",
 }
 """Fill of an attempt's bar by how it ended (RETRYING: failed and retried) and of a task's node by its state."""
 _CSS = (
@@ -42,7 +43,8 @@ svg text{font:11px ui-monospace,Menlo,Consolas,monospace;fill:#1d2125}svg .axis{
 svg .label{text-anchor:end}svg .label.crit{font-weight:700}svg .tick{stroke:#e3e6e9}
 .attempt{fill:#9aa0a6}.wait{fill:url(#hatch)}rect.crit{stroke:#111;stroke-width:1.5}
 .node rect{fill:#dfe3e7;stroke:#8a939c}.node text{fill:#fff}.node.s-SKIPPED text,.node.s-PENDING text,
-.node.s-QUEUED text{fill:#1d2125}.node.crit rect{stroke:#111;stroke-width:2}.node.crit text{font-weight:700}
+.node.s-UNTARGETED text,.node.s-QUEUED text{fill:#1d2125}.node.crit rect{stroke:#111;stroke-width:2}
+.node.crit text{font-weight:700}
 .edge{fill:none;stroke:#9aa3ad;stroke-width:1}.edge.crit{stroke:#111;stroke-width:2.5}
 .hatch{background:repeating-linear-gradient(45deg,#eef0f3 0 3px,#9aa3ad 3px 5px)}
 """
@@ -88,7 +90,10 @@ def _when(timestamp: float | None) -> str:
 def _header(run: dict[str, Any]) -> str:
     outcome = str(run["outcome"])
     badge = outcome if outcome in ("succeeded", "failed", "cancelled", "interrupted", "running") else "other"
-    counts = ", ".join(f"{n} {state.lower()}" for state, n in sorted(run["counts"].items()))
+    counts = ", ".join(
+        f"{n} {'not a target' if n == 1 else 'not targets'}" if state == "UNTARGETED" else f"{n} {state.lower()}"
+        for state, n in sorted(run["counts"].items())
+    )
     facts = [
         f"run {esc(run['run_id'])}",
         f"started {esc(_when(run['started_at']))}",
@@ -96,6 +101,8 @@ def _header(run: dict[str, Any]) -> str:
         f"tasks: {esc(counts) or 'none'}",
         f"max_parallel {esc(run['max_parallel'] or '-')}",
     ]
+    if run.get("targets"):  # a run of some tasks only: the others were not part of it
+        facts.append("targets " + esc(", ".join(map(str, run["targets"]))))
     if run["capacities"]:
         facts.append("slots " + esc(", ".join(f"{k}={v}" for k, v in run["capacities"].items())))
     if run["host"]:

@@ -120,6 +120,7 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
             "host": header.get("host"),
             "executor": header.get("executor"),
             "resumed_from": header.get("resumed_from"),
+            "targets": [name for name in header.get("targets") or () if isinstance(name, str)],
             "outcome": outcome,
             "started_at": started,
             "finished_at": finished,

@@ -125,19 +125,22 @@ class RunHeader(Widget):
             )
             failed = {s: n for s in _BAR_ORDER[1:] if (n := model.counts[s] - (stopped if s is S.CANCELLED else 0))}
             # tasks whose end the journal does not hold (tuidag was killed, or the disk filled up): no success
-            unrecorded = model.total - model.done
+            unrecorded = model.targeted - model.done
             if not failed and not unrecorded:
                 ok = LOOKS[S.SUCCEEDED].colour
+                untargeted = model.counts[S.UNTARGETED]
+                aside = f", {untargeted} {LOOKS[S.UNTARGETED].word_for(untargeted)}" if untargeted else ""
                 if stopped:
-                    done = f"{model.total - stopped} succeeded, {stopped} stopped with their job group"
+                    done = f"{model.targeted - stopped} succeeded, {stopped} stopped with their job group{aside}"
                     return [
                         Text(f"✔ finished: {done} · q quits", ok),
                         Text(f"✔ finished: {done}", ok),
                         Text("✔ finished", ok),
                     ]
                 return [
-                    Text(f"✔ finished: all {model.total} succeeded · q quits", ok),
-                    Text(f"✔ finished: all {model.total} succeeded", ok),
+                    Text(f"✔ finished: all {model.targeted} succeeded{aside} · q quits", ok),
+                    Text(f"✔ finished: all {model.targeted} succeeded{aside}", ok),
+                    Text(f"✔ finished: all {model.targeted} succeeded", ok),
                     Text("✔ finished", ok),
                 ]
             parts = ", ".join(
@@ -166,13 +169,13 @@ class RunHeader(Widget):
     def _second_line(self, width: int) -> Text:
         """Progress bar, done/total and the count of each state, in the first form that fits."""
         model = self.model
-        done = f" {model.done}/{model.total}  "
+        done = f" {model.done}/{model.targeted}  "
         counts = [(LOOKS[state], model.counts[state]) for state in COUNT_ORDER if model.counts[state]]
         worded = Text()
         bare = Text()
         for look, n in counts:
             worded.append(look.glyph, look.colour)
-            worded.append(f" {n} {look.word}  ")
+            worded.append(f" {n} {look.word_for(n)}  ")
             bare.append(look.glyph, look.colour)
             bare.append(f"{n} ")
         forms = [(bar, worded) for bar in BAR_WIDTHS] + [(0, worded), (BAR_WIDTHS[-1], bare), (0, bare)]
@@ -231,7 +234,7 @@ class RunHeader(Widget):
 
     def _bar(self, width: int) -> Text:
         """Finished tasks as a bar coloured by outcome, the rest dim."""
-        total = max(1, self.model.total)
+        total = max(1, self.model.targeted)
         bar = Text()
         filled = 0
         done = 0

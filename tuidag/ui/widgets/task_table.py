@@ -27,10 +27,11 @@ from textual.timer import Timer
 from ...engine.events import TaskSnapshot
 from ...model.counts import counted
 from ..run_model import RunModel, StateFilter
+from ..state_style import FAINT
 from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
 from .focus_hint import FocusHint
-from .graph.tiles import SELECTED_BG
+from .graph.tiles import HIDDEN_COLOUR, SELECTED_BG
 from .row_keys import ROW_KEYS, RowSelection
 
 RESORT_INTERVAL = 0.5  # seconds between two re-orderings caused by live changes
@@ -307,12 +308,15 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         selected = name == self.selected
         style = selected_style if selected else base
         now = self.model.clock()
+        faint = snap.state in FAINT  # outside the run's targets: the whole row faint
         segments = []
         pos = 0
         for column, x, w in self._layout:
             text, colour = column.cell(snap, column.value(snap, self.model, now))
             cell_style = style
-            if colour is not None:
+            if faint:
+                cell_style = style + Style(color=HIDDEN_COLOUR)
+            elif colour is not None:
                 cell_style = style + Style(color=colour)
             if selected and column.key == "name":
                 cell_style = cell_style + Style(bold=True)

@@ -363,7 +363,7 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         base, selected_style = self._base_styles()
         selected = name == self.selected
         style = selected_style if selected else base
-        shown = self.model.shown(name)
+        shown = self.model.lit(name)
         critical = name in self.critical
         look = LOOKS[snap.state]
         name_w = self.density.name_width(self._longest, width)
@@ -456,7 +456,7 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         """Each cell's colour in a dense row: a wait dim blue, an attempt its state's colour (the critical path's
         amber), a hidden task faint. Worked out once per distinct paint (a row has a few), then looked up."""
         paints = self._paints(name, view)
-        shown, critical = self.model.shown(name), name in self.critical
+        shown, critical = self.model.lit(name), name in self.critical
         colour: dict[Paint | None, str | None] = {None: None}
         ahead = self._forecast_cells(name, view)
         if ahead is not None:

@@ -32,6 +32,7 @@ _MINIMAP_ORDER = (
     S.PENDING,
     S.SUCCEEDED,
     S.UP_TO_DATE,
+    S.UNTARGETED,
 )
 _MINIMAP_RANK = {state: i for i, state in enumerate(_MINIMAP_ORDER)}
 

@@ -84,7 +84,7 @@ class TileDrawing(_ScrollView):
         """One cell: the state's glyph in its colour; the selected one reversed, a hidden one a faint dot. Segments
         are shared by every dot that looks the same (a few dozen looks for thousands of dots)."""
         state = self.model.snapshots[name].state
-        key = (state, name == self.selected, self.model.shown(name), name in self.critical)
+        key = (state, name == self.selected, self.model.lit(name), name in self.critical)
         segment = self._dots.get(key)
         if segment is None:
             look, base = LOOKS[state], self._styles()[0]
@@ -106,7 +106,7 @@ class TileDrawing(_ScrollView):
         width = self._drawn_layout.tiles[name].width
         selected = name == self.selected
         base = self._styles()[0] + (Style(bgcolor=SELECTED_BG) if selected else Style())
-        shown = self.model.shown(name)
+        shown = self.model.lit(name)
         colour = look.colour if shown else HIDDEN_COLOUR
         right = (
             (f"#{snap.attempt} " if snap.attempt > 1 else "")
@@ -141,7 +141,7 @@ class TileDrawing(_ScrollView):
         tile = graph.tiles[name]
         width = tile.width
         selected = name == self.selected
-        shown = self.model.shown(name)
+        shown = self.model.lit(name)
         box = _HEAVY if selected else _LIGHT
         base = self._styles()[0] + (Style(bgcolor=SELECTED_BG) if selected else Style())
         if not shown:
