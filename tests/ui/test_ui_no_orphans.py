@@ -141,6 +141,11 @@ async def test_ui_keys_leave_no_process(new_session, tmp_path, way):
     try:
         async with open_app(session) as (app, pilot):
             await until(pilot, trees.started, timeout=START_TIMEOUT, what="every tree fully started")
+            await until(  # what the viewer knows comes over the socket, a moment after the engine knew it
+                pilot,
+                lambda: all(app.model.snapshots[t.name].state.value == "RUNNING" for t in TREES),
+                what="the view shows every tree running",
+            )
             trees.record()
             if way == "c":
                 for i, tree in enumerate(TREES):
