@@ -431,7 +431,7 @@ def run_headless(session, quiet: bool = False) -> int:
     session.serve_control()
     session.on_store_error = lambda message: print(message, file=sys.stderr, flush=True)
     install_signal_handlers(session)
-    reporter.start(list(session.dag.topological_order))
+    reporter.start(list(session.dag.topological_order), session.dag.groups)
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
     scheduler = session.scheduler
     where = scheduler.executor.description
@@ -453,6 +453,10 @@ def run_headless(session, quiet: bool = False) -> int:
     out.write("\n" + summary_table(summary.snapshots, colour))
     out.write(reporter.failure_tails(summary.snapshots))
     out.write(insight_lines(session.dag, summary.snapshots, session.started, session.scheduler.max_parallel))
+    if session.dag.groups:
+        from .views.group_progress import group_lines
+
+        out.write("".join(terminal_line(line) + "\n" for line in group_lines(session.dag.groups, summary.snapshots)))
     out.write(counts_line(summary.snapshots, session.duration))
     if session.interrupted_by:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .errors import Location, Note
 from .loader import load_dag
+from .matrix import MatrixGroup
 from .resources import Request
 from .source import read_source_bytes
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
@@ -166,6 +167,8 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
             tuple(map(_loc, t.dep_locations)),
             dict(t.run_env),
             [(kind, r.count, _loc(r.location), r.accelerator) for kind, r in t.resources.items()],
+            t.group,
+            t.matrix,
         )
         for t in dag.tasks.values()
     ]
@@ -187,6 +190,7 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
         dict(dag.resources),
         dag.executor,
         dag.dask_address,
+        [(g.name, g.keys, g.instances, g.max_parallel, _loc(g.location)) for g in dag.groups.values()],
     )
 
 
@@ -208,6 +212,7 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         capacities,
         executor,
         dask_address,
+        groups,
     ) = record
     tasks = {}
     for (
@@ -226,6 +231,8 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         dep_locations,
         run_env,
         requests,
+        task_group,
+        matrix,
     ) in rows:
         tasks[task] = TaskSpec(
             task,
@@ -247,6 +254,8 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
                 kind: Request(count, None if where is None else Location(*where), accelerator)
                 for kind, count, where, accelerator in requests
             },
+            task_group,
+            matrix,
         )
     dag = DagSpec(
         name,
@@ -261,6 +270,10 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         capacities,
         executor,
         dask_address,
+        {
+            name: MatrixGroup(name, keys, instances, limit, None if where is None else Location(*where))
+            for name, keys, instances, limit, where in groups
+        },
     )
     dag.prime(topological_order=order, fingerprints=prints)
     return dag, [Note(message, Location(*where), kind, instead) for message, where, kind, instead in notes]

@@ -109,6 +109,9 @@ class TaskSpec(NamedTuple):
     #: Slots held while an attempt runs: kind -> resources.Request (checked against the DAG's capacities by
     #: resources.resolve).
     resources: Mapping[str, Any] = NO_ENV
+    #: The matrix task this is an instance of (model/matrix.py), and its values there as (key, value) pairs.
+    group: str | None = None
+    matrix: tuple[tuple[str, Any], ...] = ()
 
     def dep_location(self, index: int) -> Location | None:
         if index < len(self.dep_locations) and self.dep_locations[index]:
@@ -156,6 +159,7 @@ class DagSpec:
         "resources",
         "executor",
         "dask_address",
+        "groups",
     )
     # Declared for type checkers (annotations only: no class attributes, no start-up cost); set once in __init__.
     name: str
@@ -170,6 +174,7 @@ class DagSpec:
     resources: Mapping[str, int]  # slot kind -> capacity (see resources.py)
     executor: str | None  # `executor:` as written (local, dask, dask-local[:N]); None: local
     dask_address: str | None  # the Dask scheduler for `executor: dask`
+    groups: Mapping[str, Any]  # matrix task -> matrix.MatrixGroup (its instances are in `tasks`)
 
     def __init__(
         self,
@@ -185,6 +190,7 @@ class DagSpec:
         resources: Mapping[str, int] = NO_ENV,
         executor: str | None = None,
         dask_address: str | None = None,
+        groups: Mapping[str, Any] = NO_ENV,
     ):
         set_field = super().__setattr__
         set_field("name", name)
@@ -202,6 +208,7 @@ class DagSpec:
         set_field("resources", resources)
         set_field("executor", executor)
         set_field("dask_address", dask_address)
+        set_field("groups", groups)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"DagSpec is immutable: use replace({name}=...)")

@@ -97,6 +97,7 @@ def main(call_path: str, result_path: str) -> int:
             workdir=Path(spec["workdir"]),
             log_path=Path(spec["log_path"]),
             isolated=True,
+            matrix=spec.get("matrix") or {},
         )
         value = call_task(func, ctx)
     except SystemExit as exc:

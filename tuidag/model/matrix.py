@@ -1,0 +1,438 @@
+"""Matrix tasks: one task definition run once per combination of values (a sweep), as GitHub Actions'
+`strategy.matrix` does, expanded into plain instances before anything else sees the DAG.
+
+A front end reads a task's `matrix:` into a `Matrix` and leaves the task as a template; `expand` turns every
+template into its instances (`train[lr=0.01,seed=2]`, or the task's `name:` template), puts each combination's values
+into the instance's environment (`TUIDAG_MATRIX_LR=0.01`) and into the `${{ matrix.KEY }}` placeholders of its
+fields, and rewrites dependencies on a matrix task: on the whole group (every instance: fan-in), paired by shared
+keys when both sides are matrices (`eval[seed=2]` waits for `train[lr=*,seed=2]`), or on instances named or selected
+by their values (`train[seed=2]`). The engine, the journal and the views then see ordinary tasks; what stays of the
+group is `DagSpec.groups` and each instance's `group` and `matrix` values, for counting, controls and results.
+
+A group's `max_parallel` is a slot kind of its own (`train[*]`, see resources.py): each instance holds one slot
+while it runs, so the engine's admission and the forecast keep the limit without knowing about matrices.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from .errors import DagError, Location, Note
+from .resources import Request
+from .spec import NO_ENV, TaskSpec, task_name_problem
+
+#: The most instances one matrix may have: checked on the counts, before anything is expanded.
+MAX_INSTANCES = 100_000
+#: `${{ matrix.KEY }}`, GitHub Actions' syntax, which no shell gives a meaning to (`${{` is a bad substitution in sh
+#: and bash); `$${{ ... }}` is the text itself, one `$` fewer.
+PLACEHOLDER_RE = re.compile(r"\$(\$?)\{\{\s*matrix\.([^\s}]*)\s*\}\}")
+KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+#: Characters a value keeps in an instance's name; any other becomes `_` (so names stay log file names).
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
+#: An instance name or selector: `group[key=value,...]`.
+SELECTOR_RE = re.compile(r"([A-Za-z0-9_.-]+)\[([^\[\]]*)\]")
+_RESERVED = ("include", "exclude")
+ENV_PREFIX = "TUIDAG_MATRIX_"
+GROUP_SLOT_SUFFIX = "[*]"
+
+
+class Matrix(NamedTuple):
+    """A task's `matrix:` as a front end read it. Values are kept as given (YAML: text as written; Python: the
+    objects); `where` locates each part for errors (None: at the task)."""
+
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+    include: tuple[Mapping[str, Any], ...] = ()
+    exclude: tuple[Mapping[str, Any], ...] = ()
+    max_parallel: int | None = None
+    name: str | None = None  # a template for instance names
+    location: Location | None = None  # the `matrix:` key
+    include_at: tuple[Location | None, ...] = ()
+    exclude_at: tuple[Location | None, ...] = ()
+    name_at: Location | None = None
+
+
+class MatrixGroup(NamedTuple):
+    """A matrix task once expanded: its instances in order, the keys of its matrix and its own limit."""
+
+    name: str
+    keys: tuple[str, ...]
+    instances: tuple[str, ...]
+    max_parallel: int | None = None
+    location: Location | None = None
+
+
+class _Combo(NamedTuple):
+    values: dict[str, Any]
+    naming: tuple[str, ...]  # the keys its name shows: those it was made with (not those an include added)
+
+
+def text_of(value: Any) -> str:
+    """A value as an instance's environment and placeholders get it: booleans as YAML writes them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def env_name(key: str) -> str:
+    return ENV_PREFIX + re.sub(r"[^A-Z0-9_]", "_", key.upper())
+
+
+def group_slot_kind(group: str) -> str:
+    """The slot kind that holds a group to its `max_parallel` (not a kind a file may declare: it has brackets)."""
+    return group + GROUP_SLOT_SUFFIX
+
+
+def is_group_slot(kind: str) -> bool:
+    return kind.endswith(GROUP_SLOT_SUFFIX)
+
+
+# ------------------------------------------------------------------------------------------------- placeholders
+def placeholder_keys(text: str) -> list[str]:
+    """The keys `${{ matrix.KEY }}` placeholders in `text` name (not the escaped `$${{ ... }}` ones)."""
+    if "${{" not in text:
+        return []
+    return [m.group(2) for m in PLACEHOLDER_RE.finditer(text) if not m.group(1)]
+
+
+def substitute(text: str, values: Mapping[str, str]) -> str:
+    """`text` with each `${{ matrix.KEY }}` replaced by the value of KEY (empty when this combination lacks a key
+    only some combinations have, as GitHub does) and each `$${{ ... }}` by `${{ ... }}`. Callers check beforehand
+    (`placeholder_problem`) that every key named exists in the matrix. Any text field of a task can be passed."""
+    if "${{" not in text:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        return m.group(0)[1:] if m.group(1) else values.get(m.group(2), "")
+
+    return PLACEHOLDER_RE.sub(one, text)
+
+
+def placeholder_problem(text: str, keys: Sequence[str] | None, what: str) -> str | None:
+    """Why the placeholders of `text` can't be filled (a key no combination has; `keys` None: the task has no
+    matrix), or None."""
+    for key in placeholder_keys(text):
+        if keys is None:
+            return f"{what}: ${{{{ matrix.{key} }}}} but the task has no matrix (write $${{{{ for the text itself)"
+        if key not in keys:
+            return f"{what}: ${{{{ matrix.{key} }}}} names no key of the matrix (it has {', '.join(keys) or 'none'})"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------- combinations
+def instance_count(matrix: Matrix) -> int:
+    """An upper bound of the instances, from the counts alone (nothing expanded)."""
+    product = math.prod(len(values) for _, values in matrix.axes) if matrix.axes else 0
+    return product + len(matrix.include)
+
+
+def _matches(values: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
+    return all(key in values and text_of(values[key]) == text_of(value) for key, value in entry.items())
+
+
+def combinations(task: str, matrix: Matrix, notes: list[Note], errors: list[DagError]) -> list[_Combo]:
+    """The combinations, in GitHub Actions' order and meaning: the product of the axes (the first varies slowest),
+    less each `exclude` entry's matches, then each `include` entry added to every original combination whose values
+    it doesn't change, or as a combination of its own when it fits none."""
+    keys = [key for key, _ in matrix.axes]
+    where = matrix.location
+    for i, entry in enumerate(matrix.exclude):
+        unknown = [key for key in entry if key not in keys]
+        if unknown:
+            at = matrix.exclude_at[i] if i < len(matrix.exclude_at) else where
+            errors.append(
+                DagError(f"task '{task}': exclude names '{unknown[0]}', which is not a key of the matrix", at)
+            )
+            return []
+    originals: list[_Combo] = []
+    excluded = [False] * len(matrix.exclude)
+    for row in itertools.product(*(values for _, values in matrix.axes)) if keys else ():
+        values = dict(zip(keys, row))
+        hit = False
+        for i, entry in enumerate(matrix.exclude):
+            if _matches(values, entry):
+                excluded[i] = hit = True
+        if not hit:
+            originals.append(_Combo(values, tuple(keys)))
+    for i, used in enumerate(excluded):
+        if not used:
+            at = matrix.exclude_at[i] if i < len(matrix.exclude_at) else where
+            shown = ", ".join(f"{k}={text_of(v)}" for k, v in matrix.exclude[i].items())
+            notes.append(Note(f"task '{task}': exclude {{{shown}}} matches no combination", at or Location("", 1, 1)))
+    added: list[_Combo] = []
+    for entry in matrix.include:
+        fixed = {key: value for key, value in entry.items() if key in keys}
+        extra = {key: value for key, value in entry.items() if key not in keys}
+        fitted = False
+        for combo in originals:
+            if _matches(combo.values, fixed):
+                combo.values.update(extra)
+                fitted = True
+        if not fitted:
+            added.append(_Combo(dict(entry), tuple(entry)))
+    return originals + added
+
+
+def instance_name(task: str, combo: _Combo) -> str:
+    """`train[lr=0.01,seed=2]`: the values it was made with, each kept to a log file name's characters."""
+    parts = ",".join(f"{key}={_NAME_UNSAFE.sub('_', text_of(combo.values[key]))}" for key in combo.naming)
+    return f"{task}[{parts}]"
+
+
+# ------------------------------------------------------------------------------------------------- expansion
+class Expanded(NamedTuple):
+    tasks: dict[str, TaskSpec]
+    groups: dict[str, MatrixGroup]
+    capacities: dict[str, int]  # a slot kind per group with a max_parallel
+
+
+def expand(
+    tasks: Mapping[str, TaskSpec], matrices: Mapping[str, Matrix], errors: list[DagError], notes: list[Note]
+) -> Expanded:
+    """Every matrix task replaced by its instances (in place, in file order) and every dependency on one rewritten;
+    problems appended to `errors` (located), remarks to `notes`. Tasks without a matrix are checked for
+    placeholders (they have none to fill) and otherwise kept as they are."""
+    if not matrices:
+        for task in tasks.values():
+            _no_placeholders(task, errors)
+        return Expanded(dict(tasks), {}, {})
+    out: dict[str, TaskSpec] = {}
+    groups: dict[str, MatrixGroup] = {}
+    capacities: dict[str, int] = {}
+    for name, task in tasks.items():
+        matrix = matrices.get(name)
+        if matrix is None:
+            _no_placeholders(task, errors)
+            out[name] = task
+            continue
+        instances = _instances(task, matrix, errors, notes)
+        for instance in instances:
+            if instance.name in out or (instance.name in tasks and instance.name != name):
+                errors.append(
+                    DagError(f"task '{name}': instance '{instance.name}' has the name of another task", matrix.location)
+                )
+                continue
+            out[instance.name] = instance
+        keys = tuple(key for key, _ in matrix.axes)
+        groups[name] = MatrixGroup(name, keys, tuple(i.name for i in instances), matrix.max_parallel, task.location)
+        if matrix.max_parallel is not None and instances:
+            capacities[group_slot_kind(name)] = matrix.max_parallel
+    tasks_out = _rewire(out, groups, errors)
+    return Expanded(tasks_out, groups, capacities)
+
+
+def _no_placeholders(task: TaskSpec, errors: list[DagError]) -> None:
+    for what, text in _texts(task):
+        problem = placeholder_problem(text, None, f"task '{task.name}': {what}")
+        if problem:
+            errors.append(DagError(problem, task.location))
+
+
+def _texts(task: TaskSpec) -> list[tuple[str, str]]:
+    texts = [("run", task.run or ""), ("setup", task.setup or ""), ("workdir", str(task.workdir or ""))]
+    texts += [(f"env {key}", value) for key, value in task.env.items()]
+    return texts
+
+
+def _instances(task: TaskSpec, matrix: Matrix, errors: list[DagError], notes: list[Note]) -> list[TaskSpec]:
+    name = task.name
+    before = len(errors)
+    count = instance_count(matrix)
+    if count > MAX_INSTANCES:
+        errors.append(
+            DagError(
+                f"task '{name}': the matrix makes {count:,} instances: at most {MAX_INSTANCES:,} are allowed",
+                matrix.location,
+            )
+        )
+        return []
+    combos = combinations(name, matrix, notes, errors)
+    if len(errors) > before:
+        return []
+    if not combos:
+        errors.append(
+            DagError(f"task '{name}': the matrix leaves no combination (every one is excluded)", matrix.location)
+        )
+        return []
+    all_keys = list(dict.fromkeys(key for combo in combos for key in combo.values))
+    templates = _texts(task) + ([("name", matrix.name)] if matrix.name else [])
+    for what, text in templates:
+        problem = placeholder_problem(text, all_keys, f"task '{name}': {what}")
+        if problem:
+            errors.append(DagError(problem, matrix.name_at if what == "name" else task.location))
+    env_keys: dict[str, str] = {}
+    for key in all_keys:
+        first = env_keys.setdefault(env_name(key), key)
+        if first != key:
+            errors.append(
+                DagError(f"task '{name}': matrix keys '{first}' and '{key}' both give {env_name(key)}", matrix.location)
+            )
+    if len(errors) > before:
+        return []
+    instances: list[TaskSpec] = []
+    seen: dict[str, _Combo] = {}
+    slot = {group_slot_kind(name): Request(1, matrix.location)} if matrix.max_parallel is not None else {}
+    for combo in combos:
+        texts = {key: text_of(value) for key, value in combo.values.items()}
+        label = substitute(matrix.name, texts) if matrix.name else instance_name(name, combo)
+        if label in seen:
+            errors.append(
+                DagError(_collision(name, label, seen[label], combo, matrix), matrix.name_at or matrix.location)
+            )
+            continue
+        if matrix.name:
+            problem = task_name_problem(label)
+            if problem:
+                errors.append(DagError(f"task '{name}': name template gives {problem}", matrix.name_at))
+                continue
+        elif len(label) > 128:
+            errors.append(
+                DagError(
+                    f"task '{name}': instance name '{label[:40]}...' is {len(label)} characters long: at most 128 "
+                    "are allowed (give the task a 'name:' template)",
+                    matrix.location,
+                )
+            )
+            continue
+        seen[label] = combo
+        env = {**{k: substitute(v, texts) for k, v in task.env.items()}, **{env_name(k): v for k, v in texts.items()}}
+        workdir = task.workdir
+        if workdir is not None and "${{" in str(workdir):
+            from pathlib import Path  # only a templated workdir needs it
+
+            workdir = Path(substitute(str(workdir), texts))
+        instances.append(
+            task._replace(
+                name=label,
+                run=None if task.run is None else substitute(task.run, texts),
+                setup=None if task.setup is None else substitute(task.setup, texts),
+                env=env,
+                workdir=workdir,
+                resources={**task.resources, **slot} if slot else task.resources,
+                group=name,
+                matrix=tuple(combo.values.items()),
+            )
+        )
+    return instances
+
+
+def _collision(task: str, label: str, first: _Combo, second: _Combo, matrix: Matrix) -> str:
+    a = ", ".join(f"{k}={text_of(v)!r}" for k, v in first.values.items())
+    b = ", ".join(f"{k}={text_of(v)!r}" for k, v in second.values.items())
+    how = "its name template" if matrix.name else "their names"
+    return f"task '{task}': two instances are both named '{label}' ({a} and {b}): make {how} tell them apart"
+
+
+# ------------------------------------------------------------------------------------------------- dependencies
+def _rewire(
+    tasks: dict[str, TaskSpec], groups: Mapping[str, MatrixGroup], errors: list[DagError]
+) -> dict[str, TaskSpec]:
+    """Dependencies on a group or on a selector (`train[seed=2]`) replaced by the instances they mean."""
+    if not groups:
+        return tasks
+    index: dict[tuple[str, tuple[str, ...]], dict[tuple[str, ...], list[str]]] = {}  # (group, keys) -> values -> names
+
+    def paired(group: MatrixGroup, keys: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
+        by_values = index.get((group.name, keys))
+        if by_values is None:
+            by_values = index[(group.name, keys)] = {}
+            for inst in group.instances:
+                mine = dict(tasks[inst].matrix) if inst in tasks else {}
+                if all(k in mine for k in keys):
+                    by_values.setdefault(tuple(text_of(mine[k]) for k in keys), []).append(inst)
+        return by_values.get(tuple(text_of(values[k]) for k in keys), [])
+
+    out: dict[str, TaskSpec] = {}
+    for name, task in tasks.items():
+        if not any(dep in groups or "[" in dep for dep in task.depends_on):
+            out[name] = task
+            continue
+        values = dict(task.matrix)
+        deps: list[str] = []
+        where: list[Location | None] = []
+        for i, dep in enumerate(task.depends_on):
+            at = task.dep_location(i)
+            found: list[str] | None
+            group = groups.get(dep)
+            if group is not None and dep == task.group:
+                errors.append(DagError(f"task '{dep}' depends on itself", at))
+                continue
+            if group is not None:
+                shared = tuple(k for k in group.keys if k in values)
+                found = paired(group, shared, values) if shared else list(group.instances)
+                if not found:
+                    pairs = ", ".join(f"{k}={text_of(values[k])}" for k in shared)
+                    errors.append(DagError(f"task '{name}' pairs with no instance of '{dep}' (none has {pairs})", at))
+                    continue
+            elif dep in tasks or "[" not in dep:
+                found = [dep]  # a task, an instance by its full name, or unknown (graph_errors says so)
+            else:
+                found = _selected(dep, groups, tasks, name, at, errors)
+                if found is None:
+                    continue
+            for one in found:
+                if one not in deps and one != name:
+                    deps.append(one)
+                    where.append(at)
+        out[name] = task._replace(depends_on=tuple(deps), dep_locations=tuple(where))
+    return out
+
+
+def _selected(
+    dep: str, groups: Mapping[str, MatrixGroup], tasks: Mapping[str, TaskSpec], name: str, at: Any, errors: list
+) -> list[str] | None:
+    """The instances `group[key=value,...]` selects (every value given must match), or None after an error."""
+    m = SELECTOR_RE.fullmatch(dep)
+    group = groups.get(m.group(1)) if m else None
+    if m is None or group is None:
+        errors.append(DagError(f"task '{name}' depends on unknown task '{dep}'", at))
+        return None
+    wanted: dict[str, str] = {}
+    for part in filter(None, m.group(2).split(",")):
+        key, equals, value = part.partition("=")
+        if not equals:
+            errors.append(
+                DagError(f"task '{name}': '{dep}' should select instances as {group.name}[KEY=VALUE,...]", at)
+            )
+            return None
+        wanted[key.strip()] = value.strip()
+    found = [
+        inst
+        for inst in group.instances
+        if all(_NAME_UNSAFE.sub("_", text_of(dict(tasks[inst].matrix).get(k, ""))) == v for k, v in wanted.items())
+    ]
+    if not found:
+        errors.append(DagError(f"task '{name}' depends on '{dep}', which matches no instance of '{group.name}'", at))
+        return None
+    return found
+
+
+# ------------------------------------------------------------------------------------------------- results
+def result_key(group: MatrixGroup, task: TaskSpec) -> Any:
+    """How a group's results are keyed for a callable downstream: the values of the matrix's keys, in order, as a
+    tuple (None for a key the instance lacks); a one-key matrix's bare value."""
+    values = dict(task.matrix)
+    key = tuple(values.get(k) for k in group.keys) if group.keys else tuple(values.values())
+    return key[0] if len(key) == 1 else key
+
+
+def with_group_results(
+    tasks: Mapping[str, TaskSpec], groups: Mapping[str, MatrixGroup], depends_on: Sequence[str], results: dict[str, Any]
+) -> dict[str, Any]:
+    """`results` (dependency -> value) with, for each group the dependencies are instances of, the group's name ->
+    {result_key: value} of those instances."""
+    if not groups:
+        return results
+    grouped: dict[str, dict[Any, Any]] = {}
+    for dep in depends_on:
+        spec = tasks.get(dep)
+        if spec is not None and spec.group is not None and spec.group in groups:
+            grouped.setdefault(spec.group, {})[result_key(groups[spec.group], spec)] = results.get(dep)
+    return {**results, **grouped} if grouped else results
+
+
+def values_of(task: TaskSpec) -> Mapping[str, Any]:
+    return dict(task.matrix) if task.matrix else NO_ENV
