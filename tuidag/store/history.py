@@ -173,7 +173,9 @@ def task_record(run: RunDir, task: str) -> TaskRecord | None:
 
 
 def has_task(run: RunDir, task: str) -> bool:
-    return task in read_header(run.journal).get("tasks", ())
+    """Whether the run has the task, or a matrix task of that name (its group of instances)."""
+    header = read_header(run.journal)
+    return task in header.get("tasks", ()) or task in (header.get("groups") or {})
 
 
 def nearby_state_dirs(folder: Path, limit: int = 5, budget: int = 2000) -> list[Path]:
