@@ -190,14 +190,19 @@ class Expanded(NamedTuple):
 
 
 def expand(
-    tasks: Mapping[str, TaskSpec], matrices: Mapping[str, Matrix], errors: list[DagError], notes: list[Note]
+    tasks: Mapping[str, TaskSpec],
+    matrices: Mapping[str, Matrix],
+    errors: list[DagError],
+    notes: list[Note],
+    field_at: Mapping[str, Mapping[str, Location]] = NO_ENV,
 ) -> Expanded:
     """Every matrix task replaced by its instances (in place, in file order) and every dependency on one rewritten;
-    problems appended to `errors` (located), remarks to `notes`. Tasks without a matrix are checked for
-    placeholders (they have none to fill) and otherwise kept as they are."""
+    problems appended to `errors` (located where `field_at` says each task's fields are, else at the task),
+    remarks to `notes`. Tasks without a matrix are checked for placeholders (they have none to fill) and otherwise
+    kept as they are."""
     if not matrices:
         for task in tasks.values():
-            _no_placeholders(task, errors)
+            _no_placeholders(task, errors, field_at.get(task.name, NO_ENV))
         return Expanded(dict(tasks), {}, {})
     out: dict[str, TaskSpec] = {}
     groups: dict[str, MatrixGroup] = {}
@@ -205,10 +210,10 @@ def expand(
     for name, task in tasks.items():
         matrix = matrices.get(name)
         if matrix is None:
-            _no_placeholders(task, errors)
+            _no_placeholders(task, errors, field_at.get(name, NO_ENV))
             out[name] = task
             continue
-        instances = _instances(task, matrix, errors, notes)
+        instances = _instances(task, matrix, errors, notes, field_at.get(name, NO_ENV))
         for instance in instances:
             if instance.name in out or (instance.name in tasks and instance.name != name):
                 errors.append(
@@ -224,11 +229,11 @@ def expand(
     return Expanded(tasks_out, groups, capacities)
 
 
-def _no_placeholders(task: TaskSpec, errors: list[DagError]) -> None:
+def _no_placeholders(task: TaskSpec, errors: list[DagError], where: Mapping[str, Location]) -> None:
     for what, text in _texts(task):
         problem = placeholder_problem(text, None, f"task '{task.name}': {what}")
         if problem:
-            errors.append(DagError(problem, task.location))
+            errors.append(DagError(problem, where.get(what.split()[0]) or task.location))
 
 
 def _texts(task: TaskSpec) -> list[tuple[str, str]]:
@@ -237,7 +242,9 @@ def _texts(task: TaskSpec) -> list[tuple[str, str]]:
     return texts
 
 
-def _instances(task: TaskSpec, matrix: Matrix, errors: list[DagError], notes: list[Note]) -> list[TaskSpec]:
+def _instances(
+    task: TaskSpec, matrix: Matrix, errors: list[DagError], notes: list[Note], where: Mapping[str, Location]
+) -> list[TaskSpec]:
     name = task.name
     before = len(errors)
     count = instance_count(matrix)
@@ -262,7 +269,7 @@ def _instances(task: TaskSpec, matrix: Matrix, errors: list[DagError], notes: li
     for what, text in templates:
         problem = placeholder_problem(text, all_keys, f"task '{name}': {what}")
         if problem:
-            errors.append(DagError(problem, matrix.name_at if what == "name" else task.location))
+            errors.append(DagError(problem, where.get(what.split()[0]) or task.location))
     env_keys: dict[str, str] = {}
     for key in all_keys:
         first = env_keys.setdefault(env_name(key), key)
@@ -278,16 +285,16 @@ def _instances(task: TaskSpec, matrix: Matrix, errors: list[DagError], notes: li
     for combo in combos:
         texts = {key: text_of(value) for key, value in combo.values.items()}
         label = substitute(matrix.name, texts) if matrix.name else instance_name(name, combo)
-        if label in seen:
+        if label in seen:  # the first collision only: a big matrix could have thousands
             errors.append(
                 DagError(_collision(name, label, seen[label], combo, matrix), matrix.name_at or matrix.location)
             )
-            continue
+            return []
         if matrix.name:
             problem = task_name_problem(label)
             if problem:
                 errors.append(DagError(f"task '{name}': name template gives {problem}", matrix.name_at))
-                continue
+                return []
         elif len(label) > 128:
             errors.append(
                 DagError(
@@ -296,7 +303,7 @@ def _instances(task: TaskSpec, matrix: Matrix, errors: list[DagError], notes: li
                     matrix.location,
                 )
             )
-            continue
+            return []
         seen[label] = combo
         env = {**{k: substitute(v, texts) for k, v in task.env.items()}, **{env_name(k): v for k, v in texts.items()}}
         workdir = task.workdir
@@ -322,8 +329,8 @@ def _instances(task: TaskSpec, matrix: Matrix, errors: list[DagError], notes: li
 def _collision(task: str, label: str, first: _Combo, second: _Combo, matrix: Matrix) -> str:
     a = ", ".join(f"{k}={text_of(v)!r}" for k, v in first.values.items())
     b = ", ".join(f"{k}={text_of(v)!r}" for k, v in second.values.items())
-    how = "its name template" if matrix.name else "their names"
-    return f"task '{task}': two instances are both named '{label}' ({a} and {b}): make {how} tell them apart"
+    how = "make its name template" if matrix.name else "give the task a 'name:' template to"
+    return f"task '{task}': two instances are both named '{label}' ({a} and {b}): {how} tell them apart"
 
 
 # ------------------------------------------------------------------------------------------------- dependencies

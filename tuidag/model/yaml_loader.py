@@ -80,6 +80,7 @@ class _Reader:
         self.errors: list[DagError] = []
         self.notes: list[Note] = notes if notes is not None else []
         self.matrices: dict[str, Matrix] = {}
+        self.field_at: dict[str, dict[str, Location]] = {}  # task -> where its fields are written
         self.capacities_wrong = False  # an error inside the top-level `resources` (then requests go unchecked)
 
     def at(self, node: Node) -> Location:
@@ -128,7 +129,7 @@ class _Reader:
         if tasks_field is None:
             self.fail(root, "missing 'tasks': a DAG file needs at least one task")
         tasks = self.tasks(tasks_field[1], settings["workdir"]) if tasks_field else {}
-        expanded = expand(tasks, self.matrices, self.errors, self.notes)
+        expanded = expand(tasks, self.matrices, self.errors, self.notes, self.field_at)
         self.errors.extend(graph_errors(expanded.tasks))
         if expanded.capacities:
             settings["resources"] = {**settings.get("resources", {}), **expanded.capacities}
@@ -172,11 +173,16 @@ class _Reader:
             "name": partial(self.text, expected="a name template like train-${{ matrix.lr }}"),
         }
         settings = self.settings(fields, converters, TASK_KEYS, prefix=f"task '{name}': ")
+        self.field_at[name] = {
+            key: self.at(fields[key][1]) for key in ("run", "env", "workdir", "name") if key in fields
+        }
         matrix = settings.pop("matrix", None)
         group_limit, template = settings.pop("max_parallel", None), settings.pop("name", None)
         if matrix is not None:
             self.matrices[name] = matrix._replace(
-                max_parallel=group_limit, name=template, name_at=self.at(fields["name"][1]) if template else None
+                max_parallel=group_limit,
+                name=template,
+                name_at=self.at(fields["name"][1]) if template else None,
             )
         elif "matrix" not in fields:
             for key in ("max_parallel", "name"):
