@@ -236,3 +236,21 @@ def test_a_cached_dag_keeps_its_groups(tmp_path):
     again = load_dag_cached(path, tmp_path / "cache")
     assert again.groups == first.groups and again.tasks == first.tasks
     assert again.tasks["t[a=2]"].group == "t" and again.resources == {"t[*]": 1}
+
+
+def test_the_readme_sweep_example_means_what_it_says(tmp_path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    example = readme.split("## Sweeps: matrix tasks", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    dag = load(tmp_path, example)
+    assert dag.groups["train"].instances == (
+        "train-0.01-1",
+        "train-0.01-2",
+        "train-0.1-1",
+        "train-0.1-2",
+        "train-0.1-3",
+    )
+    assert dag.tasks["train-0.1-1"].run == "python train.py --lr 0.1 --seed $TUIDAG_MATRIX_SEED"
+    assert dag.tasks["train-0.1-1"].env["TUIDAG_MATRIX_EPOCHS"] == "5"
+    assert dag.tasks["eval[seed=2]"].depends_on == ("train-0.01-2", "train-0.1-2")
+    assert dag.tasks["report"].depends_on == ("eval[seed=1]", "eval[seed=2]", "eval[seed=3]", "train-0.1-1")
+    assert dag.resources == {"train[*]": 2}
