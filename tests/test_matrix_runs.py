@@ -320,3 +320,23 @@ tasks:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted((out / "all").read_text().split()) == ["1-1", "1-2", "2-1", "2-2"]
     assert "train: 4 of 4 done" in proc.stdout
+
+
+def test_a_skypilot_task_file_with_num_jobs_runs_one_instance_per_rank(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    task = tmp_path / "shard.yaml"
+    task.write_text(f'name: shard\nrun: echo "$SKYPILOT_JOB_RANK/$SKYPILOT_NUM_JOBS" > "{out}/$TUIDAG_TASK"\n')
+    proc = tuidag("run", "--no-tui", str(task), "--num-jobs", "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = {path.name: path.read_text().strip() for path in out.iterdir()}
+    assert got == {"shard[rank=0]": "0/3", "shard[rank=1]": "1/3", "shard[rank=2]": "2/3"}
+    assert "\nshard: 3 of 3 done\n" in proc.stdout
+    two = tmp_path / "two.yaml"
+    two.write_text("tasks:\n  a: {run: 'true'}\n  b: {run: 'true'}\n")
+    proc = tuidag("run", "--no-tui", str(two), "--num-jobs", "3", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "tuidag: --num-jobs runs one task N times (as `sky jobs launch --num-jobs`): two has 2 tasks\n"
+    )
+    assert not (tmp_path / ".tuidag" / "runs").exists() or len(list((tmp_path / ".tuidag" / "runs").iterdir())) == 1

@@ -167,6 +167,13 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="how long to wait for the Dask scheduler to answer (default 5s)",
     )
+    run.add_argument(
+        "--num-jobs",
+        type=_positive_int,
+        metavar="N",
+        help="run the file's one task N times, as `sky jobs launch --num-jobs N`: a matrix of N instances with "
+        "SKYPILOT_JOB_RANK 0..N-1 and SKYPILOT_NUM_JOBS",
+    )
     _add_env(run)
     _add_resources(run)
     _add_state_dir(run)
@@ -311,6 +318,13 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     detached from the terminal (see background.py), and this returns as soon as the run exists."""
     outlive_readers()
     dag = with_resources(dag, getattr(args, "resources", {}))  # before anything starts or is stored
+    if getattr(args, "num_jobs", None) is not None:
+        from .model.matrix import num_jobs_problem, with_num_jobs
+
+        problem = num_jobs_problem(dag, args.num_jobs)
+        if problem:
+            raise UsageError(problem)
+        dag = with_num_jobs(dag, args.num_jobs)
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     earlier = find_resumable(store, dag, args.resume) if args.resume else None

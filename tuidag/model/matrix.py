@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from .errors import DagError, Location, Note
 from .resources import Request
-from .spec import NO_ENV, TaskSpec, task_name_problem
+from .spec import NO_ENV, DagSpec, TaskSpec, task_name_problem
 
 #: The most instances one matrix may have: checked on the counts, before anything is expanded.
 MAX_INSTANCES = 100_000
@@ -443,3 +443,32 @@ def with_group_results(
 
 def values_of(task: TaskSpec) -> Mapping[str, Any]:
     return dict(task.matrix) if task.matrix else NO_ENV
+
+
+# ------------------------------------------------------------------------------------------------- SkyPilot
+def num_jobs_problem(dag: DagSpec, count: int) -> str | None:
+    """Why `--num-jobs count` can't make a sweep of `dag`, or None."""
+    if len(dag.tasks) != 1 or dag.groups:
+        return (
+            f"--num-jobs runs one task N times (as `sky jobs launch --num-jobs`): {dag.name} has "
+            f"{len(dag.tasks)} tasks{' and a matrix' if dag.groups else ''}"
+        )
+    if not 1 <= count <= MAX_INSTANCES:
+        return f"--num-jobs must be from 1 to {MAX_INSTANCES:,}, got {count}"
+    return None
+
+
+def with_num_jobs(dag: DagSpec, count: int) -> DagSpec:
+    """The one task of `dag` as a matrix of `count` instances, `task[rank=0]`...: each gets SKYPILOT_JOB_RANK (0 to
+    count-1) and SKYPILOT_NUM_JOBS, as SkyPilot sets them for `sky jobs launch --num-jobs`. Check
+    `num_jobs_problem` first."""
+    ((name, task),) = dag.tasks.items()
+    env = {**task.env, "SKYPILOT_JOB_RANK": "${{ matrix.rank }}", "SKYPILOT_NUM_JOBS": str(count)}
+    matrix = Matrix((("rank", tuple(range(count))),), location=task.location)
+    errors: list[DagError] = []
+    expanded = expand({name: task._replace(env=env)}, {name: matrix}, errors, [])
+    if errors:  # the task's own text names a matrix key it can't have
+        from .errors import DagErrors
+
+        raise DagErrors(errors)
+    return dag.replace(tasks=expanded.tasks, groups=expanded.groups)
