@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .errors import DagError, Location, Note
@@ -176,12 +176,6 @@ def combinations(task: str, matrix: Matrix, notes: list[Note], errors: list[DagE
     return originals + added
 
 
-def instance_name(task: str, combo: _Combo) -> str:
-    """`train[lr=0.01,seed=2]`: the values it was made with, each kept to a log file name's characters."""
-    parts = ",".join(f"{key}={_NAME_UNSAFE.sub('_', text_of(combo.values[key]))}" for key in combo.naming)
-    return f"{task}[{parts}]"
-
-
 # ------------------------------------------------------------------------------------------------- expansion
 class Expanded(NamedTuple):
     tasks: dict[str, TaskSpec]
@@ -194,15 +188,16 @@ def expand(
     matrices: Mapping[str, Matrix],
     errors: list[DagError],
     notes: list[Note],
-    field_at: Mapping[str, Mapping[str, Location]] = NO_ENV,
+    field_at: Mapping[str, Mapping[str, Location]] | None = None,
 ) -> Expanded:
     """Every matrix task replaced by its instances (in place, in file order) and every dependency on one rewritten;
     problems appended to `errors` (located where `field_at` says each task's fields are, else at the task),
     remarks to `notes`. Tasks without a matrix are checked for placeholders (they have none to fill) and otherwise
     kept as they are."""
+    field_at = field_at or {}
     if not matrices:
         for task in tasks.values():
-            _no_placeholders(task, errors, field_at.get(task.name, NO_ENV))
+            _no_placeholders(task, errors, field_at.get(task.name, {}))
         return Expanded(dict(tasks), {}, {})
     out: dict[str, TaskSpec] = {}
     groups: dict[str, MatrixGroup] = {}
@@ -210,10 +205,10 @@ def expand(
     for name, task in tasks.items():
         matrix = matrices.get(name)
         if matrix is None:
-            _no_placeholders(task, errors, field_at.get(name, NO_ENV))
+            _no_placeholders(task, errors, field_at.get(name, {}))
             out[name] = task
             continue
-        instances = _instances(task, matrix, errors, notes, field_at.get(name, NO_ENV))
+        instances = _instances(task, matrix, errors, notes, field_at.get(name, {}))
         for instance in instances:
             if instance.name in out or (instance.name in tasks and instance.name != name):
                 errors.append(
@@ -282,15 +277,33 @@ def _instances(
     instances: list[TaskSpec] = []
     seen: dict[str, _Combo] = {}
     slot = {group_slot_kind(name): Request(1, matrix.location)} if matrix.max_parallel is not None else {}
+    resources = {**task.resources, **slot} if slot else task.resources
+    # Each template split once, filled per instance: a thousand instances cost what a thousand plain tasks do.
+    env_names = {key: env_name(key) for key in all_keys}
+    fill_name = _template(matrix.name) if matrix.name else None
+    fill_run, fill_setup = _template(task.run), _template(task.setup)
+    fill_env = [(key, _template(value)) for key, value in task.env.items()]
+    fill_workdir = _template(str(task.workdir)) if task.workdir is not None and "${{" in str(task.workdir) else None
+    in_name: dict[str, str] = {}  # value -> its text in a name
     for combo in combos:
         texts = {key: text_of(value) for key, value in combo.values.items()}
-        label = substitute(matrix.name, texts) if matrix.name else instance_name(name, combo)
+        if fill_name is not None:
+            label = fill_name(texts)
+        else:
+            parts = []
+            for key in combo.naming:
+                text = texts[key]
+                safe = in_name.get(text)
+                if safe is None:
+                    safe = in_name[text] = _NAME_UNSAFE.sub("_", text)
+                parts.append(f"{key}={safe}")
+            label = f"{name}[{','.join(parts)}]"
         if label in seen:  # the first collision only: a big matrix could have thousands
             errors.append(
                 DagError(_collision(name, label, seen[label], combo, matrix), matrix.name_at or matrix.location)
             )
             return []
-        if matrix.name:
+        if fill_name is not None:
             problem = task_name_problem(label)
             if problem:
                 errors.append(DagError(f"task '{name}': name template gives {problem}", matrix.name_at))
@@ -305,25 +318,45 @@ def _instances(
             )
             return []
         seen[label] = combo
-        env = {**{k: substitute(v, texts) for k, v in task.env.items()}, **{env_name(k): v for k, v in texts.items()}}
+        env = {key: fill(texts) for key, fill in fill_env}
+        for key, text in texts.items():
+            env[env_names[key]] = text
         workdir = task.workdir
-        if workdir is not None and "${{" in str(workdir):
+        if fill_workdir is not None:
             from pathlib import Path  # only a templated workdir needs it
 
-            workdir = Path(substitute(str(workdir), texts))
+            workdir = Path(fill_workdir(texts))
         instances.append(
             task._replace(
                 name=label,
-                run=None if task.run is None else substitute(task.run, texts),
-                setup=None if task.setup is None else substitute(task.setup, texts),
+                run=fill_run(texts),
+                setup=fill_setup(texts),
                 env=env,
                 workdir=workdir,
-                resources={**task.resources, **slot} if slot else task.resources,
+                resources=resources,
                 group=name,
                 matrix=tuple(combo.values.items()),
             )
         )
     return instances
+
+
+def _template(text: str | None) -> Callable[[Mapping[str, str]], Any]:
+    """`substitute(text, values)` as a function of the values, with `text` split at its placeholders once."""
+    if text is None or "${{" not in text:
+        return lambda values: text
+    last = 0
+    pieces: list[tuple[str | None, str]] = []  # (a key whose value goes here, or None: the text itself)
+    for m in PLACEHOLDER_RE.finditer(text):
+        pieces.append((None, text[last : m.start()]))
+        pieces.append((None, m.group(0)[1:]) if m.group(1) else (m.group(2), ""))
+        last = m.end()
+    pieces.append((None, text[last:]))
+
+    def fill(values: Mapping[str, str]) -> str:
+        return "".join(piece if key is None else values.get(key, "") for key, piece in pieces)
+
+    return fill
 
 
 def _collision(task: str, label: str, first: _Combo, second: _Combo, matrix: Matrix) -> str:
@@ -359,6 +392,7 @@ def _rewire(
             continue
         values = dict(task.matrix)
         deps: list[str] = []
+        taken: set[str] = set()  # deps as a set: a fan-in on thousands of instances stays linear
         where: list[Location | None] = []
         for i, dep in enumerate(task.depends_on):
             at = task.dep_location(i)
@@ -381,7 +415,8 @@ def _rewire(
                 if found is None:
                     continue
             for one in found:
-                if one not in deps and one != name:
+                if one not in taken and one != name:
+                    taken.add(one)
                     deps.append(one)
                     where.append(at)
         out[name] = task._replace(depends_on=tuple(deps), dep_locations=tuple(where))
