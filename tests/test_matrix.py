@@ -254,3 +254,36 @@ def test_the_readme_sweep_example_means_what_it_says(tmp_path):
     assert dag.tasks["eval[seed=2]"].depends_on == ("train-0.01-2", "train-0.1-2")
     assert dag.tasks["report"].depends_on == ("eval[seed=1]", "eval[seed=2]", "eval[seed=3]", "train-0.1-1")
     assert dag.resources == {"train[*]": 2}
+
+
+def test_a_slot_request_can_come_from_a_matrix_value(tmp_path):
+    dag = load(
+        tmp_path,
+        """
+        resources: {gpu: 4}
+        tasks:
+          train:
+            matrix: {gpus: [1, 4]}
+            resources: {gpu: "${{ matrix.gpus }}"}
+            run: echo
+        """,
+    )
+    assert [task.resources["gpu"].count for task in dag.tasks.values()] == [1, 4]
+    assert errors_of(
+        tmp_path,
+        """
+        resources: {gpu: 4}
+        tasks:
+          train:
+            matrix: {gpus: [1, two]}
+            resources: {gpu: "${{ matrix.gpus }}"}
+            run: echo
+          eval:
+            resources: {gpu: "${{ matrix.gpus }}"}
+            run: echo
+        """,
+    ) == [
+        "FILE:6:17: task 'train[gpus=two]': resources: 'gpu' must be a positive integer (at most 1,000,000), got 'two'",
+        "FILE:9:17: task 'eval': resources: 'gpu': ${{ matrix.gpus }} but the task has no matrix "
+        "(write $${{ for the text itself)",
+    ]

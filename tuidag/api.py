@@ -485,7 +485,7 @@ class Dag(PythonDag):
             name_at=at,
         )
 
-    def _slots(self, value: Any, what: str, at: Location, minimum: int) -> dict[str, int]:
+    def _slots(self, value: Any, what: str, at: Location, minimum: int) -> dict[str, Any]:
         """Slot kind -> count: capacities (minimum 0) or a task's requests (minimum 1)."""
         if value is None:
             return {}
@@ -499,6 +499,8 @@ class Dag(PythonDag):
             problem = kind_problem(kind) if isinstance(kind, str) else f"resource names must be strings, got {kind!r}"
             if problem:
                 self._errors.append(DagError(f"{what}: {problem}", at))
+            elif minimum and isinstance(count, str) and "${{" in count:
+                slots[kind] = count  # from a matrix's values: filled and checked when the matrix is expanded
             elif not _is_int(count, minimum):
                 self._errors.append(
                     DagError(

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from .errors import DagError, Location, Note
 from .resources import Request
-from .spec import NO_ENV, DagSpec, TaskSpec, task_name_problem
+from .spec import MAX_COUNT, NO_ENV, DagSpec, TaskSpec, task_name_problem
 
 #: The most instances one matrix may have: checked on the counts, before anything is expanded.
 MAX_INSTANCES = 100_000
@@ -196,17 +196,15 @@ def expand(
     kept as they are."""
     field_at = field_at or {}
     if not matrices:
-        for task in tasks.values():
-            _no_placeholders(task, errors, field_at.get(task.name, {}))
-        return Expanded(dict(tasks), {}, {})
+        plain = {name: _no_placeholders(task, errors, field_at.get(name, {})) for name, task in tasks.items()}
+        return Expanded(plain, {}, {})
     out: dict[str, TaskSpec] = {}
     groups: dict[str, MatrixGroup] = {}
     capacities: dict[str, int] = {}
     for name, task in tasks.items():
         matrix = matrices.get(name)
         if matrix is None:
-            _no_placeholders(task, errors, field_at.get(name, {}))
-            out[name] = task
+            out[name] = _no_placeholders(task, errors, field_at.get(name, {}))
             continue
         instances = _instances(task, matrix, errors, notes, field_at.get(name, {}))
         for instance in instances:
@@ -224,11 +222,46 @@ def expand(
     return Expanded(tasks_out, groups, capacities)
 
 
-def _no_placeholders(task: TaskSpec, errors: list[DagError], where: Mapping[str, Location]) -> None:
+def _no_placeholders(task: TaskSpec, errors: list[DagError], where: Mapping[str, Location]) -> TaskSpec:
+    """A task without a matrix has no values to fill: a placeholder in it is an error, and a slot request written as
+    one is dropped (so the checks after this one see only counts)."""
     for what, text in _texts(task):
         problem = placeholder_problem(text, None, f"task '{task.name}': {what}")
         if problem:
             errors.append(DagError(problem, where.get(what.split()[0]) or task.location))
+    if not any(isinstance(request.count, str) for request in task.resources.values()):
+        return task
+    for kind, request in task.resources.items():
+        if isinstance(request.count, str):
+            problem = placeholder_problem(request.count, None, f"task '{task.name}': resources: '{kind}'")
+            errors.append(
+                DagError(problem or f"task '{task.name}': resources: '{kind}' must be a count", request.location)
+            )
+    counts = {kind: request for kind, request in task.resources.items() if not isinstance(request.count, str)}
+    return task._replace(resources=counts)
+
+
+def _requests(
+    task: TaskSpec, texts: Mapping[str, str], label: str, errors: list[DagError]
+) -> Mapping[str, Request] | None:
+    """The task's slot requests with their placeholders filled (None after an error): a count from a matrix value
+    is checked as one written in the file is."""
+    requests = {}
+    for kind, request in task.resources.items():
+        if isinstance(request.count, str):
+            text = substitute(request.count, texts).strip()
+            if not text.isdigit() or not 1 <= int(text) <= MAX_COUNT:
+                errors.append(
+                    DagError(
+                        f"task '{label}': resources: '{kind}' must be a positive integer (at most {MAX_COUNT:,}), "
+                        f"got {text!r}",
+                        request.location,
+                    )
+                )
+                return None
+            request = request._replace(count=int(text))
+        requests[kind] = request
+    return requests
 
 
 def _texts(task: TaskSpec) -> list[tuple[str, str]]:
@@ -261,6 +294,7 @@ def _instances(
         return []
     all_keys = list(dict.fromkeys(key for combo in combos for key in combo.values))
     templates = _texts(task) + ([("name", matrix.name)] if matrix.name else [])
+    templates += [(f"resources '{k}'", r.count) for k, r in task.resources.items() if isinstance(r.count, str)]
     for what, text in templates:
         problem = placeholder_problem(text, all_keys, f"task '{name}': {what}")
         if problem:
@@ -278,6 +312,7 @@ def _instances(
     seen: dict[str, _Combo] = {}
     slot = {group_slot_kind(name): Request(1, matrix.location)} if matrix.max_parallel is not None else {}
     resources = {**task.resources, **slot} if slot else task.resources
+    templated_requests = any(isinstance(request.count, str) for request in task.resources.values())
     # Each template split once, filled per instance: a thousand instances cost what a thousand plain tasks do.
     env_names = {key: env_name(key) for key in all_keys}
     fill_name = _template(matrix.name) if matrix.name else None
@@ -326,6 +361,11 @@ def _instances(
             from pathlib import Path  # only a templated workdir needs it
 
             workdir = Path(fill_workdir(texts))
+        if templated_requests:
+            requests = _requests(task, texts, label, errors)
+            if requests is None:
+                return []
+            resources = {**requests, **slot}
         instances.append(
             task._replace(
                 name=label,

@@ -321,20 +321,23 @@ class _Reader:
                 )
         return env
 
-    def slots(self, node: Node, what: str, minimum: int) -> dict[str, tuple[int, Location]]:
+    def slots(self, node: Node, what: str, minimum: int) -> dict[str, tuple[int | str, Location]]:
         """Slot kind -> (count, where the kind is written): capacities at the top level, requests in a task."""
         if not isinstance(node, MappingNode):
             self.fail(
                 node, f"{what} must be a mapping of resource names to counts, e.g. {{gpu: 1}}, got {_describe(node)}"
             )
             return _SKIP
-        slots: dict[str, tuple[int, Location]] = {}
+        slots: dict[str, tuple[int | str, Location]] = {}
         for kind, (key, value) in self.mapping(node, "resource").items():
             problem = kind_problem(kind)
             if problem:
                 self.fail(key, f"{what}: {problem}")
                 continue
-            count = self.integer(value, f"{what}: '{kind}'", minimum)
+            if minimum and isinstance(value, ScalarNode) and "${{" in value.value:
+                count = value.value  # a request from a matrix's values (matrix.py fills and checks it)
+            else:
+                count = self.integer(value, f"{what}: '{kind}'", minimum)
             if count is not _SKIP:
                 slots[kind] = (count, self.at(key))
         return slots
