@@ -340,3 +340,27 @@ def test_a_skypilot_task_file_with_num_jobs_runs_one_instance_per_rank(tmp_path)
         "tuidag: --num-jobs runs one task N times (as `sky jobs launch --num-jobs`): two has 2 tasks\n"
     )
     assert not (tmp_path / ".tuidag" / "runs").exists() or len(list((tmp_path / ".tuidag" / "runs").iterdir())) == 1
+
+
+def test_a_python_exclude_that_matches_nothing_is_said_as_a_note(tmp_path):
+    script = tmp_path / "sweep.py"
+    script.write_text(
+        "from tuidag import Dag\n"
+        "dag = Dag('sweep')\n"
+        "dag.shell('t', 'true', matrix={'a': [1, 2], 'exclude': [{'a': 3}]})\n"
+        "if __name__ == '__main__':\n"
+        "    dag.main()\n"
+    )
+    note = f"{script}:3:1: note: task 't': exclude {{a=3}} matches no combination\n"
+    proc = tuidag("run", "--no-tui", str(script), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == note, proc.stderr
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, str(script), "--no-tui"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
+    assert proc.returncode == 0 and proc.stderr == note, proc.stderr

@@ -110,6 +110,7 @@ class Dag(PythonDag):
         before = len(self._errors)
         self.resources = self._slots(resources, "resources", at, minimum=0)
         self._capacities_wrong = len(self._errors) > before  # then requests can't be checked against them
+        self.notes: list[Note] = []  # remarks on the last spec() that are not errors
 
     def __repr__(self) -> str:
         return f"<tuidag.Dag {self.name or '(unnamed)'}: {counted(len(self._tasks), 'task')}>"
@@ -257,7 +258,7 @@ class Dag(PythonDag):
             )
         if not self._tasks:
             errors.append(DagError("the DAG has no tasks: add some with @dag.task() or dag.shell()", self.location))
-        self.notes: list[Note] = []
+        self.notes = []
         expanded = expand(tasks, matrices, errors, self.notes)
         tasks = expanded.tasks
         errors.extend(graph_errors(tasks))
@@ -366,9 +367,14 @@ class Dag(PythonDag):
         from .model.resources import with_slot_errors
 
         try:
-            return self.spec()
+            spec = self.spec()
         except DagErrors as exc:
             raise with_slot_errors(exc, resources) from None
+        from .views.terminal_text import terminal_line
+
+        for note in self.notes:  # e.g. an exclude that matches no combination
+            print(terminal_line(str(note)), file=sys.stderr)
+        return spec
 
     # --- checking options ---------------------------------------------------------------------------------------
     def _check(self, ok: bool, at: Location, message: str) -> bool:

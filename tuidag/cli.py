@@ -268,7 +268,7 @@ def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes:
     if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
         from .model.python_loader import load_python
 
-        return load_python(path).with_env(dict(env))
+        return load_python(path, notes).with_env(dict(env))
     if cache_dir is not None:
         from .model.cache import load_dag_cached
 
