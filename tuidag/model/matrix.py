@@ -265,6 +265,8 @@ def _requests(
 
 
 def _texts(task: TaskSpec) -> list[tuple[str, str]]:
+    """The fields that take placeholders, as (what, text): a new key that takes them is added here and filled in
+    `_instances` with `fill_template`."""
     texts = [("run", task.run or ""), ("setup", task.setup or ""), ("workdir", str(task.workdir or ""))]
     texts += [(f"env {key}", value) for key, value in task.env.items()]
     return texts
@@ -315,10 +317,10 @@ def _instances(
     templated_requests = any(isinstance(request.count, str) for request in task.resources.values())
     # Each template split once, filled per instance: a thousand instances cost what a thousand plain tasks do.
     env_names = {key: env_name(key) for key in all_keys}
-    fill_name = _template(matrix.name) if matrix.name else None
-    fill_run, fill_setup = _template(task.run), _template(task.setup)
-    fill_env = [(key, _template(value)) for key, value in task.env.items()]
-    fill_workdir = _template(str(task.workdir)) if task.workdir is not None and "${{" in str(task.workdir) else None
+    fill_name = fill_template(matrix.name) if matrix.name else None
+    fill_run, fill_setup = fill_template(task.run), fill_template(task.setup)
+    fill_env = [(key, fill_template(value)) for key, value in task.env.items()]
+    fill_workdir = fill_template(str(task.workdir)) if task.workdir is not None and "${{" in str(task.workdir) else None
     in_name: dict[str, str] = {}  # value -> its text in a name
     for combo in combos:
         texts = {key: text_of(value) for key, value in combo.values.items()}
@@ -381,8 +383,9 @@ def _instances(
     return instances
 
 
-def _template(text: str | None) -> Callable[[Mapping[str, str]], Any]:
-    """`substitute(text, values)` as a function of the values, with `text` split at its placeholders once."""
+def fill_template(text: str | None) -> Callable[[Mapping[str, str]], Any]:
+    """`substitute(text, values)` as a function of the values, with `text` split at its placeholders once: what a
+    key that takes placeholders calls once per task and then once per instance."""
     if text is None or "${{" not in text:
         return lambda values: text
     last = 0
