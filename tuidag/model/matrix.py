@@ -32,7 +32,7 @@ MAX_INSTANCES = 100_000
 PLACEHOLDER_RE = re.compile(r"\$(\$?)\{\{\s*matrix\.([^\s}]*)\s*\}\}")
 KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 #: Characters a value keeps in an instance's name; any other becomes `_` (so names stay log file names).
-_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
+NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 #: An instance name or selector: `group[key=value,...]`.
 SELECTOR_RE = re.compile(r"([A-Za-z0-9_.-]+)\[([^\[\]]*)\]")
 _RESERVED = ("include", "exclude")
@@ -218,7 +218,9 @@ def expand(
         groups[name] = MatrixGroup(name, keys, tuple(i.name for i in instances), matrix.max_parallel, task.location)
         if matrix.max_parallel is not None and instances:
             capacities[group_slot_kind(name)] = matrix.max_parallel
-    tasks_out = _rewire(out, groups, errors)
+    from .matrix_links import rewire  # after the instances exist: needs them all
+
+    tasks_out = rewire(out, groups, errors)
     return Expanded(tasks_out, groups, capacities)
 
 
@@ -332,7 +334,7 @@ def _instances(
                 text = texts[key]
                 safe = in_name.get(text)
                 if safe is None:
-                    safe = in_name[text] = _NAME_UNSAFE.sub("_", text)
+                    safe = in_name[text] = NAME_UNSAFE.sub("_", text)
                 parts.append(f"{key}={safe}")
             label = f"{name}[{','.join(parts)}]"
         if label in seen:  # the first collision only: a big matrix could have thousands
@@ -407,92 +409,6 @@ def _collision(task: str, label: str, first: _Combo, second: _Combo, matrix: Mat
     b = ", ".join(f"{k}={text_of(v)!r}" for k, v in second.values.items())
     how = "make its name template" if matrix.name else "give the task a 'name:' template to"
     return f"task '{task}': two instances are both named '{label}' ({a} and {b}): {how} tell them apart"
-
-
-# ------------------------------------------------------------------------------------------------- dependencies
-def _rewire(
-    tasks: dict[str, TaskSpec], groups: Mapping[str, MatrixGroup], errors: list[DagError]
-) -> dict[str, TaskSpec]:
-    """Dependencies on a group or on a selector (`train[seed=2]`) replaced by the instances they mean."""
-    if not groups:
-        return tasks
-    index: dict[tuple[str, tuple[str, ...]], dict[tuple[str, ...], list[str]]] = {}  # (group, keys) -> values -> names
-
-    def paired(group: MatrixGroup, keys: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
-        by_values = index.get((group.name, keys))
-        if by_values is None:
-            by_values = index[(group.name, keys)] = {}
-            for inst in group.instances:
-                mine = dict(tasks[inst].matrix) if inst in tasks else {}
-                if all(k in mine for k in keys):
-                    by_values.setdefault(tuple(text_of(mine[k]) for k in keys), []).append(inst)
-        return by_values.get(tuple(text_of(values[k]) for k in keys), [])
-
-    out: dict[str, TaskSpec] = {}
-    for name, task in tasks.items():
-        if not any(dep in groups or "[" in dep for dep in task.depends_on):
-            out[name] = task
-            continue
-        values = dict(task.matrix)
-        deps: list[str] = []
-        taken: set[str] = set()  # deps as a set: a fan-in on thousands of instances stays linear
-        where: list[Location | None] = []
-        for i, dep in enumerate(task.depends_on):
-            at = task.dep_location(i)
-            found: list[str] | None
-            group = groups.get(dep)
-            if group is not None and dep == task.group:
-                errors.append(DagError(f"task '{dep}' depends on itself", at))
-                continue
-            if group is not None:
-                shared = tuple(k for k in group.keys if k in values)
-                found = paired(group, shared, values) if shared else list(group.instances)
-                if not found:
-                    pairs = ", ".join(f"{k}={text_of(values[k])}" for k in shared)
-                    errors.append(DagError(f"task '{name}' pairs with no instance of '{dep}' (none has {pairs})", at))
-                    continue
-            elif dep in tasks or "[" not in dep:
-                found = [dep]  # a task, an instance by its full name, or unknown (graph_errors says so)
-            else:
-                found = _selected(dep, groups, tasks, name, at, errors)
-                if found is None:
-                    continue
-            for one in found:
-                if one not in taken and one != name:
-                    taken.add(one)
-                    deps.append(one)
-                    where.append(at)
-        out[name] = task._replace(depends_on=tuple(deps), dep_locations=tuple(where))
-    return out
-
-
-def _selected(
-    dep: str, groups: Mapping[str, MatrixGroup], tasks: Mapping[str, TaskSpec], name: str, at: Any, errors: list
-) -> list[str] | None:
-    """The instances `group[key=value,...]` selects (every value given must match), or None after an error."""
-    m = SELECTOR_RE.fullmatch(dep)
-    group = groups.get(m.group(1)) if m else None
-    if m is None or group is None:
-        errors.append(DagError(f"task '{name}' depends on unknown task '{dep}'", at))
-        return None
-    wanted: dict[str, str] = {}
-    for part in filter(None, m.group(2).split(",")):
-        key, equals, value = part.partition("=")
-        if not equals:
-            errors.append(
-                DagError(f"task '{name}': '{dep}' should select instances as {group.name}[KEY=VALUE,...]", at)
-            )
-            return None
-        wanted[key.strip()] = value.strip()
-    found = [
-        inst
-        for inst in group.instances
-        if all(_NAME_UNSAFE.sub("_", text_of(dict(tasks[inst].matrix).get(k, ""))) == v for k, v in wanted.items())
-    ]
-    if not found:
-        errors.append(DagError(f"task '{name}' depends on '{dep}', which matches no instance of '{group.name}'", at))
-        return None
-    return found
 
 
 # ------------------------------------------------------------------------------------------------- results
