@@ -207,6 +207,9 @@ tasks:
   train:
     matrix: {{seed: [1, 2, 3]}}
     run: echo $TUIDAG_TASK >> {ran}; test ${{{{ matrix.seed }}}} != 2 || test -e {ok}
+  eval:
+    depends_on: train
+    run: echo eval >> {ran}
   hold:
     run: while [ ! -e {release} ]; do sleep 0.05; done
 """,
@@ -224,17 +227,19 @@ tasks:
     try:
         wait_until(lambda: ran.exists() and len(ran.read_text().split()) == 3, timeout=30)
         proc = rerun_train()
-        assert proc.stdout.endswith(": re-running 1 task: train[seed=2]\n")
+        assert proc.stdout.endswith(": re-running 2 tasks: train[seed=2], eval\n")
         wait_until(lambda: len(ran.read_text().split()) == 4, timeout=30)
         ok.touch()
         proc = rerun_train()
-        assert proc.stdout.endswith(": re-running 1 task: train[seed=2]\n")
-        wait_until(lambda: len(ran.read_text().split()) == 5, timeout=30)
+        assert proc.stdout.endswith(": re-running 2 tasks: train[seed=2], eval\n")
+        wait_until(lambda: len(ran.read_text().split()) == 6, timeout=30)
     finally:
         release.touch()
     outcome = summary(tmp_path, run_id)
-    assert outcome["counts"] == {"SUCCEEDED": 4}
-    assert sorted(ran.read_text().split()) == ["train[seed=1]", *["train[seed=2]"] * 3, "train[seed=3]"]
+    assert outcome["counts"] == {"SUCCEEDED": 5}
+    lines = ran.read_text().split()
+    assert sorted(lines) == ["eval", "train[seed=1]", *["train[seed=2]"] * 3, "train[seed=3]"]
+    assert lines[-1] == "eval"  # the fan-in, skipped while an instance had failed, ran once they all succeeded
 
 
 def test_resume_reuses_each_instance_that_succeeded(tmp_path):
