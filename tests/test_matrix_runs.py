@@ -305,26 +305,41 @@ if __name__ == "__main__":
 
 
 def test_the_dask_local_executor_runs_a_matrix(tmp_path):
+    """Shell and callable instances on Dask workers: their values, a group's limit, results by value downstream."""
     pytest.importorskip("distributed")
     out = tmp_path / "out"
     out.mkdir()
-    dag = tmp_path / "dag.yaml"
-    dag.write_text(
+    script = tmp_path / "sweep.py"
+    script.write_text(
         f"""\
-tasks:
-  train:
-    matrix: {{lr: [1, 2], seed: [1, 2]}}
-    max_parallel: 1
-    run: echo $TUIDAG_MATRIX_LR-${{{{ matrix.seed }}}} > "{out}/$TUIDAG_TASK"
-  eval:
-    depends_on: train
-    run: cat {out}/* > {out}/all
+import json
+from tuidag import Dag
+
+dag = Dag("sweep")
+dag.shell(
+    "prep", 'echo $TUIDAG_MATRIX_LR-${{{{ matrix.seed }}}} > "{out}/$TUIDAG_TASK"',
+    matrix={{"lr": [1, 2], "seed": [1, 2]}}, max_parallel=1,
+)
+
+@dag.task(matrix={{"lr": [1, 2]}}, depends_on=["prep"])
+def train(ctx):
+    return ctx.matrix["lr"] * 10
+
+@dag.task(depends_on=[train])
+def pick(ctx):
+    with open({str(out / "picked")!r}, "w") as f:
+        json.dump(sorted(ctx.results["train"].items()), f)
+
+if __name__ == "__main__":
+    dag.main()
 """
     )
-    proc = tuidag("run", "--no-tui", "--executor", "dask-local:2", str(dag), cwd=tmp_path, timeout=180)
+    proc = tuidag("run", "--no-tui", "--executor", "dask-local:2", str(script), cwd=tmp_path, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert sorted((out / "all").read_text().split()) == ["1-1", "1-2", "2-1", "2-2"]
-    assert "train: 4 of 4 done" in proc.stdout
+    made = {path.name: path.read_text().strip() for path in out.iterdir() if path.name.startswith("prep")}
+    assert made == {f"prep[lr={a},seed={b}]": f"{a}-{b}" for a in (1, 2) for b in (1, 2)}
+    assert json.loads((out / "picked").read_text()) == [[1, 10], [2, 20]]
+    assert "prep: 4 of 4 done" in proc.stdout and "train: 2 of 2 done" in proc.stdout
 
 
 def test_a_skypilot_task_file_with_num_jobs_runs_one_instance_per_rank(tmp_path):

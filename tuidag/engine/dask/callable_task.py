@@ -33,6 +33,7 @@ class CallableFiles:
             "run_id": spec["run_id"],
             "attempt": spec["attempt"],
             "results": spec["results"],
+            "matrix": spec.get("matrix"),
             "workdir": spec["workdir"],
             "log_path": log_path,
             "source": spec.get("source"),
