@@ -27,7 +27,11 @@ def group_line(name: str, states: Iterable[S]) -> str:
         counts[state] = counts.get(state, 0) + 1
         total += 1
     parts = [f"{number(counts.get(S.SUCCEEDED, 0))} of {number(total)} done"]
-    parts += [f"{number(counts[state])} {state.value.lower()}" for state in _ORDER if counts.get(state)]
+    others = sorted(
+        (state for state in counts if state is not S.SUCCEEDED),
+        key=lambda state: _ORDER.index(state) if state in _ORDER else len(_ORDER),
+    )  # a state not listed (a newer one) still counts, after the others
+    parts += [f"{number(counts[state])} {state.value.lower()}" for state in others]
     return f"{name}: {', '.join(parts)}"
 
 
