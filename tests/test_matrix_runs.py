@@ -384,3 +384,12 @@ def test_a_python_exclude_that_matches_nothing_is_said_as_a_note(tmp_path):
         timeout=patience(60),
     )
     assert proc.returncode == 0 and proc.stderr == note, proc.stderr
+
+
+def test_validate_says_how_many_instances_each_matrix_makes():
+    proc = tuidag("validate", "demos/sweep.yaml", cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout
+        == "demos/sweep.yaml: ok: sweep, 10 tasks, 13 edges (matrix train: 5 instances; eval: 3 instances)\n"
+    )

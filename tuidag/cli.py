@@ -279,9 +279,10 @@ def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes:
 def cmd_validate(args: argparse.Namespace) -> int:
     dag = _load(args.file, args.env, resources=args.resources)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
+    sweeps = "; ".join(f"{name}: {counted(len(group.instances), 'instance')}" for name, group in dag.groups.items())
     print(
         f"{terminal_line(str(args.file))}: ok: {terminal_line(dag.name)}, {counted(len(dag.tasks), 'task')}, "
-        f"{counted(edges, 'edge')}"
+        f"{counted(edges, 'edge')}" + (f" (matrix {terminal_line(sweeps)})" if sweeps else "")
     )
     return EXIT_OK
 
