@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from .errors import DagError, Location, Note
 from .resources import Request
-from .spec import MAX_COUNT, NO_ENV, DagSpec, TaskSpec, task_name_problem
+from .spec import MAX_COUNT, DagSpec, TaskSpec, task_name_problem
 
 #: The most instances one matrix may have: checked on the counts, before anything is expanded.
 MAX_INSTANCES = 100_000
@@ -35,7 +35,6 @@ KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 #: An instance name or selector: `group[key=value,...]`.
 SELECTOR_RE = re.compile(r"([A-Za-z0-9_.-]+)\[([^\[\]]*)\]")
-_RESERVED = ("include", "exclude")
 ENV_PREFIX = "TUIDAG_MATRIX_"
 GROUP_SLOT_SUFFIX = "[*]"
 
@@ -84,10 +83,6 @@ def env_name(key: str) -> str:
 def group_slot_kind(group: str) -> str:
     """The slot kind that holds a group to its `max_parallel` (not a kind a file may declare: it has brackets)."""
     return group + GROUP_SLOT_SUFFIX
-
-
-def is_group_slot(kind: str) -> bool:
-    return kind.endswith(GROUP_SLOT_SUFFIX)
 
 
 # ------------------------------------------------------------------------------------------------- placeholders
@@ -433,10 +428,6 @@ def with_group_results(
         if spec is not None and spec.group is not None and spec.group in groups:
             grouped.setdefault(spec.group, {})[result_key(groups[spec.group], spec)] = results.get(dep)
     return {**results, **grouped} if grouped else results
-
-
-def values_of(task: TaskSpec) -> Mapping[str, Any]:
-    return dict(task.matrix) if task.matrix else NO_ENV
 
 
 # ------------------------------------------------------------------------------------------------- SkyPilot
