@@ -274,6 +274,10 @@ def _instances(
 ) -> list[TaskSpec]:
     name = task.name
     before = len(errors)
+    problem = task_name_problem(name)  # the instances' names start with it (graph_errors checks only plain tasks)
+    if problem:
+        errors.append(DagError(problem, task.location))
+        return []
     count = instance_count(matrix)
     if count > MAX_INSTANCES:
         errors.append(
