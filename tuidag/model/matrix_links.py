@@ -46,6 +46,8 @@ def rewire(
             if group is not None and dep == task.group:
                 errors.append(DagError(f"task '{dep}' depends on itself", at))
                 continue
+            if group is not None and not group.instances:
+                continue  # a matrix that could not be expanded: its own error says why
             if group is not None:
                 shared = tuple(k for k in group.keys if k in values)
                 found = paired(group, shared, values) if shared else list(group.instances)
