@@ -287,3 +287,26 @@ def test_a_slot_request_can_come_from_a_matrix_value(tmp_path):
         "FILE:9:17: task 'eval': resources: 'gpu': ${{ matrix.gpus }} but the task has no matrix "
         "(write $${{ for the text itself)",
     ]
+
+
+def test_a_matrix_too_wrong_to_read_is_the_only_error_of_its_task(tmp_path):
+    """Its placeholders are not then reported as a plain task's, nor its templated slot count checked as a count
+    (that raised a TypeError in the capacity check)."""
+    text = """
+        resources: {gpu: 2}
+        tasks:
+          train:
+            matrix: {seed: []}
+            resources: {gpu: "${{ matrix.gpus }}"}
+            run: echo ${{ matrix.seed }}
+        """
+    assert errors_of(tmp_path, text) == [
+        "FILE:5:20: task 'train': matrix: 'seed' is an empty list: give it at least one value"
+    ]
+    dag = Dag("bad")
+    dag.shell("train", "echo ${{ matrix.seed }}", matrix={"seed": []}, resources={"gpu": "${{ matrix.gpus }}"})
+    with pytest.raises(DagErrors) as caught:
+        dag.spec(source=tmp_path / "bad.py")
+    assert [err.message for err in caught.value.errors] == [
+        "task 'train': matrix: 'seed' is an empty list: give it at least one value"
+    ]

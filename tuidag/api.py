@@ -63,6 +63,7 @@ class _Task:
     depends_on: list[Any]
     options: dict[str, Any] = field(default_factory=dict)
     matrix: Matrix | None = None
+    broken: bool = False  # given a matrix too wrong to read (its errors say why)
 
 
 class Dag(PythonDag):
@@ -171,7 +172,12 @@ class Dag(PythonDag):
             sweep = self._matrix(task_name, at, matrix, max_parallel, instance_name)
             self._add(
                 _Task(
-                    task_name, at, _dependency_list(depends_on), {"func": f, "isolate": bool(isolate), **options}, sweep
+                    task_name,
+                    at,
+                    _dependency_list(depends_on),
+                    {"func": f, "isolate": bool(isolate), **options},
+                    sweep,
+                    broken=matrix is not None and sweep is None,
                 ),
                 f,
             )
@@ -221,7 +227,8 @@ class Dag(PythonDag):
                     DagError(f"task '{name}': setup must be a non-empty shell command string, got {setup!r}", at)
                 )
         sweep = self._matrix(name, at, matrix, max_parallel, instance_name)
-        self._add(_Task(name, at, _dependency_list(depends_on), options, sweep), None)
+        broken = matrix is not None and sweep is None
+        self._add(_Task(name, at, _dependency_list(depends_on), options, sweep, broken), None)
         return name
 
     def _add(self, task: _Task, func: Callable[..., Any] | None) -> None:
@@ -248,6 +255,7 @@ class Dag(PythonDag):
         workdir = (folder / self.workdir).resolve() if self.workdir is not None else folder
         tasks: dict[str, TaskSpec] = {}
         matrices = {task.name: task.matrix for task in self._tasks.values() if task.matrix is not None}
+        broken = frozenset(task.name for task in self._tasks.values() if task.broken)
         for task in self._tasks.values():
             deps, where = self._resolve(task, errors)
             options = dict(task.options)
@@ -259,7 +267,7 @@ class Dag(PythonDag):
         if not self._tasks:
             errors.append(DagError("the DAG has no tasks: add some with @dag.task() or dag.shell()", self.location))
         self.notes = []
-        expanded = expand(tasks, matrices, errors, self.notes)
+        expanded = expand(tasks, matrices, errors, self.notes, broken=broken)
         tasks = expanded.tasks
         errors.extend(graph_errors(tasks))
         name = self.name or (src.stem if src is not None else "dag")

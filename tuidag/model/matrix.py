@@ -184,14 +184,18 @@ def expand(
     errors: list[DagError],
     notes: list[Note],
     field_at: Mapping[str, Mapping[str, Location]] | None = None,
+    broken: frozenset[str] = frozenset(),
 ) -> Expanded:
     """Every matrix task replaced by its instances (in place, in file order) and every dependency on one rewritten;
     problems appended to `errors` (located where `field_at` says each task's fields are, else at the task),
     remarks to `notes`. Tasks without a matrix are checked for placeholders (they have none to fill) and otherwise
-    kept as they are."""
+    kept as they are; those in `broken` had a matrix too wrong to read (reported already), and are not."""
     field_at = field_at or {}
     if not matrices:
-        plain = {name: _no_placeholders(task, errors, field_at.get(name, {})) for name, task in tasks.items()}
+        plain = {
+            name: _counts_only(task) if name in broken else _no_placeholders(task, errors, field_at.get(name, {}))
+            for name, task in tasks.items()
+        }
         return Expanded(plain, {}, {})
     out: dict[str, TaskSpec] = {}
     groups: dict[str, MatrixGroup] = {}
@@ -199,7 +203,7 @@ def expand(
     for name, task in tasks.items():
         matrix = matrices.get(name)
         if matrix is None:
-            out[name] = _no_placeholders(task, errors, field_at.get(name, {}))
+            out[name] = _counts_only(task) if name in broken else _no_placeholders(task, errors, field_at.get(name, {}))
             continue
         instances = _instances(task, matrix, errors, notes, field_at.get(name, {}))
         for instance in instances:
@@ -234,6 +238,13 @@ def _no_placeholders(task: TaskSpec, errors: list[DagError], where: Mapping[str,
             errors.append(
                 DagError(problem or f"task '{task.name}': resources: '{kind}' must be a count", request.location)
             )
+    return _counts_only(task)
+
+
+def _counts_only(task: TaskSpec) -> TaskSpec:
+    """The task without the slot requests written as placeholders (the checks after expansion need counts)."""
+    if not any(isinstance(request.count, str) for request in task.resources.values()):
+        return task
     counts = {kind: request for kind, request in task.resources.items() if not isinstance(request.count, str)}
     return task._replace(resources=counts)
 

@@ -81,6 +81,7 @@ class _Reader:
         self.notes: list[Note] = notes if notes is not None else []
         self.matrices: dict[str, Matrix] = {}
         self.field_at: dict[str, dict[str, Location]] = {}  # task -> where its fields are written
+        self.broken: set[str] = set()  # tasks whose matrix could not be read
         self.capacities_wrong = False  # an error inside the top-level `resources` (then requests go unchecked)
 
     def at(self, node: Node) -> Location:
@@ -129,7 +130,7 @@ class _Reader:
         if tasks_field is None:
             self.fail(root, "missing 'tasks': a DAG file needs at least one task")
         tasks = self.tasks(tasks_field[1], settings["workdir"]) if tasks_field else {}
-        expanded = expand(tasks, self.matrices, self.errors, self.notes, self.field_at)
+        expanded = expand(tasks, self.matrices, self.errors, self.notes, self.field_at, frozenset(self.broken))
         self.errors.extend(graph_errors(expanded.tasks))
         if expanded.capacities:
             settings["resources"] = {**settings.get("resources", {}), **expanded.capacities}
@@ -184,7 +185,9 @@ class _Reader:
                 name=template,
                 name_at=self.at(fields["name"][1]) if template else None,
             )
-        elif "matrix" not in fields:
+        elif "matrix" in fields:
+            self.broken.add(name)  # its matrix has errors: its placeholders are not checked as a plain task's
+        else:
             for key in ("max_parallel", "name"):
                 if key in fields:
                     self.fail(fields[key][0], f"task '{name}': '{key}' is for a task with a matrix, and it has none")
