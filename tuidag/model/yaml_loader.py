@@ -175,7 +175,9 @@ class _Reader:
         }
         settings = self.settings(fields, converters, TASK_KEYS, prefix=f"task '{name}': ")
         self.field_at[name] = {
-            key: self.at(fields[key][1]) for key in ("run", "env", "workdir", "name") if key in fields
+            field: self.at(fields[field][1])
+            for field in ("run", "env", "workdir", "name", "resources")
+            if field in fields
         }
         matrix = settings.pop("matrix", None)
         group_limit, template = settings.pop("max_parallel", None), settings.pop("name", None)
@@ -188,9 +190,11 @@ class _Reader:
         elif "matrix" in fields:
             self.broken.add(name)  # its matrix has errors: its placeholders are not checked as a plain task's
         else:
-            for key in ("max_parallel", "name"):
-                if key in fields:
-                    self.fail(fields[key][0], f"task '{name}': '{key}' is for a task with a matrix, and it has none")
+            for field in ("max_parallel", "name"):
+                if field in fields:
+                    self.fail(
+                        fields[field][0], f"task '{name}': '{field}' is for a task with a matrix, and it has none"
+                    )
         if "resources" in settings:  # requests, located where each is written
             settings["resources"] = {
                 kind: Request(count, where) for kind, (count, where) in settings["resources"].items()
