@@ -346,11 +346,20 @@ def test_a_skypilot_task_file_with_num_jobs_runs_one_instance_per_rank(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     task = tmp_path / "shard.yaml"
-    task.write_text(f'name: shard\nrun: echo "$SKYPILOT_JOB_RANK/$SKYPILOT_NUM_JOBS" > "{out}/$TUIDAG_TASK"\n')
+    task.write_text(
+        f'name: shard\nrun: echo "$SKYPILOT_JOB_RANK/$SKYPILOT_NUM_JOBS $SKYPILOT_TASK_ID" > "{out}/$TUIDAG_TASK"\n'
+    )
     proc = tuidag("run", "--no-tui", str(task), "--num-jobs", "3", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    got = {path.name: path.read_text().strip() for path in out.iterdir()}
-    assert got == {"shard[rank=0]": "0/3", "shard[rank=1]": "1/3", "shard[rank=2]": "2/3"}
+    got = {path.name: path.read_text().split() for path in out.iterdir()}
+    assert {name: rank for name, (rank, _) in got.items()} == {
+        "shard[rank=0]": "0/3",
+        "shard[rank=1]": "1/3",
+        "shard[rank=2]": "2/3",
+    }
+    run_id = next((tmp_path / ".tuidag" / "runs").iterdir()).name
+    # each job its own SKYPILOT_TASK_ID, as SkyPilot's `sky-managed-<time>_<job name>_<job id>-<task>`
+    assert sorted(task_id for _, task_id in got.values()) == [f"sky-managed-{run_id}_shard_{r}-0" for r in range(3)]
     assert "\nshard: 3 of 3 done\n" in proc.stdout
     two = tmp_path / "two.yaml"
     two.write_text("tasks:\n  a: {run: 'true'}\n  b: {run: 'true'}\n")

@@ -471,4 +471,12 @@ def with_num_jobs(dag: DagSpec, count: int) -> DagSpec:
         from .errors import DagErrors
 
         raise DagErrors(errors)
-    return dag.replace(tasks=expanded.tasks, groups=expanded.groups)
+    tasks = {}
+    for label, instance in expanded.tasks.items():
+        task_id = instance.run_env.get("SKYPILOT_TASK_ID")
+        if task_id and "-" in task_id:  # each job its own id, as SkyPilot's `<job name>_<job id>-<task>`
+            head, _, tail = task_id.rpartition("-")
+            rank = instance.env["SKYPILOT_JOB_RANK"]
+            instance = instance._replace(run_env={**instance.run_env, "SKYPILOT_TASK_ID": f"{head}_{rank}-{tail}"})
+        tasks[label] = instance
+    return dag.replace(tasks=tasks, groups=expanded.groups)
