@@ -4,13 +4,15 @@
 A front end reads a task's `matrix:` into a `Matrix` and leaves the task as a template; `expand` turns every
 template into its instances (`train[lr=0.01,seed=2]`, or the task's `name:` template), puts each combination's values
 into the instance's environment (`TUIDAG_MATRIX_LR=0.01`) and into the `${{ matrix.KEY }}` placeholders of its
-fields, and rewrites dependencies on a matrix task: on the whole group (every instance: fan-in), paired by shared
+fields, and has dependencies on a matrix task rewritten: on the whole group (every instance: fan-in), paired by shared
 keys when both sides are matrices (`eval[seed=2]` waits for `train[lr=*,seed=2]`), or on instances named or selected
 by their values (`train[seed=2]`). The engine, the journal and the views then see ordinary tasks; what stays of the
 group is `DagSpec.groups` and each instance's `group` and `matrix` values, for counting, controls and results.
 
 A group's `max_parallel` is a slot kind of its own (`train[*]`, see resources.py): each instance holds one slot
-while it runs, so the engine's admission and the forecast keep the limit without knowing about matrices.
+while it runs, so the engine's admission and the forecast keep the limit without knowing about matrices. Also here:
+how a callable downstream gets a group's results (keyed by values), and `--num-jobs` (a SkyPilot task run N times
+as a matrix of ranks). Dependencies on a group are matrix_links.py's.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ GROUP_SLOT_SUFFIX = "[*]"
 
 class Matrix(NamedTuple):
     """A task's `matrix:` as a front end read it. Values are kept as given (YAML: text as written; Python: the
-    objects); `where` locates each part for errors (None: at the task)."""
+    objects); `location` and the `*_at` fields locate each part for errors (None: at the task)."""
 
     axes: tuple[tuple[str, tuple[Any, ...]], ...]
     include: tuple[Mapping[str, Any], ...] = ()
