@@ -44,3 +44,21 @@ def test_the_pipeline_demos_shards_take_random_durations(tmp_path):
     assert len(sleeps) == 16
     assert all(0.3 <= seconds <= 0.8 for seconds in sleeps)
     assert len(set(sleeps)) > 1  # 16 draws of 6 values all alike: once in 470 billion runs
+
+
+def test_the_sweep_demo_runs_its_grid_less_the_exclude_plus_the_include():
+    """What demos/sweep.yaml's comments promise: a 2x3 grid less one combination, one with 5 epochs, eval paired
+    with train by seed, report after every eval, and at most 3 trainings at once."""
+    dag = load_dag(REPO / "demos" / "sweep.yaml")
+    train = dag.groups["train"].instances
+    assert train == (
+        "train[lr=0.01,seed=1]",
+        "train[lr=0.01,seed=2]",
+        "train[lr=0.1,seed=1]",
+        "train[lr=0.1,seed=2]",
+        "train[lr=0.1,seed=3]",
+    )
+    assert [dag.tasks[name].env["EPOCHS"] for name in train] == ["", "", "5", "", ""]
+    assert dag.tasks["eval[seed=2]"].depends_on == ("train[lr=0.01,seed=2]", "train[lr=0.1,seed=2]")
+    assert dag.tasks["report"].depends_on == dag.groups["eval"].instances
+    assert dag.resources == {"train[*]": 3}

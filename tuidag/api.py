@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from .model.counts import counted
 from .model.durations import DurationTooLong, parse_duration
-from .model.errors import DagError, DagErrors, Location, short_repr
+from .model.errors import DagError, DagErrors, Location, Note, short_repr
+from .model.matrix import KEY_RE, Matrix, expand
 from .model.python_loader import PythonDag, load_python
 from .model.resources import Request, kind_problem
 from .model.spec import DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
@@ -65,6 +66,8 @@ class _Task:
     location: Location
     depends_on: list[Any]
     options: dict[str, Any] = field(default_factory=dict)
+    matrix: Matrix | None = None
+    broken: bool = False  # given a matrix too wrong to read (its errors say why)
 
 
 class Dag(PythonDag):
@@ -112,6 +115,7 @@ class Dag(PythonDag):
         before = len(self._errors)
         self.resources = self._slots(resources, "resources", at, minimum=0)
         self._capacities_wrong = len(self._errors) > before  # then requests can't be checked against them
+        self.notes: list[Note] = []  # remarks on the last spec() that are not errors
 
     def __repr__(self) -> str:
         return f"<tuidag.Dag {self.name or '(unnamed)'}: {counted(len(self._tasks), 'task')}>"
@@ -139,13 +143,20 @@ class Dag(PythonDag):
         outputs: Iterable[str | os.PathLike[str]] | str = (),
         cache: bool = True,
         env_inputs: Iterable[str] | str = (),
+        matrix: Mapping[str, Any] | None = None,
+        max_parallel: int | None = None,
+        instance_name: str | None = None,
     ):
         """Register a callable as a task: `@dag.task()` (or bare `@dag.task`). It is called with a `TaskContext`
         (or with no argument if it takes none) and returns the function unchanged.
 
         The task is named after the function unless `name` is given. `depends_on` lists functions registered in
         this DAG or task names. It runs on a pool thread of the executor; with `isolate=True` in a child process,
-        where it can be killed (then it must be a module-level function and its return value picklable)."""
+        where it can be killed (then it must be a module-level function and its return value picklable).
+
+        `matrix` ({"lr": [0.01, 0.1], "seed": [1, 2], "include": [...], "exclude": [...]}) makes it one instance per
+        combination (`ctx.matrix` holds the instance's values); `max_parallel` limits how many run at once and
+        `instance_name` ("train-${{ matrix.lr }}") names them."""
         call_site = _caller_location()
 
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -167,8 +178,17 @@ class Dag(PythonDag):
                     self._errors.append(DagError(f"task '{task_name}': isolate=True {problem}", at))
             options = self._options(task_name, at, retries, retry_delay, timeout, env, workdir, resources)
             options.update(self._io_options(task_name, at, inputs, outputs, cache, env_inputs))
+            sweep = self._matrix(task_name, at, matrix, max_parallel, instance_name)
             self._add(
-                _Task(task_name, at, _dependency_list(depends_on), {"func": f, "isolate": bool(isolate), **options}), f
+                _Task(
+                    task_name,
+                    at,
+                    _dependency_list(depends_on),
+                    {"func": f, "isolate": bool(isolate), **options},
+                    sweep,
+                    broken=matrix is not None and sweep is None,
+                ),
+                f,
             )
             return f
 
@@ -191,8 +211,12 @@ class Dag(PythonDag):
         outputs: Iterable[str | os.PathLike[str]] | str = (),
         cache: bool = True,
         env_inputs: Iterable[str] | str = (),
+        matrix: Mapping[str, Any] | None = None,
+        max_parallel: int | None = None,
+        instance_name: str | None = None,
     ) -> str:
-        """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`."""
+        """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`.
+        `matrix`, `max_parallel` and `instance_name` make it a sweep, as for `task()`."""
         at = _caller_location()
         if not isinstance(name, str):
             self._errors.append(DagError(f"task name must be a string, got {name!r}", at))
@@ -216,7 +240,9 @@ class Dag(PythonDag):
                 self._errors.append(
                     DagError(f"task '{name}': setup must be a non-empty shell command string, got {setup!r}", at)
                 )
-        self._add(_Task(name, at, _dependency_list(depends_on), options), None)
+        sweep = self._matrix(name, at, matrix, max_parallel, instance_name)
+        broken = matrix is not None and sweep is None
+        self._add(_Task(name, at, _dependency_list(depends_on), options, sweep, broken), None)
         return name
 
     def _add(self, task: _Task, func: Callable[..., Any] | None) -> None:
@@ -242,6 +268,8 @@ class Dag(PythonDag):
         errors = list(self._errors)
         workdir = (folder / self.workdir).resolve() if self.workdir is not None else folder
         tasks: dict[str, TaskSpec] = {}
+        matrices = {task.name: task.matrix for task in self._tasks.values() if task.matrix is not None}
+        broken = frozenset(task.name for task in self._tasks.values() if task.broken)
         for task in self._tasks.values():
             deps, where = self._resolve(task, errors)
             options = dict(task.options)
@@ -252,6 +280,9 @@ class Dag(PythonDag):
             )
         if not self._tasks:
             errors.append(DagError("the DAG has no tasks: add some with @dag.task() or dag.shell()", self.location))
+        self.notes = []
+        expanded = expand(tasks, matrices, errors, self.notes, broken=broken)
+        tasks = expanded.tasks
         errors.extend(graph_errors(tasks))
         errors.extend(io_errors(tasks, workdir, folder))
         name = self.name or (src.stem if src is not None else "dag")
@@ -266,7 +297,8 @@ class Dag(PythonDag):
             env=self.env,
             workdir=workdir,
             source=src.resolve() if src is not None else None,
-            resources=self.resources,
+            resources={**self.resources, **expanded.capacities},
+            groups=expanded.groups,
             **settings,
         )
         if errors:
@@ -359,9 +391,14 @@ class Dag(PythonDag):
         from .model.resources import with_slot_errors
 
         try:
-            return self.spec()
+            spec = self.spec()
         except DagErrors as exc:
             raise with_slot_errors(exc, resources) from None
+        from .views.terminal_text import terminal_line
+
+        for note in self.notes:  # e.g. an exclude that matches no combination
+            print(terminal_line(str(note)), file=sys.stderr)
+        return spec
 
     # --- checking options ---------------------------------------------------------------------------------------
     def _check(self, ok: bool, at: Location, message: str) -> bool:
@@ -432,7 +469,86 @@ class Dag(PythonDag):
             options["cache"] = cache
         return options
 
-    def _slots(self, value: Any, what: str, at: Location, minimum: int) -> dict[str, int]:
+    def _matrix(self, name: str, at: Location, matrix: Any, limit: Any, template: Any) -> Matrix | None:
+        """A task's `matrix`, `max_parallel` and `instance_name`, checked as the YAML keys are."""
+        what = f"task '{name}': "
+        if matrix is None:
+            if limit is not None or template is not None:
+                self._errors.append(
+                    DagError(f"{what}max_parallel and instance_name are for a task with a matrix, and it has none", at)
+                )
+            return None
+        if not isinstance(matrix, Mapping) or not matrix:
+            self._errors.append(
+                DagError(f"{what}matrix must be a mapping of keys to lists of values, got {matrix!r}", at)
+            )
+            return None
+        before = len(self._errors)
+        axes: list[tuple[str, tuple[Any, ...]]] = []
+        for key, values in matrix.items():
+            if key in ("include", "exclude"):
+                continue
+            if not isinstance(key, str) or not KEY_RE.fullmatch(key):
+                self._errors.append(
+                    DagError(f"{what}matrix key {key!r} may only contain letters, digits, '_' and '-' (not first)", at)
+                )
+            elif isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+                self._errors.append(DagError(f"{what}matrix: '{key}' must be a list of values, got {values!r}", at))
+            else:
+                values = tuple(values)
+                if not values:
+                    self._errors.append(
+                        DagError(f"{what}matrix: '{key}' is an empty list: give it at least one value", at)
+                    )
+                elif not all(_is_value(v) for v in values):
+                    bad = next(v for v in values if not _is_value(v))
+                    self._errors.append(
+                        DagError(f"{what}matrix: '{key}' values must be strings, numbers or booleans, got {bad!r}", at)
+                    )
+                elif len(set(map(_value_text, values))) < len(values):
+                    twice = next(v for i, v in enumerate(values) if _value_text(v) in map(_value_text, values[:i]))
+                    self._errors.append(DagError(f"{what}matrix: '{key}' lists {twice!r} twice", at))
+                else:
+                    axes.append((key, values))
+        lists = {}
+        for key in ("include", "exclude"):
+            entries = matrix.get(key, ())
+            if not isinstance(entries, (list, tuple)) or not all(
+                isinstance(e, Mapping)
+                and e
+                and all(isinstance(k, str) and KEY_RE.fullmatch(k) and _is_value(v) for k, v in e.items())
+                for e in entries
+            ):
+                self._errors.append(
+                    DagError(f"{what}matrix {key} must be a list of mappings like {{'lr': 0.1}}, got {entries!r}", at)
+                )
+                entries = ()
+            lists[key] = tuple(dict(e) for e in entries)
+        if not axes and not lists["include"] and len(self._errors) == before:
+            self._errors.append(
+                DagError(f"{what}matrix has no keys: give it at least one key with a list of values", at)
+            )
+        if limit is not None and not _is_int(limit, 1):
+            self._errors.append(
+                DagError(f"{what}max_parallel must be an integer from 1 to {MAX_COUNT:,}, got {short_repr(limit)}", at)
+            )
+        if template is not None and (not isinstance(template, str) or not template.strip()):
+            self._errors.append(DagError(f"{what}instance_name must be a non-empty string, got {template!r}", at))
+        if len(self._errors) > before:
+            return None
+        return Matrix(
+            tuple(axes),
+            lists["include"],
+            lists["exclude"],
+            max_parallel=limit,
+            name=template,
+            location=at,
+            include_at=(at,) * len(lists["include"]),
+            exclude_at=(at,) * len(lists["exclude"]),
+            name_at=at,
+        )
+
+    def _slots(self, value: Any, what: str, at: Location, minimum: int) -> dict[str, Any]:
         """Slot kind -> count: capacities (minimum 0) or a task's requests (minimum 1)."""
         if value is None:
             return {}
@@ -446,6 +562,8 @@ class Dag(PythonDag):
             problem = kind_problem(kind) if isinstance(kind, str) else f"resource names must be strings, got {kind!r}"
             if problem:
                 self._errors.append(DagError(f"{what}: {problem}", at))
+            elif minimum and isinstance(count, str) and "${{" in count:
+                slots[kind] = count  # from a matrix's values: filled and checked when the matrix is expanded
             elif not _is_int(count, minimum):
                 self._errors.append(
                     DagError(
@@ -512,6 +630,16 @@ class Dag(PythonDag):
 # --- helpers ----------------------------------------------------------------------------------------------------
 def _is_int(value: Any, minimum: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= MAX_COUNT
+
+
+def _is_value(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+def _value_text(value: Any) -> str:
+    from .model.matrix import text_of
+
+    return text_of(value)
 
 
 def _hashable(value: Any) -> bool:

@@ -186,6 +186,13 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         "--dry-run", action="store_true", help="start nothing: say what would run, be up to date or restored, and why"
     )
     _add_freshness(run)
+    run.add_argument(
+        "--num-jobs",
+        type=_positive_int,
+        metavar="N",
+        help="run the file's one task N times, as `sky jobs launch --num-jobs N`: a matrix of N instances with "
+        "SKYPILOT_JOB_RANK 0..N-1 and SKYPILOT_NUM_JOBS",
+    )
     _add_env(run)
     _add_resources(run)
     _add_state_dir(run)
@@ -308,7 +315,7 @@ def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes:
     if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
         from .model.python_loader import load_python
 
-        return load_python(path).with_env(dict(env))
+        return load_python(path, notes).with_env(dict(env))
     if cache_dir is not None:
         from .model.cache import load_dag_cached
 
@@ -319,9 +326,10 @@ def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes:
 def cmd_validate(args: argparse.Namespace) -> int:
     dag = _load(args.file, args.env, resources=args.resources)
     edges = sum(len(t.depends_on) for t in dag.tasks.values())
+    sweeps = "; ".join(f"{name}: {counted(len(group.instances), 'instance')}" for name, group in dag.groups.items())
     print(
         f"{terminal_line(str(args.file))}: ok: {terminal_line(dag.name)}, {counted(len(dag.tasks), 'task')}, "
-        f"{counted(edges, 'edge')}"
+        f"{counted(edges, 'edge')}" + (f" (matrix {terminal_line(sweeps)})" if sweeps else "")
     )
     return EXIT_OK
 
@@ -369,6 +377,13 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     outlive_readers()
     check_targets(dag, args.tasks)
     dag = with_resources(dag, getattr(args, "resources", {}))  # before anything starts or is stored
+    if getattr(args, "num_jobs", None) is not None:
+        from .model.matrix import num_jobs_problem, with_num_jobs
+
+        problem = num_jobs_problem(dag, args.num_jobs)
+        if problem:
+            raise UsageError(problem)
+        dag = with_num_jobs(dag, args.num_jobs)
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     if getattr(args, "dry_run", False):
@@ -511,7 +526,7 @@ def run_headless(session, quiet: bool = False) -> int:
     session.serve_control()
     session.on_store_error = lambda message: print(message, file=sys.stderr, flush=True)
     install_signal_handlers(session)
-    reporter.start(list(session.dag.topological_order))
+    reporter.start(list(session.dag.topological_order), session.dag.groups)
     freeze_survivors()  # the DAG, the store and the engine live until exit: full collections during the run skip them
     scheduler = session.scheduler
     where = scheduler.executor.description
@@ -540,6 +555,10 @@ def run_headless(session, quiet: bool = False) -> int:
     out.write("\n" + summary_table(summary.snapshots, colour))
     out.write(reporter.failure_tails(summary.snapshots))
     out.write(insight_lines(session.dag, summary.snapshots, session.started, session.scheduler.max_parallel))
+    if session.dag.groups:
+        from .views.group_progress import group_lines
+
+        out.write("".join(terminal_line(line) + "\n" for line in group_lines(session.dag.groups, summary.snapshots)))
     out.write(counts_line(summary.snapshots, session.duration))
     if session.interrupted_by:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")

@@ -110,7 +110,7 @@ def _act(args: argparse.Namespace, op: str, word: str, said: Callable[[dict], st
 
     run = find_live_run(args)
     for task in fields.get("tasks", ()):
-        if not has_task(run, task):
+        if not has_task(run, task, or_group=True):  # cancel and rerun take a matrix task's name
             raise no_such_task(task, [run], f"run {run.run_id} has no task {task!r}")
     try:
         with ControlClient(run) as client:

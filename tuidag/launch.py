@@ -260,6 +260,7 @@ def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
         "capacities": dict(dag.resources),
         "requests": {name: requests(task) for name, task in dag.tasks.items() if task.resources},
         "max_parallel": max(1, max_parallel or dag.max_parallel),
+        **({"groups": {name: list(group.instances) for name, group in dag.groups.items()}} if dag.groups else {}),
     }
 
 

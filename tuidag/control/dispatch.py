@@ -65,9 +65,31 @@ AT_ONCE: dict[str, Callable[[ControlServer, Connection, dict], None]] = {
 
 # ---------------------------------------------------------------------------------- run on the control thread
 def _unknown_task(server: ControlServer, request: dict) -> bytes | None:
-    """The refusal of a request naming a task the DAG doesn't have (None: it names none)."""
-    unknown = [t for t in request["tasks"] if t not in server.session.dag.tasks]
+    """The refusal of a request naming a task the DAG doesn't have (None: it names none). A matrix task's name
+    names its group of instances."""
+    dag = server.session.dag
+    unknown = [t for t in request["tasks"] if t not in dag.tasks and t not in dag.groups]
     return protocol.reply(request.get("id"), False, error=f"no task named {unknown[0][:80]!r}") if unknown else None
+
+
+def _tasks_named(server: ControlServer, names: list[str], rerun: bool = False) -> list[str]:
+    """The tasks a request means: a matrix task's name means each of its instances (for a re-run, those that
+    ended without succeeding: the others are left as they are)."""
+    groups = server.session.dag.groups
+    if not groups or not any(name in groups for name in names):
+        return names
+    snapshot = server.scheduler.snapshot() if rerun else {}
+    tasks: list[str] = []
+    for name in names:
+        if name not in groups:
+            tasks.append(name)
+        elif rerun:
+            tasks += [
+                i for i in groups[name].instances if snapshot[i].state.value in ("FAILED", "CANCELLED", "SKIPPED")
+            ]
+        else:
+            tasks += groups[name].instances
+    return tasks
 
 
 def cancel(server: ControlServer, request: dict) -> bytes:
@@ -76,7 +98,7 @@ def cancel(server: ControlServer, request: dict) -> bytes:
         return refusal
     cancelled: dict[str, None] = {}  # an ordered set: a list's `in` made cancelling a big branch quadratic
     reason = protocol.cancel_reason(request["op"], request.get("origin"))
-    for task in request["tasks"]:
+    for task in _tasks_named(server, request["tasks"]):
         cancelled.update(dict.fromkeys(server.scheduler.cancel(task, reason)))
     return protocol.reply(request.get("id"), changed=list(cancelled))
 
@@ -94,13 +116,15 @@ def rerun(server: ControlServer, request: dict) -> bytes:
     rid, scheduler = request.get("id"), server.scheduler
     again: dict[str, None] = {}
     try:
-        for task in request["tasks"]:
-            again.update(dict.fromkeys(scheduler.rerun(task)))
+        for task in _tasks_named(server, request["tasks"], rerun=True):
+            if task not in again:  # re-run already with an instance it is downstream of
+                again.update(dict.fromkeys(scheduler.rerun(task)))
     except RerunRefused as refused:
         return protocol.reply(rid, False, error=str(refused), changed=list(again))
     changed = list(again)
     if not changed:
-        states = {t: scheduler.snapshot()[t].state.value.lower() for t in request["tasks"]}
+        snapshot = scheduler.snapshot()
+        states = {t: _state_of(server, snapshot, t) for t in request["tasks"]}
         return protocol.reply(
             rid,
             False,
@@ -109,6 +133,18 @@ def rerun(server: ControlServer, request: dict) -> bytes:
             changed=[],
         )
     return protocol.reply(rid, changed=changed)
+
+
+def _state_of(server: ControlServer, snapshot: dict, name: str) -> str:
+    """A task's state in words; a group's, as the states of its instances (`3 succeeded, 1 running`)."""
+    group = server.session.dag.groups.get(name)
+    if group is None:
+        return snapshot[name].state.value.lower()
+    counts: dict[str, int] = {}
+    for instance in group.instances:
+        state = snapshot[instance].state.value.lower()
+        counts[state] = counts.get(state, 0) + 1
+    return ", ".join(f"{n} {state}" for state, n in counts.items())
 
 
 def pause(server: ControlServer, request: dict) -> bytes:

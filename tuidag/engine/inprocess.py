@@ -53,6 +53,7 @@ class TaskContext:
     workdir: Path  # the task's working directory (in a thread, the cwd is shared)
     log_path: Path  # this task's log file
     isolated: bool = field(default=False)  # running in its own child process
+    matrix: Mapping[str, Any] = field(default_factory=dict)  # a matrix instance's values, by key
 
 
 def _callable(attempt: Attempt) -> Callable[..., Any]:
@@ -118,6 +119,7 @@ def _context(attempt: Attempt, cancelled: threading.Event, isolated: bool) -> Ta
         workdir=Path(attempt.workdir),
         log_path=Path(attempt.log_path),
         isolated=isolated,
+        matrix=dict(attempt.task.matrix),
     )
 
 
@@ -265,6 +267,7 @@ class _ChildSpec:
     workdir: str
     log_path: str
     results: dict[str, Any]
+    matrix: dict[str, Any] = field(default_factory=dict)
 
 
 _mp_lock = threading.Lock()
@@ -348,6 +351,7 @@ class IsolatedAttempt(ShellAttempt):
                 str(attempt.workdir),
                 str(attempt.log_path),
                 dict(attempt.results),
+                dict(attempt.task.matrix),
             )
             ctx = _mp_context()
             receiver, sender = ctx.Pipe(duplex=False)
@@ -435,6 +439,7 @@ def _child_main(ref: FunctionRef, spec: _ChildSpec, conn: multiprocessing.connec
             workdir=Path(spec.workdir),
             log_path=Path(spec.log_path),
             isolated=True,
+            matrix=spec.matrix,
         )
         value = call_task(func, ctx)
     except SystemExit as exc:

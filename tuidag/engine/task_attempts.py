@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from ..model.freshness import FAIL, RESTORE, RUN, UP_TO_DATE, Verdict
+from ..model.matrix import with_group_results
 from ..model.spec import RUN_ID_PLACEHOLDER, FailurePolicy, TaskSpec
 from .events import TaskEvent, TaskSnapshot
 from .executor import Attempt, AttemptResult, LogFull, TaskEnvironment
@@ -119,6 +120,8 @@ class TaskAttempts(TaskQueue):
                 log_start=None,
             )
             results = {d: self._results.get(d) for d in spec.depends_on} if spec.func is not None else {}
+            if results and self.dag.groups:  # a matrix's results also as one mapping keyed by its values
+                results = with_group_results(self.dag.tasks, self.dag.groups, spec.depends_on, results)
             slot_env = self._slot_env(spec, t.held)
         attempt = Attempt(
             run_id=self.run_id,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .errors import Location, Note
 from .loader import load_dag
+from .matrix import MatrixGroup
 from .resources import Request
 from .source import read_source_bytes
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
@@ -174,6 +175,8 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
                 tuple(map(_loc, t.input_locations)),
                 tuple(map(_loc, t.output_locations)),
             ),
+            t.group,
+            t.matrix,
         )
         for t in dag.tasks.values()
     ]
@@ -195,6 +198,7 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
         dict(dag.resources),
         dag.executor,
         dag.dask_address,
+        [(g.name, g.keys, g.instances, g.max_parallel, _loc(g.location)) for g in dag.groups.values()],
     )
 
 
@@ -216,6 +220,7 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         capacities,
         executor,
         dask_address,
+        groups,
     ) = record
     tasks = {}
     for (
@@ -235,6 +240,8 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         run_env,
         requests,
         (inputs, outputs, cache, env_inputs, input_locations, output_locations),
+        task_group,
+        matrix,
     ) in rows:
         tasks[task] = TaskSpec(
             task,
@@ -262,6 +269,8 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
             env_inputs=env_inputs,
             input_locations=tuple(None if where is None else Location(*where) for where in input_locations),
             output_locations=tuple(None if where is None else Location(*where) for where in output_locations),
+            group=task_group,
+            matrix=matrix,
         )
     dag = DagSpec(
         name,
@@ -276,6 +285,10 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         capacities,
         executor,
         dask_address,
+        {
+            name: MatrixGroup(name, keys, instances, limit, None if where is None else Location(*where))
+            for name, keys, instances, limit, where in groups
+        },
     )
     dag.prime(topological_order=order, fingerprints=prints)
     return dag, [Note(message, Location(*where), kind, instead) for message, where, kind, instead in notes]

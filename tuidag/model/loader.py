@@ -50,11 +50,11 @@ def _load(path: Path, notes: list[Note] | None, text: str, env: dict[str, str]) 
         documents = pipeline_documents(text, file)
         if documents is not None:
             return load_skypilot(path, documents, notes, env)
-        return load_yaml(path, text).with_env(env)
+        return load_yaml(path, text, notes=notes).with_env(env)
     root = compose(text, file)
     if isinstance(root, MappingNode) and not any(key.value == "tasks" for key, _ in root.value):
         from .skypilot_loader import is_task_document, load_skypilot
 
         if is_task_document(root):
             return load_skypilot(path, [root], notes, env)
-    return load_yaml(path, text, root).with_env(env)
+    return load_yaml(path, text, root, notes).with_env(env)

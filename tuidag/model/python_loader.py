@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType, TracebackType
 
-from .errors import DagError, DagErrors, Location, describe_exception
+from .errors import DagError, DagErrors, Location, Note, describe_exception
 from .source import read_source
 from .spec import DagSpec
 
@@ -28,12 +28,13 @@ class PythonDag:
         raise NotImplementedError
 
 
-def load_python(path: str | os.PathLike[str]) -> DagSpec:
+def load_python(path: str | os.PathLike[str], notes: list[Note] | None = None) -> DagSpec:
     """Import a Python file as a module (its `if __name__ == "__main__":` block does not run) and return the spec of
-    the one `Dag` it defines at module level. Raises DagErrors (located) for every problem."""
+    the one `Dag` it defines at module level. Raises DagErrors (located) for every problem; remarks that are not
+    errors (an exclude that matches nothing) are appended to `notes` when given."""
     path = Path(path)
     try:
-        return _slots_shown_as(_load_python(path), path)
+        return _slots_shown_as(_load_python(path, notes), path)
     except DagErrors as exc:  # Python records files by absolute path: show this one as it was given, like the
         partial = None if exc.partial is None else _slots_shown_as(exc.partial, path)  # YAML loaders do
         raise DagErrors([_shown_as(err, path) for err in exc.errors], partial) from None
@@ -62,7 +63,7 @@ def _slots_shown_as(dag: DagSpec, path: Path) -> DagSpec:
     return dag.replace(tasks=tasks) if any(tasks[n] is not t for n, t in dag.tasks.items()) else dag
 
 
-def _load_python(path: Path) -> DagSpec:
+def _load_python(path: Path, notes: list[Note] | None = None) -> DagSpec:
     file = str(path)
     read_source(path)  # an unreadable file reads like any other DAG error
     module = _import_file(path)
@@ -80,7 +81,10 @@ def _load_python(path: Path) -> DagSpec:
         second = dags[1][1].location
         where = second if _same_file(second.file, file) else Location(file, 1, 1)
         raise DagErrors([DagError(f"found {len(dags)} Dag objects: {listed}; a file may define only one", where)])
-    return dags[0][1].spec(source=path)
+    spec = dags[0][1].spec(source=path)
+    if notes is not None:
+        notes.extend(getattr(dags[0][1], "notes", ()))
+    return spec
 
 
 def _same_file(a: str, b: str) -> bool:

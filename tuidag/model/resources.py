@@ -166,7 +166,11 @@ def cuda_kind(task: TaskSpec) -> str | None:
 
 def slot_env(held: Mapping[str, tuple[int, ...]], cuda: str | None) -> dict[str, str]:
     """TUIDAG_SLOTS_<KIND> for each kind held, and CUDA_VISIBLE_DEVICES with the numbers of kind `cuda`."""
-    env = {slot_env_name(kind): ",".join(map(str, indices)) for kind, indices in held.items()}
+    env = {
+        slot_env_name(kind): ",".join(map(str, indices))
+        for kind, indices in held.items()
+        if not kind.endswith("[*]")  # a matrix group's own limit (matrix.group_slot_kind): no device to name
+    }
     if cuda is not None and cuda in held:
         env["CUDA_VISIBLE_DEVICES"] = env[slot_env_name(cuda)]
     return env

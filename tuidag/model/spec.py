@@ -125,6 +125,9 @@ class TaskSpec(NamedTuple):
     #: Where each entry of `inputs` and `outputs` is written, for located errors (None: at the task).
     input_locations: tuple[Location | None, ...] = ()
     output_locations: tuple[Location | None, ...] = ()
+    #: The matrix task this is an instance of (model/matrix.py), and its values there as (key, value) pairs.
+    group: str | None = None
+    matrix: tuple[tuple[str, Any], ...] = ()
 
     def dep_location(self, index: int) -> Location | None:
         if index < len(self.dep_locations) and self.dep_locations[index]:
@@ -172,6 +175,7 @@ class DagSpec:
         "resources",
         "executor",
         "dask_address",
+        "groups",
     )
     # Declared for type checkers (annotations only: no class attributes, no start-up cost); set once in __init__.
     name: str
@@ -187,6 +191,7 @@ class DagSpec:
     executor: str | None  # `executor:` as written (local, dask, dask-local[:N]); None: local
     dask_address: str | None  # the Dask scheduler for `executor: dask`
     max_parallel_given: bool  # max_parallel was given, not this machine's CPU count
+    groups: Mapping[str, Any]  # matrix task -> matrix.MatrixGroup (its instances are in `tasks`)
 
     def __init__(
         self,
@@ -202,6 +207,7 @@ class DagSpec:
         resources: Mapping[str, int] = NO_CAPACITIES,
         executor: str | None = None,
         dask_address: str | None = None,
+        groups: Mapping[str, Any] = NO_ENV,
     ):
         set_field = super().__setattr__
         set_field("name", name)
@@ -219,6 +225,7 @@ class DagSpec:
         set_field("resources", resources)
         set_field("executor", executor)
         set_field("dask_address", dask_address)
+        set_field("groups", groups)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"DagSpec is immutable: use replace({name}=...)")

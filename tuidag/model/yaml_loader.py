@@ -18,7 +18,8 @@ from typing import Any
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .durations import DurationTooLong, parse_duration
-from .errors import DagError, DagErrors, Location, did_you_mean
+from .errors import DagError, DagErrors, Location, Note, did_you_mean
+from .matrix import KEY_RE, Matrix, expand
 from .resources import Request, kind_problem
 from .source import read_source
 from .spec import MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem
@@ -50,6 +51,9 @@ TASK_KEYS = (
     "outputs",
     "cache",
     "env_inputs",
+    "matrix",
+    "max_parallel",
+    "name",
 )
 
 #: What a converter returns after reporting an error: the field is left out, so the spec's default applies.
@@ -57,12 +61,14 @@ _SKIP: Any = object()
 Converter = Callable[[Node, str], Any]
 
 
-def load_yaml(path: Path, text: str | None = None, root: Node | None = None) -> DagSpec:
+def load_yaml(
+    path: Path, text: str | None = None, root: Node | None = None, notes: list[Note] | None = None
+) -> DagSpec:
     """Load a YAML DAG file (read from `path` unless `text` is given; composed already when `root` is given). Raises
-    DagErrors listing every problem found."""
+    DagErrors listing every problem found; remarks that are not errors are appended to `notes` when given."""
     if text is None:
         text = read_source(path)
-    reader = _Reader(str(path))
+    reader = _Reader(str(path), notes)
     dag = reader.dag(compose(text, reader.file) if root is None else root, path)
     if reader.errors:  # requests can't be checked against capacities that are themselves wrong
         raise DagErrors(reader.errors, partial=None if reader.capacities_wrong else dag)
@@ -73,9 +79,13 @@ def load_yaml(path: Path, text: str | None = None, root: Node | None = None) -> 
 class _Reader:
     """Walks one composed document, converting each value and collecting every error instead of stopping."""
 
-    def __init__(self, file: str):
+    def __init__(self, file: str, notes: list[Note] | None = None):
         self.file = file
         self.errors: list[DagError] = []
+        self.notes: list[Note] = notes if notes is not None else []
+        self.matrices: dict[str, Matrix] = {}
+        self.field_at: dict[str, dict[str, Location]] = {}  # task -> where its fields are written
+        self.broken: set[str] = set()  # tasks whose matrix could not be read
         self.capacities_wrong = False  # an error inside the top-level `resources` (then requests go unchecked)
 
     def at(self, node: Node) -> Location:
@@ -124,9 +134,12 @@ class _Reader:
         if tasks_field is None:
             self.fail(root, "missing 'tasks': a DAG file needs at least one task")
         tasks = self.tasks(tasks_field[1], settings["workdir"]) if tasks_field else {}
-        self.errors.extend(graph_errors(tasks))
-        self.errors.extend(io_errors(tasks, settings["workdir"], folder))
-        return DagSpec(tasks=tasks, source=path.resolve(), **settings)
+        expanded = expand(tasks, self.matrices, self.errors, self.notes, self.field_at, frozenset(self.broken))
+        self.errors.extend(graph_errors(expanded.tasks))
+        self.errors.extend(io_errors(expanded.tasks, settings["workdir"], folder))
+        if expanded.capacities:
+            settings["resources"] = {**settings.get("resources", {}), **expanded.capacities}
+        return DagSpec(tasks=expanded.tasks, source=path.resolve(), groups=expanded.groups, **settings)
 
     def tasks(self, node: Node, workdir: Path) -> dict[str, TaskSpec]:
         if isinstance(node, SequenceNode):
@@ -165,6 +178,9 @@ class _Reader:
             "outputs": partial(self.paths, expected="a path, or a list of paths"),
             "cache": self.flag,
             "env_inputs": self.variable_names,
+            "matrix": self.matrix,
+            "max_parallel": partial(self.integer, minimum=1),
+            "name": partial(self.text, expected="a name template like train-${{ matrix.lr }}"),
         }
         settings = self.settings(fields, converters, TASK_KEYS, prefix=f"task '{name}': ")
         for field in ("inputs", "outputs"):  # (path, location) pairs
@@ -172,6 +188,27 @@ class _Reader:
                 entries = settings.pop(field)
                 settings[field] = tuple(path for path, _ in entries)
                 settings[field[:-1] + "_locations"] = tuple(where for _, where in entries)
+        self.field_at[name] = {
+            field: self.at(fields[field][1])
+            for field in ("run", "env", "workdir", "name", "resources")
+            if field in fields
+        }
+        matrix = settings.pop("matrix", None)
+        group_limit, template = settings.pop("max_parallel", None), settings.pop("name", None)
+        if matrix is not None:
+            self.matrices[name] = matrix._replace(
+                max_parallel=group_limit,
+                name=template,
+                name_at=self.at(fields["name"][1]) if template else None,
+            )
+        elif "matrix" in fields:
+            self.broken.add(name)  # its matrix has errors: its placeholders are not checked as a plain task's
+        else:
+            for field in ("max_parallel", "name"):
+                if field in fields:
+                    self.fail(
+                        fields[field][0], f"task '{name}': '{field}' is for a task with a matrix, and it has none"
+                    )
         if "resources" in settings:  # requests, located where each is written
             settings["resources"] = {
                 kind: Request(count, where) for kind, (count, where) in settings["resources"].items()
@@ -307,20 +344,23 @@ class _Reader:
                 )
         return env
 
-    def slots(self, node: Node, what: str, minimum: int) -> dict[str, tuple[int, Location]]:
+    def slots(self, node: Node, what: str, minimum: int) -> dict[str, tuple[int | str, Location]]:
         """Slot kind -> (count, where the kind is written): capacities at the top level, requests in a task."""
         if not isinstance(node, MappingNode):
             self.fail(
                 node, f"{what} must be a mapping of resource names to counts, e.g. {{gpu: 1}}, got {_describe(node)}"
             )
             return _SKIP
-        slots: dict[str, tuple[int, Location]] = {}
+        slots: dict[str, tuple[int | str, Location]] = {}
         for kind, (key, value) in self.mapping(node, "resource").items():
             problem = kind_problem(kind)
             if problem:
                 self.fail(key, f"{what}: {problem}")
                 continue
-            count = self.integer(value, f"{what}: '{kind}'", minimum)
+            if minimum and isinstance(value, ScalarNode) and "${{" in value.value:
+                count = value.value  # a request from a matrix's values (matrix.py fills and checks it)
+            else:
+                count = self.integer(value, f"{what}: '{kind}'", minimum)
             if count is not _SKIP:
                 slots[kind] = (count, self.at(key))
         return slots
@@ -366,6 +406,82 @@ class _Reader:
             elif text not in names:
                 names.append(text)
         return tuple(names)
+
+    def matrix(self, node: Node, what: str) -> Matrix:
+        """Keys to lists of values, and optional `include`/`exclude` lists of combinations (see matrix.py)."""
+        if not isinstance(node, MappingNode) or not node.value:
+            self.fail(node, f"{what} must be a mapping of keys to lists of values, got {_describe(node)}")
+            return _SKIP
+        before = len(self.errors)
+        axes: list[tuple[str, tuple[str, ...]]] = []
+        lists: dict[str, tuple[tuple[dict[str, str], ...], tuple[Location, ...]]] = {}
+        for key, (key_node, value) in self.mapping(node, "matrix key").items():
+            if key in ("include", "exclude"):
+                lists[key] = self.combinations(value, f"{what} {key}")
+            elif not KEY_RE.fullmatch(key):
+                self.fail(key_node, f"{what}: key {key!r} may only contain letters, digits, '_' and '-' (not first)")
+            elif not isinstance(value, SequenceNode):
+                self.fail(value, f"{what}: '{key}' must be a list of values, got {_describe(value)}")
+            elif not value.value:
+                self.fail(value, f"{what}: '{key}' is an empty list: give it at least one value")
+            else:
+                seen: dict[str, Node] = {}
+                for entry in value.value:
+                    text = self.matrix_value(entry, f"{what}: '{key}'")
+                    if text is _SKIP:
+                        continue
+                    if text in seen:
+                        first = seen[text].start_mark.line + 1
+                        self.fail(entry, f"{what}: '{key}' lists {text!r} twice (first on line {first})")
+                    seen[text] = entry
+                axes.append((key, tuple(seen)))
+        if len(self.errors) > before:
+            return _SKIP
+        include, include_at = lists.get("include", ((), ()))
+        exclude, exclude_at = lists.get("exclude", ((), ()))
+        if not axes and not include:
+            self.fail(node, f"{what} has no keys: give it at least one key with a list of values, or an include")
+            return _SKIP
+        return Matrix(
+            tuple(axes), include, exclude, location=self.at(node), include_at=include_at, exclude_at=exclude_at
+        )
+
+    def matrix_value(self, node: Node, what: str) -> str:
+        """A value as text, as written (1.10 stays "1.10"); booleans as true/false."""
+        flag = _typed(node, _BOOL)
+        if flag is not None:
+            return "true" if flag else "false"
+        if not isinstance(node, ScalarNode) or node.tag == _NULL:
+            self.fail(node, f"{what} values must be strings, numbers or booleans, got {_describe(node)}")
+            return _SKIP
+        if "\0" in node.value:
+            self.fail(node, nul_problem(what))
+            return _SKIP
+        return node.value
+
+    def combinations(self, node: Node, what: str) -> tuple[tuple[dict[str, str], ...], tuple[Location, ...]]:
+        """`include` or `exclude`: a list of mappings of keys to single values."""
+        if not isinstance(node, SequenceNode):
+            self.fail(node, f"{what} must be a list of mappings like {{lr: 0.1, seed: 1}}, got {_describe(node)}")
+            return (), ()
+        entries, where = [], []
+        for entry in node.value:
+            if not isinstance(entry, MappingNode) or not entry.value:
+                self.fail(entry, f"{what} entries must be mappings like {{lr: 0.1, seed: 1}}, got {_describe(entry)}")
+                continue
+            combo: dict[str, str] = {}
+            for key, (key_node, value) in self.mapping(entry, "matrix key").items():
+                if not KEY_RE.fullmatch(key):
+                    self.fail(
+                        key_node, f"{what}: key {key!r} may only contain letters, digits, '_' and '-' (not first)"
+                    )
+                    continue
+                text = self.matrix_value(value, f"{what}: '{key}'")
+                if text is not _SKIP:
+                    combo[key] = text
+            entries.append(combo)
+            where.append(self.at(entry))
+        return tuple(entries), tuple(where)
 
     def dependencies(self, node: Node, what: str) -> list[tuple[str, Location]]:
         """(name, location) pairs: one name or a list of names, each located so graph errors can point at it."""

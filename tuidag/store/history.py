@@ -172,8 +172,10 @@ def task_record(run: RunDir, task: str) -> TaskRecord | None:
     return record
 
 
-def has_task(run: RunDir, task: str) -> bool:
-    return task in read_header(run.journal).get("tasks", ())
+def has_task(run: RunDir, task: str, or_group: bool = False) -> bool:
+    """Whether the run has the task (with `or_group`, or a matrix task of that name: its group of instances)."""
+    header = read_header(run.journal)
+    return task in header.get("tasks", ()) or (or_group and task in (header.get("groups") or {}))
 
 
 def nearby_state_dirs(folder: Path, limit: int = 5, budget: int = 2000) -> list[Path]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..model.matrix import MatrixGroup
 from ..model.resources import Request
 from ..model.spec import DagSpec, TaskSpec
 
@@ -26,6 +27,12 @@ def dag_from_header(header: dict[str, Any]) -> DagSpec:
         wanted = tuple(dict.fromkeys(dep for dep in deps.get(name, ()) if dep in tasks))
         held = {kind: Request(count) for kind, count in (requests.get(name) or {}).items()}
         tasks[name] = TaskSpec(name, depends_on=wanted, resources=held)
+    groups = {}
+    for group, instances in (header.get("groups") or {}).items():  # matrix tasks: their instances, as run
+        kept = tuple(name for name in instances if name in tasks and tasks[name].group is None)
+        for name in kept:
+            tasks[name] = tasks[name]._replace(group=group)
+        groups[group] = MatrixGroup(group, (), kept)
     source = header.get("source")
     return DagSpec(
         str(header.get("dag") or "dag"),
@@ -33,4 +40,5 @@ def dag_from_header(header: dict[str, Any]) -> DagSpec:
         max_parallel=header.get("max_parallel") or None,
         resources=dict(header.get("capacities") or {}),
         source=Path(source) if source else None,
+        groups=groups,
     )

@@ -20,7 +20,7 @@ from ..engine.process import create_time
 from .journal import DIR_FLAGS, NEW_FILE, SUMMARY, JournalWriter, place_summary
 
 STATE_DIR_ENV = "TUIDAG_STATE_DIR"
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_SAFE = re.compile(r"[^A-Za-z0-9_.,=+\[\]-]")  # a matrix instance is `train[lr=0.1,seed=2]`
 
 
 class StateDirError(Exception):

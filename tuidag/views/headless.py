@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TextIO
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
@@ -26,8 +26,10 @@ from ..model.counts import counted
 from ..model.counts import number as with_commas
 from ..model.durations import format_duration
 from ..model.forecast import shape_of
+from ..model.matrix import MatrixGroup
 from ..model.spec import DagSpec
 from ..model.state import TaskState
+from .group_progress import GroupProgress
 from .log_tail import last_lines
 from .logs import UnsafeLog
 from .run_insight import run_insight, summary_lines
@@ -128,6 +130,7 @@ class HeadlessReporter:
         self._thread: threading.Thread | None = None
         self._width = 0
         self._task_colour: dict[str, int] = {}
+        self._progress: GroupProgress | None = None
 
     # engine side: must be quick and never block
     def __call__(self, event: Event) -> None:
@@ -135,7 +138,9 @@ class HeadlessReporter:
         if not self.quiet and isinstance(event, TaskEvent) and event.new.terminal:
             self._wake.set()  # print the task's last output promptly
 
-    def start(self, task_names: list[str]) -> None:
+    def start(self, task_names: list[str], groups: Mapping[str, MatrixGroup] | None = None) -> None:
+        """Start printing; with `groups` (the DAG's matrix groups) a group's progress line as its instances end."""
+        self._progress = GroupProgress(groups) if groups else None
         self._width = min(24, max((len(n) for n in task_names), default=0))
         for i, name in enumerate(task_names):
             self._task_colour[name] = TASK_COLOURS[i % len(TASK_COLOURS)]
@@ -193,11 +198,14 @@ class HeadlessReporter:
         elif name in self._live and (snap.state.terminal or snap.state is S.RETRYING):
             self._live.discard(name)
             self._read_to_end(name, snap.attempt)
+        progress = None if self._progress is None else self._progress.update(snap)
         if event.is_transition and snap.state is not S.QUEUED:
             self._write(self._prefix(name) + self._describe(snap) + "\n")
         elif snap.state is S.QUEUED and snap.reason and snap.reason.startswith("waiting: "):
             # No worker of the executor can run it (Executor.placement_problem): without a word it would look hung.
             self._write(self._prefix(name) + self._describe(snap) + "\n")
+        if progress is not None:
+            self._write(f"tuidag: {terminal_line(progress)}\n")
 
     def _read_to_end(self, name: str, attempt: int | None = None) -> None:
         """Print the rest of a task's output, its incomplete last line included: the writer is done. Given the

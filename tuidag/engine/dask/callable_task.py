@@ -34,6 +34,7 @@ class CallableFiles:
             "run_id": spec["run_id"],
             "attempt": spec["attempt"],
             "results": spec["results"],
+            "matrix": spec.get("matrix"),
             "workdir": spec["workdir"],
             "log_path": log_path,
             "source": spec.get("source"),
@@ -98,6 +99,7 @@ def main(call_path: str, result_path: str) -> int:
             workdir=Path(spec["workdir"]),
             log_path=Path(spec["log_path"]),
             isolated=True,
+            matrix=spec.get("matrix") or {},
         )
         value = call_task(func, ctx)
     except SystemExit as exc:

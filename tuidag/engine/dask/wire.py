@@ -134,6 +134,7 @@ def worker_spec(
         spec["source"] = function_source(task.func)
         try:
             spec["results"] = cloudpickle.dumps(dict(attempt.results))
+            spec["matrix"] = dict(task.matrix)
         except Exception as exc:
             raise RuntimeError(
                 f"a dependency's result cannot be pickled for a Dask worker: {type(exc).__name__}: {exc}"
