@@ -319,3 +319,23 @@ def test_a_damaged_index_is_put_aside_with_a_warning_and_the_run_goes_on(project
     assert proc.returncode == 0, proc.stderr
     assert "index.sqlite: not an index tuidag can read (" in proc.stderr and "Traceback" not in proc.stderr
     assert run(project) == "notify"  # the new index has this run's successes
+
+
+def test_a_matrix_s_instances_declare_their_own_outputs_and_each_is_up_to_date_on_its_own(tmp_path):
+    """`${{ matrix.KEY }}` in `inputs` and `outputs`: each instance reads and makes its own files, so editing one
+    instance's input runs that instance only."""
+    (tmp_path / "dag.yaml").write_text(
+        "tasks:\n"
+        "  fit:\n"
+        "    matrix: {seed: [1, 2]}\n"
+        "    run: cp in-${{ matrix.seed }}.txt out-${{ matrix.seed }}.txt && echo fit-${{ matrix.seed }} >> ran\n"
+        '    inputs: ["in-${{ matrix.seed }}.txt"]\n'
+        '    outputs: ["out-${{ matrix.seed }}.txt"]\n'
+    )
+    for seed in (1, 2):
+        (tmp_path / f"in-{seed}.txt").write_text(f"seed {seed}\n")
+    assert run(tmp_path) == "fit-1 fit-2"
+    assert run(tmp_path) == ""
+    (tmp_path / "in-2.txt").write_text("seed 2, edited\n")
+    assert run(tmp_path) == "fit-2"
+    assert (tmp_path / "out-2.txt").read_text() == "seed 2, edited\n"

@@ -216,6 +216,9 @@ def _syntax_error(exc: MarkedYAMLError, file: str) -> DagError:
     mark = problem_mark or context_mark
     if exc.problem == "mapping values are not allowed here" and problem_mark is not None:
         message += _colon_hint(problem_mark)
+    elif exc.problem and exc.problem.endswith("but got '{'") and "flow" in (exc.context or ""):
+        # `inputs: [in-${{ matrix.seed }}.txt]`: in a [...] or {...} a `{` starts a mapping, unquoted
+        message += ': quote a value holding ${{ matrix.KEY }} inside [...] or {...} ("in-${{ matrix.seed }}.txt")'
     return DagError(message, _location(file, mark) if mark else Location(file, 1, 1))
 
 
