@@ -36,11 +36,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .model.counts import counted
-from .model.durations import DurationTooLong, parse_duration
 from .model.errors import DagError, DagErrors, Location, Note, short_repr
-from .model.matrix import KEY_RE, Matrix, expand
+from .model.matrix import Matrix, expand
 from .model.python_loader import PythonDag, load_python
-from .model.resources import Request, kind_problem
+from .model.python_options import OptionChecks, is_int
 from .model.spec import DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
 from .model.validate import graph_errors, io_errors
 
@@ -88,32 +87,35 @@ class Dag(PythonDag):
         self.location = _caller_location()
         self.source: Path | None = _source_file(self.location.file)
         self._errors: list[DagError] = []
+        self._checks = OptionChecks(self._errors)
         self._tasks: dict[str, _Task] = {}
         self._by_func: dict[Any, list[str]] = {}
         at = self.location
         self.name: str | None = None
-        if name is not None and self._check(
+        if name is not None and self._checks.check(
             isinstance(name, str) and name.strip() != "", at, f"Dag name must be a non-empty string, got {name!r}"
         ):
             self.name = name
         self.max_parallel: int | None = None
-        if max_parallel is not None and self._check(
-            _is_int(max_parallel, 1),
+        if max_parallel is not None and self._checks.check(
+            is_int(max_parallel, 1),
             at,
             f"max_parallel must be an integer from 1 to {MAX_COUNT:,}, got {short_repr(max_parallel)}",
         ):
             self.max_parallel = max_parallel
         self.on_failure = FailurePolicy.SKIP_DOWNSTREAM
         choices = [policy.value for policy in FailurePolicy]
-        if self._check(
+        if self._checks.check(
             str(on_failure) in choices, at, f"on_failure must be one of {', '.join(choices)}, got {on_failure!r}"
         ):
             self.on_failure = FailurePolicy(str(on_failure))
-        self.kill_grace = self._duration(kill_grace, "kill_grace", at, positive=False, default=DEFAULT_KILL_GRACE)
-        self.env = self._env(env, "env", at)
-        self.workdir = self._path(workdir, "workdir", at)
+        self.kill_grace = self._checks.duration(
+            kill_grace, "kill_grace", at, positive=False, default=DEFAULT_KILL_GRACE
+        )
+        self.env = self._checks.env(env, "env", at)
+        self.workdir = self._checks.path(workdir, "workdir", at)
         before = len(self._errors)
-        self.resources = self._slots(resources, "resources", at, minimum=0)
+        self.resources = self._checks.slots(resources, "resources", at, minimum=0)
         self._capacities_wrong = len(self._errors) > before  # then requests can't be checked against them
         self.notes: list[Note] = []  # remarks on the last spec() that are not errors
 
@@ -176,9 +178,9 @@ class Dag(PythonDag):
                 problem = isolate_problem(f)
                 if problem:
                     self._errors.append(DagError(f"task '{task_name}': isolate=True {problem}", at))
-            options = self._options(task_name, at, retries, retry_delay, timeout, env, workdir, resources)
-            options.update(self._io_options(task_name, at, inputs, outputs, cache, env_inputs))
-            sweep = self._matrix(task_name, at, matrix, max_parallel, instance_name)
+            options = self._checks.options(task_name, at, retries, retry_delay, timeout, env, workdir, resources)
+            options.update(self._checks.io_options(task_name, at, inputs, outputs, cache, env_inputs))
+            sweep = self._checks.matrix(task_name, at, matrix, max_parallel, instance_name)
             self._add(
                 _Task(
                     task_name,
@@ -221,8 +223,8 @@ class Dag(PythonDag):
         if not isinstance(name, str):
             self._errors.append(DagError(f"task name must be a string, got {name!r}", at))
             return str(name)
-        options = self._options(name, at, retries, retry_delay, timeout, env, workdir, resources)
-        options.update(self._io_options(name, at, inputs, outputs, cache, env_inputs))
+        options = self._checks.options(name, at, retries, retry_delay, timeout, env, workdir, resources)
+        options.update(self._checks.io_options(name, at, inputs, outputs, cache, env_inputs))
         if not isinstance(run, str) or not run.strip():
             self._errors.append(
                 DagError(f"task '{name}': run must be a non-empty shell command string, got {run!r}", at)
@@ -240,7 +242,7 @@ class Dag(PythonDag):
                 self._errors.append(
                     DagError(f"task '{name}': setup must be a non-empty shell command string, got {setup!r}", at)
                 )
-        sweep = self._matrix(name, at, matrix, max_parallel, instance_name)
+        sweep = self._checks.matrix(name, at, matrix, max_parallel, instance_name)
         broken = matrix is not None and sweep is None
         self._add(_Task(name, at, _dependency_list(depends_on), options, sweep, broken), None)
         return name
@@ -399,247 +401,6 @@ class Dag(PythonDag):
         for note in self.notes:  # e.g. an exclude that matches no combination
             print(terminal_line(str(note)), file=sys.stderr)
         return spec
-
-    # --- checking options ---------------------------------------------------------------------------------------
-    def _check(self, ok: bool, at: Location, message: str) -> bool:
-        if not ok:
-            self._errors.append(DagError(message, at))
-        return ok
-
-    def _options(
-        self,
-        name: str,
-        at: Location,
-        retries: Any,
-        retry_delay: Any,
-        timeout: Any,
-        env: Any,
-        workdir: Any,
-        resources: Any,
-    ) -> dict[str, Any]:
-        what = f"task '{name}': "
-        options: dict[str, Any] = {}
-        if self._check(
-            _is_int(retries, 0),
-            at,
-            f"{what}retries must be an integer from 0 to {MAX_COUNT:,}, got {short_repr(retries)}",
-        ):
-            options["retries"] = retries
-        options["retry_delay"] = self._duration(retry_delay, what + "retry_delay", at, positive=False, default=0.0)
-        if timeout is not None:
-            options["timeout"] = self._duration(timeout, what + "timeout", at, positive=True, default=None)
-        options["env"] = self._env(env, what + "env", at)
-        options["workdir"] = self._path(workdir, what + "workdir", at)
-        options["resources"] = {
-            kind: Request(count, at)
-            for kind, count in self._slots(resources, what + "resources", at, minimum=1).items()
-        }
-        return options
-
-    def _io_options(
-        self, name: str, at: Location, inputs: Any, outputs: Any, cache: Any, env_inputs: Any
-    ) -> dict[str, Any]:
-        """`inputs`, `outputs`, `cache` and `env_inputs`, checked as the YAML keys are."""
-        what = f"task '{name}': "
-        options: dict[str, Any] = {}
-        for key, value in (("inputs", inputs), ("outputs", outputs), ("env_inputs", env_inputs)):
-            entries = [value] if isinstance(value, str | os.PathLike) else value
-            try:
-                items = list(entries)
-            except TypeError:
-                self._errors.append(DagError(f"{what}{key} must be a string or a list of strings, got {value!r}", at))
-                continue
-            kept: list[str] = []
-            for item in items:
-                text = os.fspath(item) if isinstance(item, str | os.PathLike) else None
-                if not isinstance(text, str) or not text.strip() or "\0" in text:
-                    self._errors.append(DagError(f"{what}{key} entries must be non-empty strings, got {item!r}", at))
-                elif key == "env_inputs" and "=" in text:
-                    self._errors.append(DagError(f"{what}env_inputs: variable name {text!r} may not contain '='", at))
-                elif key == "outputs" and os.path.isabs(text):
-                    self._errors.append(DagError(f"{what}outputs entry '{text}' must be relative to the workdir", at))
-                elif text in kept:
-                    self._errors.append(DagError(f"{what}{key} lists '{text}' twice", at))
-                else:
-                    kept.append(text)
-            options[key] = tuple(kept)
-        if cache is not True and cache is not False:
-            self._errors.append(DagError(f"{what}cache must be True or False, got {cache!r}", at))
-        else:
-            options["cache"] = cache
-        return options
-
-    def _matrix(self, name: str, at: Location, matrix: Any, limit: Any, template: Any) -> Matrix | None:
-        """A task's `matrix`, `max_parallel` and `instance_name`, checked as the YAML keys are."""
-        what = f"task '{name}': "
-        if matrix is None:
-            if limit is not None or template is not None:
-                self._errors.append(
-                    DagError(f"{what}max_parallel and instance_name are for a task with a matrix, and it has none", at)
-                )
-            return None
-        if not isinstance(matrix, Mapping) or not matrix:
-            self._errors.append(
-                DagError(f"{what}matrix must be a mapping of keys to lists of values, got {matrix!r}", at)
-            )
-            return None
-        before = len(self._errors)
-        axes: list[tuple[str, tuple[Any, ...]]] = []
-        for key, values in matrix.items():
-            if key in ("include", "exclude"):
-                continue
-            if not isinstance(key, str) or not KEY_RE.fullmatch(key):
-                self._errors.append(
-                    DagError(f"{what}matrix key {key!r} may only contain letters, digits, '_' and '-' (not first)", at)
-                )
-            elif isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-                self._errors.append(DagError(f"{what}matrix: '{key}' must be a list of values, got {values!r}", at))
-            else:
-                values = tuple(values)
-                if not values:
-                    self._errors.append(
-                        DagError(f"{what}matrix: '{key}' is an empty list: give it at least one value", at)
-                    )
-                elif not all(_is_value(v) for v in values):
-                    bad = next(v for v in values if not _is_value(v))
-                    self._errors.append(
-                        DagError(f"{what}matrix: '{key}' values must be strings, numbers or booleans, got {bad!r}", at)
-                    )
-                elif len(set(map(_value_text, values))) < len(values):
-                    twice = next(v for i, v in enumerate(values) if _value_text(v) in map(_value_text, values[:i]))
-                    self._errors.append(DagError(f"{what}matrix: '{key}' lists {twice!r} twice", at))
-                else:
-                    axes.append((key, values))
-        lists = {}
-        for key in ("include", "exclude"):
-            entries = matrix.get(key, ())
-            if not isinstance(entries, (list, tuple)) or not all(
-                isinstance(e, Mapping)
-                and e
-                and all(isinstance(k, str) and KEY_RE.fullmatch(k) and _is_value(v) for k, v in e.items())
-                for e in entries
-            ):
-                self._errors.append(
-                    DagError(f"{what}matrix {key} must be a list of mappings like {{'lr': 0.1}}, got {entries!r}", at)
-                )
-                entries = ()
-            lists[key] = tuple(dict(e) for e in entries)
-        if not axes and not lists["include"] and len(self._errors) == before:
-            self._errors.append(
-                DagError(f"{what}matrix has no keys: give it at least one key with a list of values", at)
-            )
-        if limit is not None and not _is_int(limit, 1):
-            self._errors.append(
-                DagError(f"{what}max_parallel must be an integer from 1 to {MAX_COUNT:,}, got {short_repr(limit)}", at)
-            )
-        if template is not None and (not isinstance(template, str) or not template.strip()):
-            self._errors.append(DagError(f"{what}instance_name must be a non-empty string, got {template!r}", at))
-        if len(self._errors) > before:
-            return None
-        return Matrix(
-            tuple(axes),
-            lists["include"],
-            lists["exclude"],
-            max_parallel=limit,
-            name=template,
-            location=at,
-            include_at=(at,) * len(lists["include"]),
-            exclude_at=(at,) * len(lists["exclude"]),
-            name_at=at,
-        )
-
-    def _slots(self, value: Any, what: str, at: Location, minimum: int) -> dict[str, Any]:
-        """Slot kind -> count: capacities (minimum 0) or a task's requests (minimum 1)."""
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            self._errors.append(
-                DagError(f"{what} must be a mapping of resource names to counts, e.g. {{'gpu': 1}}, got {value!r}", at)
-            )
-            return {}
-        slots = {}
-        for kind, count in value.items():
-            problem = kind_problem(kind) if isinstance(kind, str) else f"resource names must be strings, got {kind!r}"
-            if problem:
-                self._errors.append(DagError(f"{what}: {problem}", at))
-            elif minimum and isinstance(count, str) and "${{" in count:
-                slots[kind] = count  # from a matrix's values: filled and checked when the matrix is expanded
-            elif not _is_int(count, minimum):
-                self._errors.append(
-                    DagError(
-                        f"{what}: '{kind}' must be an integer from {minimum} to {MAX_COUNT:,}, got {short_repr(count)}",
-                        at,
-                    )
-                )
-            else:
-                slots[kind] = count
-        return slots
-
-    def _duration(self, value: Any, what: str, at: Location, positive: bool, default: Any) -> Any:
-        try:
-            seconds = parse_duration(value)
-        except DurationTooLong:
-            self._errors.append(DagError(f"{what} is too long: {DurationTooLong.LIMIT}, got {short_repr(value)}", at))
-            return default
-        except ValueError:
-            self._errors.append(
-                DagError(f"{what} must be a duration like 500ms, 5s, 2m or 1h, got {short_repr(value)}", at)
-            )
-            return default
-        if positive and seconds == 0:
-            self._errors.append(DagError(f"{what} must be longer than 0, got {value!r}", at))
-            return default
-        return seconds
-
-    def _env(self, env: Any, what: str, at: Location) -> dict[str, str]:
-        if env is None:
-            return {}
-        if not isinstance(env, Mapping):
-            self._errors.append(DagError(f"{what} must be a mapping of variable names to values, got {env!r}", at))
-            return {}
-        result: dict[str, str] = {}
-        for key, value in env.items():
-            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-                self._errors.append(
-                    DagError(f"{what}: variable name {key!r} must be a non-empty string without '=' or NUL", at)
-                )
-            elif isinstance(value, bool):
-                result[key] = "true" if value else "false"
-            elif isinstance(value, str) and "\0" in value:
-                self._errors.append(DagError(nul_problem(f"{what} value for '{key}'"), at))
-            elif isinstance(value, (str, int, float)):
-                result[key] = str(value)
-            else:
-                self._errors.append(
-                    DagError(f"{what} value for '{key}' must be a string, number or boolean, got {value!r}", at)
-                )
-        return result
-
-    def _path(self, value: Any, what: str, at: Location) -> Path | None:
-        if value is None:
-            return None
-        if isinstance(value, (str, os.PathLike)) and "\0" in str(value):
-            self._errors.append(DagError(nul_problem(what), at))
-            return None
-        if isinstance(value, (str, os.PathLike)) and str(value).strip():
-            return Path(value).expanduser()
-        self._errors.append(DagError(f"{what} must be a directory path, got {value!r}", at))
-        return None
-
-
-# --- helpers ----------------------------------------------------------------------------------------------------
-def _is_int(value: Any, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= MAX_COUNT
-
-
-def _is_value(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool))
-
-
-def _value_text(value: Any) -> str:
-    from .model.matrix import text_of
-
-    return text_of(value)
 
 
 def _hashable(value: Any) -> bool:
