@@ -372,12 +372,12 @@ class Dag(PythonDag):
     def main(self, argv: Sequence[str] | None = None, *, exit: bool = True) -> int:
         """Run the DAG with the options of `tuidag run` (targets, terminal UI, --no-tui, -j, --state-dir, ...) taken
         from `argv` (default: the command line). Exits with the run's exit code unless `exit=False`."""
-        from . import cli
+        from . import cli, cli_options
 
         argv = sys.argv[1:] if argv is None else list(argv)
         prog = f"python {os.path.basename(self.location.file)}" if self.source else "tuidag"
         parser = argparse.ArgumentParser(prog=prog, description=f"Run the {self.name!r} DAG.")
-        cli.add_run_options(parser)
+        cli_options.add_run_options(parser)
         args, rest = parser.parse_known_args(argv)
         cli.take_targets(args, rest, parser)
         code = cli.guarded(

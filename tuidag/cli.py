@@ -3,79 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import cli_options as options
 from . import control_commands, history_commands, plan_commands
 from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
-from .model.durations import parse_duration
-from .model.errors import DagErrors, short_repr
+from .model.errors import DagErrors
 from .model.loader import load_dag
-from .model.spec import MAX_COUNT, DagSpec
+from .model.spec import DagSpec
 from .store.journal import read_header
 from .store.runs import RunDir, RunStore, StateDirError, default_state_dir, run_command
 from .version import __version__
 from .views.terminal_text import terminal_line
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _duration_arg(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_COUNT:,}, got {short_repr(text)}")
-    return value
-
-
-def _env_arg(text: str) -> tuple[str, str]:
-    """`KEY=VALUE`, or `KEY` for the value tuidag itself has (as `sky --env KEY` takes it)."""
-    key, equals, value = text.partition("=")
-    if not _ENV_NAME.fullmatch(key):
-        raise argparse.ArgumentTypeError(
-            f"expected KEY or KEY=VALUE with KEY made of letters, digits and '_' (not "
-            f"starting with a digit), got {text!r}"
-        )
-    if not equals:
-        if key not in os.environ:
-            raise argparse.ArgumentTypeError(f"{key} is not set in tuidag's environment: give its value, {key}=VALUE")
-        value = os.environ[key]
-    return key, value
-
-
-def _resources_arg(text: str) -> dict[str, int]:
-    from .model.resources import parse_capacities
-
-    try:
-        return parse_capacities(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _add_resources(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--resources",
-        type=_resources_arg,
-        default={},
-        metavar="KIND=N[,KIND=N...]",
-        help="slot capacities, e.g. gpu=2,db=1, over the file's 'resources'; a SkyPilot task's "
-        "accelerators hold slots of their name when it has one here (V100=4)",
-    )
 
 
 def with_resources(dag: DagSpec, resources: dict[str, int]) -> DagSpec:
@@ -85,25 +29,13 @@ def with_resources(dag: DagSpec, resources: dict[str, int]) -> DagSpec:
     return resolve(dag, resources)
 
 
-def _add_env(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--env",
-        action="append",
-        type=_env_arg,
-        default=[],
-        metavar="KEY[=VALUE]",
-        help="set a variable for every task, over the file's own (KEY alone: the value tuidag has); "
-        "fills a SkyPilot file's null envs; repeatable",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuidag", description="Run DAGs of tasks, live in the terminal or headless.")
     parser.add_argument("--version", action="version", version=f"tuidag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     state = argparse.ArgumentParser(add_help=False)
-    _add_state_dir(state)
+    options.add_state_dir(state)
 
     run = sub.add_parser("run", help="run a DAG")
     # Required, but optional to argparse: in `run --resume FILE` the file is taken as --resume's RUN_ID (see
@@ -111,113 +43,30 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", type=Path, nargs="?", metavar="FILE", help="the DAG file (YAML, SkyPilot pipeline, .py)")
     run.usage = "tuidag run [options] FILE [TASK ...]"
     run.set_defaults(run_parser=run)
-    add_run_options(run)
+    options.add_run_options(run)
 
     validate = sub.add_parser("validate", help="check a DAG file and exit")
     validate.add_argument("file", type=Path)
-    _add_env(validate)
-    _add_resources(validate)
+    options.add_env(validate)
+    options.add_resources(validate)
 
     graph = sub.add_parser("graph", help="print the DAG as text, Graphviz dot or Mermaid")
     graph.add_argument("file", type=Path)
     graph.add_argument("--format", choices=["text", "dot", "mermaid"], default="text")
-    _add_env(graph)
+    options.add_env(graph)
 
     plan = sub.add_parser("plan", parents=[state], help="say what a run would do with each task and why; start nothing")
     plan.add_argument("file", type=Path)
     plan.add_argument("tasks", nargs="*", metavar="TASK", help="only these tasks and what they need")
     plan.add_argument("--format", choices=["text", "json"], default="text")
-    _add_freshness(plan)
-    _add_env(plan)
-    _add_resources(plan)
+    options.add_freshness(plan)
+    options.add_env(plan)
+    options.add_resources(plan)
 
     history_commands.add_parsers(sub, state)
     plan_commands.add_parsers(sub, state)
     control_commands.add_parsers(sub, state)
     return parser
-
-
-def add_run_options(run: argparse.ArgumentParser) -> None:
-    """The options of `tuidag run`, shared with `Dag.main()` so a Python DAG takes exactly the same ones."""
-    run.add_argument(
-        "tasks",
-        nargs="*",
-        metavar="TASK",
-        help="run only these tasks and the tasks they need (default: every task)",
-    )
-    view = run.add_mutually_exclusive_group()
-    view.add_argument("--tui", dest="tui", action="store_true", default=None, help="always open the terminal UI")
-    view.add_argument("--no-tui", dest="tui", action="store_false", help="never open the terminal UI")
-    run.add_argument("-j", "--max-parallel", type=_positive_int, help="tasks running at once (default: from file)")
-    run.add_argument("--kill-grace", type=_duration_arg, help="SIGTERM -> SIGKILL grace period (default 5s)")
-    run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
-    run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
-    run.add_argument(
-        "-d",
-        "--detach",
-        action="store_true",
-        help="run in the background, detached from the terminal: prints the run id and how to attach",
-    )
-    run.add_argument(
-        "--resume",
-        nargs="?",
-        const="latest",
-        metavar="RUN_ID",
-        help="reuse the tasks that succeeded in the latest (or the given) run of this DAG",
-    )
-    run.add_argument(
-        "--executor",
-        metavar="KIND",
-        help="where tasks run: local (default), dask (an existing cluster: --dask-address), or "
-        "dask-local[:N] (a local Dask cluster of N worker processes, one per CPU by default)",
-    )
-    run.add_argument(
-        "--dask-address",
-        metavar="tcp://HOST:8786",
-        help="the Dask scheduler for --executor dask (default: from the file, or $DASK_SCHEDULER_ADDRESS)",
-    )
-    run.add_argument(
-        "--dask-timeout",
-        type=_duration_arg,
-        metavar="DURATION",
-        help="how long to wait for the Dask scheduler to answer (default 5s)",
-    )
-    run.add_argument(
-        "--dry-run", action="store_true", help="start nothing: say what would run, be up to date or restored, and why"
-    )
-    _add_freshness(run)
-    run.add_argument(
-        "--num-jobs",
-        type=_positive_int,
-        metavar="N",
-        help="run the file's one task N times, as `sky jobs launch --num-jobs N`: a matrix of N instances with "
-        "SKYPILOT_JOB_RANK 0..N-1 and SKYPILOT_NUM_JOBS",
-    )
-    _add_env(run)
-    _add_resources(run)
-    _add_state_dir(run)
-
-
-def _add_freshness(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--force", "--no-cache", dest="force", action="store_true", help="run every task, even the up-to-date ones"
-    )
-    parser.add_argument(
-        "--from",
-        dest="from_tasks",
-        action="append",
-        default=[],
-        metavar="TASK",
-        help="run TASK and everything downstream of it even if up to date (repeatable)",
-    )
-
-
-def _add_state_dir(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--state-dir",
-        type=Path,
-        help="where runs are kept (default: .tuidag next to the DAG file, or $TUIDAG_STATE_DIR)",
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
