@@ -20,7 +20,8 @@ from slowness import patience
 from test_cli import tuidag
 from tuidag.model.state import TaskState
 from tuidag.store.history import run_info, summary_problem
-from tuidag.store.journal import read_journal, record_problem, replay, task_line
+from tuidag.store.journal import read_journal, replay, task_line
+from tuidag.store.journal_records import record_problem
 from tuidag.store.runs import RunStore
 
 REPO = Path(__file__).resolve().parent.parent

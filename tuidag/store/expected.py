@@ -23,7 +23,8 @@ from typing import Any, NamedTuple
 
 from ..model.state import COMPLETE_OUTCOMES
 from .history import read_summary
-from .journal import open_stored, read_header, record_problem
+from .journal import open_stored, read_header
+from .journal_records import record_problem
 from .runs import RunDir, RunStore
 
 LAST = 5

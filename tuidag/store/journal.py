@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import signal
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -18,6 +17,7 @@ from typing import Any, BinaryIO
 
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
+from .journal_records import record_problem
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
 _SNAPSHOT_FIELDS = (
@@ -337,116 +337,6 @@ def warn_bad_record(path: Path | str, line: int, problem: str) -> None:
     if key not in _warned:
         _warned.add(key)
         print(f"tuidag: warning: {path}:{line}: skipped a bad record: {problem}", file=sys.stderr)
-
-
-# What each field of a record may hold. The journal is read back from a folder others may be able to write, and its
-# values reach the reaper (pids to signal), the tables (times) and log paths (task names), so nothing is trusted.
-_STATES = frozenset(state.value for state in TaskState)
-
-
-def _is_int(value: Any) -> bool:
-    return type(value) is int  # bool is an int subclass, and True is not a pid
-
-
-def _is_time(value: Any) -> bool:
-    """A wall-clock timestamp: finite, and between 1970 and year 5000 (what datetime and formatting accept)."""
-    return (type(value) is float or type(value) is int) and 0 <= value < 1e11
-
-
-def _is_pid(value: Any) -> bool:
-    return type(value) is int and 0 < value < 1 << 31
-
-
-def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda value: value is None or check(value)
-
-
-def _is_str(value: Any) -> bool:
-    return type(value) is str
-
-
-def _is_name_list(value: Any) -> bool:
-    return type(value) is list and all(type(item) is str and item for item in value)
-
-
-def _is_str_map(value: Any) -> bool:
-    return type(value) is dict and all(type(item) is str for item in value.values())
-
-
-def _is_deps(value: Any) -> bool:
-    return type(value) is dict and all(type(key) is str and _is_name_list(item) for key, item in value.items())
-
-
-def _is_count_map(value: Any) -> bool:
-    return type(value) is dict and all(type(key) is str and _is_int(item) and item >= 0 for key, item in value.items())
-
-
-_RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
-    "event": _is_str,
-    "seq": _is_int,
-    "t": _is_time,
-    "detail": _optional(_is_str),
-    "signal": lambda value: type(value) is str and value in signal.Signals.__members__,  # "forced-exit"
-    # the header ("created")
-    "run_id": _is_str,
-    "dag": _is_str,
-    "source": _optional(_is_str),
-    "host": _is_str,
-    "pid": _is_pid,
-    "pid_create_time": _optional(_is_time),
-    "tasks": _is_name_list,
-    "fingerprints": _is_str_map,
-    "shared": _is_str_map,
-    "resumed_from": _optional(_is_str),
-    "deps": _is_deps,
-    "capacities": _is_count_map,
-    "requests": lambda value: type(value) is dict and all(_is_count_map(item) for item in value.values()),
-    "max_parallel": lambda value: _is_int(value) and value > 0,
-    "groups": lambda value: type(value) is dict and all(_is_name_list(item) for item in value.values()),
-}
-_TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
-    "task": lambda value: type(value) is str and value != "",
-    "to": lambda value: value in _STATES,
-    "from": lambda value: value is None or value in _STATES,
-    "seq": _is_int,
-    "t": _is_time,
-    "attempt": lambda value: type(value) is int and value >= 0,
-    "exit_code": _optional(_is_int),
-    "started_at": _optional(_is_time),
-    "finished_at": _optional(_is_time),
-    "pid": _optional(_is_pid),
-    "create_time": _optional(_is_time),
-    "reason": _optional(_is_str),
-    "reused": lambda value: type(value) is bool,
-    "value_repr": _is_str,
-    "slots": _optional(_is_str),
-    "worker": _optional(_is_str),
-    "log_start": _optional(lambda value: type(value) is int and value >= 0),
-}
-_RUN_REQUIRED: tuple[str, ...] = ("event",)
-_TASK_REQUIRED = ("task", "to")
-
-
-def record_problem(record: Any) -> str | None:
-    """Why `record` is not a journal record tuidag could have written, or None when it is one. Fields this version
-    does not know are allowed (a newer tuidag may add some)."""
-    if type(record) is not dict:
-        return f"expected a JSON object, got {type(record).__name__}"
-    kind = record.get("type")
-    if kind == "run":
-        fields, required = _RUN_FIELDS, _RUN_REQUIRED
-    elif kind == "task":
-        fields, required = _TASK_FIELDS, _TASK_REQUIRED
-    else:
-        return f"unknown record type {str(kind)[:40]!r}"
-    for name in required:
-        if name not in record:
-            return f"a {kind} record without {name!r}"
-    for name, value in record.items():
-        check = fields.get(name)
-        if check is not None and not check(value):
-            return f"bad {name!r}: {json.dumps(value)[:60]}"
-    return None
 
 
 class TaskRecord:
