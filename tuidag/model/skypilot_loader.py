@@ -34,10 +34,7 @@ something on a cloud produce one `Note` each.
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,41 +43,31 @@ from typing import Any
 
 from yaml import SafeLoader, YAMLError
 from yaml.error import MarkedYAMLError
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode
 from yaml.reader import ReaderError
 
-from .durations import MAX_DURATION, DurationTooLong
-from .errors import DagError, DagErrors, Location, Note, did_you_mean
-from .skypilot_task import IGNORED_TASK_KEYS, TASK_KEYS, TaskReader
-from .spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, JobGroup, TaskSpec
+from .errors import DagError, DagErrors, Location, Note
+from .skypilot_header import GROUP_NAME, Header, HeaderReader
+from .skypilot_task import IGNORED_TASK_KEYS, TASK_KEYS
+from .spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, TaskSpec
 from .validate import graph_errors
 from .yaml_loader import _SKIP
 from .yaml_nodes import (
-    _INT,
     _NULL,
-    _STR,
     CSafeLoader,
     _describe,
     _offset_location,
     _syntax_error,
-    _typed,
     check_tree_depth,
     recursion_error,
 )
 
-CHAIN_HEADER_KEYS = ("name", "downstream", "edges", "execution")
-JOB_GROUP_HEADER_KEYS = ("name", "execution", "primary_tasks", "termination_delay", "inter_connection", "placement")
-HEADER_KEYS = CHAIN_HEADER_KEYS + JOB_GROUP_HEADER_KEYS[2:]
-EDGE_KEYS = ("source", "target", "data")
 #: Keys of tuidag's own format that SkyPilot does not have: a single document with one is tuidag's.
 _OWN_FORMAT_KEYS = ("tasks", "env", "max_parallel", "on_failure", "kill_grace")
 #: What a one-node SkyPilot cluster tells its tasks; the task's own envs win.
 SKYPILOT_ENV = {"SKYPILOT_NODE_RANK": "0", "SKYPILOT_NUM_NODES": "1", "SKYPILOT_NODE_IPS": "127.0.0.1"}
 #: SkyPilot's job group names and job names (dag_utils.py).
-_GROUP_NAME = re.compile(r"[A-Za-z0-9_-]+")
 #: SkyPilot's durations (TIME_PATTERN_SECONDS): whole numbers of seconds, or with one of these units.
-_DURATION = re.compile(r"([0-9]+)([smhdwSMHDW]?)")
-_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def pipeline_documents(text: str, file: str) -> list[Node] | None:
@@ -173,17 +160,6 @@ def runtime_env(
 
 
 @dataclass
-class _Edge:
-    source: str
-    target: str
-    source_node: Node
-    target_node: Node
-    where: Node  # the node an edge error (duplicate, cycle) points at
-    source_what: str = "downstream"  # how messages name each end
-    target_what: str = "downstream"
-
-
-@dataclass
 class _Task:
     name: str | None  # None until the pipeline names it
     where: Node  # the node its name and errors point at
@@ -191,17 +167,7 @@ class _Task:
     gpus: int
 
 
-@dataclass
-class _Header:
-    name: str | None = None
-    edges: list[_Edge] | None = None
-    group: bool = False
-    primary: Node | None = None
-    delay: Node | None = None
-    name_node: Node | None = None
-
-
-class _PipelineReader(TaskReader):
+class _PipelineReader(HeaderReader):
     def __init__(self, file: str, notes: list[Note], env: Mapping[str, str]):
         super().__init__(file, notes, env)
         self.shell = shutil.which("bash") or DEFAULT_SHELL
@@ -211,7 +177,7 @@ class _PipelineReader(TaskReader):
         folder = path.resolve().parent
         first = documents[0]
         first_keys = self.mapping(first, "key") if isinstance(first, MappingNode) else {}
-        header = _Header()
+        header = Header()
         task_keys = set(TASK_KEYS[1:]) | set(IGNORED_TASK_KEYS)
         if isinstance(first, MappingNode) and not task_keys & set(first_keys):
             header = self.header(first_keys)
@@ -266,165 +232,6 @@ class _PipelineReader(TaskReader):
         )
 
     # The header.
-    def header(self, fields: dict[str, tuple[Node, Node]]) -> _Header:
-        header = _Header()
-        execution = fields.get("execution")
-        if execution is not None:
-            value = execution[1]
-            if isinstance(value, ScalarNode) and value.value == "parallel":
-                header.group = True
-            elif not (isinstance(value, ScalarNode) and value.value == "serial"):
-                self.fail(
-                    value,
-                    f"execution must be 'serial' (a pipeline) or 'parallel' (a job group), got {_describe(value)}",
-                )
-        shape: Node | None = None  # the key of `downstream` or `edges`, whichever came first
-        for key, (key_node, value) in fields.items():
-            if key == "name":
-                text = self.string(value, "name")
-                header.name = None if text is _SKIP else text
-                header.name_node = value
-            elif key == "execution":
-                continue
-            elif key in ("downstream", "edges") and header.group:
-                self.note(
-                    key_node, f"'{key}' is ignored in a job group (execution: parallel): its tasks all run at once"
-                )
-            elif key in ("downstream", "edges"):
-                if shape is not None:
-                    self.fail(key_node, f"'{key}' and '{shape.value}' both give the edges: use one of them")
-                    continue
-                shape = key_node
-                edges = self.downstream(value) if key == "downstream" else self.edge_list(value)
-                header.edges = edges or None  # empty edges: a chain, as SkyPilot reads them (`if downstream:`)
-            elif key in JOB_GROUP_HEADER_KEYS and header.group:
-                if key == "primary_tasks":
-                    header.primary = value
-                elif key == "termination_delay":
-                    header.delay = value
-                elif key == "inter_connection" and _typed(value, "tag:yaml.org,2002:bool") is None:
-                    self.fail(value, f"inter_connection must be true or false, got {_describe(value)}")
-                else:
-                    self.note(key_node, f"'{key}' is ignored when running locally")
-            elif key in JOB_GROUP_HEADER_KEYS:
-                self.fail(key_node, f"'{key}' is for job groups: add 'execution: parallel' to the header")
-            elif header.group:
-                self.note(
-                    key_node,
-                    f"unknown key '{key}' in the job group header is ignored{did_you_mean(key, JOB_GROUP_HEADER_KEYS)}",
-                )
-            else:
-                self.fail(key_node, f"unknown key '{key}' in the pipeline header{did_you_mean(key, HEADER_KEYS)}")
-        if header.group:
-            if header.name is None:
-                self.fail(
-                    header.name_node or next(iter(fields.values()))[0],
-                    "a job group (execution: parallel) needs a 'name' in its header",
-                )
-            elif not _GROUP_NAME.fullmatch(header.name):
-                assert header.name_node is not None  # set with the name
-                self.fail(
-                    header.name_node, f"job group name {header.name!r} may only contain letters, digits, '-' and '_'"
-                )
-        return header
-
-    def downstream(self, node: Node) -> list[_Edge]:
-        if node.tag == _NULL:
-            return []
-        if not isinstance(node, MappingNode):
-            self.fail(
-                node,
-                f"downstream must be a mapping of task names to the tasks that depend on them, got {_describe(node)}",
-            )
-            return []
-        edges: list[_Edge] = []
-        for source, (key, value) in self.mapping(node, "task").items():
-            if value.tag == _NULL:
-                continue
-            entries = value.value if isinstance(value, SequenceNode) else [value]
-            if isinstance(value, MappingNode):
-                self.fail(
-                    value,
-                    f"downstream of '{source}' must be a task name or a list of task names, got {_describe(value)}",
-                )
-                continue
-            for entry in entries:
-                if not isinstance(entry, ScalarNode) or entry.tag == _NULL or not entry.value:
-                    self.fail(entry, f"downstream of '{source}' entries must be task names, got {_describe(entry)}")
-                    continue
-                edges.append(_Edge(source, entry.value, key, entry, entry, "downstream", f"downstream of '{source}'"))
-        return edges
-
-    def edge_list(self, node: Node) -> list[_Edge]:
-        if node.tag == _NULL:
-            return []
-        if not isinstance(node, SequenceNode):
-            self.fail(node, f"edges must be a list of {{source: TASK, target: TASK}} mappings, got {_describe(node)}")
-            return []
-        edges: list[_Edge] = []
-        for item in node.value:
-            if not isinstance(item, MappingNode):
-                self.fail(item, f"an edge must be a mapping with 'source' and 'target', got {_describe(item)}")
-                continue
-            fields = self.mapping(item, "key")
-            ends: dict[str, Node] = {}
-            for key, (key_node, value) in fields.items():
-                if key not in EDGE_KEYS:
-                    self.fail(key_node, f"edge: unknown key '{key}'{did_you_mean(key, EDGE_KEYS)}")
-                elif key != "data":  # data is for SkyPilot's own use; accepted whatever it holds
-                    if isinstance(value, ScalarNode) and value.tag != _NULL and value.value:
-                        ends[key] = value
-                    else:
-                        self.fail(value, f"edge {key} must be a task name, got {_describe(value)}")
-            missing = [end for end in ("source", "target") if end not in fields]
-            if missing:
-                self.fail(item, f"edge has no {' or '.join(repr(m) for m in missing)}")
-            elif len(ends) == 2:
-                edges.append(
-                    _Edge(
-                        ends["source"].value,
-                        ends["target"].value,
-                        ends["source"],
-                        ends["target"],
-                        item,
-                        "edge source",
-                        "edge target",
-                    )
-                )
-        return edges
-
-    def dependencies_of(self, names: list[str], edges: list[_Edge] | None) -> dict[str, list[tuple[str, Location]]]:
-        """task -> [(dependency, where the edge is written)], from the edges, or a chain in document order."""
-        deps: dict[str, list[tuple[str, Location]]] = {task: [] for task in names}
-        if edges is None:
-            for before, after in itertools.pairwise(names):
-                deps[after].append((before, self.at(self.task_nodes[after])))
-            return deps
-        first_seen: dict[tuple[str, str], Node] = {}
-        for edge in edges:
-            known = True
-            for end, node, what in (
-                (edge.source, edge.source_node, edge.source_what),
-                (edge.target, edge.target_node, edge.target_what),
-            ):
-                if end not in deps:
-                    self.fail(node, f"{what}: unknown task '{end}'{did_you_mean(end, names)}")
-                    known = False
-            if not known:
-                continue
-            pair = (edge.source, edge.target)
-            if pair in first_seen:
-                line = first_seen[pair].start_mark.line + 1
-                self.note(
-                    edge.where,
-                    f"edge {edge.source} -> {edge.target} is given twice (first on line {line}): it is one edge",
-                )
-                continue
-            first_seen[pair] = edge.where
-            deps[edge.target].append((edge.source, self.at(edge.where)))
-        return deps
-
-    # Tasks.
     def task_document(self, node: Node, fields: dict[str, tuple[Node, Node]] | None) -> _Task | None:
         if node.tag == _NULL:
             return None  # an empty document, e.g. after a trailing '---'
@@ -450,7 +257,7 @@ class _PipelineReader(TaskReader):
         settings, gpus = self.task_settings(fields, f"task '{name}': " if name else "task: ")
         return _Task(name, where, settings, gpus)
 
-    def name_tasks(self, tasks: list[_Task], header: _Header, stem: str) -> str:
+    def name_tasks(self, tasks: list[_Task], header: Header, stem: str) -> str:
         """Name the pipeline and its unnamed tasks as SkyPilot does (`maybe_infer_and_fill_dag_and_task_names`) and
         return the pipeline's name. In a chain a name given twice is made unique; elsewhere it is an error, since
         edges and primary tasks refer to tasks by name."""
@@ -467,7 +274,7 @@ class _PipelineReader(TaskReader):
             for index, task in enumerate(tasks, start=1):
                 if task.name is None:
                     self.fail(task.where, f"task {index} of the job group has no 'name': job group tasks need one")
-                elif not _GROUP_NAME.fullmatch(task.name):
+                elif not GROUP_NAME.fullmatch(task.name):
                     self.fail(task.where, f"job name {task.name!r} may only contain letters, digits, '-' and '_'")
             tasks[:] = [task for task in tasks if task.name is not None]
         for index, task in enumerate(tasks):
@@ -500,54 +307,3 @@ class _PipelineReader(TaskReader):
         return name
 
     # Job groups.
-    def job_group(self, header: _Header, names: list[str]) -> JobGroup:
-        primary = list(names)
-        node = header.primary
-        if node is not None and node.tag != _NULL:
-            if not isinstance(node, SequenceNode):
-                self.fail(node, f"primary_tasks must be a list of task names, got {_describe(node)}")
-            elif node.value:  # an empty list: every task is primary
-                primary = []
-                for entry in node.value:
-                    if not (isinstance(entry, ScalarNode) and entry.tag == _STR):
-                        self.fail(entry, f"primary_tasks entries must be task names, got {_describe(entry)}")
-                    elif entry.value not in names:
-                        self.fail(
-                            entry, f"primary_tasks: unknown task '{entry.value}'{did_you_mean(entry.value, names)}"
-                        )
-                    else:
-                        primary.append(entry.value)
-        delays: dict[str, float] = {}
-        node = header.delay
-        if node is not None and node.tag != _NULL:
-            if isinstance(node, MappingNode):
-                default = 0.0
-                for key, (key_node, value) in self.mapping(node, "task").items():
-                    seconds = self.sky_duration(value, f"termination_delay[{key!r}]")
-                    if key == "default":
-                        default = seconds
-                    elif key not in names:
-                        self.fail(
-                            key_node,
-                            f"termination_delay: unknown task '{key}' (or 'default'){did_you_mean(key, names)}",
-                        )
-                    else:
-                        delays[key] = seconds
-                delays = {name: delays.get(name, default) for name in names if name not in primary}
-            else:
-                seconds = self.sky_duration(node, "termination_delay")
-                delays = {name: seconds for name in names if name not in primary}
-        return JobGroup(tuple(primary), {name: delay for name, delay in delays.items() if delay})
-
-    def sky_duration(self, node: Node, what: str) -> float:
-        """SkyPilot's duration: a whole number of seconds, or one with a unit (s, m, h, d, w)."""
-        match = _DURATION.fullmatch(node.value) if isinstance(node, ScalarNode) and node.tag in (_STR, _INT) else None
-        if match is None:
-            self.fail(node, f"{what} must be a duration like 30, 30s, 5m or 1h, got {_describe(node)}")
-            return 0.0
-        digits = match.group(1).lstrip("0")
-        seconds = float(int(digits or "0") * _UNIT_SECONDS[match.group(2).lower()]) if len(digits) < 16 else math.inf
-        if seconds > MAX_DURATION:
-            self.fail(node, f"{what} is too long: {DurationTooLong.LIMIT}, got {_describe(node)}")
-            return 0.0
-        return seconds
