@@ -15,8 +15,8 @@ from .durations import MAX_DURATION, DurationTooLong
 from .errors import Location, did_you_mean
 from .skypilot_task import TaskReader
 from .spec import JobGroup
-from .yaml_loader import _SKIP
 from .yaml_nodes import _INT, _NULL, _STR, _describe, _typed
+from .yaml_values import _SKIP
 
 CHAIN_HEADER_KEYS = ("name", "downstream", "edges", "execution")
 JOB_GROUP_HEADER_KEYS = ("name", "execution", "primary_tasks", "termination_delay", "inter_connection", "placement")

@@ -51,7 +51,6 @@ from .skypilot_header import GROUP_NAME, Header, HeaderReader
 from .skypilot_task import IGNORED_TASK_KEYS, TASK_KEYS
 from .spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, TaskSpec
 from .validate import graph_errors
-from .yaml_loader import _SKIP
 from .yaml_nodes import (
     _NULL,
     CSafeLoader,
@@ -61,6 +60,7 @@ from .yaml_nodes import (
     check_tree_depth,
     recursion_error,
 )
+from .yaml_values import _SKIP
 
 #: Keys of tuidag's own format that SkyPilot does not have: a single document with one is tuidag's.
 _OWN_FORMAT_KEYS = ("tasks", "env", "max_parallel", "on_failure", "kill_grace")

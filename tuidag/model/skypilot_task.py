@@ -23,8 +23,9 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from .errors import DagError, Location, Note, did_you_mean
 from .resources import Request, kind_problem
 from .spec import MAX_COUNT, nul_problem
-from .yaml_loader import _SKIP, _Reader
+from .yaml_loader import _Reader
 from .yaml_nodes import _INT, _NULL, _STR, _describe, _typed
+from .yaml_values import _SKIP
 
 #: Task keys read here; `name` is read by the pipeline reader.
 TASK_KEYS = ("name", "setup", "run", "envs", "secrets", "workdir", "num_nodes", "resources")
