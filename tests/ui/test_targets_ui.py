@@ -12,7 +12,7 @@ from slowness import patience
 from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
 from tuidag.ui.widgets.graph.tiles import HIDDEN_COLOUR
-from tuidag.ui.widgets.timeline import GRID_COLOUR
+from tuidag.ui.widgets.timeline_rows import GRID_COLOUR
 
 S = TaskState
 
