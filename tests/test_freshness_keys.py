@@ -7,21 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from test_cli import write
+from test_yaml_loader import errors
 from tuidag import Dag
 from tuidag.model import DagErrors
 from tuidag.model.errors import Location
 from tuidag.model.loader import load_dag
-
-
-def write(path: Path, text: str) -> Path:
-    path.write_text(text)
-    return path
-
-
-def errors(path: Path) -> list[str]:
-    with pytest.raises(DagErrors) as caught:
-        load_dag(path)
-    return [str(err) for err in caught.value.errors]
 
 
 def test_yaml_tasks_declare_inputs_outputs_cache_and_env_inputs(tmp_path):
