@@ -116,6 +116,30 @@ def test_the_run_the_post_mortem_r_starts_hands_on_reused_values(tmp_path, monke
     assert "report: 3 6" in log_of(tmp_path, "report")
 
 
+def test_the_run_the_post_mortem_r_starts_repeats_the_options_that_shaped_the_first(tmp_path, monkeypatch):
+    """A run started with `--env MODE=fast -j 2 --kill-grace 2s`: the post-mortem's `r` repeats them. Without them
+    the resumed run would reuse nothing (`--env MODE changed every task's definition`)."""
+    from tuidag.control.remote import RemoteRun
+    from tuidag.ui import viewer
+
+    source = etl(tmp_path)
+    first = tuidag("run", str(source), "--no-tui", "--env", "MODE=fast", "-j", "2", "--kill-grace", "2s", cwd=tmp_path)
+    assert first.returncode == 1, first.stdout + first.stderr
+    (tmp_path / "consume-fixed").touch()
+    (tmp_path / "report-fixed").touch()
+    store = RunStore(tmp_path / ".tuidag")
+    (run,) = store.runs()
+    started = []
+    monkeypatch.setattr(viewer.os, "execv", lambda path, argv: started.append(argv))
+    viewer._resume(run, store, RemoteRun.stored(run, store))
+    (argv,) = started
+    options = argv[argv.index(str(source)) + 1 : argv.index("--resume")]
+    assert options == ["--env", "MODE=fast", "-j", "2", "--kill-grace", "2.0s"]
+    proc = tuidag(*argv[3:], "--no-tui", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "reusing 1 of 3 tasks (produce)" in proc.stderr
+
+
 def test_a_value_json_cannot_hold_exactly_is_not_reused_and_the_note_says_so(tmp_path):
     """A tuple would come back as a list: handing that to consume would not be what produce returned."""
     source = etl(tmp_path)

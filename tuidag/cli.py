@@ -271,6 +271,7 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
         force=getattr(args, "force", False),
         run_anyway=plan_commands.run_anyway(dag, getattr(args, "from_tasks", [])),
         targets=args.tasks,
+        options=repeated_options(args),
     )
     if session.scheduler.parallel_note:
         print(f"tuidag: {session.scheduler.parallel_note}", file=sys.stderr)
@@ -281,6 +282,29 @@ def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlie
         )
         print(f"tuidag: resuming {earlier.run_id}: {printable(note)}", file=sys.stderr)
     return session
+
+
+def repeated_options(args: argparse.Namespace) -> list[str]:
+    """The options of `args` that shape what a run does and that a run resuming it must repeat, or it would not
+    reuse what this one did (`--env` changes every task's definition) or would run differently (`-j`, the executor,
+    the capacities). `--env KEY` is kept with the value it had. Not kept: one-off choices (`--force`, `--from`, the
+    view, `--detach`)."""
+    repeated: list[str] = []
+    for key, value in getattr(args, "env", []):
+        repeated += ["--env", f"{key}={value}"]
+    if getattr(args, "max_parallel", None):
+        repeated += ["-j", str(args.max_parallel)]
+    if getattr(args, "kill_grace", None) is not None:
+        repeated += ["--kill-grace", f"{args.kill_grace}s"]
+    if getattr(args, "resources", None):
+        repeated += ["--resources", ",".join(f"{kind}={n}" for kind, n in args.resources.items())]
+    for option in ("executor", "dask_address", "num_jobs"):
+        value = getattr(args, option, None)
+        if value is not None:
+            repeated += ["--" + option.replace("_", "-"), str(value)]
+    if getattr(args, "dask_timeout", None) is not None:
+        repeated += ["--dask-timeout", f"{args.dask_timeout}s"]
+    return repeated
 
 
 def _run_in_background(

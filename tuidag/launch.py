@@ -77,10 +77,12 @@ class RunSession:
         force: bool = False,
         run_anyway: Mapping[str, str] | None = None,
         targets: Sequence[str] = (),
+        options: Sequence[str] = (),
     ) -> RunSession:
         """`force`: every task runs, up to date or not; `run_anyway`: tasks that run even if up to date, with the
         reason to give (`--from`); `targets`: the tasks asked for (`tuidag run FILE TASK...`, checked to be the
-        DAG's); none: every task."""
+        DAG's); none: every task. `options`: the command-line options that shaped the run (`--env`, `-j`, ...),
+        kept in its header so that a run resuming it repeats them."""
         store = RunStore(state_dir)
         reuse = plan_reuse(dag, resume_from, needed(dag, targets)) if resume_from else None
         reused = reuse.values if reuse else {}
@@ -89,6 +91,7 @@ class RunSession:
             "shared": dag.shared_digests,
             "resumed_from": resume_from.run_id if resume_from else None,
             "targets": list(targets),
+            "options": list(options),
             "executor": executor.description if executor is not None else "local",
             **dag_header(dag, default_parallel(dag, max_parallel, executor)[0]),
         }

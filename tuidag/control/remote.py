@@ -64,6 +64,8 @@ class RemoteRun(EngineConnection):
         self.dag = dag_from_header(header)
         # the tasks the run was asked for (`tuidag run FILE TASK...`; none: every task), as its header recorded them
         self.targets: list[str] = [name for name in header.get("targets") or () if isinstance(name, str)]
+        # the command-line options that shaped it (`--env`, `-j`, ...): a run resuming it repeats them
+        self.options: list[str] = [option for option in header.get("options") or () if isinstance(option, str)]
         self.store = store
         self.foreground = foreground  # the viewer of the terminal that started the run
         self.started: float = float(header.get("t") or time.time())

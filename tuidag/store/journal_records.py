@@ -77,6 +77,7 @@ _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "capacities": _is_count_map,
     "requests": lambda value: type(value) is dict and all(_is_count_map(item) for item in value.values()),
     "max_parallel": lambda value: _is_int(value) and value > 0,
+    "options": lambda value: type(value) is list and all(type(item) is str for item in value),
     "groups": lambda value: type(value) is dict and all(_is_name_list(item) for item in value.values()),
 }
 _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {

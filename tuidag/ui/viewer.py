@@ -156,8 +156,8 @@ def _detached(run: RunDir, store: RunStore, remote: RemoteRun) -> int:
 
 
 def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
-    """Replace this process with `tuidag run SOURCE [TARGET...] --resume RUN_ID` in the same state dir: a run of
-    the same targets."""
+    """Replace this process with `tuidag run SOURCE [TARGET...] [OPTION...] --resume RUN_ID` in the same state dir: a
+    run of the same targets with the same options (`--env`, `-j`, the executor, ...)."""
     source = remote.dag.source
     if source is None or not source.is_file():
         shown = terminal_line(source or "(unknown)")  # the journal's text
@@ -170,6 +170,7 @@ def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
         "run",
         str(source),
         *remote.targets,
+        *remote.options,
         "--resume",
         run.run_id,
         "--state-dir",
