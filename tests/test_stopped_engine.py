@@ -207,3 +207,20 @@ tasks:
         tuidag("runs", cwd=tmp_path)  # reaps the task the dead engine left
     assert follow.returncode == 1
     assert f"the engine of run {run_id} died before talk ended: its log stops here" in err
+
+
+def test_runs_says_a_stopped_engine_is_not_answering_and_running_once_continued(stopped_engine):
+    """`tuidag runs` asked the engine for its status and, getting no answer from a stopped one, said plain
+    "running": as if all were well."""
+    run, pid, _ = stopped_engine
+    stop(pid)
+    try:
+        proc = tuidag("runs", cwd=run.path.parent.parent.parent)
+        assert proc.returncode == 0, proc.stderr
+        (line,) = [line for line in proc.stdout.splitlines() if run.run_id in line]
+        assert f"running (pid {pid}, stopped: not answering until continued)" in line
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    proc = tuidag("runs", cwd=run.path.parent.parent.parent)
+    (line,) = [line for line in proc.stdout.splitlines() if run.run_id in line]
+    assert f"running (pid {pid}, 0 viewers)" in line

@@ -191,10 +191,23 @@ def _live_outcome(run: RunDir, outcome: str) -> str:
 
     status = live_status(run)
     if status is None or type(status.get("pid")) is not int or type(status.get("viewers")) is not int:
-        return outcome
+        return _silent_outcome(run, outcome)
     viewers = status["viewers"]
     paused = ", paused" if status.get("paused") is True else ""
     return f"running (pid {status['pid']}, {viewers} viewer{'' if viewers == 1 else 's'}{paused})"
+
+
+def _silent_outcome(run: RunDir, outcome: str) -> str:
+    """A live run whose engine did not answer: `running (pid 123, stopped: not answering until continued)` when it
+    is stopped (SIGSTOP, Ctrl+Z), `running (pid 123, not answering)` otherwise (too busy, or just ending)."""
+    from .control.run_record import process_stopped
+
+    pid = read_header(run.journal).get("pid")
+    if type(pid) is not int or pid <= 0:
+        return outcome
+    if process_stopped(pid):
+        return f"running (pid {pid}, stopped: not answering until continued)"
+    return f"running (pid {pid}, not answering)"
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

@@ -14,6 +14,15 @@ from ..store.runs import RunDir, RunStore
 S = TaskState
 
 
+def process_stopped(pid: int) -> bool:
+    """Whether `pid` is stopped (SIGSTOP, SIGTSTP, a debugger): it runs, but answers nothing until continued."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
+
+
 def process_alive(pid: int) -> bool:
     """Whether `pid` runs: a zombie does not (a killed engine stays one while a subreaper above it, a test runner
     running runs itself, has not reaped it)."""
