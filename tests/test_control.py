@@ -195,3 +195,12 @@ def test_a_request_on_a_connection_that_was_dropped_is_not_live_rather_than_a_cr
     with pytest.raises(NotLive, match="the engine is gone"):
         connection._ask("pause", {})
     assert not session.scheduler.paused
+
+
+def test_every_op_the_protocol_accepts_has_a_handler_and_every_handler_an_op():
+    """An op the protocol accepts but nothing handles is a request that passes the checks and then fails: the table
+    of ops and the tables of handlers say the same."""
+    from tuidag.control import dispatch
+
+    assert set(protocol.OPS) == set(dispatch.AT_ONCE) | set(dispatch.CONTROLS)
+    assert not set(dispatch.AT_ONCE) & set(dispatch.CONTROLS)

@@ -56,7 +56,6 @@ OPS: dict[str, tuple[str, ...]] = {
     "resume": (),
     "stop": (),
     "interrupt": ("signal",),
-    "detach": (),
 }
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 ORIGINS = ("viewer", "cli")
