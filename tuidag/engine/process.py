@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -66,13 +66,12 @@ def boot_time() -> float:
     raise RuntimeError("no btime in /proc/stat")
 
 
-def tagged_pids(run_id: str) -> list[int]:
-    """Processes whose environment carries the run's tag, from a plain /proc scan (it runs at the end of every run,
-    so it must not need psutil). The environment a process started with is what /proc shows, and it is inherited
-    through setsid, double forks and re-parenting."""
-    tag = f"{TAG_RUN}={run_id}".encode()
+def environments(containing: bytes) -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, its environment's `KEY=VALUE` items) of this user's processes, other than this one, whose environment
+    holds `containing`, from a plain /proc scan (it runs at the end of every run, so it must not need psutil). The
+    environment a process started with is what /proc shows, and it is inherited through setsid, double forks and
+    re-parenting."""
     me = os.getpid()
-    found = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == me:
             continue
@@ -81,9 +80,14 @@ def tagged_pids(run_id: str) -> list[int]:
                 environ = f.read()
         except OSError:  # gone, or another user's
             continue
-        if tag in environ.split(b"\0"):
-            found.append(int(name))
-    return found
+        if containing in environ:
+            yield int(name), environ.split(b"\0")
+
+
+def tagged_pids(run_id: str) -> list[int]:
+    """Processes whose environment carries the run's tag."""
+    tag = f"{TAG_RUN}={run_id}".encode()
+    return [pid for pid, items in environments(tag) if tag in items]
 
 
 class ProcRef(NamedTuple):

@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+from ..process import environments
+
 GUARD_TAG = "TUIDAG_DASK_GUARD"
 
 _lock = threading.Lock()
@@ -96,23 +98,13 @@ def kill_tagged(value: str | None) -> int:
 def tagged(value: str | None) -> list[int]:
     """Pids of this host's processes tagged with worker `value` (None: with a worker process that is gone)."""
     prefix = f"{GUARD_TAG}=".encode()
-    me = os.getpid()
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:  # gone, or another user's
-            continue
-        if prefix not in environ:
-            continue
-        for item in environ.split(b"\0"):
+    for pid, items in environments(prefix):
+        for item in items:
             if item.startswith(prefix):
                 tag = item[len(prefix) :].decode(errors="replace")
                 if (tag == value) if value is not None else not _token_alive(tag):
-                    found.append(int(name))
+                    found.append(pid)
                 break
     return found
 
