@@ -288,3 +288,30 @@ def test_the_note_names_the_tasks_that_changed_and_those_after_them(tmp_path):
     source.write_text(dag.format(b="two") + "  d:\n    run: echo d\n")
     proc = tuidag("run", str(source), "--resume", cwd=tmp_path)
     assert "reusing 1 of 4 tasks (a): changed: b; not in that run: d; after a task that runs again: c\n" in proc.stderr
+
+
+def test_a_dag_file_edited_within_the_same_second_keeping_its_size_is_read_as_it_is_now(tmp_path):
+    """Python takes a cached .pyc whose recorded mtime (whole seconds) and size match the source: an edit in the
+    same second that keeps the size (`LIMIT = 10` -> `LIMIT = 11`) ran the old code. tuidag reads a DAG file from
+    its source, and writes no __pycache__ beside it. Bytecode caching is on here, as on a user's machine."""
+    path = tmp_path / "fp_dag.py"
+    source = textwrap.dedent(BASE)
+    code = "import sys; from tuidag.api import load_python; print(load_python(sys.argv[1]).fingerprints['task'])"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def fingerprint() -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=tmp_path, env=env
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    path.write_text(source)
+    stamp = path.stat().st_mtime_ns
+    before = fingerprint()
+    edited = source.replace("LIMIT = 10", "LIMIT = 11")
+    assert len(edited) == len(source)
+    path.write_text(edited)
+    os.utime(path, ns=(stamp, stamp))  # the same second as the first version
+    assert fingerprint() != before
+    assert not (tmp_path / "__pycache__").exists()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import describe_exception
+from ..model.python_loader import file_spec
 from . import orphans, output_routing
 from .cgroup import RunCgroups
 from .executor import Attempt, AttemptResult, RunningAttempt
@@ -245,7 +246,7 @@ def _loaded_module(name: str, file: str | None):
     if file is None:
         raise ImportError(f"cannot find module {name!r}")
     as_name = "__mp_main__" if name == "__main__" else name
-    spec = importlib.util.spec_from_file_location(as_name, file)
+    spec = file_spec(as_name, file)  # from its source, as the parent imported it
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {file}")
     module = importlib.util.module_from_spec(spec)

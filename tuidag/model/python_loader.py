@@ -6,12 +6,14 @@ imports the CLI for `Dag.main()`): the loader looks for instances of `PythonDag`
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import re
 import sys
+from importlib.machinery import ModuleSpec
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import CodeType, ModuleType, TracebackType
 
 from .errors import DagError, DagErrors, Location, Note, describe_exception
 from .source import read_source
@@ -108,13 +110,28 @@ def _module_name(path: Path) -> str:
     return "tuidag_dag_" + re.sub(r"\W", "_", stem)
 
 
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Imports a DAG file from its source, always: Python would take a cached `.pyc` whose recorded mtime (in whole
+    seconds) and size match the file's, so an edit within the same second that keeps the size (`LIMIT = 10` ->
+    `LIMIT = 11`) ran the old code, and `--resume` fingerprinted the old code too. No `__pycache__` is written
+    into the user's folder either. The DAG file's own imports are imported as Python imports them."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        return compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
+
+
+def file_spec(name: str, file: str) -> ModuleSpec | None:
+    """The import spec of a DAG file, loaded by `SourceOnlyLoader`."""
+    return importlib.util.spec_from_file_location(name, file, loader=SourceOnlyLoader(name, file))
+
+
 def _import_file(path: Path) -> ModuleType:
     file = str(path)
     folder = str(path.resolve().parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)  # as `python FILE` would: the file's own imports of its neighbours work
     name = _module_name(path)
-    spec = importlib.util.spec_from_file_location(name, file)
+    spec = file_spec(name, file)
     if spec is None or spec.loader is None:
         raise DagErrors([DagError("cannot import this file as Python", Location(file, 1, 1))])
     module = importlib.util.module_from_spec(spec)
