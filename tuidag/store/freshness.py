@@ -22,7 +22,7 @@ from typing import Any
 from ..model.freshness import FAIL, NO_CACHE, NO_OUTPUTS, RESTORE, RUN, UP_TO_DATE, Facts, Verdict, decide, facts_key
 from ..model.spec import DagSpec, sha1
 from .content_cache import ContentCache, max_size
-from .hashing import ALGORITHM, Hasher, Missing
+from .hashing import ALGORITHM, Gate, Hasher, Missing
 from .index import Index, Success
 from .journal import kept_value
 from .runs import link_log, log_file_name
@@ -58,7 +58,8 @@ class Freshness:
         self.environ = os.environ if environ is None else environ
         self.index = Index(state_dir)
         self.index.preload(self.task_key(""))
-        self.hasher = Hasher(self.index)
+        self._gate = Gate()  # the checks of pool threads one at a time (see hashing.Gate)
+        self.hasher = Hasher(self.index, gate=self._gate)
         self.cache = ContentCache(state_dir, self.index, on_note)
         self.on_note = on_note
         self.limit = max_size(dict(self.environ))
@@ -118,7 +119,8 @@ class Freshness:
         """Called on a pool thread when the task is about to start. An up-to-date task's log is linked in from the
         attempt it stands on; a RESTORE verdict has restored the outputs already (else it is a RUN verdict)."""
         try:
-            verdict = self._verdict(name, self._dep_outputs)
+            with self._gate:
+                verdict = self._verdict(name, self._dep_outputs)
         except (sqlite3.Error, OSError) as exc:  # the index or an output could not be read: run it
             return Verdict(RUN, f"its earlier outputs could not be checked ({_os_error(exc)})")
         if verdict.action in (UP_TO_DATE, RESTORE):

@@ -31,8 +31,10 @@ import hashlib
 import importlib
 import os
 import stat
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,13 +95,51 @@ class StatCache(Protocol):
     def remember_hash(self, path: str, algorithm: str, key: tuple[int, int, int, int], digest: str) -> None: ...
 
 
+class Gate:
+    """One thread at a time checks what the stat cache answers; a thread that has to read a file lets the others in
+    while it reads (`reading`), so files of several tasks are still hashed at once (hashlib releases the GIL).
+
+    Why: checking a known file is a few microseconds of Python, and pool threads doing it side by side only contend
+    for the GIL and the locks they share. A 1,000-task DAG with nothing changed took 0.47 s of checks with 8 threads
+    against 0.22 s with one (each task's 10 inputs and its output answered by the stat cache, tmpfs, 2 cores);
+    with the gate, 8 threads take the one thread's time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held = threading.local()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._held.by_me = True
+
+    def __exit__(self, *exc: object) -> None:
+        self._held.by_me = False
+        self._lock.release()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Let other threads in while this one reads a file (if it holds the gate)."""
+        if not getattr(self._held, "by_me", False):
+            yield
+            return
+        self.__exit__()
+        try:
+            yield
+        finally:
+            self.__enter__()
+
+
 class Hasher:
     """Hashes files, reading only those whose stat changed since the stat cache saw them. `cache` is the index's
-    table of earlier hashes (`index.Index`), or None for none. Thread-safe as the index is."""
+    table of earlier hashes (`index.Index`), or None for none; `gate`, a Gate held around checks (released while
+    a file is read). Thread-safe as the index is."""
 
-    def __init__(self, cache: StatCache | None = None, clock: Callable[[], int] = time.time_ns):
+    def __init__(
+        self, cache: StatCache | None = None, clock: Callable[[], int] = time.time_ns, gate: Gate | None = None
+    ):
         self.cache = cache
         self.clock = clock
+        self.gate = gate
         self.files_read = 0  # how many files were read (the others came from the stat cache), for tests and figures
 
     def file(self, path: str, info: os.stat_result | None = None) -> str | None:
@@ -126,7 +166,11 @@ class Hasher:
             opened = os.fstat(fd)
             if (opened.st_ino, opened.st_dev) != (info.st_ino, info.st_dev):  # replaced meanwhile: hash what is there
                 return self.file(path, opened) if stat.S_ISREG(opened.st_mode) else None
-            digest = hash_fd(fd)
+            if self.gate is not None:
+                with self.gate.reading():
+                    digest = hash_fd(fd)
+            else:
+                digest = hash_fd(fd)
             self.files_read += 1
         finally:
             os.close(fd)
@@ -134,7 +178,7 @@ class Hasher:
             self.cache.remember_hash(path, ALGORITHM, key, digest)
         return digest
 
-    def tree(self, base: Path, entry: str) -> dict[str, str] | None:
+    def tree(self, base: Path | str, entry: str) -> dict[str, str] | None:
         """Every file at `entry` (a file, or a folder's files at any depth), relative to `base` as written ->
         its hash; None when nothing is there."""
         path = os.path.normpath(os.path.join(base, entry))
@@ -159,16 +203,17 @@ class Hasher:
         """Each input file (paths and globs relative to `base`, folders taken whole) -> its hash, sorted by path.
         Raises Missing for a path that does not exist or a glob that matches no file."""
         found: dict[str, str] = {}
+        root = os.fspath(base)  # joined to each path: a str once, not a Path each time
         for pattern in patterns:
             if glob.has_magic(pattern):
-                matches = sorted(glob.glob(pattern, root_dir=base, recursive=True))
-                hashed = [self.tree(base, match) for match in matches]
+                matches = sorted(glob.glob(pattern, root_dir=root, recursive=True))
+                hashed = [self.tree(root, match) for match in matches]
                 if not any(hashed):
                     raise Missing(f"input '{pattern}' matches no file")
                 for part in hashed:
                     found.update(part or {})
             else:
-                part = self.tree(base, pattern)
+                part = self.tree(root, pattern)
                 if part is None:
                     raise Missing(f"input '{pattern}' does not exist")
                 found.update(part)
@@ -176,7 +221,8 @@ class Hasher:
 
     def outputs(self, base: Path, entries: Iterable[str]) -> dict[str, dict[str, str] | None]:
         """Each declared output -> its files and their hashes (None: not there)."""
-        return {entry: self.tree(base, entry) for entry in entries}
+        root = os.fspath(base)
+        return {entry: self.tree(root, entry) for entry in entries}
 
 
 def short(digest: str | None) -> str:
