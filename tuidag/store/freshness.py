@@ -30,8 +30,11 @@ from .runs import link_log, log_file_name
 FORCED = "--force: every task runs"
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps makes one per call with these options
+
+
 def _digest(value: Any) -> str:
-    return sha1(json.dumps(value, sort_keys=True, default=str).encode("utf-8", "backslashreplace")).hexdigest()[:16]
+    return sha1(_ENCODER.encode(value).encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
 class Freshness:

@@ -205,18 +205,28 @@ class Hasher:
         found: dict[str, str] = {}
         root = os.fspath(base)  # joined to each path: a str once, not a Path each time
         for pattern in patterns:
-            if glob.has_magic(pattern):
+            if "*" in pattern or "?" in pattern or "[" in pattern:  # glob.has_magic without a regex per path
                 matches = sorted(glob.glob(pattern, root_dir=root, recursive=True))
                 hashed = [self.tree(root, match) for match in matches]
                 if not any(hashed):
                     raise Missing(f"input '{pattern}' matches no file")
                 for part in hashed:
                     found.update(part or {})
-            else:
-                part = self.tree(root, pattern)
-                if part is None:
-                    raise Missing(f"input '{pattern}' does not exist")
-                found.update(part)
+                continue
+            path = os.path.normpath(os.path.join(root, pattern))
+            try:
+                info = os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                raise Missing(f"input '{pattern}' does not exist") from None
+            # A file (most inputs) straight to its hash; `tree` for a folder. Half the time of the checks of a
+            # 1,000-task DAG with nothing changed went to the 11,000 files' paths, stats and dicts.
+            if stat.S_ISREG(info.st_mode) and (digest := self.file(path, info)) is not None:
+                found[os.path.normpath(pattern)] = digest
+                continue
+            part = self.tree(root, pattern)
+            if part is None:
+                raise Missing(f"input '{pattern}' does not exist")
+            found.update(part)
         return dict(sorted(found.items()))
 
     def outputs(self, base: Path, entries: Iterable[str]) -> dict[str, dict[str, str] | None]:
