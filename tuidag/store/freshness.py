@@ -135,7 +135,7 @@ class Freshness:
             with self._lock:
                 self._outputs[name] = dict(success.outputs)
             if self.log_dir is not None and success.log:
-                link_log(Path(success.log), self.log_dir / log_file_name(name))
+                link_log(success.log, os.path.join(self.log_dir, log_file_name(name)))  # str: no Path per task
         return verdict
 
     def always_runs(self, name: str) -> str | None:
