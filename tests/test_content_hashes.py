@@ -84,6 +84,15 @@ def test_a_thread_hashing_a_file_lets_the_checks_of_other_threads_through(tmp_pa
     assert digest == hash_bytes(b"x" * 4096)
 
 
+def test_an_input_is_named_and_hashed_the_same_however_its_path_is_written(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.csv").write_text("1")
+    expected = {"data/a.csv": hash_bytes(b"1")}
+    for written in ("data/a.csv", "./data/a.csv", "data//a.csv", "data/../data/a.csv", "data/./a.csv"):
+        assert Hasher().inputs(tmp_path, [written]) == expected, written
+    assert Hasher().inputs(tmp_path / "data" / "..", ["data/a.csv"]) == expected
+
+
 def test_inputs_expand_globs_and_folders_and_say_what_is_missing(tmp_path):
     (tmp_path / "data" / "sub").mkdir(parents=True)
     (tmp_path / "data" / "a.csv").write_text("1")
