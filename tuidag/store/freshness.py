@@ -258,6 +258,7 @@ def plan(
     """Every task's verdict, in topological order, without running or restoring anything: a task after one with
     outputs that will run will run too (its dependency's outputs are not known yet)."""
     freshness = Freshness(dag, state_dir, force=force, run_anyway=run_anyway)
+    freshness.hasher.keep_globs()  # nothing runs: a glob matches the same files for every task that lists it
     wanted = set(dag.topological_order if tasks is None else tasks)
     verdicts: dict[str, Verdict] = {}
     planned: dict[str, Mapping[str, Any] | None] = {}

@@ -141,6 +141,21 @@ class Hasher:
         self.clock = clock
         self.gate = gate
         self.files_read = 0  # how many files were read (the others came from the stat cache), for tests and figures
+        self._globs: dict[tuple[str, str], list[str]] | None = None  # (folder, pattern) -> matches, once kept
+
+    def keep_globs(self) -> None:
+        """Expand each glob once and give its matches to every task that lists it: only while nothing runs (`plan`),
+        as a run's tasks make files a later task's glob must see."""
+        self._globs = {}
+
+    def _matches(self, root: str, pattern: str) -> list[str]:
+        globs = self._globs
+        if globs is not None and (root, pattern) in globs:
+            return globs[(root, pattern)]
+        matches = sorted(glob.glob(pattern, root_dir=root, recursive=True))
+        if globs is not None:
+            globs[(root, pattern)] = matches
+        return matches
 
     def file(self, path: str, info: os.stat_result | None = None) -> str | None:
         """The hash of a regular file (symlinks followed), or None when there is none at `path`. `info`: its stat,
@@ -207,8 +222,7 @@ class Hasher:
         prefix = os.path.join(os.path.normpath(root), "") if os.path.isabs(root) else None
         for pattern in patterns:
             if "*" in pattern or "?" in pattern or "[" in pattern:  # glob.has_magic without a regex per path
-                matches = sorted(glob.glob(pattern, root_dir=root, recursive=True))
-                hashed = [self.tree(root, match) for match in matches]
+                hashed = [self.tree(root, match) for match in self._matches(root, pattern)]
                 if not any(hashed):
                     raise Missing(f"input '{pattern}' matches no file")
                 for part in hashed:
