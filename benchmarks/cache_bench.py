@@ -15,6 +15,10 @@ outputs), and built once by each before anything is timed.
 (c) A 1 GB input: `tuidag run` of one task that reads it, in a new state dir (the input is hashed) and again (its
     size, mtime and inode are unchanged: the stat cache answers, nothing is read); `hashlib` on the same bytes beside
     them, for scale. The file is in the page cache throughout (written just before): this is hashing, not the disk.
+(d) The cost for DAGs that declare nothing: the same tasks without `inputs:`/`outputs:` (every task runs, as every
+    run did before the up-to-date checks), `tuidag run` of this tree against `--before DIR` (a checkout of tuidag
+    from before the checks; its `tuidag` package is copied and compiled here), in A/B pairs, each in a state dir of
+    its own: the medians and their ratio, which should be within the noise of 1.
 
 tuidag's columns need its up-to-date checks (`inputs:`/`outputs:`, `tuidag plan`); on a tuidag without them they say
 so instead of a number. A peer that is not installed is left out with a note: ninja comes from `pip install ninja`
@@ -23,6 +27,7 @@ so instead of a number. A peer that is not installed is left out with a note: ni
     python benchmarks/cache_bench.py                    # 1,000 tasks, 10,000 inputs, 5 repeats
     python benchmarks/cache_bench.py --dir /dev/shm     # on tmpfs
     python benchmarks/cache_bench.py --tasks 100 --inputs 1000 --repeats 3 --only a b
+    python benchmarks/cache_bench.py --dir /dev/shm --only d --before ../tuidag-before   # (d) needs --before
 """
 
 from __future__ import annotations
@@ -77,23 +82,30 @@ def tree(tasks: int, inputs: int, seed: int = 1) -> list[Task]:
 
 
 def write_inputs(folder: Path, inputs: int) -> None:
+    """The input files, dated a minute ago: a file modified within a second before it is hashed is hashed again
+    next time (the stat cache's mtime-granularity rule), and the figures are of the cache answering."""
     (folder / "in").mkdir(parents=True)
     (folder / "out").mkdir()
+    old = time.time() - 60
     for k in range(inputs):
-        (folder / "in" / f"in{k}.txt").write_text(f"input {k}\n")
+        path = folder / "in" / f"in{k}.txt"
+        path.write_text(f"input {k}\n")
+        os.utime(path, (old, old))
 
 
 def command(task: Task) -> str:
     return f"cat {' '.join(task.reads())} > {task.output}"
 
 
-def write_yaml(tasks: list[Task], path: Path) -> None:
+def write_yaml(tasks: list[Task], path: Path, declared: bool = True) -> None:
+    """The tuidag file; `declared=False`: without `inputs:`/`outputs:` (every task runs every time)."""
     lines = ["name: cache-bench", "tasks:"]
     for task in tasks:
         lines += [f"  {task.name}:", f"    run: {command(task)}"]
         if task.deps:
             lines.append(f"    depends_on: [{', '.join(task.deps)}]")
-        lines += [f"    inputs: [{', '.join(task.inputs)}]", f"    outputs: [{task.output}]"]
+        if declared:
+            lines += [f"    inputs: [{', '.join(task.inputs)}]", f"    outputs: [{task.output}]"]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -312,6 +324,36 @@ def big_input(root: Path, repeats: int, checks: bool) -> None:
     print(f"  {'tuidag run, stat cache':<22} {known:>7.3f}s  ({hashed / known:.1f}x faster: nothing read)")
 
 
+def no_checks(root: Path, tasks: list[Task], args: argparse.Namespace) -> None:
+    """(d): the DAG without `inputs:`/`outputs:`, this tuidag against the one at --before, in A/B pairs."""
+    print(f"\n(d) the same {len(tasks):,} tasks without inputs/outputs (every task runs): the median of {args.repeats}")
+    if not args.before:
+        print("  left out: --before DIR (a checkout of tuidag from before the up-to-date checks) is needed")
+        return
+    folder = root / "plain"
+    write_inputs(folder, args.inputs)
+    write_yaml(tasks, folder / "dag.yaml", declared=False)
+    before = root / "before"
+    shutil.copytree(Path(args.before) / "tuidag", before / "tuidag", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(before / "tuidag")], check=True)
+    this = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sides = {"this tree": this, f"before ({args.before})": str(before)}
+    cmd = [sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "-j", str(args.j), "dag.yaml"]
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    for round_ in range(args.repeats + 1):  # the first pair warms the page cache and is not counted
+        for i, (side, path) in enumerate(sides.items()):
+            env = {**os.environ, "PYTHONPATH": path, "TUIDAG_STATE_DIR": str(folder / f"state{i}"), "NO_COLOR": "1"}
+            seconds = run(cmd, folder, env)
+            if round_:
+                times[side].append(seconds)
+    medians = {side: statistics.median(values) for side, values in times.items()}
+    for side, values in times.items():
+        spread = ", ".join(f"{v:.2f}" for v in sorted(values))
+        print(f"  {side:<40} {medians[side]:>7.3f}s  ({spread})")
+    this_median, before_median = medians.values()
+    print(f"  this tree / before: {this_median / before_median:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=1000)
@@ -320,14 +362,15 @@ def main() -> None:
     parser.add_argument("-j", type=int, default=8, help="jobs at once in the builds (default 8)")
     parser.add_argument("--dir", help="where the trees are written (default: the temp dir; /dev/shm: tmpfs)")
     parser.add_argument("--snakemake", help="the snakemake command (default: on the PATH, or beside this Python)")
-    parser.add_argument("--only", nargs="+", choices=["a", "b", "c"], default=["a", "b", "c"])
+    parser.add_argument("--only", nargs="+", choices=["a", "b", "c", "d"], default=["a", "b", "c", "d"])
+    parser.add_argument("--before", help="(d): a checkout of tuidag from before the up-to-date checks")
     args = parser.parse_args()
     compile_tuidag()
     checks = tuidag_has_checks()
     tasks = tree(args.tasks, args.inputs)
     print(
         f"{len(tasks):,} tasks in {LAYERS} layers, each reading {READS} of {args.inputs:,} inputs (and {DEPS} outputs "
-        f"of the layer above), -j {args.j}, {os.cpu_count()} cores"
+        f"of the layer above), -j {args.j}, {os.cpu_count()} cores, load average {load()}"
     )
     if not checks:
         print(NEEDS_CHECKS + " (`tuidag plan` is not a command of this tuidag): its figures are left out")
@@ -343,8 +386,16 @@ def main() -> None:
                 one_changed(made, tasks, args.repeats, checks)
         if "c" in args.only:
             big_input(root, args.repeats, checks)
+        if "d" in args.only:
+            no_checks(root, tasks, args)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    print(f"\nload average at the end: {load()}")
+
+
+def load() -> str:
+    """The machine's load average (1, 5, 15 minutes): the figures are only comparable within one run."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -4,11 +4,13 @@ except within the mtime granularity), and the decision's reasons, in the user's 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from tuidag.model.freshness import NEVER, RESTORE, RUN, UP_TO_DATE, decide, explain
-from tuidag.store.hashing import Hasher, Missing, hash_bytes
+from tuidag.store import hashing
+from tuidag.store.hashing import Gate, Hasher, Missing, hash_bytes
 from tuidag.store.index import Index
 
 
@@ -54,6 +56,41 @@ def test_a_file_modified_within_the_last_second_is_hashed_again_next_time(tmp_pa
     hasher = Hasher(index)
     hasher.file(str(data))
     assert hasher.files_read == 1
+
+
+def test_a_thread_hashing_a_file_lets_the_checks_of_other_threads_through(tmp_path, monkeypatch):
+    """Checks of known files go one thread at a time (the gate); reading a file must not keep the others waiting."""
+    data = tmp_path / "big.bin"
+    data.write_bytes(b"x" * 4096)
+    gate = Gate()
+    other_checked = threading.Event()
+
+    def other_check() -> None:
+        with gate:
+            other_checked.set()
+
+    real_hash_fd = hashing.hash_fd
+
+    def hash_fd_while_another_checks(fd: int) -> str:
+        checker = threading.Thread(target=other_check)
+        checker.start()
+        checker.join(timeout=10)
+        return real_hash_fd(fd)
+
+    monkeypatch.setattr(hashing, "hash_fd", hash_fd_while_another_checks)
+    with gate:
+        digest = Hasher(gate=gate).file(str(data))
+    assert other_checked.is_set(), "another thread could not check while this one read a file"
+    assert digest == hash_bytes(b"x" * 4096)
+
+
+def test_an_input_is_named_and_hashed_the_same_however_its_path_is_written(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.csv").write_text("1")
+    expected = {"data/a.csv": hash_bytes(b"1")}
+    for written in ("data/a.csv", "./data/a.csv", "data//a.csv", "data/../data/a.csv", "data/./a.csv"):
+        assert Hasher().inputs(tmp_path, [written]) == expected, written
+    assert Hasher().inputs(tmp_path / "data" / "..", ["data/a.csv"]) == expected
 
 
 def test_inputs_expand_globs_and_folders_and_say_what_is_missing(tmp_path):

@@ -95,3 +95,33 @@ def test_cache_shows_its_size_and_prunes_the_least_recently_used_first(project):
     assert tuidag(project, "cache", "--max-size", "0").startswith("removed 4 entries")
     (project / "out" / "model.pt").unlink()
     assert run(project) == "notify train"  # nothing to restore it from: it runs
+
+
+def test_plan_expands_a_glob_once_for_all_the_tasks_that_list_it(tmp_path, monkeypatch):
+    """Nothing runs during a plan, so a glob matches the same files for every task: expanded once, not per task."""
+    import glob
+
+    from tuidag.model.freshness import NEVER, RUN
+    from tuidag.model.loader import load_dag
+    from tuidag.store.freshness import plan
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("a")
+    (tmp_path / "src" / "b.py").write_text("b")
+    tasks = "".join(
+        f"  t{i}:\n    run: cat src/*.py > t{i}.txt\n    inputs: ['src/*.py']\n    outputs: [t{i}.txt]\n"
+        for i in range(4)
+    )
+    (tmp_path / "dag.yaml").write_text("tasks:\n" + tasks)
+    dag = load_dag(tmp_path / "dag.yaml")
+    expanded: list[str] = []
+    real_glob = glob.glob
+
+    def counting_glob(pattern: str, **kwargs: object) -> list[str]:
+        expanded.append(pattern)
+        return real_glob(pattern, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(glob, "glob", counting_glob)
+    verdicts = plan(dag, tmp_path / "state")
+    assert expanded == ["src/*.py"]
+    assert {name: (v.action, v.reason) for name, v in verdicts.items()} == {f"t{i}": (RUN, NEVER) for i in range(4)}

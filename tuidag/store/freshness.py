@@ -22,7 +22,7 @@ from typing import Any
 from ..model.freshness import FAIL, NO_CACHE, NO_OUTPUTS, RESTORE, RUN, UP_TO_DATE, Facts, Verdict, decide, facts_key
 from ..model.spec import DagSpec, sha1
 from .content_cache import ContentCache, max_size
-from .hashing import ALGORITHM, Hasher, Missing
+from .hashing import ALGORITHM, Gate, Hasher, Missing
 from .index import Index, Success
 from .journal import kept_value
 from .runs import link_log, log_file_name
@@ -30,8 +30,11 @@ from .runs import link_log, log_file_name
 FORCED = "--force: every task runs"
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps makes one per call with these options
+
+
 def _digest(value: Any) -> str:
-    return sha1(json.dumps(value, sort_keys=True, default=str).encode("utf-8", "backslashreplace")).hexdigest()[:16]
+    return sha1(_ENCODER.encode(value).encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
 class Freshness:
@@ -58,7 +61,8 @@ class Freshness:
         self.environ = os.environ if environ is None else environ
         self.index = Index(state_dir)
         self.index.preload(self.task_key(""))
-        self.hasher = Hasher(self.index)
+        self._gate = Gate()  # the checks of pool threads one at a time (see hashing.Gate)
+        self.hasher = Hasher(self.index, gate=self._gate)
         self.cache = ContentCache(state_dir, self.index, on_note)
         self.on_note = on_note
         self.limit = max_size(dict(self.environ))
@@ -118,7 +122,8 @@ class Freshness:
         """Called on a pool thread when the task is about to start. An up-to-date task's log is linked in from the
         attempt it stands on; a RESTORE verdict has restored the outputs already (else it is a RUN verdict)."""
         try:
-            verdict = self._verdict(name, self._dep_outputs)
+            with self._gate:
+                verdict = self._verdict(name, self._dep_outputs)
         except (sqlite3.Error, OSError) as exc:  # the index or an output could not be read: run it
             return Verdict(RUN, f"its earlier outputs could not be checked ({_os_error(exc)})")
         if verdict.action in (UP_TO_DATE, RESTORE):
@@ -130,7 +135,7 @@ class Freshness:
             with self._lock:
                 self._outputs[name] = dict(success.outputs)
             if self.log_dir is not None and success.log:
-                link_log(Path(success.log), self.log_dir / log_file_name(name))
+                link_log(success.log, os.path.join(self.log_dir, log_file_name(name)))  # str: no Path per task
         return verdict
 
     def always_runs(self, name: str) -> str | None:
@@ -253,6 +258,7 @@ def plan(
     """Every task's verdict, in topological order, without running or restoring anything: a task after one with
     outputs that will run will run too (its dependency's outputs are not known yet)."""
     freshness = Freshness(dag, state_dir, force=force, run_anyway=run_anyway)
+    freshness.hasher.keep_globs()  # nothing runs: a glob matches the same files for every task that lists it
     wanted = set(dag.topological_order if tasks is None else tasks)
     verdicts: dict[str, Verdict] = {}
     planned: dict[str, Mapping[str, Any] | None] = {}

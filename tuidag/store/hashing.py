@@ -31,8 +31,10 @@ import hashlib
 import importlib
 import os
 import stat
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,14 +95,67 @@ class StatCache(Protocol):
     def remember_hash(self, path: str, algorithm: str, key: tuple[int, int, int, int], digest: str) -> None: ...
 
 
+class Gate:
+    """One thread at a time checks what the stat cache answers; a thread that has to read a file lets the others in
+    while it reads (`reading`), so files of several tasks are still hashed at once (hashlib releases the GIL).
+
+    Why: checking a known file is a few microseconds of Python, and pool threads doing it side by side only contend
+    for the GIL and the locks they share. On the 1,000-task DAG of benchmarks/cache_bench.py with nothing changed
+    (each task's 10 inputs and its output answered by the stat cache; tmpfs, 2 cores, load average 1.6), the
+    engine took 0.44-0.47 s with `-j 8` against 0.21-0.23 s with `-j 1`; with the gate, 0.22-0.23 s with `-j 8`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held = threading.local()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._held.by_me = True
+
+    def __exit__(self, *exc: object) -> None:
+        self._held.by_me = False
+        self._lock.release()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Let other threads in while this one reads a file (if it holds the gate)."""
+        if not getattr(self._held, "by_me", False):
+            yield
+            return
+        self.__exit__()
+        try:
+            yield
+        finally:
+            self.__enter__()
+
+
 class Hasher:
     """Hashes files, reading only those whose stat changed since the stat cache saw them. `cache` is the index's
-    table of earlier hashes (`index.Index`), or None for none. Thread-safe as the index is."""
+    table of earlier hashes (`index.Index`), or None for none; `gate`, a Gate held around checks (released while
+    a file is read). Thread-safe as the index is."""
 
-    def __init__(self, cache: StatCache | None = None, clock: Callable[[], int] = time.time_ns):
+    def __init__(
+        self, cache: StatCache | None = None, clock: Callable[[], int] = time.time_ns, gate: Gate | None = None
+    ):
         self.cache = cache
         self.clock = clock
+        self.gate = gate
         self.files_read = 0  # how many files were read (the others came from the stat cache), for tests and figures
+        self._globs: dict[tuple[str, str], list[str]] | None = None  # (folder, pattern) -> matches, once kept
+
+    def keep_globs(self) -> None:
+        """Expand each glob once and give its matches to every task that lists it: only while nothing runs (`plan`),
+        as a run's tasks make files a later task's glob must see."""
+        self._globs = {}
+
+    def _matches(self, root: str, pattern: str) -> list[str]:
+        globs = self._globs
+        if globs is not None and (root, pattern) in globs:
+            return globs[(root, pattern)]
+        matches = sorted(glob.glob(pattern, root_dir=root, recursive=True))
+        if globs is not None:
+            globs[(root, pattern)] = matches
+        return matches
 
     def file(self, path: str, info: os.stat_result | None = None) -> str | None:
         """The hash of a regular file (symlinks followed), or None when there is none at `path`. `info`: its stat,
@@ -126,7 +181,11 @@ class Hasher:
             opened = os.fstat(fd)
             if (opened.st_ino, opened.st_dev) != (info.st_ino, info.st_dev):  # replaced meanwhile: hash what is there
                 return self.file(path, opened) if stat.S_ISREG(opened.st_mode) else None
-            digest = hash_fd(fd)
+            if self.gate is not None:
+                with self.gate.reading():
+                    digest = hash_fd(fd)
+            else:
+                digest = hash_fd(fd)
             self.files_read += 1
         finally:
             os.close(fd)
@@ -134,7 +193,7 @@ class Hasher:
             self.cache.remember_hash(path, ALGORITHM, key, digest)
         return digest
 
-    def tree(self, base: Path, entry: str) -> dict[str, str] | None:
+    def tree(self, base: Path | str, entry: str) -> dict[str, str] | None:
         """Every file at `entry` (a file, or a folder's files at any depth), relative to `base` as written ->
         its hash; None when nothing is there."""
         path = os.path.normpath(os.path.join(base, entry))
@@ -159,24 +218,40 @@ class Hasher:
         """Each input file (paths and globs relative to `base`, folders taken whole) -> its hash, sorted by path.
         Raises Missing for a path that does not exist or a glob that matches no file."""
         found: dict[str, str] = {}
+        root = os.fspath(base)  # joined to each path: a str once, not a Path each time
+        prefix = os.path.join(os.path.normpath(root), "") if os.path.isabs(root) else None
         for pattern in patterns:
-            if glob.has_magic(pattern):
-                matches = sorted(glob.glob(pattern, root_dir=base, recursive=True))
-                hashed = [self.tree(base, match) for match in matches]
+            if "*" in pattern or "?" in pattern or "[" in pattern:  # glob.has_magic without a regex per path
+                hashed = [self.tree(root, match) for match in self._matches(root, pattern)]
                 if not any(hashed):
                     raise Missing(f"input '{pattern}' matches no file")
                 for part in hashed:
                     found.update(part or {})
-            else:
-                part = self.tree(base, pattern)
-                if part is None:
-                    raise Missing(f"input '{pattern}' does not exist")
-                found.update(part)
+                continue
+            marked = f"/{pattern}/"
+            if prefix is None or "//" in marked or "/./" in marked or "/../" in marked:
+                path, name = os.path.normpath(os.path.join(root, pattern)), os.path.normpath(pattern)
+            else:  # a relative path already in normal form: the same strings without join and normpath
+                path, name = prefix + pattern, pattern
+            try:
+                info = os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                raise Missing(f"input '{pattern}' does not exist") from None
+            # A file (most inputs) straight to its hash; `tree` for a folder. Half the time of the checks of a
+            # 1,000-task DAG with nothing changed went to its 11,000 files' paths, stats and dicts (profiled).
+            if stat.S_ISREG(info.st_mode) and (digest := self.file(path, info)) is not None:
+                found[name] = digest
+                continue
+            part = self.tree(root, pattern)
+            if part is None:
+                raise Missing(f"input '{pattern}' does not exist")
+            found.update(part)
         return dict(sorted(found.items()))
 
     def outputs(self, base: Path, entries: Iterable[str]) -> dict[str, dict[str, str] | None]:
         """Each declared output -> its files and their hashes (None: not there)."""
-        return {entry: self.tree(base, entry) for entry in entries}
+        root = os.fspath(base)
+        return {entry: self.tree(root, entry) for entry in entries}
 
 
 def short(digest: str | None) -> str:

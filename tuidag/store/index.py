@@ -17,6 +17,7 @@ import sqlite3
 import sys
 import threading
 import time
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -64,7 +65,7 @@ class Index:
                 file=sys.stderr,
             )
             self._db = _open(path)
-        self._hashes: dict[tuple[str, str], tuple[tuple[int, int, int, int], str]] | None = None  # read on first use
+        self._hashes: dict[str, dict[str, tuple]] = {}  # algorithm -> path -> its row of `hashes` (read on first use)
         self._new_hashes: list[tuple[str, str, int, int, int, int, str]] = []  # not written yet
         self._successes: dict[str, list[Success]] = {}  # task -> its successes, newest first (`preload`)
         self._prefix: str | None = None  # the tasks whose successes were preloaded start with this
@@ -76,17 +77,30 @@ class Index:
 
     # The stat cache.
     def known_hash(self, path: str, algorithm: str, key: tuple[int, int, int, int]) -> str | None:
+        """The hash of `path` when its stat `key` is the one it was hashed with. Read without the lock once the table
+        is loaded (a dict lookup is atomic): every pool thread asks for each of its task's files, and taking the lock
+        for each of the 11,000 lookups of a 1,000-task up-to-date run made the threads queue on it."""
+        hashes = self._hashes.get(algorithm)
+        if hashes is None:
+            hashes = self._load_hashes(algorithm)
+        row = hashes.get(path)  # (path, size, mtime_ns, ino, dev, digest)
+        return row[5] if row is not None and row[1:5] == key else None
+
+    def _load_hashes(self, algorithm: str) -> dict[str, tuple]:
+        """The stat cache of `algorithm`, path -> row, built without a Python loop over the rows (11,000 rows: 7 ms,
+        against 9 ms with a comprehension making a key and a value per row)."""
         with self._lock:
-            if self._hashes is None:
-                rows = self._db.execute("SELECT path, algorithm, size, mtime_ns, ino, dev, digest FROM hashes")
-                self._hashes = {(row[0], row[1]): (tuple(row[2:6]), row[6]) for row in rows}
-            known = self._hashes.get((path, algorithm))
-        return known[1] if known is not None and known[0] == key else None
+            if algorithm not in self._hashes:
+                rows = self._db.execute(
+                    "SELECT path, size, mtime_ns, ino, dev, digest FROM hashes WHERE algorithm = ?", (algorithm,)
+                ).fetchall()
+                self._hashes[algorithm] = dict(zip(map(itemgetter(0), rows), rows))
+            return self._hashes[algorithm]
 
     def remember_hash(self, path: str, algorithm: str, key: tuple[int, int, int, int], digest: str) -> None:
         with self._lock:
-            if self._hashes is not None:
-                self._hashes[(path, algorithm)] = (key, digest)
+            if algorithm in self._hashes:
+                self._hashes[algorithm][path] = (path, *key, digest)
             self._new_hashes.append((path, algorithm, *key, digest))
             if len(self._new_hashes) >= 1000:
                 self._flush_hashes()
@@ -107,18 +121,18 @@ class Index:
                 "WHERE task >= ? AND task < ? ORDER BY at DESC",
                 (prefix, prefix + "\uffff"),
             ).fetchall()
-            self._prefix = prefix
-            self._successes = {}
+            successes: dict[str, list[Success]] = {}
             for task, *row in rows:
                 success = _success(row)
                 if success is not None:
-                    self._successes.setdefault(task, []).append(success)
+                    successes.setdefault(task, []).append(success)
+            self._successes, self._prefix = successes, prefix
 
     def successes(self, task: str) -> list[Success]:
         """The task's recorded successes, newest first."""
+        if self._prefix is not None and task.startswith(self._prefix):  # preloaded: no lock (as in `known_hash`)
+            return list(self._successes.get(task, ()))
         with self._lock:
-            if self._prefix is not None and task.startswith(self._prefix):
-                return list(self._successes.get(task, ()))
             rows = self._db.execute(
                 "SELECT facts_key, run_id, at, facts, outputs, log, value FROM successes WHERE task = ? "
                 "ORDER BY at DESC",

@@ -315,7 +315,7 @@ def write_summary(run: RunDir, summary: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def link_log(old: Path, new: Path) -> None:
+def link_log(old: str | Path, new: str | Path) -> None:
     """The new run's log of a reused task is the earlier run's file (a hard link: it survives either run's folder
     being deleted), or a copy where links can't be made. Only a regular file of the user's own is taken: a symlink
     (or a link to another user's file) put in the old run's place is not a log, and would make `tuidag logs` show
@@ -335,7 +335,7 @@ def _own_file(info: os.stat_result) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
 
 
-def _copy_log(old: Path, new: Path) -> None:
+def _copy_log(old: str | Path, new: str | Path) -> None:
     """Best effort: a reused task whose log can't be copied is still reused (its log stays in the old run)."""
     try:
         src = os.open(old, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
