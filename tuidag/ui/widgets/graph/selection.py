@@ -10,6 +10,7 @@ from textual import events
 from textual.geometry import Region, Spacing
 from textual.scroll_view import ScrollView
 
+from ....views.layout.folding import Folding
 from ....views.layout.layout import GraphLayout
 from ....views.layout.style import Orientation
 from ...messages import TaskSelected
@@ -32,6 +33,7 @@ class Selection(_ScrollView):
     on_select: Callable[[str], None] | None
     dependencies: Mapping[str, Sequence[str]]
     dependents: Mapping[str, Sequence[str]]
+    folding: Folding
     _first_selection: bool
 
     if TYPE_CHECKING:  # the other parts of DagCanvas
@@ -39,11 +41,16 @@ class Selection(_ScrollView):
         def refresh_tasks(self, names: Iterable[str]) -> None: ...
 
     def select(self, name: str, *, scroll: bool = True) -> None:
+        """Select `name`'s tile: an instance of a folded group selects the group's tile (`on_select` still gets the
+        instance, whose log the app shows)."""
         self._first_selection = False
-        if name == self.selected:
+        tile = self.folding.tile_of(name)
+        if tile == self.selected:
+            if tile != name and self.on_select is not None:
+                self.on_select(name)
             return
-        previous, self.selected = self.selected, name
-        self.refresh_tasks([n for n in (previous, name) if n])
+        previous, self.selected = self.selected, tile
+        self.refresh_tasks([n for n in (previous, tile) if n])
         if scroll:
             self.scroll_to_selected()
         if self.on_select is not None:
