@@ -4,6 +4,7 @@ re-runs the failed instances, and the finder finds an instance by its values."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from pilot_helpers import open_app, screen_text, ui_states, until
@@ -94,3 +95,49 @@ async def test_c_on_a_group_cancels_every_unfinished_instance_and_kills_their_tr
         )
         await until(pilot, lambda: not any(alive(pid, ct) for pid, ct in procs), what="every tree gone")
         assert ui_states(app)["report"] == "CANCELLED"
+
+
+async def test_r_on_a_group_reruns_only_its_failed_instances(tmp_path):
+    session = sweep_session(tmp_path, '[ "$TUIDAG_MATRIX_SEED" != 2 ] || [ -e ok ]', "{seed: [1, 2, 3]}")
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="run finished")
+        assert ui_states(app)["train[seed=2]"] == "FAILED" and ui_states(app)["report"] == "SKIPPED"
+        assert app.selected_task == "train[seed=2]"  # the first failure is selected, its group unfolded to show it
+        (tmp_path / "ok").touch()
+        await pilot.press("minus")
+        assert app.selected_task == "train"
+        await pilot.press("r")
+        await until(pilot, lambda: ui_states(app)["report"] == "SUCCEEDED", what="the re-run went through")
+        attempts = {name: snap.attempt for name, snap in app.model.snapshots.items() if name.startswith("train")}
+        assert attempts == {"train[seed=1]": 1, "train[seed=2]": 2, "train[seed=3]": 1}
+
+
+async def test_the_finder_finds_an_instance_by_its_values_and_shows_it_unfolded(tmp_path):
+    session = sweep_session(tmp_path, "true")
+    async with open_app(session, start=False) as (app, pilot):
+        assert "train" in app.graph.tiles
+        await pilot.press("colon", *"0.1,seed=3")
+        assert app.screen.found.matches[0].name == "train[lr=0.1,seed=3]"
+        await pilot.press("enter")
+        assert app.selected_task == "train[lr=0.1,seed=3]"
+        assert "train[lr=0.1,seed=3]" in app.graph.tiles and "train" not in app.graph.tiles
+        await until(pilot, lambda: "train\\[lr=0.1,seed=3].log" in str(app.log_pane.border_title), what="its log")
+
+
+async def test_the_group_tile_repaints_a_few_times_a_second_however_fast_its_instances_change(tmp_path):
+    """Instances of a big sweep end by hundreds a second: each batch repainting the group's tile drew it 20 times a
+    second; the tile is drawn again at most every GROUP_REPAINT seconds."""
+    from tuidag.ui.widgets.graph.canvas import GROUP_REPAINT
+
+    session = sweep_session(tmp_path, "true", "{i: [" + ", ".join(str(i) for i in range(40)) + "]}")
+    async with open_app(session, start=False) as (app, pilot):
+        drawn: list[str] = []
+        render = app.canvas._render_tile
+        app.canvas._render_tile = lambda name: (drawn.append(name), render(name))[1]  # type: ignore[method-assign]
+        start = time.monotonic()
+        for i in range(40):  # an instance's change in each of 40 batches, one every frame
+            app.canvas.refresh_tasks([f"train[i={i}]"])
+            await pilot.pause(0.01)
+        await pilot.pause(GROUP_REPAINT * 2)
+        elapsed = time.monotonic() - start
+        assert 1 <= drawn.count("train") <= elapsed / GROUP_REPAINT + 2

@@ -44,6 +44,8 @@ class Selection(_ScrollView):
         """Select `name`'s tile: an instance of a folded group selects the group's tile (`on_select` still gets the
         instance, whose log the app shows)."""
         self._first_selection = False
+        if name in self.folding.groups and name not in self.folding.folded:  # an unfolded group: its first instance
+            name = self.folding.groups[name][0]
         tile = self.folding.tile_of(name)
         if tile == self.selected:
             if tile != name and self.on_select is not None:
