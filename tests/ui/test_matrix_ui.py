@@ -141,3 +141,19 @@ async def test_the_group_tile_repaints_a_few_times_a_second_however_fast_its_ins
         await pilot.pause(GROUP_REPAINT * 2)
         elapsed = time.monotonic() - start
         assert 1 <= drawn.count("train") <= elapsed / GROUP_REPAINT + 2
+
+
+async def test_the_list_shows_a_group_as_one_row_that_the_same_keys_unfold_and_fold(tmp_path):
+    session = sweep_session(tmp_path, "true")
+    async with open_app(session, start=False) as (app, pilot):
+        await pilot.press("L")
+        assert app.table.rows == ["prepare", "train", "report"]
+        assert "▸ train ×6" in screen_text(app) and "0 of 6 done, 6 pending" in screen_text(app)
+        await pilot.press("down")
+        assert app.selected_task == "train" and app.canvas.selected == "train"
+        await pilot.press("plus")
+        assert app.table.rows[1:3] == ["train[lr=0.01,seed=1]", "train[lr=0.01,seed=2]"] and len(app.table.rows) == 8
+        assert app.selected_task == "train[lr=0.01,seed=1]" and "train" not in app.graph.tiles  # the graph unfolded too
+        await pilot.press("down", "minus")
+        assert app.table.rows == ["prepare", "train", "report"] and app.selected_task == "train"
+        assert "train" in app.graph.tiles

@@ -165,7 +165,16 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
         self.canvas.title_prefix = f"{dag.name} · {counted(self.model.total, 'task')}"
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
-        self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")
+        self.table = TaskTable(
+            dag.name,
+            dag.topological_order,
+            self.model,
+            on_select=self.canvas.select,
+            folding=self.folding,
+            on_fold=self._fold_from_list,
+            id="list",
+        )
+        self.canvas.on_refold = self._refolded
         # Mounted on the first `t`, like the list; its selection moves the graph's too.
         self.timeline = TimelineView(
             dag.name,
@@ -330,6 +339,20 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
         """The graph's selection as a task: a folded group's instance most worth reading."""
         selected = self.canvas.selected
         return self._instance_to_show(selected) if selected and self.folding.is_group(selected) else selected
+
+    def _fold_from_list(self, group: str, unfold: bool) -> None:
+        """`+` / `-` in the list: the graph folds as the list does (one folding for both)."""
+        if unfold:
+            self.canvas.unfold(group)
+        else:
+            self.canvas.fold(group)
+
+    def _refolded(self) -> None:
+        """A group was folded or unfolded: the list shows it so, with the graph's selection."""
+        if self.table.active:
+            self.table.selected = self.canvas.selected
+            self.table.set_order(self.reading_order)
+            self.table.rebuild()
 
     def _instance_to_show(self, group: str) -> str:
         """A group's first failed instance, else its first running one, else its first."""

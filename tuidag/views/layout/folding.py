@@ -98,3 +98,20 @@ class Folding:
         for name in names:
             out.extend(self.groups.get(name, (name,)))
         return out
+
+    def collapse(self, names: Sequence[str]) -> list[str]:
+        """`names` (tasks, in some order) with the instances of each folded group replaced by the group, where its
+        first instance is: a list's rows as the graph's tiles are folded."""
+        if not self.folded:
+            return list(names)
+        out: list[str] = []
+        seen: set[str] = set()
+        tile_of = self.tile_of
+        for name in names:
+            node = tile_of(name)
+            if node == name:
+                out.append(name)
+            elif node not in seen:
+                seen.add(node)
+                out.append(node)
+        return out

@@ -122,6 +122,8 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         self._set_graph_of_folding()
         self._groups_due: set[str] = set()  # group tiles to repaint at the next GROUP_REPAINT tick
         self._group_timer: Timer | None = None
+        self.on_refold: Callable[[], None] | None = None  # called when a group was folded or unfolded
+        self._last_view: tuple[int, int] | None = None  # the size last laid out for
         self.graph: GraphLayout | None = None  # laid out for the canvas's size on the first resize
         self.zoom_choice: Zoom | None = None  # the user's, once they pressed z / Z / o: it sticks for the run
         self.orientation_choice: Orientation | None = None
@@ -289,13 +291,18 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
 
     def action_fold(self) -> None:
         group = self.folding.group_of.get(self.selected or "")
-        if group is not None and self.folding.fold(group):
-            self._refold(group)
+        if group is not None:
+            self.fold(group)
 
     def unfold(self, group: str, select: str | None = None) -> None:
         """Draw `group`'s instances, and select `select` (its first instance if None)."""
         if self.folding.unfold(group):
             self._refold(select or self.folding.groups[group][0])
+
+    def fold(self, group: str) -> None:
+        """Draw `group` as one tile again, and select it."""
+        if self.folding.fold(group):
+            self._refold(group)
 
     def _refold(self, select: str) -> None:
         self._set_graph_of_folding()
@@ -303,6 +310,8 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         self._first_selection = False
         self.graph = None
         self.relayout()
+        if self.on_refold is not None:
+            self.on_refold()
         if self.on_select is not None:
             self.on_select(select)
         else:
@@ -318,8 +327,11 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         """Lay the graph out for the canvas's size and the zoom and orientation in force (the user's, or those that
         fit best); keep the current layout if the new one would be the same."""
         view = self._view()
-        if view[0] <= 0 or view[1] <= 0:  # hidden (the log pane is maximised): nothing to fit
-            return
+        if view[0] <= 0 or view[1] <= 0:  # hidden (the log pane is maximised, the list shown): nothing to fit,
+            if self.graph is not None or self._last_view is None:  # unless a group was (un)folded meanwhile: the
+                return  # list reads the graph's order, so lay it out for the size it last had
+            view = self._last_view
+        self._last_view = view
         if self.zoom_choice is None or self.orientation_choice is None:
             fitted = choose_style(self.deps, view, self._shape, self._laid_out)
             zoom = self.zoom_choice or fitted.zoom
