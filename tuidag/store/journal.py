@@ -403,6 +403,7 @@ _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "requests": lambda value: type(value) is dict and all(_is_count_map(item) for item in value.values()),
     "max_parallel": lambda value: _is_int(value) and value > 0,
     "groups": lambda value: type(value) is dict and all(_is_name_list(item) for item in value.values()),
+    "matrix": lambda value: type(value) is dict and all(_is_str_map(item) for item in value.values()),
 }
 _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "task": lambda value: type(value) is str and value != "",
