@@ -150,7 +150,8 @@ def _groups(header: dict[str, Any], tasks: list[TaskFacts]) -> list[dict[str, An
     """Each matrix group's instances by value: the keys (in the order the instances name them), and per instance
     its values, state and duration."""
     by_name = {task["name"]: task for task in tasks}
-    values = header.get("matrix") if isinstance(header.get("matrix"), dict) else {}
+    stored = header.get("matrix")
+    values: dict[str, Any] = stored if isinstance(stored, dict) else {}
     groups = []
     for group, instances in (header.get("groups") or {}).items():
         rows = []
