@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 S = TaskState
 PART_LOOK = {"done": S.SUCCEEDED, "failed": S.FAILED, "stopped": S.CANCELLED, "running": S.RUNNING, "queued": S.QUEUED}
-QUEUED_BAR = "#3a3a55"  # the part of the bar still to run
+QUEUED_BAR = "#5a5a78"  # the part of the bar still to run
 SELECTED_BG = "#303048"
 _LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├", down="┬")
 _HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣", down="┳")
@@ -90,7 +90,8 @@ def bar(summary: GroupSummary, cells: int, base: Style) -> list[Segment]:
     segments = []
     for (part, _), size in zip(counts, sizes):
         colour = QUEUED_BAR if part == "queued" else LOOKS[PART_LOOK[part]].colour
-        segments.append(Segment(("─" if part == "queued" else "━") * size, base + Style(color=colour)))
+        # Blocks, not lines: a line in the running colour read as part of the selected tile's heavy border.
+        segments.append(Segment(("░" if part == "queued" else "█") * size, base + Style(color=colour)))
     return segments
 
 
