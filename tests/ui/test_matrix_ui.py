@@ -157,3 +157,22 @@ async def test_the_list_shows_a_group_as_one_row_that_the_same_keys_unfold_and_f
         await pilot.press("down", "minus")
         assert app.table.rows == ["prepare", "train", "report"] and app.selected_task == "train"
         assert "train" in app.graph.tiles
+
+
+async def test_the_timeline_shows_a_group_as_one_row_of_its_instances_bars_folded_with_the_same_keys(tmp_path):
+    session = sweep_session(tmp_path, "sleep 0.2", "{seed: [1, 2, 3]}")
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="run finished")
+        await pilot.press("t")
+        assert app.timeline.rows == ["prepare", "train", "report"]
+        await until(pilot, lambda: "▸ train ×3" in screen_text(app), what="the group's row")
+        row = next(line for line in screen_text(app).splitlines() if "▸ train ×3" in line)
+        assert "█" in row.partition("▸ train ×3")[2]  # the instances' attempts, merged into one bar
+        await pilot.press("down")
+        assert app.selected_task == "train"
+        await pilot.press("plus")
+        assert app.timeline.rows == ["prepare", "train[seed=1]", "train[seed=2]", "train[seed=3]", "report"]
+        assert app.selected_task == "train[seed=1]"
+        await pilot.press("minus")
+        assert app.timeline.rows == ["prepare", "train", "report"] and app.selected_task == "train"
+        assert "train" in app.graph.tiles  # one folding: the graph's group folded too

@@ -182,6 +182,8 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
             lambda: self.reading_order,
             self._timeline_density,
             on_select=self.canvas.select,
+            folding=self.folding,
+            on_fold=self._fold_from_list,
             id="timeline",
         )
         self.log_pane = LogView(id="log")
@@ -341,18 +343,21 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
         return self._instance_to_show(selected) if selected and self.folding.is_group(selected) else selected
 
     def _fold_from_list(self, group: str, unfold: bool) -> None:
-        """`+` / `-` in the list: the graph folds as the list does (one folding for both)."""
+        """`+` / `-` in the list or the timeline: the graph folds as they do (one folding for every view)."""
         if unfold:
             self.canvas.unfold(group)
         else:
             self.canvas.fold(group)
 
     def _refolded(self) -> None:
-        """A group was folded or unfolded: the list shows it so, with the graph's selection."""
+        """A group was folded or unfolded: the list and the timeline show it so, with the graph's selection."""
         if self.table.active:
             self.table.selected = self.canvas.selected
             self.table.set_order(self.reading_order)
             self.table.rebuild()
+        if self.timeline.active:
+            self.timeline.selected = self.canvas.selected
+            self.timeline.relist()
 
     def _instance_to_show(self, group: str) -> str:
         """A group's first failed instance, else its first running one, else its first."""

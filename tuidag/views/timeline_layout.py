@@ -218,6 +218,25 @@ def row_paints(
     return out
 
 
+#: Which paint a folded group's cell shows when its instances' differ: a failure, then a running attempt, then any
+#: other attempt, then a wait.
+_URGENT = {TaskState.FAILED: 0, TaskState.RUNNING: 1, TaskState.CANCELLING: 1}
+
+
+def merged_paints(rows: Iterable[Sequence[Paint | None]], cells: int) -> list[Paint | None]:
+    """A matrix group's row from its instances' rows: each cell the most telling of theirs (see `_URGENT`)."""
+    out: list[Paint | None] = [None] * cells
+    rank: list[int] = [99] * cells
+    for row in rows:
+        for x, paint in enumerate(row):
+            if paint is None:
+                continue
+            r = _URGENT.get(paint.state, 2) if paint.kind is SegmentKind.RUNNING else 3
+            if r < rank[x]:
+                rank[x], out[x] = r, paint
+    return out
+
+
 def forecast_cells(
     span: tuple[float, float], left: float, scale: float, cells: int, now: float
 ) -> tuple[int, int] | None:

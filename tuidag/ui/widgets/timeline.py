@@ -31,6 +31,8 @@ from ...model.durations import format_duration
 from ...model.state import TaskState
 from ...model.timeline import SegmentKind
 from ...views import timeline_layout as tl
+from ...views.group_progress import summarise
+from ...views.layout.folding import Folding
 from ...views.timeline_layout import Density, Paint
 from ..run_model import RunModel, StateFilter
 from ..state_style import CRITICAL_COLOUR, LOOKS
@@ -61,6 +63,8 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         Binding("z", "zoom(-1)", "Zoom in", show=False, tooltip="Zoom in on time: fewer seconds a cell"),
         Binding("Z", "zoom(1)", "Zoom out", show=False, tooltip="Zoom out: more seconds a cell"),
         Binding("0", "fit", "Fit", show=False, tooltip="The whole run in the width again (and growing with it)"),
+        Binding("enter,plus", "unfold", "Unfold", show=False, tooltip="On a matrix group's row: list its instances"),
+        Binding("minus", "fold", "Fold", show=False, tooltip="On a matrix instance: fold its group into one row"),
     ]
 
     def __init__(
@@ -71,6 +75,8 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         density: Callable[[], Density],
         *,
         on_select: Callable[[str], None] | None = None,
+        folding: Folding | None = None,
+        on_fold: Callable[[str, bool], None] | None = None,
         id: str | None = None,
     ):
         """`order()` gives every task in the graph's reading order and `density()` the rows' density (after the
@@ -82,6 +88,8 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         self._order = order
         self._density = density
         self.on_select = on_select
+        self.folding = folding or Folding({}, {})  # matrix groups folded as the graph's are: one row each
+        self.on_fold = on_fold  # (group, unfold): the user folded or unfolded a group here
         self.density = Density.FULL
         self.rows: list[str] = []
         self._index: dict[str, int] = {}
@@ -136,8 +144,10 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         shown = None
         if model.state_filter is not StateFilter.ALL:
             shown = {name: model.shown(name) for name in order}
-        self.rows = tl.rows_of(order, shown, self.selected)
+        self.rows = self.folding.collapse(tl.rows_of(order, shown, self.selected))
         self._index = {name: i for i, name in enumerate(self.rows)}
+        if self.selected is not None and self.selected not in self._index:  # an instance of a folded group
+            self.selected = self.folding.tile_of(self.selected)
         if self.selected not in self._index and self.rows:
             self.selected = self.rows[0]
         count = len(self.rows) if shown is None else sum(shown.values())
@@ -172,6 +182,8 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         names = list(names)
         if not names:
             return
+        if self.folding.folded:
+            names = list(dict.fromkeys(self.folding.tile_of(n) for n in names))
         if self._view is not None and self._compute_view() != self._view:
             self.repaint()
         else:
@@ -338,6 +350,8 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
     def _paints(self, name: str, view: tuple[float, float, int]) -> list[Paint | None]:
         offset, scale, cells = view
         model = self.model
+        if name in self.folding.folded:
+            return tl.merged_paints((self._paints(i, view) for i in self.folding.groups[name]), cells)
         snap = model.snapshots[name]
         segments = model.timeline.segments.get(name) or tl.snapshot_segments(snap)
         return tl.row_paints(segments, snap.state, model.started + offset, scale, cells, model.clock())
@@ -359,13 +373,18 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
 
     def _draw_row(self, row: int, width: int, view: tuple[float, float, int]) -> Strip:
         name = self.rows[row]
-        snap = self.model.snapshots[name]
+        group = self.folding.groups[name] if name in self.folding.folded else None
+        snap = self.model.snapshots[name] if group is None else None
         base, selected_style = self._base_styles()
         selected = name == self.selected
         style = selected_style if selected else base
-        shown = self.model.lit(name)
+        shown = self._lit(name)
         critical = name in self.critical
-        look = LOOKS[snap.state]
+        look = LOOKS[
+            snap.state
+            if snap is not None
+            else summarise((self.model.snapshots[i] for i in self.folding.groups[name]), self.model.clock()).state
+        ]
         name_w = self.density.name_width(self._longest, width)
         name_style = style + Style(
             bold=selected or critical, color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR
@@ -373,7 +392,9 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         glyph_style = style + Style(color=look.colour if shown else HIDDEN_COLOUR)
         segments = [
             Segment(look.glyph if shown else "·", glyph_style),
-            Segment(" " + fit(name, name_w).ljust(name_w) + " ", name_style),
+            Segment(
+                " " + fit(name if group is None else f"▸ {name} ×{len(group)}", name_w).ljust(name_w) + " ", name_style
+            ),
         ]
         paints = self._paints(name, view)
         cells = view[2]
@@ -391,7 +412,11 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
             else:
                 text.append(WAIT_GLYPH if paint.kind is SegmentKind.WAITING else RUN_GLYPH)
                 keys.append(LOOKS[paint.state].colour if shown else HIDDEN_COLOUR)
-        label = self._duration_label(snap, paints, cells, ahead) if self.density is Density.FULL else None
+        label = (
+            self._duration_label(snap, paints, cells, ahead)
+            if self.density is Density.FULL and snap is not None
+            else None
+        )
         if label is not None:
             at, words = label
             text[at : at + len(words)] = words
@@ -456,7 +481,7 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         """Each cell's colour in a dense row: a wait dim blue, an attempt its state's colour (the critical path's
         amber), a hidden task faint. Worked out once per distinct paint (a row has a few), then looked up."""
         paints = self._paints(name, view)
-        shown, critical = self.model.lit(name), name in self.critical
+        shown, critical = self._lit(name), name in self.critical
         colour: dict[Paint | None, str | None] = {None: None}
         ahead = self._forecast_cells(name, view)
         if ahead is not None:
@@ -471,6 +496,29 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
                 colour[paint] = CRITICAL_COLOUR if critical else LOOKS[paint.state].colour
         return [colour[p] for p in paints]
 
+    def _lit(self, name: str) -> bool:
+        """Drawn in its colours (`RunModel.lit`): a folded group while any of its instances is."""
+        if name in self.folding.folded:
+            return any(self.model.lit(i) for i in self.folding.groups[name])
+        return self.model.lit(name)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`+` / Enter unfold the selected group's row and `-` folds an instance's group (else the app's keys)."""
+        if action == "unfold":
+            return self.selected in self.folding.folded
+        if action == "fold":
+            return self.selected in self.folding.group_of
+        return True
+
+    def action_unfold(self) -> None:
+        if self.on_fold is not None and self.selected is not None:
+            self.on_fold(self.selected, True)
+
+    def action_fold(self) -> None:
+        group = self.folding.group_of.get(self.selected or "")
+        if self.on_fold is not None and group is not None:
+            self.on_fold(group, False)
+
     # ------------------------------------------------------------------------------------------------ selection
     @property
     def page(self) -> int:
@@ -478,7 +526,10 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         return max(1, self.scrollable_content_region.height - 1)
 
     def select(self, name: str, *, scroll: bool = True) -> None:
-        """Select `name` (listed even if the filter hides it) and tell `on_select`."""
+        """Select `name` (listed even if the filter hides it; an instance of a folded group: the group's row) and tell
+        `on_select`."""
+        if name not in self._index and self.folding.tile_of(name) in self._index:
+            name = self.folding.tile_of(name)
         if name == self.selected:
             return
         previous, self.selected = self.selected, name
