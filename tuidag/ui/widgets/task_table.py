@@ -34,6 +34,7 @@ from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
 from .focus_hint import FocusHint
 from .graph.tiles import HIDDEN_COLOUR, SELECTED_BG
+from .group_rows import GROUP_ROW_KEYS, GroupRows
 from .row_keys import ROW_KEYS, RowSelection
 
 RESORT_INTERVAL = 0.5  # seconds between two re-orderings caused by live changes
@@ -44,13 +45,12 @@ MAX_CACHED_ROWS = 512  # drawn rows kept (a few screens): many more Strips would
 UNFOCUSED_HINT = "esc/tab: back to the list"
 
 
-class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
+class TaskTable(FocusHint, RowSelection, GroupRows, ScrollView, can_focus=True):
     BINDINGS = [
         *ROW_KEYS,
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column (graph order, then each column)"),
         Binding("S", "reverse_sort", "Reverse", tooltip="Reverse the order"),
-        Binding("enter,plus", "unfold", "Unfold", show=False, tooltip="On a matrix group's row: list its instances"),
-        Binding("minus", "fold", "Fold", show=False, tooltip="On a matrix instance: fold its group into one row"),
+        *GROUP_ROW_KEYS,
     ]
 
     def __init__(
@@ -355,23 +355,6 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
             Segment("  " + fit(progress, rest), style + Style(dim=name != self.selected)),
         ]
         return Strip(segments).crop_extend(0, width, style)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`+` / Enter unfold the selected group's row and `-` folds an instance's group (else the app's keys)."""
-        if action == "unfold":
-            return self.selected in self.folding.folded
-        if action == "fold":
-            return self.selected in self.folding.group_of
-        return True
-
-    def action_unfold(self) -> None:
-        if self.on_fold is not None and self.selected is not None:
-            self.on_fold(self.selected, True)
-
-    def action_fold(self) -> None:
-        group = self.folding.group_of.get(self.selected or "")
-        if self.on_fold is not None and group is not None:
-            self.on_fold(group, False)
 
     # ------------------------------------------------------------------------------------------------- selection
     def select(self, name: str, *, scroll: bool = True) -> None:

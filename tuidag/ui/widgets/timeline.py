@@ -39,6 +39,7 @@ from ..state_style import CRITICAL_COLOUR, LOOKS
 from ..text_cells import fit
 from .focus_hint import FocusHint
 from .graph.tiles import HIDDEN_COLOUR, SELECTED_BG
+from .group_rows import GROUP_ROW_KEYS, GroupRows
 from .row_keys import ROW_KEYS, RowSelection
 
 S = TaskState
@@ -55,7 +56,7 @@ UNFOCUSED_HINT = "esc/tab: back to the timeline"
 FOCUSED_HINT = "↑↓ jk select · ←→ hl earlier/later · z/Z zoom in/out · 0 fit · t graph"
 
 
-class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
+class TimelineView(FocusHint, RowSelection, GroupRows, ScrollView, can_focus=True):
     BINDINGS = [
         *ROW_KEYS,
         Binding("left,h", "pan(-1)", "Earlier", show=False, tooltip="Scroll back in time (a quarter of the width)"),
@@ -63,8 +64,7 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         Binding("z", "zoom(-1)", "Zoom in", show=False, tooltip="Zoom in on time: fewer seconds a cell"),
         Binding("Z", "zoom(1)", "Zoom out", show=False, tooltip="Zoom out: more seconds a cell"),
         Binding("0", "fit", "Fit", show=False, tooltip="The whole run in the width again (and growing with it)"),
-        Binding("enter,plus", "unfold", "Unfold", show=False, tooltip="On a matrix group's row: list its instances"),
-        Binding("minus", "fold", "Fold", show=False, tooltip="On a matrix instance: fold its group into one row"),
+        *GROUP_ROW_KEYS,
     ]
 
     def __init__(
@@ -501,23 +501,6 @@ class TimelineView(FocusHint, RowSelection, ScrollView, can_focus=True):
         if name in self.folding.folded:
             return any(self.model.lit(i) for i in self.folding.groups[name])
         return self.model.lit(name)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`+` / Enter unfold the selected group's row and `-` folds an instance's group (else the app's keys)."""
-        if action == "unfold":
-            return self.selected in self.folding.folded
-        if action == "fold":
-            return self.selected in self.folding.group_of
-        return True
-
-    def action_unfold(self) -> None:
-        if self.on_fold is not None and self.selected is not None:
-            self.on_fold(self.selected, True)
-
-    def action_fold(self) -> None:
-        group = self.folding.group_of.get(self.selected or "")
-        if self.on_fold is not None and group is not None:
-            self.on_fold(group, False)
 
     # ------------------------------------------------------------------------------------------------ selection
     @property
