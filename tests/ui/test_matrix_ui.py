@@ -102,10 +102,10 @@ async def test_r_on_a_group_reruns_only_its_failed_instances(tmp_path):
     async with open_app(session) as (app, pilot):
         await until(pilot, lambda: app.model.finished, what="run finished")
         assert ui_states(app)["train[seed=2]"] == "FAILED" and ui_states(app)["report"] == "SKIPPED"
-        assert app.selected_task == "train[seed=2]"  # the first failure is selected, its group unfolded to show it
+        # The first failure is selected on its own: its group's tile (still folded), and the failed instance's log.
+        assert app.selected_task == "train" and "train" in app.graph.tiles
+        await until(pilot, lambda: "train\\[seed=2].log" in str(app.log_pane.border_title), what="the failure's log")
         (tmp_path / "ok").touch()
-        await pilot.press("minus")
-        assert app.selected_task == "train"
         await pilot.press("r")
         await until(pilot, lambda: ui_states(app)["report"] == "SUCCEEDED", what="the re-run went through")
         attempts = {name: snap.attempt for name, snap in app.model.snapshots.items() if name.startswith("train")}

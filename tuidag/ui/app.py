@@ -290,11 +290,11 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
         """The one selection every view shares (the graph's, the list's, the finder's): the task keys act on."""
         return self.table.selected if self.table.active else self.canvas.selected
 
-    def select_task(self, name: str) -> None:
-        """Select `name` in every view, bring it into view and show its log (an instance of a folded group: the
-        group unfolded, so the instance shows)."""
+    def select_task(self, name: str, *, unfold: bool = True) -> None:
+        """Select `name` in every view, bring it into view and show its log. An instance of a folded group: the
+        group unfolded, so the instance shows (`unfold=False`: the group's tile selected, the instance's log shown)."""
         group = self.folding.group_of.get(name)
-        if group is not None and group in self.folding.folded:
+        if unfold and group is not None and group in self.folding.folded:
             self.canvas.unfold(group, name)
         self.canvas.select(name)
         self.table.select(name)
@@ -326,7 +326,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
             first = min(failed, key=lambda snap: snap.finished_at or 0.0)
             self._moving_for_user = True
             try:
-                self.select_task(first.name)
+                self.select_task(first.name, unfold=False)  # a sweep's graph stays as the user left it
             finally:
                 self._moving_for_user = False
 
