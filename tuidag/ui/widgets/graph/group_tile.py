@@ -16,6 +16,7 @@ from ....views.group_progress import BAR_PARTS, GroupSummary
 from ....views.layout.style import Orientation, Zoom
 from ...state_style import LOOKS
 from ...text_cells import fit
+from .tiles import _HEAVY, _LIGHT, SELECTED_BG
 
 if TYPE_CHECKING:
     from .tiles import TileDrawing
@@ -23,9 +24,6 @@ if TYPE_CHECKING:
 S = TaskState
 PART_LOOK = {"done": S.SUCCEEDED, "failed": S.FAILED, "stopped": S.CANCELLED, "running": S.RUNNING, "queued": S.QUEUED}
 QUEUED_BAR = "#5a5a78"  # the part of the bar still to run
-SELECTED_BG = "#303048"
-_LIGHT = dict(tl="╭", tr="╮", bl="╰", br="╯", h="─", v="│", out="├", down="┬")
-_HEAVY = dict(tl="┏", tr="┓", bl="┗", br="┛", h="━", v="┃", out="┣", down="┳")
 
 
 def draw_group(canvas: TileDrawing, name: str, zoom: Zoom) -> list[Strip]:

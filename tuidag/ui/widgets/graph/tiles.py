@@ -28,7 +28,6 @@ from ...run_model import RunModel
 from ...state_style import CRITICAL_COLOUR, LONG_COLOUR, LOOKS
 from ...text_cells import fit as _fit
 from ...text_cells import format_bytes as _bytes
-from .group_tile import draw_group
 
 S = TaskState
 SELECTED_BG = "#303048"
@@ -79,6 +78,8 @@ class TileDrawing(_ScrollView):
     def _render_tile(self, name: str) -> list[Strip]:
         zoom = self._drawn_layout.zoom
         if name in self.folding.folded:
+            from .group_tile import draw_group  # (it draws with this module's borders)
+
             return draw_group(self, name, zoom)
         if zoom is Zoom.DOTS:
             return [Strip([self._dot(name)], 1)]
