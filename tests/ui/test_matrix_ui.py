@@ -176,3 +176,17 @@ async def test_the_timeline_shows_a_group_as_one_row_of_its_instances_bars_folde
         await pilot.press("minus")
         assert app.timeline.rows == ["prepare", "train", "report"] and app.selected_task == "train"
         assert "train" in app.graph.tiles  # one folding: the graph's group folded too
+
+
+async def test_a_group_with_an_instance_on_the_critical_path_has_its_name_highlighted(tmp_path):
+    from tuidag.ui.state_style import CRITICAL_COLOUR
+
+    session = sweep_session(tmp_path, "true")
+    async with open_app(session, start=False) as (app, pilot):
+
+        def title_colours() -> set[str]:
+            return {seg.style.color.name for seg in app.canvas._lines_of("train")[0] if seg.style and seg.style.color}
+
+        assert CRITICAL_COLOUR not in title_colours()
+        app.canvas.set_critical(["prepare", "train[lr=0.1,seed=2]", "report"])
+        await until(pilot, lambda: CRITICAL_COLOUR in title_colours(), what="the group's name highlighted")

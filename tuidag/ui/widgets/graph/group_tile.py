@@ -14,7 +14,7 @@ from ....model.durations import format_duration
 from ....model.state import TaskState
 from ....views.group_progress import BAR_PARTS, GroupSummary
 from ....views.layout.style import Orientation, Zoom
-from ...state_style import LOOKS
+from ...state_style import CRITICAL_COLOUR, LOOKS
 from ...text_cells import fit
 from .tiles import _HEAVY, _LIGHT, SELECTED_BG
 
@@ -56,9 +56,10 @@ def draw_group(canvas: TileDrawing, name: str, zoom: Zoom) -> list[Strip]:
     exits = name in graph.has_children
     down = exits and graph.orientation is Orientation.TD
     title = fit(label, inner - 4)
+    critical = bool(canvas.critical) and any(i in canvas.critical for i in canvas.folding.groups[name])
     top = [
         Segment(box["tl"] + box["h"] + " ", border),
-        Segment(title, base + Style(bold=True)),
+        Segment(title, base + Style(bold=True, color=CRITICAL_COLOUR if critical else None)),
         Segment(" " + box["h"] * (inner - 3 - len(title)) + box["tr"], border),
     ]
     middle = [
