@@ -1,6 +1,8 @@
 """A matrix task in the UI, on the shipped path (the run served and viewed through `RemoteRun`): one group tile at
-start, unfolded and folded back by keys, `c` on the group kills every instance's tree (checked with psutil), `r`
-re-runs the failed instances, and the finder finds an instance by its values."""
+start, unfolded and folded back by keys (which stay the log pane's elsewhere), `c` on the group kills every
+instance's tree (checked with psutil), `r` re-runs only the failed instances, the finder finds an instance by its
+values, the list and the timeline show the group as one row folded with the same keys, the tile repaints a few times
+a second at most, and is highlighted when an instance is on the critical path."""
 
 from __future__ import annotations
 
