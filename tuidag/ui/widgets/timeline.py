@@ -351,7 +351,11 @@ class TimelineView(FocusHint, RowSelection, GroupRows, ScrollView, can_focus=Tru
         offset, scale, cells = view
         model = self.model
         if name in self.folding.folded:
-            return tl.merged_paints((self._paints(i, view) for i in self.folding.groups[name]), cells)
+            snaps, recorded = model.snapshots, model.timeline.segments
+            segments = tl.group_segments(
+                recorded.get(i) or tl.snapshot_segments(snaps[i]) for i in self.folding.groups[name]
+            )
+            return tl.row_paints(segments, S.RUNNING, model.started + offset, scale, cells, model.clock())
         snap = model.snapshots[name]
         segments = model.timeline.segments.get(name) or tl.snapshot_segments(snap)
         return tl.row_paints(segments, snap.state, model.started + offset, scale, cells, model.clock())
