@@ -8,7 +8,8 @@ engine's control socket served in this process, the app a viewer of it), headles
   pace; target < 100 ms): on the matrix, `l` (prepare -> the folded group's tile), `+` (unfold: the 1,000
   instances laid out as a packed layer the first time, in a fresh state dir; a layout made before later), `j` after
   unfolding (the selection among the instances), `-` (fold back);
-  on the plain tasks, `l` (prepare -> the first of the 1,000) and `j`.
+  on the plain tasks, `l` (prepare -> the first of the 1,000) and `j`; then `t` to the timeline (the group one
+  row) and back, on both.
 
     python benchmarks/sweep_bench.py              # 3 repeats, medians
     python benchmarks/sweep_bench.py --repeats 5
@@ -87,6 +88,9 @@ async def sweep_run(path: Path, state: Path, matrix: bool) -> tuple[float, float
                 else:
                     for _ in range(3):
                         await timed("j: among the 1,000", "j", lambda: canvas.selected)
+            for _ in range(PRESSES // 4):  # the timeline: the group one row (folded), or 1,000 rows
+                await timed("t: the timeline", "t", lambda: app.timeline.active)
+                await timed("t: back to the graph", "t", lambda: app.timeline.active)
     finally:
         stop(session)
     return validated, first, keys

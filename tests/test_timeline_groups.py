@@ -29,3 +29,17 @@ def test_a_group_row_shows_a_failure_over_a_running_attempt_over_a_success_over_
         ("r", "RUNN"),
         None,
     ]
+
+
+def test_segments_that_look_alike_are_merged_where_they_overlap():
+    waits = [[Segment(f"i{k}", WAIT, k * 0.005, 10, 1)] for k in range(1000)]  # a thousand instances queued
+    done = [[Segment("a", RUN, 0, 2, 1, S.SUCCEEDED)], [Segment("b", RUN, 1, 3, 1, S.SUCCEEDED)]]
+    apart = [[Segment("c", RUN, 5, 6, 1, S.SUCCEEDED)]]
+    live = [[Segment("d", RUN, 4, None, 1)], [Segment("e", RUN, 7, 8, 1)]]
+    merged = group_segments([*waits, *done, *apart, *live])
+    assert [(s.kind, s.start, s.end, s.outcome) for s in merged] == [
+        (WAIT, 0, 10, None),
+        (RUN, 0, 3, S.SUCCEEDED),
+        (RUN, 5, 6, S.SUCCEEDED),
+        (RUN, 4, None, None),  # still going on: it covers e, which starts later
+    ]
