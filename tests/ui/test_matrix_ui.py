@@ -52,10 +52,12 @@ async def test_a_matrix_starts_as_one_group_tile_that_plus_unfolds_and_minus_fol
         await until(pilot, lambda: "6✔" in screen_text(app), what="the group tile counts 6 done")
         app.canvas.select("train")
         await pilot.pause()
+        assert "↵/+ unfold" in str(app.canvas.border_subtitle)  # the graph's border says how
         rows = app.log_pane.outer_size.height
         await pilot.press("plus")
         assert "train[lr=0.01,seed=2]" in app.graph.tiles and "train" not in app.graph.tiles
         assert app.canvas.selected == "train[lr=0.01,seed=1]"
+        assert "- fold the group" in str(app.canvas.border_subtitle)
         await pilot.press("minus")
         await pilot.pause()
         assert app.log_pane.outer_size.height == rows  # + and - folded and unfolded, they didn't size the log pane

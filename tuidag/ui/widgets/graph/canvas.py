@@ -46,6 +46,8 @@ GROUP_REPAINT = 0.25  # seconds between two repaints of a group's tile: a sweep'
 MAX_CACHED_LINES = 512  # drawn canvas lines kept (a few screens): many more Strips would slow the garbage collector
 # The subtitle says what the arrows do here, and only while they do: with the log pane focused they scroll it.
 FOCUSED_HINT = "←↑↓→ hjkl select · c cancel · r re-run · z zoom · o turn"
+GROUP_HINT = "↵/+ unfold · c cancel its unfinished · r re-run its failed · ←↑↓→ hjkl select"  # on a folded group
+INSTANCE_HINT = "- fold the group · ←↑↓→ hjkl select · c cancel · r re-run · z zoom · o turn"  # on an instance
 UNFOCUSED_HINT = "esc/tab: back to the graph"
 
 
@@ -143,7 +145,15 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
     unfocused_hint = UNFOCUSED_HINT
 
     def focused_hint(self) -> str:
-        return FOCUSED_HINT
+        """The graph's keys; on a matrix group's tile or an instance, how to unfold or fold it first."""
+        if self.selected in self.folding.folded:
+            return GROUP_HINT
+        return INSTANCE_HINT if self.selected in self.folding.group_of else FOCUSED_HINT
+
+    def hint_selection(self) -> None:
+        """The selection moved: the keys the border offers may change (on a group, off it)."""
+        if self.has_focus:
+            self.border_subtitle = self.focused_hint()
 
     # -------------------------------------------------------------------------------------------------- painting
     def render_line(self, y: int) -> Strip:
@@ -310,6 +320,7 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         self._first_selection = False
         self.graph = None
         self.relayout()
+        self.hint_selection()
         if self.on_refold is not None:
             self.on_refold()
         if self.on_select is not None:

@@ -39,6 +39,7 @@ class Selection(_ScrollView):
     if TYPE_CHECKING:  # the other parts of DagCanvas
 
         def refresh_tasks(self, names: Iterable[str]) -> None: ...
+        def hint_selection(self) -> None: ...
 
     def select(self, name: str, *, scroll: bool = True) -> None:
         """Select `name`'s tile: an instance of a folded group selects the group's tile (`on_select` still gets the
@@ -53,6 +54,7 @@ class Selection(_ScrollView):
             return
         previous, self.selected = self.selected, tile
         self.refresh_tasks([n for n in (previous, tile) if n])
+        self.hint_selection()
         if scroll:
             self.scroll_to_selected()
         if self.on_select is not None:
