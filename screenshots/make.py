@@ -200,6 +200,25 @@ async def dots_running(app: TuidagApp, pilot: Pilot) -> None:
     await until(pilot, lambda: app.log_pane.line_count >= 2)
 
 
+def sweep_midway(app: TuidagApp) -> bool:
+    states = [app.model.snapshots[n].state for n in app.folding.groups["train"]]
+    return states.count(S.SUCCEEDED) >= 2 and states.count(S.RUNNING) >= 2
+
+
+async def sweep_folded(app: TuidagApp, pilot: Pilot) -> None:
+    """demos/sweep.yaml mid-run: each matrix one tile (its bar of done / running / queued, its durations)."""
+    await until(pilot, lambda: sweep_midway(app))
+    app.canvas.select("train")
+
+
+async def sweep_unfolded(app: TuidagApp, pilot: Pilot) -> None:
+    """The same, `train` unfolded with `+` into its instances; `eval` still one tile."""
+    await until(pilot, lambda: sweep_midway(app))
+    app.canvas.select("train")
+    await pilot.press("plus")
+    app.canvas.select("train[lr=0.1,seed=1]")
+
+
 async def help_screen(app: TuidagApp, pilot: Pilot) -> None:
     await until(pilot, lambda: count(app, S.RUNNING) >= 1)
     await pilot.press("question_mark")
@@ -322,6 +341,8 @@ SHOTS: list[tuple[str, Demo, Scene]] = [
     ("finder", made_up("crawl.yaml", big_dag), finder_open),
     ("dots", made_up("crawl.yaml", big_dag), dots_running),
     ("help", demo("pipeline.yaml"), help_screen),
+    ("sweep", demo("sweep.yaml"), sweep_folded),
+    ("sweep-unfolded", demo("sweep.yaml"), sweep_unfolded),
 ]
 
 

@@ -36,3 +36,16 @@ def test_a_name_filter_ignores_case_and_combines_with_a_branch() -> None:
     assert both.tasks(DAG) == {"test-e2e"} and both.describe() == "branch of test-e2e, matching “e2e”"
     assert TaskFilter(name="nothing").tasks(DAG) == frozenset()
     assert both.with_branch(None) == TaskFilter(name="e2e")
+
+
+def test_the_branch_of_a_matrix_group_is_its_instances_and_what_depends_on_them(tmp_path) -> None:
+    from tuidag.model.loader import load_dag
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text(
+        "tasks:\n  prep: {run: 'true'}\n"
+        "  train: {matrix: {seed: [1, 2]}, depends_on: prep, run: 'true'}\n"
+        "  report: {depends_on: train, run: 'true'}\n"
+    )
+    shown = TaskFilter().with_branch("train").tasks(load_dag(path))
+    assert shown == {"train[seed=1]", "train[seed=2]", "report"}

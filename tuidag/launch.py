@@ -264,6 +264,19 @@ def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
         "requests": {name: requests(task) for name, task in dag.tasks.items() if task.resources},
         "max_parallel": max(1, max_parallel or dag.max_parallel),
         **({"groups": {name: list(group.instances) for name, group in dag.groups.items()}} if dag.groups else {}),
+        **({"matrix": matrix_values(dag)} if dag.groups else {}),
+    }
+
+
+def matrix_values(dag: DagSpec) -> dict[str, dict[str, str]]:
+    """Each matrix instance's values as text (`{"train[lr=0.01]": {"lr": "0.01"}}`): the report's table of a group's
+    instances by value reads them from the journal's header."""
+    from .model.matrix import text_of
+
+    return {
+        name: {key: text_of(value) for key, value in task.matrix}
+        for name, task in dag.tasks.items()
+        if task.group is not None
     }
 
 

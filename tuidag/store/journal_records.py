@@ -79,6 +79,7 @@ _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "max_parallel": lambda value: _is_int(value) and value > 0,
     "options": lambda value: type(value) is list and all(type(item) is str for item in value),
     "groups": lambda value: type(value) is dict and all(_is_name_list(item) for item in value.values()),
+    "matrix": lambda value: type(value) is dict and all(_is_str_map(item) for item in value.values()),
 }
 _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "task": lambda value: type(value) is str and value != "",

@@ -15,7 +15,7 @@ import asyncio
 import gc
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from textual import on
 from textual.app import App, ComposeResult
@@ -36,7 +36,8 @@ from ..store.journal import read_journal
 from ..views.combined_log import CombinedLog
 from ..views.fuzzy import FuzzyFinder
 from ..views.headless import TASK_COLOURS
-from ..views.layout.build import dag_deps, layout_dag
+from ..views.layout.build import dag_deps, layout_deps
+from ..views.layout.folding import Folding
 from ..views.layout.layout import GraphLayout
 from ..views.layout.style import LayoutStyle
 from ..views.run_outlook import Outlook
@@ -153,26 +154,27 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
             if source.finished:  # it ended before the app subscribed (the post-mortem view, a quick run): the run's
                 self.model.finished_at = source.ended_at  # clock stopped at its end, and no "finished" event will come
             self.model.seed_timeline(read_journal(source.run.journal))  # what happened before the app subscribed
-            self._parents = {name: task.depends_on for name, task in dag.tasks.items()}
             self._prefix_colours = {
                 name: TASK_COLOURS[i % len(TASK_COLOURS)] for i, name in enumerate(dag.topological_order)
             }
         # The widgets are kept here, not queried: timers may still fire while the screen is being torn down.
         self.header = RunHeader(dag.name, source.run.run_id, self.model, capacities=dag.resources, id="header")
         self.header.role = self._role()
-        self.canvas = DagCanvas(
-            dag_deps(dag),
-            self._layout,
-            self.model,
-            self._parents,
-            dag.children,
-            on_select=self._selection_moved,
-            id="graph",
-        )
+        self.folding = Folding(dag_deps(dag), {name: group.instances for name, group in dag.groups.items()})
+        self.canvas = DagCanvas(self.folding, self._layout, self.model, on_select=self._selection_moved, id="graph")
         self.canvas.title_prefix = f"{dag.name} · {counted(self.model.total, 'task')}"
         # Mounted on the first `L` (most runs never look at it); its selection moves the graph's, which shows the log.
         # Its default order is the graph's reading order, set when it is shown (the layout comes with the screen).
-        self.table = TaskTable(dag.name, dag.topological_order, self.model, on_select=self.canvas.select, id="list")
+        self.table = TaskTable(
+            dag.name,
+            dag.topological_order,
+            self.model,
+            on_select=self.canvas.select,
+            folding=self.folding,
+            on_fold=self._fold_from_list,
+            id="list",
+        )
+        self.canvas.on_refold = self._refolded
         # Mounted on the first `t`, like the list; its selection moves the graph's too.
         self.timeline = TimelineView(
             dag.name,
@@ -180,6 +182,8 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
             lambda: self.reading_order,
             self._timeline_density,
             on_select=self.canvas.select,
+            folding=self.folding,
+            on_fold=self._fold_from_list,
             id="timeline",
         )
         self.log_pane = LogView(id="log")
@@ -215,10 +219,11 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
         """The graph as laid out now (None until the canvas knows its size)."""
         return self.canvas.graph
 
-    def _layout(self, style: LayoutStyle) -> GraphLayout:
-        """Lay the DAG out for the canvas, read back from the state dir's cache when it was laid out so before."""
+    def _layout(self, deps: Mapping[str, Sequence[str]], style: LayoutStyle) -> GraphLayout:
+        """Lay the graph out for the canvas (the DAG, its folded groups one node each), read back from the state
+        dir's cache when it was laid out so before."""
         with collector_paused():  # the layout of a big DAG is tens of thousands of objects, all kept
-            return layout_dag(self.source.dag, style, cache_dir=self.source.store.state_dir / "cache")
+            return layout_deps(deps, style, cache_dir=self.source.store.state_dir / "cache")
 
     # ------------------------------------------------------------------------------------------------- building
     def compose(self) -> ComposeResult:
@@ -285,8 +290,12 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
         """The one selection every view shares (the graph's, the list's, the finder's): the task keys act on."""
         return self.table.selected if self.table.active else self.canvas.selected
 
-    def select_task(self, name: str) -> None:
-        """Select `name` in every view, bring it into view and show its log."""
+    def select_task(self, name: str, *, unfold: bool = True) -> None:
+        """Select `name` in every view, bring it into view and show its log. An instance of a folded group: the
+        group unfolded, so the instance shows (`unfold=False`: the group's tile selected, the instance's log shown)."""
+        group = self.folding.group_of.get(name)
+        if unfold and group is not None and group in self.folding.folded:
+            self.canvas.unfold(group, name)
         self.canvas.select(name)
         self.table.select(name)
         self.timeline.select(name)
@@ -317,14 +326,48 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
             first = min(failed, key=lambda snap: snap.finished_at or 0.0)
             self._moving_for_user = True
             try:
-                self.select_task(first.name)
+                self.select_task(first.name, unfold=False)  # a sweep's graph stays as the user left it
             finally:
                 self._moving_for_user = False
 
     def _show_log_of(self, task: str) -> None:
         """The selection moved (called by the canvas right away, so both repaint in one frame)."""
+        if self.folding.is_group(task):  # a folded group's tile: the log of its instance most worth reading
+            task = self._instance_to_show(task)
         if not self._combined_on:
             self.log_pane.show_file(self.source.run.log_path(task), task)
+
+    def _shown_task(self) -> str | None:
+        """The graph's selection as a task: a folded group's instance most worth reading."""
+        selected = self.canvas.selected
+        return self._instance_to_show(selected) if selected and self.folding.is_group(selected) else selected
+
+    def _fold_from_list(self, group: str, unfold: bool) -> None:
+        """`+` / `-` in the list or the timeline: the graph folds as they do (one folding for every view)."""
+        if unfold:
+            self.canvas.unfold(group)
+        else:
+            self.canvas.fold(group)
+
+    def _refolded(self) -> None:
+        """A group was folded or unfolded: the list and the timeline show it so, with the graph's selection."""
+        if self.table.active:
+            self.table.selected = self.canvas.selected
+            self.table.set_order(self.reading_order)
+            self.table.rebuild()
+        if self.timeline.active:
+            self.timeline.selected = self.canvas.selected
+            self.timeline.relist()
+
+    def _instance_to_show(self, group: str) -> str:
+        """A group's first failed instance, else its first running one, else its first."""
+        instances = self.folding.groups[group]
+        snapshots = self.model.snapshots
+        for states in ((S.FAILED,), (S.RUNNING, S.CANCELLING, S.RETRYING)):
+            found = next((i for i in instances if snapshots[i].state in states), None)
+            if found is not None:
+                return found
+        return instances[0]
 
     def action_focus_graph(self) -> None:
         """Esc in the log pane: back to the graph, or to the list when it is shown (unless the log pane is maximised:
@@ -347,7 +390,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
             await self.panes.mount(self.table, after=self.canvas)
         self.panes.add_class("-list")
         self.table.set_order(self.reading_order)
-        self.table.show(self.canvas.selected, width)
+        self.table.show(self._shown_task(), width)
         self._focus(self.table)
 
     @on(Input.Submitted, "#search")
@@ -398,7 +441,9 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
         """Every task as the graph reads: layer by layer, each in its reading order (it changes with the layout)."""
         graph, order = self._reading_order
         if graph is not self.graph:
-            order = [name for column in self.graph.columns for name in column] if self.graph else []
+            order = (
+                self.folding.expand([name for column in self.graph.columns for name in column]) if self.graph else []
+            )
             self._reading_order = (self.graph, order)
         return order
 
@@ -409,7 +454,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
         if selected is None:
             return
         order, snapshots, states = self.reading_order, self.model.snapshots, group.states
-        here = order.index(selected)
+        here = order.index(self.folding.instances(selected)[0])
         for k in range(1, len(order) + 1):
             name = order[(here + k * step) % len(order)]
             if snapshots[name].state in states:
@@ -436,7 +481,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, Ap
             self.timeline.styles.height = self.canvas.styles.height  # the split as the user left it
             await self.panes.mount(self.timeline, after=self.canvas)
         self.panes.add_class("-timeline")
-        self.timeline.show(self.canvas.selected)
+        self.timeline.show(self._shown_task())
         self._focus(self.timeline)
 
     def _hide_timeline(self) -> None:

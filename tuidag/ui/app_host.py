@@ -21,6 +21,7 @@ from ..control.run_source import RunSource, Usage
 from ..engine.events import Event, TaskSnapshot
 from ..model.forecast import ForecastShape
 from ..views.combined_log import CombinedLog
+from ..views.layout.folding import Folding
 from ..views.layout.layout import GraphLayout
 from ..views.run_outlook import Outlook
 from ..views.task_filter import TaskFilter
@@ -48,6 +49,7 @@ class AppHost(App[str]):
     # The widgets.
     header: RunHeader
     canvas: DagCanvas
+    folding: Folding
     table: TaskTable
     timeline: TimelineView
     log_pane: LogView
@@ -105,6 +107,9 @@ class AppHost(App[str]):
 
     @abstractmethod
     def _user_acts(self) -> None: ...
+
+    @abstractmethod
+    def _instance_to_show(self, group: str) -> str: ...
 
     # Defined by one part, used by another.
     @property

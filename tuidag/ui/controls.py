@@ -35,6 +35,9 @@ class RunControls(AppHost):
         if name is None or not self._may_control():
             return
         self._user_acts()
+        if self.folding.is_group(name):
+            self._cancel_group(name)
+            return
         branch = self.source.branch(name)
         if not branch:
             self.notify(f"{name} and everything downstream of it already finished")
@@ -43,6 +46,21 @@ class RunControls(AppHost):
         cancel = partial(self.source.cancel, name, cancel_reason("cancel", "viewer"))
         self.push_screen(
             ConfirmScreen(question, self._describe(branch), "Running tasks get SIGTERM, then SIGKILL."),
+            partial(self._confirmed, cancel),
+        )
+
+    def _cancel_group(self, group: str) -> None:
+        """`c` on a folded matrix group: every unfinished instance (with what depends on them), asked first."""
+        snapshots = self.model.snapshots
+        unfinished = [i for i in self.folding.groups[group] if not snapshots[i].state.terminal]
+        if not unfinished:
+            self.notify(f"every instance of {group} already finished")
+            return
+        count = "its one unfinished instance" if len(unfinished) == 1 else f"its {len(unfinished)} unfinished instances"
+        question = f"Cancel the group [b]{escape(group)}[/b]: {count}, and everything downstream of them?"
+        cancel = partial(self.source.cancel, group, cancel_reason("cancel", "viewer"))
+        self.push_screen(
+            ConfirmScreen(question, self._describe(unfinished), "Running tasks get SIGTERM, then SIGKILL."),
             partial(self._confirmed, cancel),
         )
 
@@ -72,6 +90,9 @@ class RunControls(AppHost):
         if name is None or self.model.stopping or not self.run_started:
             return
         self._user_acts()
+        if self.folding.is_group(name):
+            self._rerun_group(name)
+            return
         snap = self.model.snapshots[name]
         if snap.state is TaskState.UNTARGETED:
             self.notify(f"{name} is not a target of this run: start a run with it as a target to run it")
@@ -81,6 +102,16 @@ class RunControls(AppHost):
             return
         self.run_worker(
             partial(self._control, partial(self.source.rerun, name)), thread=True, group="control", description="rerun"
+        )
+
+    def _rerun_group(self, group: str) -> None:
+        """`r` on a folded matrix group: its failed, cancelled and skipped instances run again."""
+        snapshots = self.model.snapshots
+        if not any(snapshots[i].state in RERUNNABLE for i in self.folding.groups[group]):
+            self.notify(f"no instance of {group} failed, was cancelled or skipped: nothing to re-run")
+            return
+        self.run_worker(
+            partial(self._control, partial(self.source.rerun, group)), thread=True, group="control", description="rerun"
         )
 
     def action_pause(self) -> None:

@@ -61,7 +61,10 @@ class LogKeys(AppHost):
         if self._combined_on:
             self.log_pane.show_combined(self.combined, self._task_filter.describe())
         elif self.selected_task:
-            self.log_pane.show_file(self.source.run.log_path(self.selected_task), self.selected_task)
+            task = self.selected_task
+            if self.folding.is_group(task):
+                task = self._instance_to_show(task)
+            self.log_pane.show_file(self.source.run.log_path(task), task)
 
     # ------------------------------------------------------------------- log pane: its size, the combined filter
     def action_maximise_log(self) -> None:

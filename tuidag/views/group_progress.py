@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 from ..engine.events import TaskSnapshot
 from ..model.counts import number
@@ -73,3 +74,47 @@ class GroupProgress:
             self._said[group] = now
             return group_line(group, states.values())
         return None
+
+
+#: A group tile's bar, in this order: done, failed, stopped (cancelled, skipped), running, queued (the rest).
+BAR_PARTS = ("done", "failed", "stopped", "running", "queued")
+_PART_OF = {S.SUCCEEDED: "done", S.UP_TO_DATE: "done", S.FAILED: "failed"}
+_PART_OF.update({S.CANCELLED: "stopped", S.SKIPPED: "stopped", S.UNTARGETED: "stopped"})
+_PART_OF.update({S.RUNNING: "running", S.CANCELLING: "running", S.RETRYING: "running"})
+
+
+class GroupSummary(NamedTuple):
+    """What a group's tile shows: instances per part of its bar, the best and worst durations of those done, and
+    the state it is drawn in (the most urgent of its instances')."""
+
+    total: int
+    parts: dict[str, int]
+    best: float | None
+    worst: float | None
+    state: S
+
+
+def summarise(snapshots: Iterable[TaskSnapshot], now: float) -> GroupSummary:
+    parts = dict.fromkeys(BAR_PARTS, 0)
+    best = worst = None
+    total = 0
+    for snap in snapshots:
+        total += 1
+        part = _PART_OF.get(snap.state, "queued")
+        parts[part] += 1
+        if part == "done":
+            seconds = snap.duration(now)
+            if seconds is not None:
+                best = seconds if best is None else min(best, seconds)
+                worst = seconds if worst is None else max(worst, seconds)
+    if parts["failed"]:
+        state = S.FAILED
+    elif parts["running"]:
+        state = S.RUNNING
+    elif parts["queued"]:
+        state = S.QUEUED if parts["done"] or parts["stopped"] else S.PENDING
+    elif parts["stopped"] and not parts["done"]:
+        state = S.CANCELLED
+    else:
+        state = S.SUCCEEDED
+    return GroupSummary(total, parts, best, worst, state)

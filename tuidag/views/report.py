@@ -75,6 +75,7 @@ def render_html(facts: dict[str, Any]) -> str:
         f'<div class="scroll">{gantt_svg(facts)}</div>',
         "<h2>Graph</h2>",
         f'<div class="scroll">{graph_svg(facts)}</div>',
+        _sweeps(facts),
         "<h2>Tasks</h2>",
         _table(facts),
         _failures(facts),
@@ -179,6 +180,32 @@ def _table(facts: dict[str, Any]) -> str:
         )
     rows.append("</tbody></table>")
     return f'<div class="scroll">{"".join(rows)}</div>'
+
+
+def _sweeps(facts: dict[str, Any]) -> str:
+    """A table per matrix group: its instances by value, with their outcome and duration."""
+    groups = [group for group in facts.get("groups") or () if group["instances"]]
+    if not groups:
+        return ""
+    parts = ["<h2>Sweeps</h2>"]
+    for group in groups:
+        rows = group["instances"]
+        done = sum(1 for row in rows if row["state"] in ("SUCCEEDED", "UP_TO_DATE"))
+        keys = group["keys"]
+        parts.append(f"<h3>{esc(group['name'])}: {done} of {len(rows)} done</h3>")
+        head = "".join(f"<th>{esc(key)}</th>" for key in keys)
+        parts.append(
+            f'<div class="scroll"><table class="sweep"><thead><tr>{head}<th>outcome</th><th>duration</th>'
+            "<th>task</th></tr></thead><tbody>"
+        )
+        for row in rows:
+            cells = "".join(f"<td>{esc(row['values'].get(key, ''))}</td>" for key in keys)
+            parts.append(
+                f'<tr>{cells}<td class="s-{esc(row["state"])}">{esc(row["state"].lower())}</td>'
+                f'<td class="num">{esc(format_duration(row["duration"]))}</td><td>{esc(row["task"])}</td></tr>'
+            )
+        parts.append("</tbody></table></div>")
+    return "".join(parts)
 
 
 def _failures(facts: dict[str, Any]) -> str:

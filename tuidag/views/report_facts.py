@@ -137,12 +137,42 @@ def report_facts(run: RunDir, now: float | None = None) -> dict[str, Any]:
             for name in insight.path
         ],
         "speedups": [{"task": name, "saved": saved, "if": "halved"} for name, saved in insight.faster],
+        "groups": _groups(header, tasks),
         "failures": [
             _failure(run, task, rep.tasks[task["name"]].log_start)
             for task in tasks
             if task["state"] == TaskState.FAILED.value
         ],
     }
+
+
+def _groups(header: dict[str, Any], tasks: list[TaskFacts]) -> list[dict[str, Any]]:
+    """Each matrix group's instances by value: the keys (in the order the instances name them), and per instance
+    its values, state and duration."""
+    by_name = {task["name"]: task for task in tasks}
+    stored = header.get("matrix")
+    values: dict[str, Any] = stored if isinstance(stored, dict) else {}
+    groups = []
+    for group, instances in (header.get("groups") or {}).items():
+        rows = []
+        keys: dict[str, None] = {}
+        for name in instances:
+            task = by_name.get(name)
+            if task is None:
+                continue
+            found = values.get(name)
+            mine: dict[str, Any] = found if isinstance(found, dict) else {}
+            keys.update(dict.fromkeys(str(k) for k in mine))
+            rows.append(
+                {
+                    "task": name,
+                    "values": {str(k): str(v) for k, v in mine.items()},
+                    "state": task["state"],
+                    "duration": task["duration"],
+                }
+            )
+        groups.append({"name": str(group), "keys": list(keys), "instances": rows})
+    return groups
 
 
 def _counts(tasks: list[TaskFacts]) -> dict[str, int]:

@@ -30,7 +30,12 @@ class TaskFilter:
         """The tasks of `dag` to show, or None for all of them."""
         if not self.active:
             return None
-        shown = frozenset(dag.tasks) if self.branch is None else frozenset([self.branch, *dag.descendants(self.branch)])
+        if self.branch is None:
+            shown = frozenset(dag.tasks)
+        else:  # a matrix group's branch: its instances and everything downstream of them
+            group = dag.groups.get(self.branch)
+            roots = list(group.instances) if group is not None else [self.branch]
+            shown = frozenset(roots).union(*(dag.descendants(root) for root in roots))
         needle = self.name.lower()
         return frozenset(task for task in shown if needle in task.lower())
 

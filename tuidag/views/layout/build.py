@@ -38,7 +38,14 @@ def layout_dag(dag: Dag, style: LayoutStyle = DEFAULT_STYLE, *, cache_dir: Path 
     (the state dir's cache) the layout of a graph laid out before for the same packing is read back instead: a
     layout is a pure function of the names, the edges and the style, and a DAG of 1,000 tasks takes ~50 ms to lay
     out, a fifth of the app's start-up."""
-    deps = dag_deps(dag)
+    return layout_deps(dag_deps(dag), style, cache_dir=cache_dir)
+
+
+def layout_deps(
+    deps: Mapping[str, Sequence[str]], style: LayoutStyle = DEFAULT_STYLE, *, cache_dir: Path | None = None
+) -> GraphLayout:
+    """As `layout_dag`, for a graph given as name -> dependencies in a topological order (a DAG with its matrix
+    groups folded, say)."""
     if cache_dir is None:
         return layout_graph(deps, style)
     from ...model.cache import code_stamp, read_entry, sha1, write_entry

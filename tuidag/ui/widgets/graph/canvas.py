@@ -26,8 +26,10 @@ from textual.content import Content
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 
 from ....views.layout.choice import choose_style
+from ....views.layout.folding import Folding
 from ....views.layout.layout import GraphLayout
 from ....views.layout.shape import DagShape
 from ....views.layout.style import LayoutStyle, Orientation, Zoom
@@ -40,9 +42,12 @@ from .selection import Selection
 from .tiles import TileDrawing
 
 EDGE_COLOUR = "#767699"
+GROUP_REPAINT = 0.25  # seconds between two repaints of a group's tile: a sweep's instances may end by hundreds
 MAX_CACHED_LINES = 512  # drawn canvas lines kept (a few screens): many more Strips would slow the garbage collector
 # The subtitle says what the arrows do here, and only while they do: with the log pane focused they scroll it.
 FOCUSED_HINT = "←↑↓→ hjkl select · c cancel · r re-run · z zoom · o turn"
+GROUP_HINT = "↵/+ unfold · c cancel its unfinished · r re-run its failed · ←↑↓→ hjkl select"  # on a folded group
+INSTANCE_HINT = "- fold the group · ←↑↓→ hjkl select · c cancel · r re-run · z zoom · o turn"  # on an instance
 UNFOCUSED_HINT = "esc/tab: back to the graph"
 
 
@@ -85,36 +90,46 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         ),
         Binding("Z", "zoom(-1)", "Zoom back", show=False, tooltip="Previous zoom level"),
         Binding(
+            "enter,plus",
+            "unfold",
+            "Unfold",
+            show=False,
+            tooltip="On a matrix group's tile: draw its instances, one tile each (packed like a wide layer)",
+        ),
+        Binding("minus", "fold", "Fold", show=False, tooltip="On a matrix instance: fold its group back into one tile"),
+        Binding(
             "o", "turn", "Turn", show=False, tooltip="Turn the graph: left to right or top down (the choice sticks)"
         ),
     ]
 
     def __init__(
         self,
-        deps: Mapping[str, Sequence[str]],
-        layout: Callable[[LayoutStyle], GraphLayout],
+        folding: Folding,
+        layout: Callable[[Mapping[str, Sequence[str]], LayoutStyle], GraphLayout],
         model: RunModel,
-        dependencies: Mapping[str, Sequence[str]],
-        dependents: Mapping[str, Sequence[str]],
         *,
         on_select: Callable[[str], None] | None = None,
         id: str | None = None,
     ):
-        """`layout(style)` lays the DAG out (the app's, with its cache). `on_select(name)`, if given, is called as
-        soon as the selection moves, instead of posting `TaskSelected`: what it changes (the log pane) is then
-        painted in the same frame as the new selection, not one later."""
+        """`folding` says which matrix groups are drawn as one tile (all at first); `layout(deps, style)` lays a
+        graph out (the app's, with its cache). `on_select(name)`, if given, is called as soon as the selection
+        moves, instead of posting `TaskSelected`: what it changes (the log pane) is then painted in the same frame as
+        the new selection, not one later."""
         super().__init__(id=id)
         self.on_select = on_select
-        self.deps = deps
+        self.folding = folding
         self._layout = layout
         self.model = model
-        self.dependencies = dependencies
-        self.dependents = dependents
+        self._shapes: dict[frozenset[str], DagShape] = {}
+        self._set_graph_of_folding()
+        self._groups_due: set[str] = set()  # group tiles to repaint at the next GROUP_REPAINT tick
+        self._group_timer: Timer | None = None
+        self.on_refold: Callable[[], None] | None = None  # called when a group was folded or unfolded
+        self._last_view: tuple[int, int] | None = None  # the size last laid out for
         self.graph: GraphLayout | None = None  # laid out for the canvas's size on the first resize
         self.zoom_choice: Zoom | None = None  # the user's, once they pressed z / Z / o: it sticks for the run
         self.orientation_choice: Orientation | None = None
         self._layouts: dict[tuple, GraphLayout] = {}
-        self._shape = DagShape(deps)
         self.selected: str | None = None  # the first task of the first layer, once laid out
         self._first_selection = True  # until something selects a task, a new layout selects its first one
         self.title_prefix = ""
@@ -130,7 +145,15 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
     unfocused_hint = UNFOCUSED_HINT
 
     def focused_hint(self) -> str:
-        return FOCUSED_HINT
+        """The graph's keys; on a matrix group's tile or an instance, how to unfold or fold it first."""
+        if self.selected in self.folding.folded:
+            return GROUP_HINT
+        return INSTANCE_HINT if self.selected in self.folding.group_of else FOCUSED_HINT
+
+    def hint_selection(self) -> None:
+        """The selection moved: the keys the border offers may change (on a group, off it)."""
+        if self.has_focus:
+            self.border_subtitle = self.focused_hint()
 
     # -------------------------------------------------------------------------------------------------- painting
     def render_line(self, y: int) -> Strip:
@@ -212,8 +235,20 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         """Repaint these tiles only (their cached lines are rebuilt on the next paint)."""
         if self.graph is None:
             return
-        names = list(names)  # read twice: for the tiles and for the minimap
         tiles = self.graph.tiles
+        if self.folding.folded:  # an instance of a folded group changes its group's tile, a few times a second at most
+            plain: list[str] = []
+            tile_of = self.folding.tile_of
+            for name in names:
+                node = tile_of(name)
+                if node == name:
+                    plain.append(name)
+                elif node in tiles:
+                    self._groups_due.add(node)
+            if self._groups_due and self._group_timer is None:
+                self._group_timer = self.set_timer(GROUP_REPAINT, self._repaint_groups)
+            names = plain
+        names = [name for name in names if name in tiles]  # read twice: for the tiles and for the minimap
         tile_lines, line_cache = self._tile_lines, self._line_cache
         scroll_x, scroll_y = self.scroll_offset
         window = self.scrollable_content_region.size
@@ -232,6 +267,67 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
             if box is not None:
                 self.refresh(box)
 
+    def _repaint_groups(self) -> None:
+        self._group_timer = None
+        due, self._groups_due = self._groups_due, set()
+        self.refresh_tasks(due)
+
+    # ---------------------------------------------------------------------------------------- folding groups
+    def _set_graph_of_folding(self) -> None:
+        """The graph as the folding draws it: its nodes, their edges both ways, its shape (kept per folding)."""
+        self.deps = self.folding.deps()
+        self.dependencies: Mapping[str, Sequence[str]] = self.deps
+        dependents: dict[str, list[str]] = {name: [] for name in self.deps}
+        for name, ds in self.deps.items():
+            for d in ds:
+                dependents[d].append(name)
+        self.dependents: Mapping[str, Sequence[str]] = dependents
+        shape = self._shapes.get(self.folding.key)
+        if shape is None:
+            shape = self._shapes[self.folding.key] = DagShape(self.deps)
+        self._shape = shape
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`+` / Enter unfold the selected group and `-` folds the group of the selected instance; on any other
+        tile the keys are the app's (`+` / `-` size the log pane)."""
+        if action == "unfold":
+            return self.selected is not None and self.selected in self.folding.folded
+        if action == "fold":
+            return self.selected is not None and self.selected in self.folding.group_of
+        return True
+
+    def action_unfold(self) -> None:
+        self.unfold(self.selected or "")
+
+    def action_fold(self) -> None:
+        group = self.folding.group_of.get(self.selected or "")
+        if group is not None:
+            self.fold(group)
+
+    def unfold(self, group: str, select: str | None = None) -> None:
+        """Draw `group`'s instances, and select `select` (its first instance if None)."""
+        if self.folding.unfold(group):
+            self._refold(select or self.folding.groups[group][0])
+
+    def fold(self, group: str) -> None:
+        """Draw `group` as one tile again, and select it."""
+        if self.folding.fold(group):
+            self._refold(group)
+
+    def _refold(self, select: str) -> None:
+        self._set_graph_of_folding()
+        self.selected = select  # the new layout shows it: no tile of the old one to repaint
+        self._first_selection = False
+        self.graph = None
+        self.relayout()
+        self.hint_selection()
+        if self.on_refold is not None:
+            self.on_refold()
+        if self.on_select is not None:
+            self.on_select(select)
+        else:
+            self.post_message(TaskSelected(select))
+
     # ----------------------------------------------------------------------------------------- layout and zoom
     def _view(self) -> tuple[int, int]:
         """The canvas's inner size, the screen a layout is made for."""
@@ -242,8 +338,11 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         """Lay the graph out for the canvas's size and the zoom and orientation in force (the user's, or those that
         fit best); keep the current layout if the new one would be the same."""
         view = self._view()
-        if view[0] <= 0 or view[1] <= 0:  # hidden (the log pane is maximised): nothing to fit
-            return
+        if view[0] <= 0 or view[1] <= 0:  # hidden (the log pane is maximised, the list shown): nothing to fit,
+            if self.graph is not None or self._last_view is None:  # unless a group was (un)folded meanwhile: the
+                return  # list reads the graph's order, so lay it out for the size it last had
+            view = self._last_view
+        self._last_view = view
         if self.zoom_choice is None or self.orientation_choice is None:
             fitted = choose_style(self.deps, view, self._shape, self._laid_out)
             zoom = self.zoom_choice or fitted.zoom
@@ -271,10 +370,10 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
     def _laid_out(self, style: LayoutStyle) -> GraphLayout:
         """The layout for `style`, made once per zoom, orientation, packing and band width (a resize that lays out
         alike reuses it)."""
-        key = (style.zoom, style.orientation, self._shape.key(style))
+        key = (self.folding.key, style.zoom, style.orientation, self._shape.key(style))
         graph = self._layouts.get(key)
         if graph is None:
-            graph = self._layouts[key] = self._layout(style)
+            graph = self._layouts[key] = self._layout(self.deps, style)
         return graph
 
     def _update_title(self) -> None:

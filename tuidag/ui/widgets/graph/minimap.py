@@ -50,6 +50,10 @@ class MinimapCorner(_ScrollView):
     model: RunModel
     _minimap: MinimapGrid | None  # made when first shown, for the layout and size it was shown at
 
+    if TYPE_CHECKING:  # the other parts of DagCanvas
+
+        def state_of(self, name: str) -> TaskState: ...
+
     def _minimap_box(self, width: int, height: int) -> Region | None:
         """Where the minimap goes (bottom right of the visible canvas), or None when the whole graph is in view or
         the canvas is too small to spare the room."""
@@ -74,7 +78,6 @@ class MinimapCorner(_ScrollView):
             return None
         minimap = self._minimap
         if minimap is None or (minimap.rows, minimap.columns) != (box.height, box.width):
-            snapshots = self.model.snapshots
             minimap = self._minimap = MinimapGrid(
                 {name: (tile.x, tile.y) for name, tile in graph.tiles.items()},
                 graph.width,
@@ -82,7 +85,7 @@ class MinimapCorner(_ScrollView):
                 box.width,
                 box.height,
                 len(_MINIMAP_ORDER),
-                lambda name: _MINIMAP_RANK[snapshots[name].state],
+                lambda name: _MINIMAP_RANK[self.state_of(name)],
             )
         row = minimap.cells[y - box.y]
         sx, sy = graph.width / box.width, graph.height / box.height

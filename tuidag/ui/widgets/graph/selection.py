@@ -10,6 +10,7 @@ from textual import events
 from textual.geometry import Region, Spacing
 from textual.scroll_view import ScrollView
 
+from ....views.layout.folding import Folding
 from ....views.layout.layout import GraphLayout
 from ....views.layout.style import Orientation
 from ...messages import TaskSelected
@@ -32,18 +33,28 @@ class Selection(_ScrollView):
     on_select: Callable[[str], None] | None
     dependencies: Mapping[str, Sequence[str]]
     dependents: Mapping[str, Sequence[str]]
+    folding: Folding
     _first_selection: bool
 
     if TYPE_CHECKING:  # the other parts of DagCanvas
 
         def refresh_tasks(self, names: Iterable[str]) -> None: ...
+        def hint_selection(self) -> None: ...
 
     def select(self, name: str, *, scroll: bool = True) -> None:
+        """Select `name`'s tile: an instance of a folded group selects the group's tile (`on_select` still gets the
+        instance, whose log the app shows)."""
         self._first_selection = False
-        if name == self.selected:
+        if name in self.folding.groups and name not in self.folding.folded:  # an unfolded group: its first instance
+            name = self.folding.groups[name][0]
+        tile = self.folding.tile_of(name)
+        if tile == self.selected:
+            if tile != name and self.on_select is not None:
+                self.on_select(name)
             return
-        previous, self.selected = self.selected, name
-        self.refresh_tasks([n for n in (previous, name) if n])
+        previous, self.selected = self.selected, tile
+        self.refresh_tasks([n for n in (previous, tile) if n])
+        self.hint_selection()
         if scroll:
             self.scroll_to_selected()
         if self.on_select is not None:

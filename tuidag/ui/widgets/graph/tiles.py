@@ -20,6 +20,8 @@ from ....engine.events import TaskSnapshot
 from ....model.durations import format_duration
 from ....model.state import TaskState
 from ....views.eta import attempt_start, progress
+from ....views.group_progress import GroupSummary, summarise
+from ....views.layout.folding import Folding
 from ....views.layout.layout import GraphLayout
 from ....views.layout.style import Orientation, Zoom
 from ...run_model import RunModel
@@ -54,6 +56,7 @@ class TileDrawing(_ScrollView):
     expected: Mapping[str, float]
     _tile_lines: dict[str, list[Strip]]
     _dots: dict[tuple, Segment]
+    folding: Folding
 
     if TYPE_CHECKING:  # the other parts of DagCanvas
 
@@ -74,6 +77,10 @@ class TileDrawing(_ScrollView):
 
     def _render_tile(self, name: str) -> list[Strip]:
         zoom = self._drawn_layout.zoom
+        if name in self.folding.folded:
+            from .group_tile import draw_group  # (it draws with this module's borders)
+
+            return draw_group(self, name, zoom)
         if zoom is Zoom.DOTS:
             return [Strip([self._dot(name)], 1)]
         if zoom is Zoom.COMPACT:
@@ -83,8 +90,8 @@ class TileDrawing(_ScrollView):
     def _dot(self, name: str) -> Segment:
         """One cell: the state's glyph in its colour; the selected one reversed, a hidden one a faint dot. Segments
         are shared by every dot that looks the same (a few dozen looks for thousands of dots)."""
-        state = self.model.snapshots[name].state
-        key = (state, name == self.selected, self.model.lit(name), name in self.critical)
+        state = self.state_of(name)
+        key = (state, name == self.selected, self.lit(name), name in self.critical)
         segment = self._dots.get(key)
         if segment is None:
             look, base = LOOKS[state], self._styles()[0]
@@ -98,6 +105,22 @@ class TileDrawing(_ScrollView):
                 )
             self._dots[key] = segment
         return segment
+
+    def state_of(self, name: str) -> TaskState:
+        """A tile's state: its task's, or a folded group's most urgent of its instances'."""
+        if name in self.folding.folded:
+            return self.group_summary(name).state
+        return self.model.snapshots[name].state
+
+    def lit(self, name: str) -> bool:
+        """Drawn in its colours (see `RunModel.lit`): a group while any of its instances is."""
+        if name in self.folding.folded:
+            return any(self.model.lit(i) for i in self.folding.groups[name])
+        return self.model.lit(name)
+
+    def group_summary(self, name: str) -> GroupSummary:
+        snapshots = self.model.snapshots
+        return summarise((snapshots[i] for i in self.folding.groups[name]), self.model.clock())
 
     def _render_line_tile(self, name: str) -> Strip:
         """One line: glyph, name, duration (or attempt), the selected one lit."""
