@@ -167,3 +167,16 @@ def test_matching_facts_with_outputs_as_they_were_is_up_to_date_and_missing_ones
     assert decide(
         facts(inputs={"data/train.csv": "0000"}), {"out/model.pt": {"out/model.pt": "ffff"}}, [then, older], bool
     )[:3] == (UP_TO_DATE, "up to date (run R0)", "R0")  # back to an earlier branch's inputs
+
+
+def test_blake3_hashes_when_installed_and_sha256_without_it(monkeypatch):
+    """The test extra installs `tuidag[fast]`: BLAKE3 is the algorithm, and without the package it is sha256; both
+    keep 128 bits."""
+    import hashlib
+
+    import blake3
+
+    assert hashing.ALGORITHM == "blake3"
+    assert hashing.hash_bytes(b"rows") == blake3.blake3(b"rows").hexdigest()[:32]
+    monkeypatch.setattr(hashing, "_fast_hash", None)
+    assert hashing.hash_bytes(b"rows") == hashlib.sha256(b"rows").hexdigest()[:32]
