@@ -21,6 +21,8 @@ from .durations import DurationTooLong, parse_duration
 from .errors import DagError, DagErrors, Location, Note, did_you_mean
 from .matrix import KEY_RE, Matrix, expand
 from .resources import Request, kind_problem
+from .service import SERVICE_KEYS
+from .service_yaml import Converters, read_service
 from .source import read_source
 from .spec import MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem
 from .validate import graph_errors, io_errors
@@ -54,6 +56,8 @@ TASK_KEYS = (
     "matrix",
     "max_parallel",
     "name",
+    "service",
+    *SERVICE_KEYS,
 )
 
 #: What a converter returns after reporting an error: the field is left out, so the spec's default applies.
@@ -165,6 +169,16 @@ class _Reader:
         fields = self.mapping(node, "key")
         if "run" not in fields:
             self.fail(key, f"task '{name}' has no 'run' command")
+        service = read_service(
+            self.file, fields, name, self.errors, Converters(self.duration, self.integer, self.text, _SKIP)
+        )
+        if service is not None:
+            for field in ("outputs", "retries", "retry_delay", "timeout"):
+                if field in fields:
+                    instead = {"outputs": "it never ends, so it makes none", "timeout": "use ready_timeout"}
+                    why = instead.get(field, "use restart: on-failure")
+                    self.fail(fields[field][0], f"task '{name}': a service can't have '{field}' ({why})")
+                    del fields[field]
         converters: dict[str, Converter] = {
             "run": partial(self.text, expected="a shell command string"),
             "depends_on": self.dependencies,
@@ -216,6 +230,7 @@ class _Reader:
         deps = settings.pop("depends_on", [])
         return TaskSpec(
             name=name,
+            service=service,
             depends_on=tuple(dep for dep, _ in deps),
             location=location,
             dep_locations=tuple(where for _, where in deps),
