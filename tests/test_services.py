@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from dags import alive, finish, make_dag, start_run
 from slowness import patience
@@ -265,3 +266,54 @@ def test_nothing_a_service_started_is_left_running_after_the_run(tmp_path):
     assert finish(scheduler) == {"svc": "CANCELLED", "user": "SUCCEEDED"}
     child = int((tmp_path / "child").read_text())
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_python_api_makes_a_service_and_locates_its_mistakes(tmp_path):
+    from tuidag.api import load_python
+    from tuidag.model import DagErrors
+
+    path = tmp_path / "services.py"
+    path.write_text(
+        "from tuidag import Dag\n"
+        "\n"
+        "dag = Dag('svc')\n"
+        "dag.shell('db', 'exec sleep 60', service=True, ready_when={'log': '^up', 'interval': '50ms'},\n"
+        "          restart='on-failure', max_restarts=1)\n"
+        "dag.shell('web', 'exec sleep 60', service=True, ready_when={'tcp': 80})\n"
+        "dag.shell('api', 'exec sleep 60', service=True, ready_when={'port': 0}, outputs=['x'])\n"
+        "dag.shell('job', 'true', ready_when={'port': 80})\n"
+        "\n"
+        "@dag.task(service=True)\n"
+        "def server(ctx): ...\n"
+    )
+    with pytest.raises(DagErrors) as caught:
+        load_python(path)
+    f = str(path)
+    assert [str(err) for err in caught.value.errors] == [
+        f"{f}:6:1: task 'web': ready_when: unknown kind 'tcp': it must be one of port, http, log, command",
+        f"{f}:7:1: task 'api': ready_when: port must be a port number (1-65535), got 0",
+        f"{f}:8:1: task 'job': ready_when is for a service: add service=True",
+        f"{f}:10:1: task 'server': a callable can't be a service (it runs on a thread of tuidag's, which can't be "
+        "stopped or checked like a server): make it a command with dag.shell(..., service=True)",
+    ]
+    path.write_text("\n".join(path.read_text().splitlines()[:5]) + "\ndag.shell('use', 'true', depends_on=['db'])\n")
+    dag = load_python(path)
+    assert dag.tasks["db"].service == ServiceSpec(ReadyCheck("log", "^up", 200, 0.05), 60.0, True, 1, 0.0)
+    assert dag.tasks["use"].service is None
+
+
+def test_a_service_on_the_dask_executor_is_refused_before_anything_starts(tmp_path):
+    (tmp_path / "dag.yaml").write_text(
+        "executor: dask-local:1\ntasks:\n  db:\n    run: exec sleep 60\n    service: true\n  use:\n    run: 'true'\n"
+    )
+    proc = subprocess.run(
+        [PY, "-m", "tuidag", "run", "--no-tui", "dag.yaml"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("dag.yaml:3:3: task 'db': a service can't run on the Dask executor")
+    assert not (tmp_path / ".tuidag" / "runs").exists() or not any((tmp_path / ".tuidag" / "runs").iterdir())
