@@ -317,3 +317,30 @@ def test_a_service_on_the_dask_executor_is_refused_before_anything_starts(tmp_pa
     assert proc.returncode == 2
     assert proc.stderr.startswith("dag.yaml:3:3: task 'db': a service can't run on the Dask executor")
     assert not (tmp_path / ".tuidag" / "runs").exists() or not any((tmp_path / ".tuidag" / "runs").iterdir())
+
+
+def test_a_service_that_crashes_while_the_run_stops_its_services_is_not_restarted(tmp_path):
+    # api, told to stop, first makes db crash (db exits 1 once `api-stopping` exists) and waits to see db gone.
+    (tmp_path / "api.py").write_text(
+        "import os, signal, sys, time\n"
+        "def bye(*_):\n"
+        "    open('api-stopping', 'w').close()\n"
+        "    while not os.path.exists('db-gone'): time.sleep(0.02)\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "print('up', flush=True)\n"
+        "while True: time.sleep(1)\n"
+    )
+    db = "echo up; while [ ! -f api-stopping ]; do sleep 0.02; done; touch db-gone; exit 1"
+    check = ReadyCheck("log", "^up$", interval=0.05)
+    dag = make_dag(
+        {
+            "db": {"run": db, "service": service(check, restart=True, max_restarts=3)},
+            "api": {"run": f"exec {PY} api.py", "service": service(check), "depends_on": ["db"]},
+            "client": {"run": "true", "depends_on": ["api"]},
+        },
+        workdir=tmp_path,
+    )
+    scheduler, rec = start_run(dag, tmp_path)
+    assert finish(scheduler) == {"db": "FAILED", "api": "CANCELLED", "client": "SUCCEEDED"}
+    assert "RETRYING" not in rec.states("db") and scheduler.snapshot()["db"].attempt == 1

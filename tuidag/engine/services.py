@@ -7,7 +7,8 @@ readiness check passes, then READY, and its dependents start (`MET`, task_queue.
 - An attempt that ends while RUNNING or READY (the process exited, whatever its code) fails the service. With
   `restart: on-failure` it is RETRYING for `restart_delay`, then started again, up to `max_restarts` times: dependents
   that were waiting keep waiting (a service that is not READY does not count as met) and those running keep running
-  (nothing is skipped until it FAILED for good, which applies the DAG's failure policy as any failure does).
+  (nothing is skipped until it FAILED for good, which applies the DAG's failure policy as any failure does). Once
+  the run is stopping its services, one that exits by itself is not restarted: it FAILED, as a crash.
 - Once every task that is not a service has ended, the run stops its services: each is cancelled (`kill_grace`, tree
   kill) as soon as every service that depends on it has ended, so a service outlives the services that use it. They
   end CANCELLED with reason SERVICE_STOPPED, which counts as ending well (job_group.stopped_by_group).
@@ -158,7 +159,7 @@ class ServiceTasks(TaskAttempts):
             reason = f"service exited{code}" + ("" if result.ok else f" ({result.reason})" if result.reason else "")
         restarts = t.snap.attempt - t.attempts_before - 1
         service = spec.service
-        if service.restart and restarts < service.max_restarts and not self._stopping:
+        if service.restart and restarts < service.max_restarts and not (self._stopping or self._services_stopped):
             self._set(
                 t,
                 S.RETRYING,
