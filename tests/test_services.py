@@ -344,3 +344,41 @@ def test_a_service_that_crashes_while_the_run_stops_its_services_is_not_restarte
     scheduler, rec = start_run(dag, tmp_path)
     assert finish(scheduler) == {"db": "FAILED", "api": "CANCELLED", "client": "SUCCEEDED"}
     assert "RETRYING" not in rec.states("db") and scheduler.snapshot()["db"].attempt == 1
+
+
+def test_services_do_not_take_the_threads_their_dependents_need(tmp_path):
+    # Two services with max_parallel 2: counted against it, they would leave no thread for the task that uses them.
+    check = ReadyCheck("log", "^up$", interval=0.05)
+    dag = make_dag(
+        {
+            "a": {"run": "echo up; exec sleep 60", "service": service(check)},
+            "b": {"run": "echo up; exec sleep 60", "service": service(check)},
+            "use": {"run": "true", "depends_on": ["a", "b"]},
+            "then": {"run": "true", "depends_on": ["use"]},
+        },
+        workdir=tmp_path,
+        max_parallel=2,
+    )
+    scheduler, _ = start_run(dag, tmp_path)
+    assert finish(scheduler) == {"a": "CANCELLED", "b": "CANCELLED", "use": "SUCCEEDED", "then": "SUCCEEDED"}
+
+
+def test_the_services_demo_runs_its_tests_against_its_services_and_stops_them_in_order(tmp_path):
+    proc = subprocess.run(
+        [PY, "-m", "tuidag", "run", "--no-tui", "--state-dir", str(tmp_path), str(REPO / "demos" / "services.yaml")],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # `[web]   --> ready (http ..., 0.2s)` -> ("web", "ready"), in the order printed
+    moves = [
+        (line.split("]")[0].lstrip("["), line.split("--> ")[1].split()[0].rstrip(":"))
+        for line in proc.stdout.splitlines()
+        if "] " in line and "--> " in line
+    ]
+    for service_task in ("store", "web"):
+        assert moves.index((service_task, "ready")) < moves.index(("test-missing", "RUNNING"))
+    assert moves.index(("test-fetch", "SUCCEEDED")) < moves.index(("web", "CANCELLING"))
+    assert moves.index(("web", "CANCELLED")) < moves.index(("store", "CANCELLING"))

@@ -1,5 +1,6 @@
 """Service tasks in the scheduler (model/service.py says what a DAG declares): a service's attempt is RUNNING until its
-readiness check passes, then READY, and its dependents start (`MET`, task_queue.py); it never succeeds.
+readiness check passes, then READY, and its dependents start (`MET`, task_queue.py); it never succeeds. A running
+service does not count against `max_parallel`: the pool has one more thread while it runs.
 
 - The check runs on a thread of its own per attempt (`_watch_ready`), polling every `interval` until the service is
   ready, its attempt has ended, or `ready_timeout` has passed: then the attempt is killed (its tree, as a cancel does)
@@ -31,6 +32,7 @@ from .outbox import log_exception
 from .readiness import Probe
 from .task_attempts import TaskAttempts
 from .task_records import S, TaskRecord
+from .workers import WorkerPool
 
 
 class ServiceTasks(TaskAttempts):
@@ -41,6 +43,8 @@ class ServiceTasks(TaskAttempts):
     _services_stopped: bool
     _service_change: threading.Condition
     _not_ready: dict[str, str]  # service -> why its current attempt is being killed (not ready in time)
+    _extra_threads: set[str]  # services whose running attempt added a pool thread (`_service_launched`)
+    _pool: WorkerPool
 
     if TYPE_CHECKING:  # scheduler.py
 
@@ -54,6 +58,7 @@ class ServiceTasks(TaskAttempts):
         self._services_stopped = False
         self._service_change = threading.Condition(self._lock)
         self._not_ready = {}
+        self._extra_threads = set()
 
     # ------------------------------------------------------------------------------------------- state moves
     def _set(self, t: TaskRecord, new: TaskState, announce: bool = True, **fields: Any) -> None:
@@ -93,6 +98,10 @@ class ServiceTasks(TaskAttempts):
         """A service's attempt has started (lock held): ready at once without a check, else a watcher polls it."""
         spec = self.dag.tasks[t.snap.name]
         assert spec.service is not None
+        # A service holds its pool thread until the run ends: the pool gets one more meanwhile, or services as many as
+        # max_parallel would leave no thread for the tasks they serve (and the run would wait forever).
+        self._extra_threads.add(spec.name)
+        self._pool.resize(self._pool.size + 1)
         check = spec.service.ready_when
         if check is None:
             if t.state is S.RUNNING:
@@ -149,6 +158,9 @@ class ServiceTasks(TaskAttempts):
     def _finish_attempt(self, t: TaskRecord, result: AttemptResult) -> None:
         name = t.snap.name
         spec = self.dag.tasks[name]
+        if name in self._extra_threads:  # its thread is free again: the pool's size is back to what it was
+            self._extra_threads.discard(name)
+            self._pool.resize(self._pool.size - 1)
         if spec.service is None or t.state is S.CANCELLING:
             self._not_ready.pop(name, None)
             super()._finish_attempt(t, result)
