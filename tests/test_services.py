@@ -382,3 +382,41 @@ def test_the_services_demo_runs_its_tests_against_its_services_and_stops_them_in
         assert moves.index((service_task, "ready")) < moves.index(("test-missing", "RUNNING"))
     assert moves.index(("test-fetch", "SUCCEEDED")) < moves.index(("web", "CANCELLING"))
     assert moves.index(("web", "CANCELLED")) < moves.index(("store", "CANCELLING"))
+
+
+def test_sigterm_to_a_headless_run_leaves_no_service_running(tmp_path):
+    (tmp_path / "dag.yaml").write_text(
+        "kill_grace: 1s\n"
+        "tasks:\n"
+        "  svc:\n"
+        "    run: echo $$ > svc.pid; sleep 60 & echo $! > child.pid; echo up; wait\n"
+        "    service: true\n"
+        "    ready_when: {log: '^up$'}\n"
+        "  work:\n"
+        "    run: exec sleep 60\n"
+        "    depends_on: [svc]\n"
+    )
+    proc = subprocess.Popen(
+        [PY, "-m", "tuidag", "run", "--no-tui", "dag.yaml"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the headless output, line by line, until the task that uses the service runs
+            if line.startswith("[work] --> RUNNING"):
+                break
+        refs = []
+        for name in ("svc.pid", "child.pid"):
+            pid = int((tmp_path / name).read_text())
+            refs.append((pid, psutil.Process(pid).create_time()))
+        proc.terminate()
+        proc.communicate(timeout=patience(30))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + 15
+    assert [ref for ref in refs if alive(*ref)] == []
