@@ -420,3 +420,19 @@ def test_sigterm_to_a_headless_run_leaves_no_service_running(tmp_path):
             proc.kill()
     assert proc.returncode == 128 + 15
     assert [ref for ref in refs if alive(*ref)] == []
+
+
+def test_a_run_whose_only_target_is_a_service_keeps_it_up_until_it_is_cancelled(tmp_path):
+    dag = make_dag(
+        {
+            "db": {"run": "echo up; exec sleep 60", "service": service(ReadyCheck("log", "^up$", interval=0.05))},
+            "app": {"run": "true", "depends_on": ["db"]},
+        },
+        workdir=tmp_path,
+    )
+    scheduler, rec = start_run(dag, tmp_path, targets=["db"])
+    rec.wait_state("db", "READY")
+    assert not scheduler.finished
+    scheduler.cancel_all()
+    assert finish(scheduler) == {"db": "CANCELLED", "app": "UNTARGETED"}
+    assert scheduler.snapshot()["db"].reason == "cancelled by user"

@@ -77,8 +77,10 @@ class ServiceTasks(TaskAttempts):
 
     def _stop_services(self) -> None:
         """Every task that is not a service has ended (with the lock held): stop the services, each once the services
-        that depend on it have ended. A DAG of services alone runs until it is cancelled."""
-        if self._services_stopped or len(self._services) == len(self._tasks):
+        that depend on it have ended. A run of services alone (the DAG's, or its targets) runs until it is cancelled."""
+        if self._services_stopped or all(
+            name in self._services or t.state is S.UNTARGETED for name, t in self._tasks.items()
+        ):
             return
         self._services_stopped = True
         for name in self._services:
@@ -113,7 +115,8 @@ class ServiceTasks(TaskAttempts):
             log_start=t.snap.log_start or 0,
             shell=spec.shell,
             workdir=spec.workdir or self.dag.workdir,
-            env={**self._base_env, **spec.env, "TUIDAG_TASK": spec.name},
+            # the attempt's tags: a probe still running when the service is stopped is ended with its tree
+            env={**self._base_env, **spec.env, "TUIDAG_TASK": spec.name, "TUIDAG_ATTEMPT": str(number)},
         )
         args = (t, generation, number, running, probe, spec.service)
         threading.Thread(target=self._watch_ready, args=args, name="tuidag-ready", daemon=True).start()
