@@ -52,3 +52,16 @@ def test_tasks_outside_the_run_s_targets_are_neither_waited_for_nor_need_a_histo
     }
     f = live_forecast(SHAPE, snaps, {"a": 10.0, "b": 10.0}, now=15)
     assert (f.end, f.unknown) == (20, ()) and set(f.spans) == {"a", "b"}
+
+
+def test_a_ready_service_is_done_for_the_forecast_and_needs_no_history():
+    """A service runs until the run ends: counted as running, it would hold the ETA at its own (unknown) end, and
+    with no history (a service never succeeds) the header would say "no history" for the whole run."""
+    snaps = {
+        "a": snap("a", S.READY, 1, 0, changed=2),
+        "b": snap("b", S.RUNNING, 1, 2),
+        "c": snap("c", S.PENDING),
+        **{name: snap(name, S.UNTARGETED) for name in "defg"},
+    }
+    f = live_forecast(SHAPE, snaps, {"b": 10.0, "c": 10.0}, now=5)
+    assert (f.end, f.unknown) == (22, ()) and f.spans["a"] == (0, 2)

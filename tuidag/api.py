@@ -40,6 +40,7 @@ from .model.errors import DagError, DagErrors, Location, Note, short_repr
 from .model.matrix import Matrix, expand
 from .model.python_loader import PythonDag, load_python
 from .model.python_options import OptionChecks, is_int
+from .model.service import DEFAULT_MAX_RESTARTS, DEFAULT_READY_TIMEOUT, service_from_values
 from .model.spec import DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
 from .model.validate import graph_errors, io_errors
 
@@ -148,6 +149,7 @@ class Dag(PythonDag):
         matrix: Mapping[str, Any] | None = None,
         max_parallel: int | None = None,
         instance_name: str | None = None,
+        service: bool = False,
     ):
         """Register a callable as a task: `@dag.task()` (or bare `@dag.task`). It is called with a `TaskContext`
         (or with no argument if it takes none) and returns the function unchanged.
@@ -178,6 +180,15 @@ class Dag(PythonDag):
                 problem = isolate_problem(f)
                 if problem:
                     self._errors.append(DagError(f"task '{task_name}': isolate=True {problem}", at))
+            if service is not False:
+                self._errors.append(
+                    DagError(
+                        f"task '{task_name}': a callable can't be a service (it runs on a thread of tuidag's, which "
+                        "can't be stopped or checked like a server): make it a command with "
+                        "dag.shell(..., service=True)",
+                        at,
+                    )
+                )
             options = self._checks.options(task_name, at, retries, retry_delay, timeout, env, workdir, resources)
             options.update(self._checks.io_options(task_name, at, inputs, outputs, cache, env_inputs))
             sweep = self._checks.matrix(task_name, at, matrix, max_parallel, instance_name)
@@ -216,9 +227,18 @@ class Dag(PythonDag):
         matrix: Mapping[str, Any] | None = None,
         max_parallel: int | None = None,
         instance_name: str | None = None,
+        service: bool = False,
+        ready_when: Mapping[str, Any] | None = None,
+        ready_timeout: float | str = DEFAULT_READY_TIMEOUT,
+        restart: str = "no",
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        restart_delay: float | str = 0,
     ) -> str:
         """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`.
-        `matrix`, `max_parallel` and `instance_name` make it a sweep, as for `task()`."""
+        `matrix`, `max_parallel` and `instance_name` make it a sweep, as for `task()`. `service=True` makes it a
+        service, as the YAML key does: `ready_when` ({"port": 5432}, {"http": URL, "status": 200}, {"log": REGEX},
+        {"command": CMD}, each with an optional "interval"), `ready_timeout`, `restart` ("no" or "on-failure"),
+        `max_restarts` and `restart_delay`."""
         at = _caller_location()
         if not isinstance(name, str):
             self._errors.append(DagError(f"task name must be a string, got {name!r}", at))
@@ -242,6 +262,25 @@ class Dag(PythonDag):
                 self._errors.append(
                     DagError(f"task '{name}': setup must be a non-empty shell command string, got {setup!r}", at)
                 )
+        spec, problems = service_from_values(
+            service,
+            ready_when,
+            ready_timeout,
+            restart,
+            max_restarts,
+            restart_delay,
+            lambda value, key: self._checks.duration(value, f"task '{name}': {key}", at, positive=False, default=None),
+        )
+        self._errors.extend(DagError(f"task '{name}': {problem}", at) for problem in problems)
+        if spec is not None:
+            options["service"] = spec
+            for key, value, given in (
+                ("outputs", outputs, outputs not in ((), "", [])),
+                ("retries", retries, retries != 0),
+                ("timeout", timeout, timeout is not None),
+            ):
+                if given:
+                    self._errors.append(DagError(f"task '{name}': a service can't have {key} (got {value!r})", at))
         sweep = self._checks.matrix(name, at, matrix, max_parallel, instance_name)
         broken = matrix is not None and sweep is None
         self._add(_Task(name, at, _dependency_list(depends_on), options, sweep, broken), None)

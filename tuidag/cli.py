@@ -233,6 +233,7 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
         if problem:
             raise UsageError(problem)
         dag = with_num_jobs(dag, args.num_jobs)
+    refuse_services_on_dask(dag, getattr(args, "executor", None) or dag.executor)
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     if getattr(args, "dry_run", False):
@@ -243,6 +244,23 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     if getattr(args, "detach", False) or tui:
         return _run_in_background(dag, args, state_dir, earlier, view=tui and not args.detach)
     return run_headless(_new_session(dag, args, state_dir, earlier), quiet=args.quiet)
+
+
+def refuse_services_on_dask(dag: DagSpec, executor: str | None) -> None:
+    """A service task can't run on the Dask executor: its readiness check (a port, a URL on localhost, its log) and its
+    ordered stop need the machine it runs on, and a Dask worker is elsewhere. Refused, located at the first service,
+    before anything is started or stored."""
+    if executor is None or executor.strip().partition(":")[0] not in ("dask", "dask-local"):
+        return
+    from .model.errors import DagError
+
+    services = [task for task in dag.tasks.values() if task.service is not None]
+    if services:
+        message = (
+            f"task '{services[0].name}': a service can't run on the Dask executor (its readiness check and its stop "
+            "need the machine it runs on): run this DAG with --executor local"
+        )
+        raise DagErrors([DagError(message, services[0].location)])
 
 
 def check_targets(dag: DagSpec, targets: Sequence[str]) -> None:

@@ -8,14 +8,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from ..model.service import SERVICE_STOPPED
 from ..model.spec import JOB_GROUP_STOPPED, JobGroup
 from ..model.state import TERMINAL, TaskState
 from .events import TaskSnapshot
 
 
 def stopped_by_group(snap: TaskSnapshot) -> bool:
-    """Whether a task ended because its job group's primary tasks had: an ending that counts as a success."""
-    return snap.state is TaskState.CANCELLED and snap.reason == JOB_GROUP_STOPPED
+    """Whether a task ended because its job group's primary tasks had (or, a service, because the run's other tasks
+    had): an ending that counts as a success."""
+    return snap.state is TaskState.CANCELLED and snap.reason in (JOB_GROUP_STOPPED, SERVICE_STOPPED)
 
 
 class JobGroupStopper:

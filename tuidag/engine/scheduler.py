@@ -17,6 +17,9 @@ then waits in `_unplaced`, QUEUED with that reason and holding no slot, until th
 `_recheck_placement` (workers joined); tasks that can run meanwhile do. Such an executor also names the worker an
 attempt started on (`Attempt.on_worker`), which becomes an update event of the RUNNING task.
 
+Service tasks (services.py) are READY once their readiness check passes, which is when their dependents start, and
+are stopped once every other task has ended.
+
 A job group (DagSpec.job_group) is watched by a JobGroupStopper (job_group.py), which cancels the tasks that are not
 primary once every primary task has ended.
 
@@ -52,8 +55,9 @@ from .executor import Executor, RunningAttempt
 from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
 from .outbox import Subscription
+from .services import ServiceTasks
 from .slots import SlotPool
-from .task_attempts import Freshness, TaskAttempts
+from .task_attempts import Freshness
 from .task_records import DEAD_END, WAITING, S, TaskRecord
 from .workers import WorkerPool
 
@@ -112,7 +116,7 @@ class RunSummary(NamedTuple):
         return ended_outcome((s.state for s in self.snapshots.values()), self.ok)
 
 
-class Scheduler(TaskAttempts):
+class Scheduler(ServiceTasks):
     def __init__(
         self,
         dag: DagSpec,
@@ -197,6 +201,7 @@ class Scheduler(TaskAttempts):
                 )  # journalled again: a run resumed from this one gets it too
             self._tasks[name] = TaskRecord(snap)
         self._unfinished = sum(not t.state.terminal for t in self._tasks.values())  # kept current by _set()
+        self._init_services()
         executor.watch_placement(self._recheck_placement)
         if self.parallel_source and dag.job_group is None:
             executor.watch_parallelism(self._parallelism_changed)
@@ -243,6 +248,8 @@ class Scheduler(TaskAttempts):
                     self._enqueue(t)
             if self._group is not None:  # resumed with every primary task reused: the others have nothing to serve
                 self._group.started(lambda name: self._tasks[name].state)
+            if self._services and self._plain_unfinished == 0:  # likewise: the services have no task to serve
+                self._stop_services()
             self._check_done()
         self._flush()
 
@@ -399,7 +406,7 @@ class Scheduler(TaskAttempts):
                 if t.state in WAITING:
                     self._drop_pending_work(t)
                     self._set(t, S.CANCELLED, reason=reason, finished_at=self.clock())
-                elif t.state is S.RUNNING:
+                elif t.state in (S.RUNNING, S.READY):
                     t.cancel_reason = reason
                     self._set(t, S.CANCELLING, reason=reason)
                     if t.running is not None:
@@ -423,7 +430,7 @@ class Scheduler(TaskAttempts):
             if t.state in WAITING:
                 self._drop_pending_work(t)
                 self._set(t, S.CANCELLED, reason=reason, finished_at=now)
-            elif t.state is S.RUNNING and self.dag.on_failure is FailurePolicy.CANCEL_ALL:
+            elif t.state in (S.RUNNING, S.READY) and self.dag.on_failure is FailurePolicy.CANCEL_ALL:
                 t.cancel_reason = reason
                 self._set(t, S.CANCELLING, reason=reason)
                 if t.running is not None:

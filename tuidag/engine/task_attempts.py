@@ -19,7 +19,7 @@ from ..model.freshness import FAIL, RESTORE, RUN, UP_TO_DATE, Verdict
 from ..model.matrix import with_group_results
 from ..model.spec import RUN_ID_PLACEHOLDER, FailurePolicy, TaskSpec
 from .events import TaskEvent, TaskSnapshot
-from .executor import Attempt, AttemptResult, LogFull, TaskEnvironment
+from .executor import Attempt, AttemptResult, LogFull, RunningAttempt, TaskEnvironment
 from .log_headers import LogHeaders
 from .outbox import log_exception
 from .task_queue import TaskQueue
@@ -65,6 +65,9 @@ class TaskAttempts(TaskQueue):
         def stop(self, reason: str) -> list[str]: ...
         def _stop_starting(self, reason: str) -> list[str]: ...
 
+        # services.py
+        def _service_launched(self, t: TaskRecord, generation: int, number: int, running: RunningAttempt) -> None: ...
+
     def _work(self, name: str, generation: int) -> None:
         """Runs on a pool thread: one attempt of one task, from start to its tree being gone; then, while nothing
         older waits for a thread, the first task that attempt made ready (handing it to another pool thread would
@@ -78,7 +81,7 @@ class TaskAttempts(TaskQueue):
                 log_exception("engine error while running %s", name)
                 with self._lock:
                     t = self._tasks[name]
-                    if t.generation == generation and t.state in (S.RUNNING, S.CANCELLING):
+                    if t.generation == generation and t.state.active:
                         t.running = None
                         self._finish_attempt(t, AttemptResult(False, None, "internal error (see tuidag's log)"))
                 self._flush()
@@ -169,6 +172,8 @@ class TaskAttempts(TaskQueue):
                         self._set(t, t.state, **known)
                 if t.unannounced is not None and not self.executor.starts_later:
                     self._announce(t)
+                if spec.service is not None and not kill_now:
+                    self._service_launched(t, generation, number, running)
             self._flush()
             if kill_now:
                 running.kill()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..model.resources import cuda_kind, format_slots, slot_env
 from ..model.spec import TaskSpec
-from ..model.state import SUCCESSFUL
+from ..model.state import MET
 from .task_records import S, TaskRecord, TaskRecords
 
 
@@ -24,7 +24,7 @@ class TaskQueue(TaskRecords):
         self._held.pop(t.snap.name, None)
 
     def _deps_succeeded(self, name: str) -> bool:
-        return all(self._tasks[d].state in SUCCESSFUL for d in self.dag.tasks[name].depends_on)
+        return all(self._tasks[d].state in MET for d in self.dag.tasks[name].depends_on)
 
     def _enqueue(self, t: TaskRecord) -> None:
         self._set(t, S.QUEUED)

@@ -25,7 +25,12 @@ if TYPE_CHECKING:
 S = TaskState
 WAITING = (S.PENDING, S.QUEUED, S.RETRYING)
 DEAD_END = (S.FAILED, S.CANCELLED, S.SKIPPED)  # terminal states a dependent can never run after
-HOLDING = (S.QUEUED, S.RUNNING, S.CANCELLING)  # states a task keeps its slots in (QUEUED: admitted, not started)
+HOLDING = (
+    S.QUEUED,
+    S.RUNNING,
+    S.READY,
+    S.CANCELLING,
+)  # states a task keeps its slots in (QUEUED: admitted, not started)
 
 
 class InvalidTransition(RuntimeError):

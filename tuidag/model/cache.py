@@ -28,6 +28,7 @@ from .errors import Location, Note
 from .loader import load_dag
 from .matrix import MatrixGroup
 from .resources import Request
+from .service import ReadyCheck, ServiceSpec
 from .source import read_source_bytes
 from .spec import DagSpec, FailurePolicy, JobGroup, TaskSpec, sha1
 
@@ -177,6 +178,7 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
             ),
             t.group,
             t.matrix,
+            None if t.service is None else (t.service.ready_when and tuple(t.service.ready_when), *t.service[1:]),
         )
         for t in dag.tasks.values()
     ]
@@ -242,6 +244,7 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         (inputs, outputs, cache, env_inputs, input_locations, output_locations),
         task_group,
         matrix,
+        service,
     ) in rows:
         tasks[task] = TaskSpec(
             task,
@@ -271,6 +274,7 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
             output_locations=tuple(None if where is None else Location(*where) for where in output_locations),
             group=task_group,
             matrix=matrix,
+            service=None if service is None else ServiceSpec(service[0] and ReadyCheck(*service[0]), *service[1:]),
         )
     dag = DagSpec(
         name,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # `_sha1` has no stubs (its sha1 is hashlib's); resources.py 
     from hashlib import sha1
 
     from .resources import Request
+    from .service import ServiceSpec
 else:
     try:  # hashlib loads OpenSSL (5 ms); the built-in SHA-1 gives the same digests (the standard library's `random`
         from _sha1 import sha1  # does the same for SHA-512)
@@ -128,6 +129,9 @@ class TaskSpec(NamedTuple):
     #: The matrix task this is an instance of (model/matrix.py), and its values there as (key, value) pairs.
     group: str | None = None
     matrix: tuple[tuple[str, Any], ...] = ()
+    #: A service task (service.py): runs until the run ends, its dependents start once it is ready. None: a task
+    #: that ends by itself.
+    service: ServiceSpec | None = None
 
     def dep_location(self, index: int) -> Location | None:
         if index < len(self.dep_locations) and self.dep_locations[index]:
@@ -312,6 +316,8 @@ class DagSpec:
                 fields.append(sorted(task.run_env.items()))
             if task.inputs or task.outputs or task.env_inputs:  # likewise
                 fields.append([list(task.inputs), list(task.outputs), sorted(task.env_inputs), task.shell])
+            if task.service is not None:  # likewise
+                fields.append(["service", *task.service])
             data = encode(fields)
             prints[name] = sha1(data.encode()).hexdigest()[:16]
         return prints

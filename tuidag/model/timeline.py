@@ -34,14 +34,15 @@ class Segment(NamedTuple):
 
 
 _WAITING = frozenset({S.QUEUED, S.RETRYING})
-_RUNNING = frozenset({S.RUNNING, S.CANCELLING})
+_RUNNING = frozenset({S.RUNNING, S.READY, S.CANCELLING})
 
 
 class TimelineRecorder:
     """Folds transitions `(task, old, new, time, attempt)` into segments per task, in the order they happened.
 
     A segment opens when a task enters a waiting or running state and closes when it leaves it; CANCELLING continues
-    the RUNNING segment it came from. Re-runs and retries append new segments, so every attempt is its own bar."""
+    the RUNNING segment it came from, as READY (a service) does. Re-runs and retries append new segments, so every
+    attempt is its own bar."""
 
     __slots__ = ("segments",)
 
@@ -51,8 +52,8 @@ class TimelineRecorder:
     def record(self, task: str, old: TaskState | None, new: TaskState, t: float, attempt: int) -> None:
         if old is new:
             return
-        if old is S.RUNNING and new is S.CANCELLING:
-            return  # the same attempt, being stopped
+        if old in (S.RUNNING, S.READY) and new in (S.READY, S.CANCELLING):
+            return  # the same attempt, being stopped or (a service) ready
         segs = self.segments.get(task)
         if segs and segs[-1].end is None:
             last = segs[-1]

@@ -18,6 +18,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from .errors import DagError, DagErrors, Location, Note, did_you_mean
 from .matrix import Matrix, expand
 from .resources import Request
+from .service import SERVICE_KEYS
+from .service_yaml import Converters, read_service
 from .source import read_source
 from .spec import DagSpec, TaskSpec
 from .validate import graph_errors, io_errors
@@ -52,6 +54,8 @@ TASK_KEYS = (
     "matrix",
     "max_parallel",
     "name",
+    "service",
+    *SERVICE_KEYS,
 )
 
 
@@ -151,6 +155,16 @@ class _Reader(ValueReader):
         fields = self.mapping(node, "key")
         if "run" not in fields:
             self.fail(key, f"task '{name}' has no 'run' command")
+        service = read_service(
+            self.file, fields, name, self.errors, Converters(self.duration, self.integer, self.text, _SKIP)
+        )
+        if service is not None:
+            for field in ("outputs", "retries", "retry_delay", "timeout"):
+                if field in fields:
+                    instead = {"outputs": "it never ends, so it makes none", "timeout": "use ready_timeout"}
+                    why = instead.get(field, "use restart: on-failure")
+                    self.fail(fields[field][0], f"task '{name}': a service can't have '{field}' ({why})")
+                    del fields[field]
         converters: dict[str, Converter] = {
             "run": partial(self.text, expected="a shell command string"),
             "depends_on": self.dependencies,
@@ -202,6 +216,7 @@ class _Reader(ValueReader):
         deps = settings.pop("depends_on", [])
         return TaskSpec(
             name=name,
+            service=service,
             depends_on=tuple(dep for dep, _ in deps),
             location=location,
             dep_locations=tuple(where for _, where in deps),

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..model.service import SERVICE_STOPPED
 from ..model.spec import JOB_GROUP_STOPPED
 from ..model.state import TERMINAL, TaskState, ended_outcome, ended_well
 from .journal import (
@@ -42,7 +43,7 @@ def outcome_of(run: RunDir, rep: Replay) -> str:
     if rep.finished_at is not None and all(t.state in TERMINAL for t in rep.tasks.values()):
         # finished but the summary was never written: the process died right at the end
         ok = all(
-            ended_well(t.state, t.state is TaskState.CANCELLED and t.reason == JOB_GROUP_STOPPED)
+            ended_well(t.state, t.state is TaskState.CANCELLED and t.reason in (JOB_GROUP_STOPPED, SERVICE_STOPPED))
             for t in rep.tasks.values()
         )
         return ended_outcome((t.state for t in rep.tasks.values()), ok)

@@ -119,7 +119,7 @@ class RunFeed(AppHost):
         if usage is not self._usage_seen:
             self._usage_seen = usage
             self._inbox.append(UsageSample(dict(usage)))
-        live = [n for n, s in self.model.snapshots.items() if s.state in (S.RUNNING, S.RETRYING, S.CANCELLING)]
+        live = [n for n, s in self.model.snapshots.items() if s.state in (S.RUNNING, S.READY, S.RETRYING, S.CANCELLING)]
         self.canvas.refresh_tasks(live)
         self.table.refresh_tasks(live)
         self.timeline.tick()

@@ -30,7 +30,7 @@ class StateFilter(Enum):
 
     ALL = ("all", frozenset(TaskState))
     FAILED = ("failed", frozenset({TaskState.FAILED}))
-    RUNNING = ("running", frozenset({TaskState.RUNNING, TaskState.RETRYING, TaskState.CANCELLING}))
+    RUNNING = ("running", frozenset({TaskState.RUNNING, TaskState.READY, TaskState.RETRYING, TaskState.CANCELLING}))
     UNFINISHED = ("unfinished", frozenset(TaskState) - TERMINAL)
 
     def __init__(self, word: str, states: frozenset[TaskState]) -> None:

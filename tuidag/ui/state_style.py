@@ -1,6 +1,6 @@
 """How each task state looks: one glyph, colour and word per state, shared by the canvas tiles and the header.
 
-Every one of the ten states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
+Every one of the twelve states gets its own glyph *and* colour, so a state reads without colour too. Colours are fixed
 hex values rather than theme variables so screenshots and snapshot tests don't depend on the theme. A task outside
 the run's targets is drawn faint everywhere (`FAINT`): it is not part of this run.
 """
@@ -37,6 +37,7 @@ LOOKS: dict[TaskState, StateLook] = {
     S.PENDING: StateLook("○", "#9e9e9e", "pending"),
     S.QUEUED: StateLook("◌", "#5f87ff", "queued"),
     S.RUNNING: StateLook("●", "#00d7ff", "running"),
+    S.READY: StateLook("◉", "#00ffaf", "ready"),
     S.RETRYING: StateLook("↻", "#d75fd7", "retrying"),
     S.CANCELLING: StateLook("⊗", "#ff8700", "stopping"),
     S.SUCCEEDED: StateLook("✔", "#5fd75f", "done"),
@@ -58,6 +59,7 @@ LONG_COLOUR = "#ff8700"
 #: Order of the per-state counts in the header: what needs attention first.
 COUNT_ORDER = (
     S.RUNNING,
+    S.READY,
     S.CANCELLING,
     S.RETRYING,
     S.QUEUED,

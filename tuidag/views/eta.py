@@ -4,7 +4,9 @@ The engine's snapshots say where each task is; `model.forecast.simulate` plays t
 become the simulation's inputs: succeeded tasks are finished; running ones run (from the start of their current
 attempt); failed and cancelled ones are finished if they ran and blocked either way (nothing below them will run),
 as skipped ones and those outside the run's targets are (none of these is waited for, nor wants a history);
-pending, queued and retrying ones are still to run, a retrying one for a whole attempt.
+pending, queued and retrying ones are still to run, a retrying one for a whole attempt. A service that is READY is
+finished as far as the forecast goes: its dependents waited for it to be ready, not for its end, which comes with
+the run's.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def live_forecast(
         state = snap.state
         if state in (S.RUNNING, S.CANCELLING):
             running[name] = attempt_start(snap, now)
+        elif state is S.READY:  # a service: what its dependents waited for is done (it became ready then)
+            finished[name] = (attempt_start(snap, now), snap.changed_at or now)
         elif state in (S.SUCCEEDED, S.UP_TO_DATE) or (state in (S.FAILED, S.CANCELLED) and snap.started_at is not None):
             start = snap.started_at if snap.started_at is not None else snap.changed_at
             finished[name] = (start, snap.finished_at if snap.finished_at is not None else snap.changed_at)

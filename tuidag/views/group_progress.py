@@ -17,7 +17,7 @@ from ..model.matrix import MatrixGroup
 from ..model.state import TaskState as S
 
 #: The order states are listed in after `done`.
-_ORDER = (S.FAILED, S.CANCELLED, S.SKIPPED, S.RUNNING, S.CANCELLING, S.RETRYING, S.QUEUED, S.PENDING)
+_ORDER = (S.FAILED, S.CANCELLED, S.SKIPPED, S.RUNNING, S.READY, S.CANCELLING, S.RETRYING, S.QUEUED, S.PENDING)
 
 
 def group_line(name: str, states: Iterable[S]) -> str:

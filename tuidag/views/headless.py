@@ -46,6 +46,7 @@ _STATE_COLOURS = {
     S.SKIPPED: 90,
     S.UNTARGETED: 90,
     S.RUNNING: 36,
+    S.READY: 96,
     S.RETRYING: 35,
     S.CANCELLING: 33,
     S.QUEUED: 37,
@@ -259,6 +260,8 @@ class HeadlessReporter:
     def _describe(self, snap: TaskSnapshot) -> str:
         state = snap.state.value
         reason = snap.reason
+        if snap.state is S.READY:  # a service: `--> ready (port 5432, 0.4s)`
+            state, reason = "ready" + (f" ({terminal_line(reason)})" if reason else ""), None
         if snap.state is S.UP_TO_DATE:  # `up to date (run R)`, or `up to date: output x is missing: restored ...`
             state = "up to date" if not (reason or "").startswith("up to date") else reason or ""
             reason = None if state == reason else reason

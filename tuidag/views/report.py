@@ -22,6 +22,7 @@ STATE_COLOURS = {
     "CANCELLED": "#d99a1e",
     "CANCELLING": "#d99a1e",
     "RUNNING": "#2d7fd3",
+    "READY": "#1fa88a",
     "SKIPPED": "#aab0b6",
     "UNTARGETED": "#eef0f3",
 }

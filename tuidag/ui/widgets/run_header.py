@@ -20,6 +20,7 @@ from textual.widget import Widget
 from ...engine.job_group import stopped_by_group
 from ...model.durations import format_duration
 from ...model.resources import slot_counts
+from ...model.service import SERVICE_STOPPED
 from ...model.state import TaskState
 from ...views.run_outlook import Outlook, eta_forms
 from ..run_model import RunModel, StateFilter
@@ -131,7 +132,14 @@ class RunHeader(Widget):
                 untargeted = model.counts[S.UNTARGETED]
                 aside = f", {untargeted} {LOOKS[S.UNTARGETED].word_for(untargeted)}" if untargeted else ""
                 if stopped:
-                    done = f"{model.targeted - stopped} succeeded, {stopped} stopped with their job group{aside}"
+                    services = sum(snap.reason == SERVICE_STOPPED for snap in model.snapshots.values())
+                    grouped = stopped - services
+                    done = ", ".join(
+                        [f"{model.targeted - stopped} succeeded"]
+                        + ([f"{grouped} stopped with their job group"] if grouped else [])
+                        + ([f"{services} {'service' if services == 1 else 'services'} stopped"] if services else [])
+                    )
+                    done += aside
                     return [
                         Text(f"✔ finished: {done} · q quits", ok),
                         Text(f"✔ finished: {done}", ok),
