@@ -6,7 +6,7 @@ pass without another (at most DEBOUNCE_MS): an editor's save that writes three t
 together, make one batch and one round, of the union of what each change touches. What is watched: for each
 input, the folder it names, or the folder a file or glob is in (recursively), and the DAG file's folder; a change is
 kept only when it is one of the inputs (or the DAG file) and not under the state dir. A change to a declared output
-of a task never re-runs that task or its ancestors (no loops).
+of a task never re-runs that task or its ancestors (no loops), nor its descendants (they run after it anyway).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class WatchPlan:
 
     def affected(self, paths: Iterable[str]) -> list[str]:
         """The tasks whose inputs the changed `paths` are, leaving out, for each path, a task that declares it as
-        an output and that task's ancestors."""
+        an output, that task's ancestors (no loops) and its descendants (they run after it anyway)."""
         hit: set[str] = set()
         for path in paths:
             writers = {n for n, entries in self.outputs.items() if any(e.matches(path) for e in entries)}
@@ -116,6 +116,8 @@ class WatchPlan:
                     if dep not in spared:
                         spared.add(dep)
                         todo.append(dep)
+            for writer in writers:  # ... and their descendants, which run again after the writer anyway
+                spared.update(self.dag.descendants(writer))
             hit.update(
                 n for n, entries in self.inputs.items() if n not in spared and any(e.matches(path) for e in entries)
             )
@@ -138,10 +140,16 @@ class InputWatcher:
         self.plan = plan
         self.on_change = on_change
         self._stop = threading.Event()
+        self._ready = threading.Event()
+        self.error: OSError | None = None  # why the watches could not be set up (no inotify watch left)
         self._thread = threading.Thread(target=self._run, name="tuidag-watch", daemon=True)
 
     def start(self) -> InputWatcher:
+        """Start watching; returns once the watches are in place (a change from then on is seen)."""
         self._thread.start()
+        self._ready.wait()
+        if self.error is not None:
+            raise self.error
         return self
 
     def stop(self) -> None:
@@ -150,21 +158,31 @@ class InputWatcher:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        import watchfiles
+        # watchfiles' low-level watcher rather than `watchfiles.watch`: its watches are in place once it is made,
+        # which `start` waits for (with `watch` they are set up at the first iteration, on this thread, unannounced).
+        from watchfiles.main import RustNotify
 
         roots = self.plan.roots()
         if not roots:
+            self._ready.set()
             self._stop.wait()
             return
-        for changes in watchfiles.watch(
-            *roots,
-            watch_filter=lambda _change, path: self.plan.wanted(path),
-            debounce=DEBOUNCE_MS,
-            step=STEP_MS,
-            stop_event=self._stop,
-            raise_interrupt=False,
-        ):
-            paths = sorted({path for _change, path in changes})
-            tasks = self.plan.affected(paths)
-            if tasks:
-                self.on_change(tasks, trigger_text([self.plan.shown(p) for p in paths]))
+        try:
+            notify = RustNotify(roots, False, False, 300, True, True)
+        except OSError as exc:
+            self.error = exc
+            self._ready.set()
+            return
+        with notify:
+            self._ready.set()
+            while True:
+                # wakes every 5 s when nothing changes (to see a stop asked meanwhile), else after a batch
+                raw = notify.watch(DEBOUNCE_MS, STEP_MS, 5000, self._stop)
+                if raw == "stop":
+                    return
+                if not isinstance(raw, set):
+                    continue
+                paths = sorted({path for _change, path in raw if self.plan.wanted(path)})
+                tasks = self.plan.affected(paths)
+                if tasks:
+                    self.on_change(tasks, trigger_text([self.plan.shown(p) for p in paths]))
