@@ -225,3 +225,35 @@ tasks:
     assert run.proc.returncode == 128 + sig
     assert [ref for ref in refs if alive(*ref)] == []
     assert not [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_the_dev_demo_re_runs_build_and_test_for_the_app_and_only_test_for_its_tests():
+    from tuidag.model.loader import load_dag
+    from tuidag.watch import WatchPlan
+
+    demos = Path(__file__).resolve().parent.parent / "demos"
+    plan = WatchPlan(load_dag(demos / "dev.yaml"), demos / ".tuidag")
+    assert plan.affected([str(demos / "dev" / "app.py")]) == ["build"]  # the round adds what is downstream: test
+    assert plan.affected([str(demos / "dev" / "test_app.py")]) == ["test"]
+    assert not plan.wanted(str(demos / ".tuidag" / "runs" / "x" / "journal.jsonl"))
+
+
+def test_interruptible_must_be_true_or_false_with_a_located_error(tmp_path):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text("tasks:\n  a:\n    run: 'true'\n    interruptible: maybe\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "--watch", str(dag)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert f"{dag}:4:20: task 'a': interruptible must be true or false" in proc.stderr
+    assert not (tmp_path / ".tuidag").exists() or not list((tmp_path / ".tuidag").glob("runs/*"))
+
+
+def test_a_python_dag_says_a_shell_task_is_not_interruptible():
+    from tuidag.api import Dag
+
+    dag = Dag("py")
+    dag.shell("a", "true", interruptible=False)
+    dag.shell("b", "true")
+    spec = dag.spec()
+    assert spec.tasks["a"].interruptible is False and spec.tasks["b"].interruptible is True

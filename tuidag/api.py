@@ -214,15 +214,23 @@ class Dag(PythonDag):
         matrix: Mapping[str, Any] | None = None,
         max_parallel: int | None = None,
         instance_name: str | None = None,
+        interruptible: bool = True,
     ) -> str:
         """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`.
-        `matrix`, `max_parallel` and `instance_name` make it a sweep, as for `task()`."""
+        `matrix`, `max_parallel` and `instance_name` make it a sweep, as for `task()`; `interruptible=False`: under
+        `--watch`, a running attempt is left to finish before the task runs again."""
         at = _caller_location()
         if not isinstance(name, str):
             self._errors.append(DagError(f"task name must be a string, got {name!r}", at))
             return str(name)
         options = self._options(name, at, retries, retry_delay, timeout, env, workdir, resources)
         options.update(self._io_options(name, at, inputs, outputs, cache, env_inputs))
+        if interruptible is not True and interruptible is not False:
+            self._errors.append(
+                DagError(f"task '{name}': interruptible must be True or False, got {interruptible!r}", at)
+            )
+        elif not interruptible:
+            options["interruptible"] = False
         if not isinstance(run, str) or not run.strip():
             self._errors.append(
                 DagError(f"task '{name}': run must be a non-empty shell command string, got {run!r}", at)
