@@ -69,9 +69,9 @@ def latency(changes: int) -> list[float]:
                 done = out.read_text().count("SUCCEEDED")
                 (folder / "in.txt").write_text(f"{n}\n")
                 written = time.time()
-                _until(lambda: len(starts.read_text().split()) == n + 1, 30)
+                _until(lambda n=n: len(starts.read_text().split()) == n + 1, 30)
                 took.append(float(starts.read_text().split()[-1]) - written)
-                _until(lambda: out.read_text().count("SUCCEEDED") > done, 30)  # the round ended
+                _until(lambda done=done: out.read_text().count("SUCCEEDED") > done, 30)  # the round ended
         finally:
             _stop(proc)
         return took
