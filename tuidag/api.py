@@ -233,18 +233,26 @@ class Dag(PythonDag):
         restart: str = "no",
         max_restarts: int = DEFAULT_MAX_RESTARTS,
         restart_delay: float | str = 0,
+        interruptible: bool = True,
     ) -> str:
         """Register a shell command (`sh -c`) as a task. Returns its name, to use in other tasks' `depends_on`.
         `matrix`, `max_parallel` and `instance_name` make it a sweep, as for `task()`. `service=True` makes it a
         service, as the YAML key does: `ready_when` ({"port": 5432}, {"http": URL, "status": 200}, {"log": REGEX},
         {"command": CMD}, each with an optional "interval"), `ready_timeout`, `restart` ("no" or "on-failure"),
-        `max_restarts` and `restart_delay`."""
+        `max_restarts` and `restart_delay`. `interruptible=False`: under `--watch`, a running attempt is left to finish
+        before the task runs again."""
         at = _caller_location()
         if not isinstance(name, str):
             self._errors.append(DagError(f"task name must be a string, got {name!r}", at))
             return str(name)
         options = self._checks.options(name, at, retries, retry_delay, timeout, env, workdir, resources)
         options.update(self._checks.io_options(name, at, inputs, outputs, cache, env_inputs))
+        if interruptible is not True and interruptible is not False:
+            self._errors.append(
+                DagError(f"task '{name}': interruptible must be True or False, got {interruptible!r}", at)
+            )
+        elif not interruptible:
+            options["interruptible"] = False
         if not isinstance(run, str) or not run.strip():
             self._errors.append(
                 DagError(f"task '{name}': run must be a non-empty shell command string, got {run!r}", at)

@@ -243,7 +243,22 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
     if getattr(args, "detach", False) or tui:
         return _run_in_background(dag, args, state_dir, earlier, view=tui and not args.detach)
-    return run_headless(_new_session(dag, args, state_dir, earlier), quiet=args.quiet)
+    return run_headless(_new_session(dag, args, state_dir, earlier), quiet=args.quiet, watch=args.watch)
+
+
+def watch_note(plan) -> str:
+    """What `--watch` looks at, said once it starts: which files re-run which tasks, and how it ends."""
+    from .watch import STEP_MS
+
+    count = sum(len(entries) for entries in plan.inputs.values())
+    if not count:
+        what = "no task declares inputs, so nothing re-runs on a change (declare `inputs` to re-run a task)"
+    else:
+        what = (
+            f"watching {counted(count, 'input')} of {counted(len(plan.inputs), 'task')} "
+            f"(changes gathered until {STEP_MS} ms pass without one)"
+        )
+    return f"{what}; q, Ctrl+C or `tuidag stop` ends watch mode"
 
 
 def refuse_services_on_dask(dag: DagSpec, executor: str | None) -> None:
@@ -337,7 +352,7 @@ def _run_in_background(
         def work(_args: argparse.Namespace) -> int:
             session = _new_session(dag, args, state_dir, earlier)
             ready(session.run.run_id, str(session.run.path))
-            return run_headless(session, quiet=True)
+            return run_headless(session, quiet=True, watch=getattr(args, "watch", False))
 
         return guarded(work, args)
 
@@ -405,7 +420,7 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
         raise SystemExit(130) from None
 
 
-def run_headless(session, quiet: bool = False) -> int:
+def run_headless(session, quiet: bool = False, watch: bool = False) -> int:
     from .launch import install_signal_handlers
     from .model.collector import freeze_survivors
     from .model.targets import needed
@@ -438,8 +453,16 @@ def run_headless(session, quiet: bool = False) -> int:
         flush=True,
     )
     session.scheduler.start()
-    while not session.scheduler.wait(0.2):  # a timeout lets signal handlers run promptly
-        pass
+    if watch:
+        session.watch()
+        print(f"tuidag: {terminal_line(watch_note(session.watcher.plan))}", flush=True)
+    while True:  # a timeout lets signal handlers run promptly
+        done = session.scheduler.wait(0.2)
+        if session.watching:  # under --watch the run stays until watch mode ends
+            if done:
+                session.watch_ended.wait(0.2)
+        elif done:
+            break
     summary = session.finish()
     reporter.stop()
     out = sys.stdout

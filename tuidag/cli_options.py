@@ -95,6 +95,12 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
     run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
     run.add_argument(
+        "--watch",
+        action="store_true",
+        help="after the run, stay: a change to a task's inputs runs it and everything downstream again (q or "
+        "Ctrl+C ends it)",
+    )
+    run.add_argument(
         "-d",
         "--detach",
         action="store_true",

@@ -33,6 +33,7 @@ from .store.runs import RunDir, RunStore, link_log, log_file_name
 
 if TYPE_CHECKING:
     from .control.server import ControlServer  # imported when the socket is opened (`serve_control`)
+    from .watch import InputWatcher
 
 
 class RunSession:
@@ -62,6 +63,8 @@ class RunSession:
         self.reuse: Reuse | None = None  # what a resumed run took over from the earlier one, and why not more
         journal.on_error = self._journal_failed
         scheduler.on_log_full = self._logs_full
+        self.watcher: InputWatcher | None = None  # `--watch`: what re-runs tasks when their inputs change
+        self.watch_ended = threading.Event()
         self.heartbeat = Heartbeat(run.journal).start()  # after a crash, tells when this process was last alive
 
     @classmethod
@@ -144,18 +147,42 @@ class RunSession:
                 file=sys.stderr,
             )
 
+    def watch(self) -> None:
+        """`--watch`: from now on a change to a task's inputs runs it and its downstream again (watch.py)."""
+        from .watch import InputWatcher, WatchPlan
+
+        plan = WatchPlan(self.dag, self.store.state_dir)
+        self.watcher = InputWatcher(plan, self.scheduler.refresh).start()
+
+    @property
+    def watching(self) -> bool:
+        return self.watcher is not None and not self.watch_ended.is_set()
+
+    def end_watch(self) -> None:
+        """Watch mode ends (`q`, `tuidag stop`, a signal): no more rounds; the run ends once its tasks have."""
+        self.watch_ended.set()
+        if self.watcher is not None:
+            threading.Thread(target=self.watcher.stop, name="tuidag-unwatch", daemon=True).start()
+        self.scheduler.end_rounds()
+
     def interrupt(self, signum: int) -> None:
         """A signal asked us to stop: cancel every task (killing every tree) without blocking the caller.
         A second signal means "now": every process of the run gets SIGKILL and tuidag exits at once."""
         if self.interrupted_by is not None:
             self.force_exit(signum)
         self.interrupted_by = signal.Signals(signum).name
+        self.watch_ended.set()
         threading.Thread(
-            target=self.scheduler.cancel_all,
+            target=self._end_and_cancel,
             args=(f"interrupted by {self.interrupted_by}",),
             name="tuidag-interrupt",
             daemon=True,
         ).start()
+
+    def _end_and_cancel(self, reason: str) -> None:
+        if self.watcher is not None:
+            self.end_watch()
+        self.scheduler.cancel_all(reason)
 
     def force_exit(self, signum: int) -> None:
         """Don't wait for grace periods or for in-process callables that ignore cancellation: SIGKILL every process

@@ -109,6 +109,12 @@ def cancel_all(server: ControlServer, request: dict) -> bytes:
     return protocol.reply(request.get("id"), changed=server.scheduler.cancel_all(reason))
 
 
+def stop(server: ControlServer, request: dict) -> bytes:
+    """`tuidag stop`, the UI's stop (and `q` on a finished run in watch mode): watch mode ends too."""
+    server.session.end_watch()
+    return cancel_all(server, request)
+
+
 def rerun(server: ControlServer, request: dict) -> bytes:
     refusal = _unknown_task(server, request)
     if refusal is not None:
@@ -170,7 +176,7 @@ def interrupt(server: ControlServer, request: dict) -> bytes:
 CONTROLS: dict[str, Callable[[ControlServer, dict], bytes]] = {
     "cancel": cancel,
     "cancel_all": cancel_all,
-    "stop": cancel_all,
+    "stop": stop,
     "rerun": rerun,
     "pause": pause,
     "resume": resume,

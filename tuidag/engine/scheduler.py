@@ -55,6 +55,7 @@ from .executor import Executor, RunningAttempt
 from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
 from .outbox import Subscription
+from .rounds import Rounds
 from .services import ServiceTasks
 from .slots import SlotPool
 from .task_attempts import Freshness
@@ -116,7 +117,7 @@ class RunSummary(NamedTuple):
         return ended_outcome((s.state for s in self.snapshots.values()), self.ok)
 
 
-class Scheduler(ServiceTasks):
+class Scheduler(ServiceTasks, Rounds):
     def __init__(
         self,
         dag: DagSpec,
@@ -169,6 +170,9 @@ class Scheduler(ServiceTasks):
         self._stopping = False  # finish-running / cancel-all: start nothing new
         self._halted: str | None = None  # why `stop()` stopped the run for good
         self._closed = False  # `close()` began: the run is over for good
+        self.generation_number = 1  # watch mode's rounds (rounds.py): the first run is generation 1
+        self._restart_after: set[str] = set()
+        self._rounds_over = False
         #: Called (on a pool thread, no lock held) when a task's log can't be written for lack of space; it is expected
         #: to `stop` the run with the reason to show. Without it the scheduler stops the run itself.
         self.on_log_full: Callable[[OSError], None] | None = None
@@ -401,6 +405,7 @@ class Scheduler(ServiceTasks):
         to_kill: list[RunningAttempt] = []
         affected: list[str] = []
         with self._lock:
+            self._restart_after.difference_update(names)  # a task cancelled while it restarts stays cancelled
             for n in names:
                 t = self._tasks[n]
                 if t.state in WAITING:

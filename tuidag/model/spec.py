@@ -123,6 +123,9 @@ class TaskSpec(NamedTuple):
     outputs: tuple[str, ...] = ()
     cache: bool = True
     env_inputs: tuple[str, ...] = ()
+    #: Under `--watch`, whether a running attempt is killed and started again when its inputs change (False: the
+    #: re-run waits for the attempt to end).
+    interruptible: bool = True
     #: Where each entry of `inputs` and `outputs` is written, for located errors (None: at the task).
     input_locations: tuple[Location | None, ...] = ()
     output_locations: tuple[Location | None, ...] = ()

@@ -50,6 +50,7 @@ class RunModel:
         self.started = started
         self.clock = clock
         self.paused = False
+        self.generation: str | None = None  # watch mode's latest round, as the engine says it (`gen 4: ... -> ...`)
         self.finished_at: float | None = None  # set by the engine's "finished" event, cleared by a re-run
         self.stopping = False  # the user asked to quit: everything is being cancelled
         self.state_filter = StateFilter.ALL
@@ -127,6 +128,8 @@ class RunModel:
             elif isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self.paused = event.kind == "paused"
+                elif event.kind == "generation":
+                    self.generation = event.detail
                 elif event.kind == "finished":
                     self.finished_at = event.time
             else:

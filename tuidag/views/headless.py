@@ -178,7 +178,8 @@ class HeadlessReporter:
             if isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self._write(f"tuidag: scheduling {event.kind}\n")
-                elif event.kind == "parallel":  # max_parallel follows the executor (Dask workers joined or left)
+                elif event.kind in ("parallel", "generation"):  # max_parallel follows the executor (Dask workers
+                    # joined or left); a round of watch mode (`gen 2: src/a.py changed -> build, test`)
                     self._write(f"tuidag: {terminal_line(event.detail)}\n")
                 continue
             self._on_task(event)

@@ -23,6 +23,7 @@ from ...model.resources import slot_counts
 from ...model.service import SERVICE_STOPPED
 from ...model.state import TaskState
 from ...views.run_outlook import Outlook, eta_forms
+from ...views.terminal_text import terminal_line
 from ..run_model import RunModel, StateFilter
 from ..state_style import COUNT_ORDER, LOOKS
 
@@ -117,7 +118,20 @@ class RunHeader(Widget):
         return right
 
     def _statuses(self) -> list[Text]:
-        """What the run is doing, from the fullest wording to the shortest."""
+        """What the run is doing, from the fullest wording to the shortest; in watch mode, first with its latest
+        generation and what triggered it (`gen 4: src/model.py changed -> train, eval`), then with its number."""
+        forms = self._run_statuses()
+        if self.model.generation is None:
+            return forms
+        generation = terminal_line(self.model.generation)  # it names files: no control characters on screen
+        number = generation.partition(":")[0]
+        return [
+            *(Text.assemble(form, (f" · {generation}", "bold #00afd7")) for form in forms[:1]),
+            *(Text.assemble(form, (f" · {number}", "bold #00afd7")) for form in forms[:1]),
+            *forms,
+        ]
+
+    def _run_statuses(self) -> list[Text]:
         model = self.model
         if model.finished:
             # tasks a job group stopped once its primary tasks ended: how the group is meant to end, not a failure
