@@ -41,7 +41,16 @@ from .model.matrix import Matrix, expand
 from .model.python_loader import PythonDag, load_python
 from .model.python_options import OptionChecks, is_int
 from .model.service import DEFAULT_MAX_RESTARTS, DEFAULT_READY_TIMEOUT, service_from_values
-from .model.spec import DEFAULT_KILL_GRACE, MAX_COUNT, DagSpec, FailurePolicy, TaskSpec, nul_problem, surrogate_problem
+from .model.spec import (
+    DEFAULT_KILL_GRACE,
+    MAX_COUNT,
+    NOTIFY_CHOICES,
+    DagSpec,
+    FailurePolicy,
+    TaskSpec,
+    nul_problem,
+    surrogate_problem,
+)
 from .model.validate import graph_errors, io_errors
 
 if TYPE_CHECKING:  # imported on first use (`__getattr__` below)
@@ -83,8 +92,13 @@ class Dag(PythonDag):
         env: Mapping[str, Any] | None = None,
         workdir: str | os.PathLike[str] | None = None,
         resources: Mapping[str, int] | None = None,
+        on_end: str | None = None,
+        on_run_failure: str | None = None,
+        notify: str | None = None,
     ):
-        """`resources` declares slot capacities, e.g. {"gpu": 2}; tasks ask for slots with their `resources`."""
+        """`resources` declares slot capacities, e.g. {"gpu": 2}; tasks ask for slots with their `resources`.
+        `on_end`/`on_run_failure`: shell commands run after every run / a failed run; `notify`: never, end or
+        failure (when a viewer rings the terminal)."""
         self.location = _caller_location()
         self.source: Path | None = _source_file(self.location.file)
         self._errors: list[DagError] = []
@@ -118,6 +132,13 @@ class Dag(PythonDag):
         before = len(self._errors)
         self.resources = self._checks.slots(resources, "resources", at, minimum=0)
         self._capacities_wrong = len(self._errors) > before  # then requests can't be checked against them
+        self.on_end = self._checks.command(on_end, "on_end", at)
+        self.on_run_failure = self._checks.command(on_run_failure, "on_run_failure", at)
+        self.notify: str | None = None
+        if notify is not None and self._checks.check(
+            notify in NOTIFY_CHOICES, at, f"notify must be one of {', '.join(NOTIFY_CHOICES)}, got {notify!r}"
+        ):
+            self.notify = notify
         self.notes: list[Note] = []  # remarks on the last spec() that are not errors
 
     def __repr__(self) -> str:
@@ -348,6 +369,9 @@ class Dag(PythonDag):
             source=src.resolve() if src is not None else None,
             resources={**self.resources, **expanded.capacities},
             groups=expanded.groups,
+            on_end=self.on_end,
+            on_run_failure=self.on_run_failure,
+            notify=self.notify,
             **settings,
         )
         if errors:

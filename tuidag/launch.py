@@ -31,6 +31,8 @@ from .store.journal import JournalWriter
 from .store.resume import Reuse, plan_reuse
 from .store.runs import RunDir, RunStore, link_log, log_file_name
 
+HOOKS_LOG = "hooks.log"  # in the run folder: what the run's hooks printed
+
 if TYPE_CHECKING:
     from .control.server import ControlServer  # imported when the socket is opened (`serve_control`)
     from .watch import InputWatcher
@@ -258,6 +260,9 @@ class RunSession:
             "interrupted_by": self.interrupted_by,
         }
         record["exit_code"] = self.exit_code(summary)
+        hooks = self.run_hooks(record)
+        if hooks:
+            record["hooks"] = hooks
         if self.journal.error is not None:
             record["journal_error"] = self.journal.error.strerror or str(self.journal.error)
         try:
@@ -268,6 +273,38 @@ class RunSession:
         if self.control is not None:
             self.control.close()  # after the summary: a viewer that sees the channel close finds the outcome
         return summary
+
+    def run_hooks(self, record: dict) -> list[dict[str, object]]:
+        """`on_end:` (and `on_run_failure:` when the run failed), before the summary is written so that it records
+        how they went; a hook that failed is said on stderr (the terminal, or a detached run's engine.log) and in
+        the summary (a foreground viewer's closing lines), and never changes the exit code."""
+        given = [("on_end", self.dag.on_end)]
+        if record["exit_code"] != EXIT_OK:
+            given.append(("on_run_failure", self.dag.on_run_failure))
+        commands = [(hook, command) for hook, command in given if command]
+        if not commands:
+            return []
+        from .engine.run_hooks import hook_env, run_hook
+
+        env = hook_env(
+            self.run.run_id,
+            self.dag.name,
+            record["outcome"],
+            record["exit_code"],
+            record["counts"],
+            record["duration"],
+            self.run.path,
+        )
+        results = []
+        for hook, command in commands:
+            result = run_hook(hook, command, self.dag.workdir, env, self.run.path / HOOKS_LOG)
+            if result.problem is not None:
+                message = (
+                    f"tuidag: warning: {hook} hook {result.problem} (its output is in {self.run.path / HOOKS_LOG})"
+                )
+                print(message, file=sys.stderr, flush=True)
+            results.append(result.record())
+        return results
 
     @property
     def duration(self) -> float:

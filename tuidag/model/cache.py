@@ -201,6 +201,7 @@ def _encode(key: str, dag: DagSpec, notes: list[Note]) -> tuple:
         dag.executor,
         dag.dask_address,
         [(g.name, g.keys, g.instances, g.max_parallel, _loc(g.location)) for g in dag.groups.values()],
+        (dag.on_end, dag.on_run_failure, dag.notify),
     )
 
 
@@ -223,6 +224,7 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
         executor,
         dask_address,
         groups,
+        (on_end, on_run_failure, notify),
     ) = record
     tasks = {}
     for (
@@ -293,6 +295,9 @@ def _decode(record: tuple) -> tuple[DagSpec, list[Note]]:
             name: MatrixGroup(name, keys, instances, limit, None if where is None else Location(*where))
             for name, keys, instances, limit, where in groups
         },
+        on_end,
+        on_run_failure,
+        notify,
     )
     dag.prime(topological_order=order, fingerprints=prints)
     return dag, [Note(message, Location(*where), kind, instead) for message, where, kind, instead in notes]

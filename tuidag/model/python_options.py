@@ -235,6 +235,18 @@ class OptionChecks:
                 )
         return result
 
+    def command(self, value: Any, what: str, at: Location) -> str | None:
+        """A shell command (`on_end`), or None when not given."""
+        if value is None:
+            return None
+        if not self.check(
+            isinstance(value, str) and value.strip() != "" and "\0" not in value,
+            at,
+            f"{what} must be a non-empty shell command string, got {short_repr(value)}",
+        ):
+            return None
+        return value
+
     def path(self, value: Any, what: str, at: Location) -> Path | None:
         if value is None:
             return None

@@ -43,6 +43,7 @@ MAX_TASK_NAME = 128
 #: cluster, and small enough that every count stays a plain number in the journal and in JSON.
 MAX_COUNT = 1_000_000
 DEFAULT_KILL_GRACE = 5.0
+NOTIFY_CHOICES = ("never", "end", "failure")  # `notify:` / `--notify`: see views/run_notes.py
 DEFAULT_SHELL = "/bin/sh"
 NO_ENV: Mapping[str, str] = MappingProxyType({})  # the shared default of every `env`: read-only, so it stays empty
 NO_CAPACITIES: Mapping[str, int] = MappingProxyType({})  # and of a DAG's `resources`
@@ -183,6 +184,9 @@ class DagSpec:
         "executor",
         "dask_address",
         "groups",
+        "on_end",
+        "on_run_failure",
+        "notify",
     )
     # Declared for type checkers (annotations only: no class attributes, no start-up cost); set once in __init__.
     name: str
@@ -199,6 +203,9 @@ class DagSpec:
     dask_address: str | None  # the Dask scheduler for `executor: dask`
     max_parallel_given: bool  # max_parallel was given, not this machine's CPU count
     groups: Mapping[str, Any]  # matrix task -> matrix.MatrixGroup (its instances are in `tasks`)
+    on_end: str | None  # a shell command run after every run (engine/run_hooks.py)
+    on_run_failure: str | None  # ... after a run that failed
+    notify: str | None  # when a viewer rings the terminal: never, end or failure (NOTIFY_CHOICES); None: the default
 
     def __init__(
         self,
@@ -215,6 +222,9 @@ class DagSpec:
         executor: str | None = None,
         dask_address: str | None = None,
         groups: Mapping[str, Any] = NO_ENV,
+        on_end: str | None = None,
+        on_run_failure: str | None = None,
+        notify: str | None = None,
     ):
         set_field = super().__setattr__
         set_field("name", name)
@@ -233,6 +243,9 @@ class DagSpec:
         set_field("executor", executor)
         set_field("dask_address", dask_address)
         set_field("groups", groups)
+        set_field("on_end", on_end)
+        set_field("on_run_failure", on_run_failure)
+        set_field("notify", notify)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"DagSpec is immutable: use replace({name}=...)")

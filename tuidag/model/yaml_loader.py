@@ -21,7 +21,7 @@ from .resources import Request
 from .service import SERVICE_KEYS
 from .service_yaml import Converters, read_service
 from .source import read_source
-from .spec import DagSpec, TaskSpec
+from .spec import NOTIFY_CHOICES, DagSpec, TaskSpec
 from .validate import graph_errors, io_errors
 from .yaml_nodes import _NULL, _describe, compose
 from .yaml_values import _SKIP, Converter, ValueReader
@@ -36,6 +36,9 @@ ROOT_KEYS = (
     "resources",
     "executor",
     "dask_address",
+    "on_end",
+    "on_run_failure",
+    "notify",
     "tasks",
 )
 TASK_KEYS = (
@@ -107,6 +110,9 @@ class _Reader(ValueReader):
             "resources": partial(self.slots, minimum=0),
             "executor": self.executor,
             "dask_address": partial(self.text, expected="an address like tcp://HOST:8786"),
+            "on_end": partial(self.text, expected="a shell command"),
+            "on_run_failure": partial(self.text, expected="a shell command"),
+            "notify": partial(self.choice, choices=NOTIFY_CHOICES),
         }
         settings = self.settings(fields, converters, ROOT_KEYS, prefix="")
         if "resources" in fields:

@@ -98,6 +98,13 @@ class ValueReader:
         self.fail(node, f"{what} must be one of {', '.join(choices)}, got {_describe(node)}{hint}")
         return _SKIP
 
+    def choice(self, node: Node, what: str, choices: tuple[str, ...]) -> str:
+        if isinstance(node, ScalarNode) and node.value in choices:
+            return node.value
+        hint = did_you_mean(node.value, list(choices)) if isinstance(node, ScalarNode) else ""
+        self.fail(node, f"{what} must be one of {', '.join(choices)}, got {_describe(node)}{hint}")
+        return _SKIP
+
     def executor(self, node: Node, what: str) -> str:
         """`local`, `dask` or `dask-local[:N]`, as written (see executor_choice)."""
         from .executor_choice import executor_problem

@@ -227,6 +227,7 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
             + (f" ({cause})" if type(cause) is str else "")
             + ": its journal stopped early, its summary holds how the tasks ended\n"
         )
+    lines.extend(hook_lines(summary, run))
     lines.append(f"tuidag: logs in {run.logs}\n")
     _say("".join(lines))
     if forced is not None:
@@ -239,6 +240,19 @@ def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> in
     if type(interrupted) is str and interrupted in signal.Signals.__members__:
         return SIGNAL_EXIT[signal.Signals[interrupted]]
     return EXIT_FAILED
+
+
+def hook_lines(summary: dict | None, run: RunDir) -> list[str]:
+    """A line for each run hook (`on_end:`, `on_run_failure:`) that failed, as the summary recorded it."""
+    hooks = summary.get("hooks") if summary else None
+    if type(hooks) is not list:
+        return []
+    return [
+        f"tuidag: warning: {terminal_line(str(hook.get('hook')))} hook {terminal_line(hook['problem'])} "
+        f"(its output is in {run.path / 'hooks.log'})\n"
+        for hook in hooks
+        if type(hook) is dict and type(hook.get("problem")) is str
+    ]
 
 
 def _say(text: str) -> None:
