@@ -149,11 +149,12 @@ def test_a_service_never_ready_within_its_ready_timeout_is_killed_and_fails(tmp_
 
 
 def test_a_service_that_crashes_later_is_restarted_and_its_dependents_go_on(tmp_path):
-    # Attempt 1 is ready, then crashes when told; attempt 2 stays up. `long` runs through the crash; `late` becomes
-    # ready only after the crash (it also needs `opener`, which ends when the crash is asked for).
+    # Attempt 1 is ready, then crashes when told; attempt 2 says it started, is ready a moment later and stays up.
+    # `long` runs through the crash; `late` also needs `opener`, which ends once attempt 2 has started, so `late`
+    # waits through the restart until the service is ready again.
     svc = (
-        'echo "up $TUIDAG_ATTEMPT"; if [ "$TUIDAG_ATTEMPT" = 1 ]; then '
-        "while [ ! -f crash ]; do sleep 0.02; done; exit 1; fi; exec sleep 60"
+        'if [ "$TUIDAG_ATTEMPT" = 1 ]; then echo up; while [ ! -f crash ]; do sleep 0.02; done; exit 1; fi; '
+        "touch restarted; sleep 0.3; echo up; exec sleep 60"
     )
     dag = make_dag(
         {
@@ -162,7 +163,7 @@ def test_a_service_that_crashes_later_is_restarted_and_its_dependents_go_on(tmp_
                 "service": service(ReadyCheck("log", "^up"), restart=True, max_restarts=2, restart_delay=0.3),
             },
             "long": {"run": "while [ ! -f finish ]; do sleep 0.02; done", "depends_on": ["svc"]},
-            "opener": "while [ ! -f crash ]; do sleep 0.02; done",
+            "opener": "while [ ! -f restarted ]; do sleep 0.02; done",
             "late": {"run": "true", "depends_on": ["svc", "opener"]},
         },
         workdir=tmp_path,
