@@ -40,7 +40,7 @@ from .model.errors import DagError, DagErrors, Location, Note, short_repr
 from .model.matrix import Matrix, expand
 from .model.python_loader import PythonDag, load_python
 from .model.python_options import OptionChecks, is_int
-from .model.service import DEFAULT_MAX_RESTARTS, DEFAULT_READY_TIMEOUT, service_from_values
+from .model.service import DEFAULT_MAX_RESTARTS, DEFAULT_READY_TIMEOUT
 from .model.spec import (
     DEFAULT_KILL_GRACE,
     MAX_COUNT,
@@ -48,7 +48,6 @@ from .model.spec import (
     DagSpec,
     FailurePolicy,
     TaskSpec,
-    nul_problem,
     surrogate_problem,
 )
 from .model.validate import graph_errors, io_errors
@@ -268,48 +267,17 @@ class Dag(PythonDag):
             return str(name)
         options = self._checks.options(name, at, retries, retry_delay, timeout, env, workdir, resources)
         options.update(self._checks.io_options(name, at, inputs, outputs, cache, env_inputs))
-        if interruptible is not True and interruptible is not False:
-            self._errors.append(
-                DagError(f"task '{name}': interruptible must be True or False, got {interruptible!r}", at)
+        options.update(self._checks.shell_options(name, at, run, setup, interruptible))
+        options.update(
+            self._checks.service_options(
+                name,
+                at,
+                (service, ready_when, ready_timeout, restart, max_restarts, restart_delay),
+                outputs,
+                retries,
+                timeout,
             )
-        elif not interruptible:
-            options["interruptible"] = False
-        if not isinstance(run, str) or not run.strip():
-            self._errors.append(
-                DagError(f"task '{name}': run must be a non-empty shell command string, got {run!r}", at)
-            )
-        elif "\0" in run:
-            self._errors.append(DagError(nul_problem(f"task '{name}': run"), at))
-        else:
-            options["run"] = run
-        if setup is not None:
-            if isinstance(setup, str) and "\0" in setup:
-                self._errors.append(DagError(nul_problem(f"task '{name}': setup"), at))
-            elif isinstance(setup, str) and setup.strip():
-                options["setup"] = setup
-            else:
-                self._errors.append(
-                    DagError(f"task '{name}': setup must be a non-empty shell command string, got {setup!r}", at)
-                )
-        spec, problems = service_from_values(
-            service,
-            ready_when,
-            ready_timeout,
-            restart,
-            max_restarts,
-            restart_delay,
-            lambda value, key: self._checks.duration(value, f"task '{name}': {key}", at, positive=False, default=None),
         )
-        self._errors.extend(DagError(f"task '{name}': {problem}", at) for problem in problems)
-        if spec is not None:
-            options["service"] = spec
-            for key, value, given in (
-                ("outputs", outputs, outputs not in ((), "", [])),
-                ("retries", retries, retries != 0),
-                ("timeout", timeout, timeout is not None),
-            ):
-                if given:
-                    self._errors.append(DagError(f"task '{name}': a service can't have {key} (got {value!r})", at))
         sweep = self._checks.matrix(name, at, matrix, max_parallel, instance_name)
         broken = matrix is not None and sweep is None
         self._add(_Task(name, at, _dependency_list(depends_on), options, sweep, broken), None)

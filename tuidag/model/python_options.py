@@ -13,6 +13,7 @@ from .durations import DurationTooLong, parse_duration
 from .errors import DagError, Location, short_repr
 from .matrix import KEY_RE, Matrix, text_of
 from .resources import Request, kind_problem
+from .service import service_from_values
 from .spec import MAX_COUNT, nul_problem
 
 
@@ -88,6 +89,61 @@ class OptionChecks:
         else:
             options["cache"] = cache
         return options
+
+    def shell_options(self, name: str, at: Location, run: Any, setup: Any, interruptible: Any) -> dict[str, Any]:
+        """`dag.shell`'s `run`, `setup` and `interruptible`."""
+        options: dict[str, Any] = {}
+        if interruptible is not True and interruptible is not False:
+            self.errors.append(
+                DagError(f"task '{name}': interruptible must be True or False, got {interruptible!r}", at)
+            )
+        elif not interruptible:
+            options["interruptible"] = False
+        if not isinstance(run, str) or not run.strip():
+            self.errors.append(
+                DagError(f"task '{name}': run must be a non-empty shell command string, got {run!r}", at)
+            )
+        elif "\0" in run:
+            self.errors.append(DagError(nul_problem(f"task '{name}': run"), at))
+        else:
+            options["run"] = run
+        if setup is not None:
+            if isinstance(setup, str) and "\0" in setup:
+                self.errors.append(DagError(nul_problem(f"task '{name}': setup"), at))
+            elif isinstance(setup, str) and setup.strip():
+                options["setup"] = setup
+            else:
+                self.errors.append(
+                    DagError(f"task '{name}': setup must be a non-empty shell command string, got {setup!r}", at)
+                )
+        return options
+
+    def service_options(
+        self, name: str, at: Location, values: tuple[Any, ...], outputs: Any, retries: Any, timeout: Any
+    ) -> dict[str, Any]:
+        """`dag.shell`'s service keywords (`service`, `ready_when`, `ready_timeout`, `restart`, `max_restarts`,
+        `restart_delay`, in that order in `values`), and the keywords a service can't have."""
+        service, ready_when, ready_timeout, restart, max_restarts, restart_delay = values
+        spec, problems = service_from_values(
+            service,
+            ready_when,
+            ready_timeout,
+            restart,
+            max_restarts,
+            restart_delay,
+            lambda value, key: self.duration(value, f"task '{name}': {key}", at, positive=False, default=None),
+        )
+        self.errors.extend(DagError(f"task '{name}': {problem}", at) for problem in problems)
+        if spec is None:
+            return {}
+        for key, value, given in (
+            ("outputs", outputs, outputs not in ((), "", [])),
+            ("retries", retries, retries != 0),
+            ("timeout", timeout, timeout is not None),
+        ):
+            if given:
+                self.errors.append(DagError(f"task '{name}': a service can't have {key} (got {value!r})", at))
+        return {"service": spec}
 
     def matrix(self, name: str, at: Location, matrix: Any, limit: Any, template: Any) -> Matrix | None:
         """A task's `matrix`, `max_parallel` and `instance_name`, checked as the YAML keys are."""
