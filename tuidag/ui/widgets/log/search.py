@@ -46,6 +46,7 @@ class LogSearch(_ScrollView):
         def _update_titles(self) -> None: ...
         def _wrapped_rows(self) -> list[tuple[int, Row]]: ...
         def _scrolling(self) -> AbstractContextManager[None]: ...
+        def _match_shown(self, line: int) -> None: ...
 
     @property
     def search_text(self) -> str:
@@ -118,6 +119,7 @@ class LogSearch(_ScrollView):
         if line is not None:
             self._set_following(False)
             self._scroll_into_view(line)
+            self._match_shown(line)
         self._update_titles()
         self.refresh()
         return line is not None
