@@ -130,7 +130,7 @@ async def test_e_E_and_Y_where_the_terminal_cannot_be_handed_over(new_session, m
     monkeypatch.setenv("PAGER", "true")
     async with open_app(new_session({"talk": TALK})) as (app, pilot):
         await talk_written(app, pilot)
-        path = app.source.run.log_path("talk")
+        path = app.source.run.log_path("talk").absolute()
         await pilot.press("e")
         assert any("$PAGER cannot run here" in n.message and str(path) in n.message for n in app._notifications)
         monkeypatch.setenv("EDITOR", "no-such-editor-here")

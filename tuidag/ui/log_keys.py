@@ -95,13 +95,14 @@ class LogKeys(AppHost):
         self.notify(f"copied the log's path: {path}", timeout=3)
 
     def _selected_log(self) -> Path | None:
-        """The selected task's log file (a folded group's: the log of the instance its tile shows)."""
+        """The selected task's log file (a folded group's: the log of the instance its tile shows), absolute: a path
+        pasted elsewhere or given to a program must not depend on where tuidag was started."""
         task = self.selected_task
         if task is None:
             return None
         if self.folding.is_group(task):
             task = self._instance_to_show(task)
-        return self.source.run.log_path(task)
+        return self.source.run.log_path(task).absolute()
 
     def _open_log_in(self, variable: str, default: str, *, copy: bool) -> None:
         """The selected task's log, as it is now, in `$variable`'s program, the app suspended until it exits."""
