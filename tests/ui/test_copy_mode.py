@@ -138,3 +138,55 @@ async def test_e_E_and_Y_where_the_terminal_cannot_be_handed_over(new_session, m
         assert any("$EDITOR: no-such-editor-here not found" in n.message for n in app._notifications)
         await pilot.press("Y")
         assert app.clipboard == str(path)
+
+
+async def test_copy_mode_holds_a_live_log_still_and_leaving_follows_again(new_session):
+    session = new_session({"live": "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.01; done"})
+    async with open_app(session) as (app, pilot):
+        log = app.log_pane
+        await until(pilot, lambda: log.line_count > 50, what="output")
+        await pilot.press("v", "k")
+        top, cursor, count = log.scroll_offset.y, log.cursor_line, log.line_count
+        await until(pilot, lambda: log.line_count > count + 30, what="more output")
+        assert log.scroll_offset.y == top and log.cursor_line == cursor and not log.following
+        log.scroll_to(y=log.max_scroll_y, animate=False)  # as the mouse wheel does: at the bottom, still not following
+        await pilot.pause()
+        count = log.line_count
+        await until(pilot, lambda: log.line_count > count + 30, what="more output")
+        assert not log.following and log.cursor_line == cursor and log.scroll_offset.y < log.max_scroll_y
+        count = log.line_count
+        await pilot.press("end")  # End in copy mode moves the cursor to the last line; it does not follow
+        assert log.cursor_line >= count - 1 and not log.following
+        await pilot.press("escape")
+        assert log.following
+        await until(pilot, lambda: log.scroll_offset.y == log.max_scroll_y, what="the end followed")
+
+
+async def test_copy_mode_in_wrap_mode_keeps_the_cursor_line_whole_on_screen(new_session):
+    session = new_session({"wide": "for i in $(seq 1 60); do printf 'row %d %0200d\\n' $i 0; done"})
+    async with open_app(session, size=(80, 24)) as (app, pilot):
+        log = app.log_pane
+        await until(pilot, lambda: app.model.finished and log.line_count == 61, what="the log written")
+        await pilot.press("w", "v", "g", "space")  # the selection from the first line
+        assert log.cursor_line == 0 and log.scroll_offset.y == 0 and log.selection == (0, 0)
+        for _ in range(10):
+            await pilot.press("j")
+            rows = [line for line, _ in log._wrapped_rows()]
+            assert log.cursor_line in rows  # on screen, and whole: not the last row unless the screen has room
+            assert rows[-1] != log.cursor_line or len(rows) < log.scrollable_content_region.height
+        assert log.scroll_offset.y > 0  # it had to scroll (each line is 3 or 4 rows here)
+        await pilot.press("y")
+        copied = app.clipboard.split("\n")
+        assert len(copied) == 11 and copied[1] == f"row 1 {0:0200d}" and copied[10] == f"row 10 {0:0200d}"
+
+
+async def test_the_combined_log_copies_its_lines_with_their_task_prefixes(new_session):
+    session = new_session({"one": "echo from one", "two": "echo from two"})
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="the run over")
+        await pilot.press("a")
+        log = app.log_pane
+        await until(pilot, lambda: log.line_count >= 4, what="the combined log")
+        await pilot.press("v", "g", "y")
+        copied = app.clipboard.split("\n")  # the prefixes are coloured on screen, plain here
+        assert len(copied) == 4 and {"[one] from one", "[two] from two"} <= set(copied)
