@@ -102,13 +102,15 @@ async def test_search_in_copy_mode_moves_the_cursor_to_the_match(new_session):
     async with open_app(new_session({"talk": TALK})) as (app, pilot):
         await talk_written(app, pilot)
         log = app.log_pane
-        await pilot.press("v", "g", "v")  # the cursor on the first line, no selection
-        await pilot.press("slash", *"line 5", "enter")
+        await pilot.press("v", "k", "k", "k", "v")  # the cursor on line 197, no selection
+        await pilot.press("slash", *"line 5", "enter")  # from after the cursor: wraps around to the top
         assert log.copying and log.cursor_line == 5
-        await pilot.press("v", "n")  # the next match: line 50; the selection follows
+        await pilot.press("space", "n")  # the next match after the cursor: line 50; the selection follows
         assert log.selection == (5, 50)
+        await pilot.press("G", "N")  # back from the cursor at the end: line 59 (the last with `line 5`)
+        assert log.selection == (5, 59)
         await pilot.press("y")
-        assert app.clipboard.splitlines() == EXPECTED[5:51]
+        assert app.clipboard.splitlines() == EXPECTED[5:60]
 
 
 async def test_a_huge_selection_copies_its_first_lines_up_to_the_cap_and_says_so(new_session):
