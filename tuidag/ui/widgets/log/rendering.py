@@ -167,8 +167,8 @@ class LogRendering(_ScrollView):
                 self.get_component_rich_style("logview--match"),
                 self.get_component_rich_style("logview--match-line"),
                 self.get_component_rich_style("logview--current-match"),
-                self.get_component_rich_style("logview--selection", partial=True),
-                self.get_component_rich_style("logview--cursor", partial=True),
+                _background_of(self.get_component_rich_style("logview--selection")),
+                _background_of(self.get_component_rich_style("logview--cursor")),
             )
         return self._style_cache
 
@@ -176,6 +176,12 @@ class LogRendering(_ScrollView):
         self._style_cache = None
         self._rendered.clear()
         self._rows_key = None
+
+
+def _background_of(style: Style) -> Style:
+    """Only the background of a component's style (blended over the widget's, as Textual resolves it): copy mode
+    lights its lines without taking their colours away."""
+    return Style(bgcolor=style.bgcolor)
 
 
 def _wrap(segments: list[Segment], length: int, width: int) -> list[Row]:

@@ -97,10 +97,10 @@ class LogView(LogFollowing, LogSearch, LogCopyMode, LogTitles, LogRendering, Scr
         background: $primary 30%;
     }
     LogView > .logview--selection {
-        background: $accent 40%;
+        background: $secondary 35%;
     }
     LogView > .logview--cursor {
-        background: $accent 80%;
+        background: $secondary 70%;
     }
     """
     COMPONENT_CLASSES = {
