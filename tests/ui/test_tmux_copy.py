@@ -153,3 +153,21 @@ def test_a_selection_over_the_cap_reaches_tmux_as_its_first_lines(tmp_path):
         assert copied[1:] == [str(i) for i in range(1, len(copied))]
     finally:
         tmux.kill()
+
+
+def test_closing_the_terminal_while_the_pager_is_open_stops_the_run_as_it_would_without_it(tmp_path, monkeypatch):
+    script, _ = viewer(tmp_path, "pager")
+    monkeypatch.setenv("PAGER", str(script))
+    tmux = Tmux(tmp_path, DAG)
+    try:
+        tmux.wait_for("1 running")
+        procs = task_pids(tmux.workdir, count=2)
+        select(tmux, "talk")
+        tmux.wait_for("line 30")
+        tmux.keys("e")
+        tmux.wait_for("VIEWER IS ON THE TERMINAL")
+        tmux.kill()  # the terminal closes: SIGHUP
+        assert tmux.wait_exit() == 129
+        assert leftovers(tmux.workdir, procs) == []
+    finally:
+        tmux.kill()

@@ -4,6 +4,9 @@ the app hands over while it is suspended (no textual here: ui/log_keys.py suspen
 The program runs as the terminal's foreground job, in a process group of its own, as a shell runs a job: Ctrl+C in
 `less` (which leaves its follow mode, `F`) must reach only `less`. In the app's process group it would reach the
 app too, whose Ctrl+C stops the run. Ctrl+Z in the program has no shell to return to: the program is let go on.
+A signal that stops the app (SIGHUP when the terminal closes, SIGTERM, SIGINT from another shell) is passed on to
+the program, so it ends and the app, no longer waiting for it, acts on the signal (the app's handler runs once the
+app is back); a second one kills the program.
 
 The pager gets the log file itself (`less` reads it as it is now, and `F` follows it as it grows). The editor gets a
 copy of it as it is now, in a folder of its own removed afterwards: an editor that saves by writing a new file in its
@@ -12,6 +15,7 @@ place would take the file a running task writes to away from the run, and a log 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -23,6 +27,8 @@ from pathlib import Path
 
 DEFAULT_PAGER = "less -R"
 DEFAULT_EDITOR = "vi"
+PASSED_ON = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+"""The signals the app stops on: while the program runs they are passed on to it."""
 
 
 class ViewerProblem(Exception):
@@ -66,8 +72,16 @@ def run_in_foreground(argv: list[str]) -> int:
     if not owns_terminal:
         return subprocess.run(argv).returncode
     process = subprocess.Popen(argv, process_group=0)
+    received: list[int] = []
+
+    def pass_on(signum: int, _frame: object) -> None:
+        received.append(signum)
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signum if len(received) == 1 else signal.SIGKILL)
+
     # A process in a background group that changes the terminal's owner gets SIGTTOU (and stops) unless it ignores it.
-    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    previous = {signal.SIGTTOU: signal.signal(signal.SIGTTOU, signal.SIG_IGN)}
+    previous.update((signum, signal.signal(signum, pass_on)) for signum in PASSED_ON)
     try:
         _hand_over(fd, process.pid)
         while True:
@@ -77,8 +91,10 @@ def run_in_foreground(argv: list[str]) -> int:
                 return process.returncode
             _hand_over(fd, process.pid)  # Ctrl+Z, or it touched the terminal before it owned it: go on
     finally:
-        os.tcsetpgrp(fd, ours)
-        signal.signal(signal.SIGTTOU, previous)
+        with contextlib.suppress(OSError):  # the terminal may be gone
+            os.tcsetpgrp(fd, ours)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _hand_over(fd: int, group: int) -> None:
