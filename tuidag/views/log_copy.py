@@ -8,7 +8,7 @@ The copy is capped at `COPY_LIMIT` bytes: the clipboard is reached through OSC 5
 text in base64 (4/3 of its size), and terminals cap what they accept in one sequence (tmux at 1 MiB: a bigger one
 is dropped whole and nothing is copied). 512 KiB of text is 683 KiB on the wire. A selection over the cap gets its
 first lines that fit, and says so; reading stops at the cap, so a selection of 100,000 lines costs what the cap
-costs (a few ms), never the whole log.
+costs, never the whole log: 0.04 s for lines of 40 characters, 0.14 s for 100,000 empty lines (which all fit).
 """
 
 from __future__ import annotations
