@@ -219,6 +219,14 @@ async def sweep_unfolded(app: TuidagApp, pilot: Pilot) -> None:
     app.canvas.select("train[lr=0.1,seed=1]")
 
 
+async def copy_mode(app: TuidagApp, pilot: Pilot) -> None:
+    """The failed test run's log in copy mode (`v`), the traceback selected (`k` up to its first line): `y` would
+    copy those lines."""
+    await until(pilot, lambda: app.model.finished and app.canvas.selected == "test-api")
+    await until(pilot, lambda: app.log_pane.line_count >= 30)
+    await pilot.press("plus", "plus", "plus", "v", *["k"] * 7)
+
+
 async def help_screen(app: TuidagApp, pilot: Pilot) -> None:
     await until(pilot, lambda: count(app, S.RUNNING) >= 1)
     await pilot.press("question_mark")
@@ -267,6 +275,33 @@ tasks:
   model-card:
     depends_on: train-model
     run: echo "wrote MODEL_CARD.md"
+"""
+
+#: A test run whose failure is worth copying into an issue: a traceback at the end of its log.
+FAILED_TESTS = """\
+name: ci
+tasks:
+  build:
+    run: echo "compiled 214 modules"; sleep 0.3
+  test-unit:
+    depends_on: build
+    run: for i in $(seq 1 12); do printf 'tests/unit/test_%02d.py \\033[32mPASSED\\033[0m\\n' $i; done
+  test-api:
+    depends_on: build
+    run: |
+      for i in $(seq 1 24); do printf 'tests/api/test_routes.py::test_case_%02d \\033[32mPASSED\\033[0m\\n' $i; done
+      printf 'tests/api/test_routes.py::test_upload_large \\033[31mFAILED\\033[0m\\n'
+      echo 'Traceback (most recent call last):'
+      echo '  File "api/routes.py", line 88, in upload'
+      echo '    chunk = stream.read(CHUNK_SIZE)'
+      echo '  File "api/stream.py", line 41, in read'
+      echo '    raise TimeoutError(f"no data for {self.timeout}s")'
+      echo 'TimeoutError: no data for 30s'
+      printf '\\033[31m1 failed\\033[0m, 24 passed in 3.12s\\n'
+      exit 1
+  deploy:
+    depends_on: [test-unit, test-api]
+    run: echo deploying
 """
 
 STAGES = ("fetch", "parse", "clean", "dedupe", "tokenize", "embed", "index", "score", "rank", "publish")
@@ -341,6 +376,7 @@ SHOTS: list[tuple[str, Demo, Scene]] = [
     ("finder", made_up("crawl.yaml", big_dag), finder_open),
     ("dots", made_up("crawl.yaml", big_dag), dots_running),
     ("help", demo("pipeline.yaml"), help_screen),
+    ("copy", made_up("ci.yaml", lambda: FAILED_TESTS), copy_mode),
     ("sweep", demo("sweep.yaml"), sweep_folded),
     ("sweep-unfolded", demo("sweep.yaml"), sweep_unfolded),
 ]

@@ -58,6 +58,28 @@ RUN_BINDINGS: list[BindingType] = [
         "All logs",
         tooltip="Toggle the combined view: output of all tasks interleaved, each line prefixed by its task",
     ),
+    Binding(
+        "v",
+        "copy_mode",
+        "Copy",
+        show=False,
+        tooltip="Copy mode in the log pane: move a cursor, select lines, y copies them to the clipboard, esc leaves",
+    ),
+    Binding(
+        "e",
+        "open_pager",
+        "Pager",
+        show=False,
+        tooltip="Open the selected task's log in $PAGER (default: less -R); the view comes back when it exits",
+    ),
+    Binding(
+        "E",
+        "open_editor",
+        "Editor",
+        show=False,
+        tooltip="Open a copy of the selected task's log, as it is now, in $EDITOR (default: vi)",
+    ),
+    Binding("Y", "copy_log_path", "Copy path", show=False, tooltip="Copy the path of the selected task's log"),
     Binding("q", "quit", "Quit", tooltip="Quit; while tasks run, asks: stop the run, detach, or back"),
     Binding("escape", "focus_graph", "Graph", show=False),
     Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
@@ -202,6 +224,16 @@ class KeyHelp(AppHost):
             ("Home End", "Go to the first line / the last line (End follows the end again)"),
             ("← →", "Scroll sideways (when not wrapping)"),
             ("esc", "Back to the graph (or the list)"),
+            ("drag", "Select lines with the mouse (copy mode)"),
+        ]
+        copying = [
+            ("j k ↑ ↓", "Move the cursor; the selection follows it"),
+            ("PgUp PgDn g G", "Move the cursor a page / to the first or last line"),
+            ("shift+↑ shift+↓", "Select from the cursor up or down"),
+            ("v space", "v: drop the selection or select from the cursor again; space: select from the cursor"),
+            ("y", "Copy the selected lines (or the cursor's) to the clipboard, as plain text, and leave"),
+            ("esc q", "Leave copy mode (following the end again if it was)"),
+            ("click drag", "Move the cursor / select the lines dragged over"),
         ]
         anywhere = [("tab", "Switch focus between the graph and the log pane (the focused one is lit)")]
         anywhere += [
@@ -214,6 +246,7 @@ class KeyHelp(AppHost):
             ("In the list (L shows it)", listed),
             ("In the timeline (t shows it)", timeline),
             ("In the log pane (tab to focus it)", log),
+            ("In copy mode (v)", copying),
             ("Anywhere", anywhere),
         ]
 

@@ -1,12 +1,18 @@
-"""The log pane's keys: searching it (`/`, `n`, `N`), following and wrapping, its size (`m`, `+`, `-`), and the
-combined view of every task's output (`a`) with its filters (`b` branch, `T` names)."""
+"""The log pane's keys: searching it (`/`, `n`, `N`), following and wrapping, its size (`m`, `+`, `-`), the
+combined view of every task's output (`a`) with its filters (`b` branch, `T` names), copy mode (`v`; its own keys are
+the pane's, widgets/log/copy_mode.py), and the selected task's log in the pager (`e`), the editor (`E`) or its path on
+the clipboard (`Y`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual.app import SuspendNotSupported
+
 from ..views.task_filter import TaskFilter
+from .external_viewer import DEFAULT_EDITOR, DEFAULT_PAGER, ViewerProblem, open_on_terminal, viewer_command
 
 if TYPE_CHECKING:  # mixed into TuidagApp (ui/app.py)
     from .app_host import AppHost
@@ -65,6 +71,67 @@ class LogKeys(AppHost):
             if self.folding.is_group(task):
                 task = self._instance_to_show(task)
             self.log_pane.show_file(self.source.run.log_path(task), task)
+
+    # ------------------------------------------------------------------- copying, the pager and the editor
+    def action_copy_mode(self) -> None:
+        """`v`: copy mode in the log pane (focused, so its keys work)."""
+        if self.log_pane.enter_copy_mode():
+            self._focus(self.log_pane)
+        else:
+            self.notify("nothing to copy: the log is empty")
+
+    def action_open_pager(self) -> None:
+        self._open_log_in("PAGER", DEFAULT_PAGER, copy=False)
+
+    def action_open_editor(self) -> None:
+        self._open_log_in("EDITOR", DEFAULT_EDITOR, copy=True)
+
+    def action_copy_log_path(self) -> None:
+        path = self._selected_log()
+        if path is None:
+            self.notify("no task selected")
+            return
+        self.copy_to_clipboard(str(path))
+        self.notify(f"copied the log's path: {path}", timeout=3)
+
+    def _selected_log(self) -> Path | None:
+        """The selected task's log file (a folded group's: the log of the instance its tile shows), absolute: a path
+        pasted elsewhere or given to a program must not depend on where tuidag was started."""
+        task = self.selected_task
+        if task is None:
+            return None
+        if self.folding.is_group(task):
+            task = self._instance_to_show(task)
+        return self.source.run.log_path(task).absolute()
+
+    def _open_log_in(self, variable: str, default: str, *, copy: bool) -> None:
+        """The selected task's log, as it is now, in `$variable`'s program, the app suspended until it exits."""
+        path = self._selected_log()
+        if path is None or not path.exists():
+            self.notify("no log to open: no task selected" if path is None else "no log yet: the task has not started")
+            return
+        try:
+            argv = viewer_command(variable, default)
+        except ViewerProblem as exc:
+            self.notify(str(exc), severity="error")
+            return
+        problem: OSError | None = None
+        try:
+            with self.suspend():
+                try:  # nothing may leave this block by an exception: Textual would not resume the app
+                    open_on_terminal(argv, path, copy=copy)
+                except OSError as exc:
+                    problem = exc
+        except SuspendNotSupported:
+            self.notify(
+                f"${variable} cannot run here (this view cannot hand its terminal over, as in a browser): the log is "
+                f"{path} (Y copies its path)",
+                severity="warning",
+                timeout=8,
+            )
+            return
+        if problem is not None:
+            self.notify(f"${variable}: {argv[0]} failed: {problem}", severity="error")
 
     # ------------------------------------------------------------------- log pane: its size, the combined filter
     def action_maximise_log(self) -> None:

@@ -24,6 +24,9 @@ from ....views.log_lines import LogLines
 from ....views.log_watcher import LogWatcher
 from ....views.match_count import MatchCount
 
+if TYPE_CHECKING:
+    from .copy_mode import CopyState
+
 TICK = 1 / 20
 """Seconds between checks for new output."""
 TICK_BUDGET = 0.012
@@ -55,6 +58,7 @@ class LogFollowing(_ScrollView):
     _scrolling_myself: bool
     _shown: tuple[int, int, int]  # the source's (version, generation, dropped) when last presented
     _shown_at: float
+    _copy: CopyState | None
 
     if TYPE_CHECKING:  # the other parts of LogView
 
@@ -176,6 +180,8 @@ class LogFollowing(_ScrollView):
             self.scroll_to(y=self.max_scroll_y, animate=False)
 
     def _set_following(self, following: bool) -> None:
+        if following and self._copy is not None:
+            return  # copy mode keeps the lines still (leaving it follows again, if it was following)
         if following != self._following:
             self._following = following
             self._update_titles()

@@ -37,6 +37,8 @@ class _Styles(NamedTuple):
     match: Style
     match_line: Style
     current_match: Style
+    selection: Style
+    cursor: Style
 
 
 if TYPE_CHECKING:  # mixed into a ScrollView
@@ -57,6 +59,10 @@ class LogRendering(_ScrollView):
     _rows: list[tuple[int, Row]]  # wrap mode: the rows on screen and the line each belongs to
     _rows_key: tuple | None
     _style_cache: _Styles | None
+
+    if TYPE_CHECKING:  # the other parts of LogView
+
+        def _mark_copy(self, line: int, strip: Strip) -> Strip: ...
 
     @property
     def line_count(self) -> int:
@@ -91,12 +97,14 @@ class LogRendering(_ScrollView):
             return Strip.blank(width, base)
         if self._wrap:
             rows = self._wrapped_rows()
-            return _fit(rows[y][1], 0, width, base) if y < len(rows) else Strip.blank(width, base)
+            if y >= len(rows):
+                return Strip.blank(width, base)
+            return self._mark_copy(rows[y][0], _fit(rows[y][1], 0, width, base))
         scroll_x, scroll_y = self.scroll_offset
         line = scroll_y + y
         if line >= self._source.line_count:
             return Strip.blank(width, base)
-        return _fit(self._rows_of(line, None)[0], scroll_x, width, base)
+        return self._mark_copy(line, _fit(self._rows_of(line, None)[0], scroll_x, width, base))
 
     def _wrapped_rows(self) -> list[tuple[int, Row]]:
         """The screen's rows in wrap mode, from the top line down, computed once per change."""
@@ -159,6 +167,8 @@ class LogRendering(_ScrollView):
                 self.get_component_rich_style("logview--match"),
                 self.get_component_rich_style("logview--match-line"),
                 self.get_component_rich_style("logview--current-match"),
+                _background_of(self.get_component_rich_style("logview--selection")),
+                _background_of(self.get_component_rich_style("logview--cursor")),
             )
         return self._style_cache
 
@@ -166,6 +176,12 @@ class LogRendering(_ScrollView):
         self._style_cache = None
         self._rendered.clear()
         self._rows_key = None
+
+
+def _background_of(style: Style) -> Style:
+    """Only the background of a component's style (blended over the widget's, as Textual resolves it): copy mode
+    lights its lines without taking their colours away."""
+    return Style(bgcolor=style.bgcolor)
 
 
 def _wrap(segments: list[Segment], length: int, width: int) -> list[Row]:

@@ -46,6 +46,9 @@ class LogSearch(_ScrollView):
         def _update_titles(self) -> None: ...
         def _wrapped_rows(self) -> list[tuple[int, Row]]: ...
         def _scrolling(self) -> AbstractContextManager[None]: ...
+        def _match_shown(self, line: int) -> None: ...
+        @property
+        def cursor_line(self) -> int | None: ...
 
     @property
     def search_text(self) -> str:
@@ -71,19 +74,22 @@ class LogSearch(_ScrollView):
         """Find `query` from the top of the screen on, wrapping around; jump to it and highlight it.
 
         The whole log is searched (a file a chunk at a time), ignoring case and colour codes. False if no line has
-        it. Searching stops following, so the match stays on screen."""
+        it. Searching stops following, so the match stays on screen. In copy mode it starts after the cursor."""
         self._query = query
         self._start_count()
-        return self._show_match(self._find(self._top_line(), backwards=False))
+        cursor = self.cursor_line
+        return self._show_match(self._find(self._top_line() if cursor is None else cursor + 1, backwards=False))
 
     def search_next(self) -> bool:
-        """The next match after the highlighted one (or after the top of the screen), wrapping around."""
-        match = self.match_line
+        """The next match after the highlighted one (or after the top of the screen; in copy mode after the cursor),
+        wrapping around."""
+        match = self.cursor_line if self.cursor_line is not None else self.match_line
         return self._show_match(self._find(self._top_line() if match is None else match + 1, backwards=False))
 
     def search_prev(self) -> bool:
-        """The match before the highlighted one (or before the top of the screen), wrapping around."""
-        match = self.match_line
+        """The match before the highlighted one (or before the top of the screen; in copy mode before the cursor),
+        wrapping around."""
+        match = self.cursor_line if self.cursor_line is not None else self.match_line
         return self._show_match(self._find(self._top_line() - 1 if match is None else match - 1, backwards=True))
 
     def _start_count(self) -> None:
@@ -118,6 +124,7 @@ class LogSearch(_ScrollView):
         if line is not None:
             self._set_following(False)
             self._scroll_into_view(line)
+            self._match_shown(line)
         self._update_titles()
         self.refresh()
         return line is not None

@@ -31,6 +31,9 @@ class LogTitles(_ScrollView):
     if TYPE_CHECKING:  # the other parts of LogView
 
         def _search_summary(self) -> str: ...
+        def copy_summary(self) -> str: ...
+        @property
+        def copying(self) -> bool: ...
 
     @property
     def title(self) -> str:
@@ -58,6 +61,8 @@ class LogTitles(_ScrollView):
             f"{source.line_count:,} line{'' if source.line_count == 1 else 's'}",
             "following" if self._following else "paused (End follows)",
         ]
+        if self.copying:  # first, and instead of "paused": what copy mode's keys do matters more now
+            parts[:2] = [self.copy_summary(), parts[0]]
         if self._wrap:
             parts.append("wrap")
         if self._query:
