@@ -243,7 +243,8 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
     if getattr(args, "detach", False) or tui:
         return _run_in_background(dag, args, state_dir, earlier, view=tui and not args.detach)
-    return run_headless(_new_session(dag, args, state_dir, earlier), quiet=args.quiet, watch=args.watch)
+    session = _new_session(dag, args, state_dir, earlier)
+    return run_headless(session, quiet=args.quiet, watch=args.watch, notify=getattr(args, "notify", None))
 
 
 def watch_note(plan) -> str:
@@ -352,7 +353,8 @@ def _run_in_background(
         def work(_args: argparse.Namespace) -> int:
             session = _new_session(dag, args, state_dir, earlier)
             ready(session.run.run_id, str(session.run.path))
-            return run_headless(session, quiet=True, watch=getattr(args, "watch", False))
+            # its viewer (if any) rings the terminal: the engine's own output is engine.log
+            return run_headless(session, quiet=True, watch=getattr(args, "watch", False), notify="never")
 
         return guarded(work, args)
 
@@ -420,14 +422,21 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
         raise SystemExit(130) from None
 
 
-def run_headless(session, quiet: bool = False, watch: bool = False) -> int:
+def run_headless(session, quiet: bool = False, watch: bool = False, notify: str | None = None) -> int:
+    """Run the session, printing its progress on stdout; on a terminal, a note (a bell, a desktop notification)
+    when it ends or its first task fails, as `notify` (--notify, else the DAG's `notify:`) says."""
+    import os
+
     from .launch import install_signal_handlers
     from .model.collector import freeze_survivors
     from .model.targets import needed
     from .views.headless import HeadlessReporter, counts_line, insight_lines, summary_table, use_colour
+    from .views.run_notes import RunNotes, notify_choice, state_counts
 
     colour = use_colour(sys.stdout)
     reporter = HeadlessReporter(sys.stdout, session.scheduler.log_headers, quiet=quiet, colour=colour)
+    notes = RunNotes.for_stream(notify_choice(notify, session.dag.notify), sys.stdout, os.environ)
+    reporter.notes = (notes, session.dag.name)
     session.scheduler.subscribe(reporter)
     session.serve_control()
     session.on_store_error = lambda message: print(message, file=sys.stderr, flush=True)
@@ -478,6 +487,8 @@ def run_headless(session, quiet: bool = False, watch: bool = False) -> int:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
     if session.store_error:
         out.write(f"tuidag: run incomplete: {session.store_error} (see the error above)\n")
+    counts = state_counts(summary.snapshots.values())
+    out.write(notes.run_ended(session.dag.name, counts, session.duration, bool(session.interrupted_by)))
     out.flush()
     return session.exit_code(summary)
 
