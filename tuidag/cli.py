@@ -378,6 +378,7 @@ def _run_in_background(
             engine_pid=started.pid,
             exit_on_finish=args.exit_on_finish,
             early_signals=early,
+            notify=getattr(args, "notify", None),
         )
     print(
         f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background "
