@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import cli_options as options
-from . import control_commands, history_commands, plan_commands
+from . import completion, control_commands, history_commands, plan_commands
 from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
@@ -66,10 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
     history_commands.add_parsers(sub, state)
     plan_commands.add_parsers(sub, state)
     control_commands.add_parsers(sub, state)
+    completion.add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == completion.HIDDEN:  # a shell's TAB: task names, run ids (not in --help)
+        return completion.complete(argv[1:])
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "run":
@@ -523,6 +527,7 @@ COMMANDS = {
     **plan_commands.COMMANDS,
     **history_commands.COMMANDS,
     **control_commands.COMMANDS,
+    "completion": completion.cmd_completion,
 }
 
 
