@@ -166,3 +166,39 @@ def test_zsh_runs_the_same_completion(shell_dir):
     assert complete(shell_dir, "tuidag", "run", "pipe.yaml", "--notify", "", shell="zsh") == ["end", "failure", "never"]
     assert complete(shell_dir, "tuidag", "run", "pipe.yaml", "", shell="zsh") == ["prepare", "report", "train"]
     assert complete(shell_dir, "tuidag", "completion", "", shell="zsh") == ["bash", "zsh"]
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_tab_in_an_interactive_shell_completes_a_task_name(shell_dir, shell):
+    """The shell's own TAB, in a terminal: bash's readline, zsh's completion system (compinit, bashcompinit)."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    socket = f"tuidag-completion-{os.getpid()}-{shell}"
+    path = f"{shell_dir.parent / 'bin'}:{os.environ['PATH']}"
+    start = ["bash", "--norc", "--noprofile"] if shell == "bash" else ["zsh", "-f"]
+
+    def tmux(*args: str) -> str:
+        return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True).stdout
+
+    tmux("new-session", "-d", "-x", "120", "-y", "20", "-c", str(shell_dir), "env", f"PATH={path}", *start)
+    try:
+        tmux("send-keys", "-t", "0", f'eval "$(tuidag completion {shell})"; echo loaded', "Enter")
+        until(lambda: "\nloaded" in tmux("capture-pane", "-p", "-t", "0"), "the script loaded")
+        tmux("send-keys", "-t", "0", "tuidag run pipe.yaml tr", "Tab")
+        until(lambda: "tuidag run pipe.yaml train" in tmux("capture-pane", "-p", "-t", "0"), "train completed")
+        tmux("send-keys", "-t", "0", "--", "--notify f")  # (a unique completion ends with a space)
+        tmux("send-keys", "-t", "0", "Tab")
+        until(lambda: "train --notify failure" in tmux("capture-pane", "-p", "-t", "0"), "failure completed")
+    finally:
+        tmux("kill-server")
+
+
+def until(predicate, what: str, timeout: float = 20.0) -> None:
+    import time
+
+    deadline = time.monotonic() + patience(timeout)
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {patience(timeout):.0f}s")
+        time.sleep(0.05)
