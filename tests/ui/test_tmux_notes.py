@@ -164,3 +164,22 @@ def test_nothing_is_written_into_a_pipe(tmp_path):
         )
         assert done.returncode == 1 and "1 failed in" in done.stdout
         assert BEL not in done.stdout + done.stderr and ESC not in done.stdout + done.stderr
+
+
+def test_browsing_a_finished_run_rings_nothing(workdir):
+    path, panes = workdir
+    (path / "go").touch()
+    ran = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "dag.yaml", "--state-dir", "state"],
+        cwd=path,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=patience(60),
+    )
+    assert ran.returncode == 1
+    (run_id,) = [run.name for run in (path / "state" / "runs").iterdir() if not run.name.startswith(".")]
+    for command in ("show", f"attach {run_id}"):  # `attach` on a finished run browses it
+        pane = Pane(path, f"{command} --state-dir state", env="-u TMUX TERM=foot")
+        panes.append(pane)
+        until(lambda: "post-mortem" in pane.screen(), what="the post-mortem view")  # noqa: B023
+        assert "]777;" not in pane.written()
