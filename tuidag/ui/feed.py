@@ -69,7 +69,7 @@ class RunFeed(AppHost):
             self.timeline.refresh_tasks(changed)
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
-            if self.run_notes is not None:
+            if self.run_notes is not None and self.run_notes.awaits_failure:
                 for event in batch:
                     if type(event) is TaskEvent and event.snapshot.state is S.FAILED and event.old is not S.FAILED:
                         snap = event.snapshot

@@ -210,7 +210,7 @@ class HeadlessReporter:
             self._write(self._prefix(name) + self._describe(snap) + "\n")
         if progress is not None:
             self._write(f"tuidag: {terminal_line(progress)}\n")
-        if self.notes is not None and snap.state is S.FAILED and event.is_transition:
+        if self.notes is not None and snap.state is S.FAILED and event.is_transition and self.notes[0].awaits_failure:
             notes, dag = self.notes
             self._write(notes.task_failed(dag, name, snap.reason))
 

@@ -142,9 +142,14 @@ class RunNotes:
         """Notes for a view writing to `stream`: none unless it is a terminal and this is not CI."""
         return cls(choice, channel_for(env) if _is_terminal(stream) and not in_ci(env) else None)
 
+    @property
+    def awaits_failure(self) -> bool:
+        """Whether a task's failure would be noted now (views skip looking for one otherwise)."""
+        return self.channel is not None and self.choice == "failure" and not self._failure_sent
+
     def task_failed(self, dag: str, task: str, reason: str | None) -> str:
         """A task failed (after its retries): the note when notes are for failures and none went out yet."""
-        if self.channel is None or self.choice != "failure" or self._failure_sent:
+        if not self.awaits_failure:
             return ""
         self._failure_sent = True
         body = f"{task} failed" + (f": {reason}" if reason else "")
