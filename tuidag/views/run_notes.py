@@ -149,7 +149,7 @@ class RunNotes:
 
     def task_failed(self, dag: str, task: str, reason: str | None) -> str:
         """A task failed (after its retries): the note when notes are for failures and none went out yet."""
-        if not self.awaits_failure:
+        if self.channel is None or not self.awaits_failure:
             return ""
         self._failure_sent = True
         body = f"{task} failed" + (f": {reason}" if reason else "")
