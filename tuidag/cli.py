@@ -204,6 +204,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    sys.stdout.write(completion.script(args.shell, build_parser()))
+    return EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     outlive_readers()
     state_dir = state_dir_of(args, args.file)
@@ -527,7 +532,7 @@ COMMANDS = {
     **plan_commands.COMMANDS,
     **history_commands.COMMANDS,
     **control_commands.COMMANDS,
-    "completion": completion.cmd_completion,
+    "completion": cmd_completion,
 }
 
 

@@ -243,13 +243,6 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def cmd_completion(args: argparse.Namespace) -> int:
-    from .cli import build_parser
-
-    sys.stdout.write(script(args.shell, build_parser()))
-    return EXIT_OK
-
-
 # ------------------------------------------------------------------------------------------- the dynamic values
 def complete(argv: Sequence[str]) -> int:
     """`tuidag __complete tasks|runs [--file FILE] [--state-dir DIR] [--run RUN]`: the values, one a line. Quiet:
