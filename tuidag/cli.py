@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import cli_options as options
-from . import control_commands, history_commands, plan_commands
+from . import completion, control_commands, history_commands, plan_commands
 from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
@@ -66,10 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
     history_commands.add_parsers(sub, state)
     plan_commands.add_parsers(sub, state)
     control_commands.add_parsers(sub, state)
+    completion.add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == completion.HIDDEN:  # a shell's TAB: task names, run ids (not in --help)
+        return completion.complete(argv[1:])
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "run":
@@ -200,6 +204,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    sys.stdout.write(completion.script(args.shell, build_parser()))
+    return EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     outlive_readers()
     state_dir = state_dir_of(args, args.file)
@@ -243,7 +252,8 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     tui = sys.stdout.isatty() and sys.stdin.isatty() if args.tui is None else args.tui
     if getattr(args, "detach", False) or tui:
         return _run_in_background(dag, args, state_dir, earlier, view=tui and not args.detach)
-    return run_headless(_new_session(dag, args, state_dir, earlier), quiet=args.quiet, watch=args.watch)
+    session = _new_session(dag, args, state_dir, earlier)
+    return run_headless(session, quiet=args.quiet, watch=args.watch, notify=getattr(args, "notify", None))
 
 
 def watch_note(plan) -> str:
@@ -352,7 +362,8 @@ def _run_in_background(
         def work(_args: argparse.Namespace) -> int:
             session = _new_session(dag, args, state_dir, earlier)
             ready(session.run.run_id, str(session.run.path))
-            return run_headless(session, quiet=True, watch=getattr(args, "watch", False))
+            # its viewer (if any) rings the terminal: the engine's own output is engine.log
+            return run_headless(session, quiet=True, watch=getattr(args, "watch", False), notify="never")
 
         return guarded(work, args)
 
@@ -376,6 +387,7 @@ def _run_in_background(
             engine_pid=started.pid,
             exit_on_finish=args.exit_on_finish,
             early_signals=early,
+            notify=getattr(args, "notify", None),
         )
     print(
         f"tuidag: run {started.run_id} of {terminal_line(dag.name)} started in the background "
@@ -420,14 +432,21 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
         raise SystemExit(130) from None
 
 
-def run_headless(session, quiet: bool = False, watch: bool = False) -> int:
+def run_headless(session, quiet: bool = False, watch: bool = False, notify: str | None = None) -> int:
+    """Run the session, printing its progress on stdout; on a terminal, a note (a bell, a desktop notification)
+    when it ends or its first task fails, as `notify` (--notify, else the DAG's `notify:`) says."""
+    import os
+
     from .launch import install_signal_handlers
     from .model.collector import freeze_survivors
     from .model.targets import needed
     from .views.headless import HeadlessReporter, counts_line, insight_lines, summary_table, use_colour
+    from .views.run_notes import RunNotes, notify_choice, state_counts
 
     colour = use_colour(sys.stdout)
     reporter = HeadlessReporter(sys.stdout, session.scheduler.log_headers, quiet=quiet, colour=colour)
+    notes = RunNotes.for_stream(notify_choice(notify, session.dag.notify), sys.stdout, os.environ)
+    reporter.notes = (notes, session.dag.name)
     session.scheduler.subscribe(reporter)
     session.serve_control()
     session.on_store_error = lambda message: print(message, file=sys.stderr, flush=True)
@@ -478,6 +497,8 @@ def run_headless(session, quiet: bool = False, watch: bool = False) -> int:
         out.write(f"tuidag: interrupted by {session.interrupted_by}; every task was stopped\n")
     if session.store_error:
         out.write(f"tuidag: run incomplete: {session.store_error} (see the error above)\n")
+    counts = state_counts(summary.snapshots.values())
+    out.write(notes.run_ended(session.dag.name, counts, session.duration, bool(session.interrupted_by)))
     out.flush()
     return session.exit_code(summary)
 
@@ -511,6 +532,7 @@ COMMANDS = {
     **plan_commands.COMMANDS,
     **history_commands.COMMANDS,
     **control_commands.COMMANDS,
+    "completion": cmd_completion,
 }
 
 

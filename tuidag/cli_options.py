@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .model.durations import parse_duration
 from .model.errors import short_repr
-from .model.spec import MAX_COUNT
+from .model.spec import MAX_COUNT, NOTIFY_CHOICES
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -67,6 +67,15 @@ def add_resources(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_notify(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--notify",
+        choices=NOTIFY_CHOICES,
+        help="ring the terminal (a bell and a desktop notification) when the run ends (end, the default), when a "
+        "task fails (failure) or never, over the DAG's 'notify'; never in a pipe or under CI",
+    )
+
+
 def add_env(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--env",
@@ -94,6 +103,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--kill-grace", type=duration_arg, help="SIGTERM -> SIGKILL grace period (default 5s)")
     run.add_argument("-q", "--quiet", action="store_true", help="headless: only state changes and the summary")
     run.add_argument("--exit-on-finish", action="store_true", help="close the UI when the run finishes")
+    add_notify(run)
     run.add_argument(
         "--watch",
         action="store_true",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import cli_options as options
 from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_FAILED, EXIT_OK
 from .model.counts import counted, number
@@ -48,6 +49,7 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
             help="run id (or a unique prefix); default: the latest " + ("live run" if viewer is attach else "run"),
         )
         viewer.add_argument("--file", type=Path, help="a DAG file: its runs, in the state dir next to it")
+    options.add_notify(attach)
 
 
 def live_runs(store: RunStore, dag_file: Path | None) -> list[RunDir]:
@@ -93,7 +95,7 @@ def find_run_to_view(args: argparse.Namespace, live: bool) -> RunDir:
 def cmd_attach(args: argparse.Namespace) -> int:
     from .ui.viewer import run_viewer  # textual is imported only here
 
-    return run_viewer(find_run_to_view(args, live=True), foreground=False, engine_pid=None)
+    return run_viewer(find_run_to_view(args, live=True), foreground=False, engine_pid=None, notify=args.notify)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

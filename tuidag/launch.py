@@ -329,6 +329,7 @@ def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
         "max_parallel": max(1, max_parallel or dag.max_parallel),
         **({"groups": {name: list(group.instances) for name, group in dag.groups.items()}} if dag.groups else {}),
         **({"matrix": matrix_values(dag)} if dag.groups else {}),
+        **({"notify": dag.notify} if dag.notify else {}),  # when `tuidag attach` rings the terminal
     }
 
 

@@ -47,7 +47,7 @@ def load_dag_cached(
     except OSError:
         return load_dag(path, notes, env=env)
     key = _key(data, real, env)
-    entry = cache_dir / f"{sha1(real.encode()).hexdigest()[:20]}.dag"
+    entry = _entry(cache_dir, real)
     cached = _read(entry, key)
     if cached is not None:
         dag, found = cached
@@ -62,6 +62,22 @@ def load_dag_cached(
     if notes is not None:
         notes.extend(found)
     return dag
+
+
+def cached_dag(path: Path, cache_dir: Path) -> DagSpec | None:
+    """The model `tuidag run` kept of this exact file (without --env), or None; never loads the file nor writes an
+    entry (shell completion reads task names this way, and a TAB must not create a state dir)."""
+    try:
+        data = read_source_bytes(path)
+        real = os.path.realpath(path)
+    except Exception:  # not a file tuidag would read: no model
+        return None
+    cached = _read(_entry(cache_dir, real), _key(data, real, ()))
+    return None if cached is None else cached[0]
+
+
+def _entry(cache_dir: Path, real: str) -> Path:
+    return cache_dir / f"{sha1(real.encode()).hexdigest()[:20]}.dag"
 
 
 def _key(data: bytes, real: str, env: Sequence[tuple[str, str]]) -> str:

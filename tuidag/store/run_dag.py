@@ -12,12 +12,13 @@ from typing import Any
 
 from ..model.matrix import MatrixGroup
 from ..model.resources import Request
-from ..model.spec import DagSpec, TaskSpec
+from ..model.spec import NOTIFY_CHOICES, DagSpec, TaskSpec
 
 
 def dag_from_header(header: dict[str, Any]) -> DagSpec:
-    """A DagSpec with the run's names, edges, slot capacities and requests (its tasks have no commands: it is for
-    drawing and reasoning about the run, never for running it). The header was checked by the journal reader."""
+    """A DagSpec with the run's names, edges, slot capacities and requests, and its `notify:` (when its viewers
+    ring the terminal); its tasks have no commands: it is for drawing and reasoning about the run, never for running
+    it. The header was checked by the journal reader."""
     names = list(dict.fromkeys(header.get("tasks") or []))  # topological order, as the run wrote it
     deps = header.get("deps") or {}
     requests = header.get("requests") or {}
@@ -34,6 +35,7 @@ def dag_from_header(header: dict[str, Any]) -> DagSpec:
             tasks[name] = tasks[name]._replace(group=group)
         groups[group] = MatrixGroup(group, (), kept)
     source = header.get("source")
+    notify = header.get("notify")
     return DagSpec(
         str(header.get("dag") or "dag"),
         tasks,
@@ -41,4 +43,5 @@ def dag_from_header(header: dict[str, Any]) -> DagSpec:
         resources=dict(header.get("capacities") or {}),
         source=Path(source) if source else None,
         groups=groups,
+        notify=notify if notify in NOTIFY_CHOICES else None,
     )

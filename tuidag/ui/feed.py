@@ -16,6 +16,7 @@ from ..control.remote import ANSWERING, ENGINE_GONE, NOT_ANSWERING, REAPED
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
 from ..views.combined_log import CombinedLog
+from ..views.run_notes import RunNotes, state_counts
 from .messages import EngineGone, EngineNews, RunFinished
 from .run_model import UsageSample
 
@@ -30,7 +31,10 @@ else:
 
 
 class RunFeed(AppHost):
-    """Part of `TuidagApp` (ui/app.py): the inbox, its drain, the combined log fed from it, the once-a-second tick."""
+    """Part of `TuidagApp` (ui/app.py): the inbox, its drain, the combined log fed from it, the once-a-second tick,
+    and the note on the terminal when the run ends or a task fails (`run_notes`, set by the viewer)."""
+
+    run_notes: RunNotes | None = None
 
     # ---------------------------------------------------------------------------------------------- engine side
     def engine_event(self, event: Event) -> None:
@@ -65,6 +69,11 @@ class RunFeed(AppHost):
             self.timeline.refresh_tasks(changed)
             if not self._first_failure_seen:
                 self._select_first_failure(e.snapshot for e in batch if type(e) is TaskEvent)
+            if self.run_notes is not None and self.run_notes.awaits_failure:
+                for event in batch:
+                    if type(event) is TaskEvent and event.snapshot.state is S.FAILED and event.old is not S.FAILED:
+                        snap = event.snapshot
+                        self._to_terminal(self.run_notes.task_failed(self.source.dag.name, snap.name, snap.reason))
             if not self._outlook_due:  # a task changed state, or the run was paused or resumed
                 self._outlook_due = any(
                     e.old is not e.snapshot.state
@@ -108,10 +117,20 @@ class RunFeed(AppHost):
             )
 
     def _on_finished(self) -> None:
+        if self.run_notes is not None:
+            notes, model = self.run_notes, self.model
+            counts = state_counts(model.snapshots.values())
+            duration = model.elapsed()
+            self._to_terminal(notes.run_ended(self.source.dag.name, counts, duration, bool(self.source.interrupted_by)))
         self._outlook_due = True
         self._refresh_outlook()  # the finished run's path, from what happened
         if self.exit_on_finish and not self.model.stopping:
             self.exit()
+
+    def _to_terminal(self, text: str) -> None:
+        """Write escape sequences to the terminal, between frames (as Textual's bell): nothing when headless."""
+        if text and not self.is_headless and self._driver is not None:
+            self._driver.write(text)
 
     def _tick(self) -> None:
         """Once a second: elapsed times of live tasks and of the run, and the engine's latest usage sample."""

@@ -26,6 +26,7 @@ from ..store.history import summary_problem
 from ..store.journal import replay
 from ..store.runs import RunDir, RunStore, run_command
 from ..views.headless import counts_line, recorded_counts_line
+from ..views.run_notes import RunNotes, notify_choice, state_counts
 from ..views.terminal_text import terminal_line
 from .app import TuidagApp
 from .roles import DETACHED, RESUME
@@ -43,9 +44,11 @@ def run_viewer(
     engine_pid: int | None,
     exit_on_finish: bool = False,
     early_signals: list[int] | None = None,
+    notify: str | None = None,
 ) -> int:
     """View `run` until the user leaves; return the exit code of the command (the run's, for the foreground view).
-    `early_signals` came before the viewer was called (while the engine was starting): they are passed on too."""
+    `early_signals` came before the viewer was called (while the engine was starting): they are passed on too.
+    `notify` (--notify, else the DAG's `notify:`): when the terminal gets a note (views/run_notes)."""
     store = RunStore(run.path.parent.parent)
     signals = _OutsideTheApp(foreground)
     signals.received.extend(early_signals or ())
@@ -55,6 +58,13 @@ def run_viewer(
         print(f"tuidag: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     signals.remote = remote
+    notes = RunNotes.for_stream(notify_choice(notify, remote.dag.notify), sys.__stdout__, os.environ)
+    if foreground and not remote.live:  # the run ended before its viewer reached it: it ended all the same
+        _say(
+            notes.run_ended(
+                remote.dag.name, state_counts(remote.snapshot().values()), max(0.0, remote.ended_at - remote.started)
+            )
+        )
     if signals.received and not foreground:
         remote.close()  # an attached viewer asked to close before it opened
         return EXIT_OK
@@ -66,6 +76,7 @@ def run_viewer(
             driver_class=HangupSafeDriver,
             early_signals=signals.received,
         )
+        app.run_notes = notes
         try:
             result = app.run()
         finally:

@@ -33,6 +33,7 @@ from .group_progress import GroupProgress
 from .log_tail import last_lines
 from .logs import UnsafeLog
 from .run_insight import run_insight, summary_lines
+from .run_notes import RunNotes
 from .terminal_text import LineAssembler, terminal_line, terminal_lines
 
 S = TaskState
@@ -132,6 +133,7 @@ class HeadlessReporter:
         self._width = 0
         self._task_colour: dict[str, int] = {}
         self._progress: GroupProgress | None = None
+        self.notes: tuple[RunNotes, str] | None = None  # the run's notes and its DAG's name: a note on a failure
 
     # engine side: must be quick and never block
     def __call__(self, event: Event) -> None:
@@ -208,6 +210,9 @@ class HeadlessReporter:
             self._write(self._prefix(name) + self._describe(snap) + "\n")
         if progress is not None:
             self._write(f"tuidag: {terminal_line(progress)}\n")
+        if self.notes is not None and snap.state is S.FAILED and event.is_transition and self.notes[0].awaits_failure:
+            notes, dag = self.notes
+            self._write(notes.task_failed(dag, name, snap.reason))
 
     def _read_to_end(self, name: str, attempt: int | None = None) -> None:
         """Print the rest of a task's output, its incomplete last line included: the writer is done. Given the
