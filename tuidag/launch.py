@@ -30,6 +30,7 @@ from .store.heartbeat import Heartbeat
 from .store.journal import JournalWriter
 from .store.resume import Reuse, plan_reuse
 from .store.runs import RunDir, RunStore, link_log, log_file_name
+from .store.task_story import definitions_header
 
 HOOKS_LOG = "hooks.log"  # in the run folder: what the run's hooks printed
 
@@ -329,6 +330,7 @@ def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
         "max_parallel": max(1, max_parallel or dag.max_parallel),
         **({"groups": {name: list(group.instances) for name, group in dag.groups.items()}} if dag.groups else {}),
         **({"matrix": matrix_values(dag)} if dag.groups else {}),
+        "definitions": definitions_header(dag),  # what each task was asked to do: its detail (`i`, `show --task`)
     }
 
 

@@ -56,6 +56,29 @@ def _is_count_map(value: Any) -> bool:
     return type(value) is dict and all(type(key) is str and _is_int(item) and item >= 0 for key, item in value.items())
 
 
+def is_definitions(value: Any) -> bool:
+    """The header's `definitions` as tuidag writes them (a journal is read back from a folder others may write)."""
+    if type(value) is not dict:
+        return False
+    text = (str, type(None))
+    for record in value.values():
+        if type(record) is not dict:
+            return False
+        for key in ("command", "setup", "workdir", "callable", "shell", "service"):
+            if not isinstance(record.get(key), text):
+                return False
+        env = record.get("env", {})
+        if type(env) is not dict or not all(isinstance(v, text) for v in env.values()):
+            return False
+        if not _is_str_map(record.get("matrix", {})):
+            return False
+        if type(record.get("retries", 0)) is not int:
+            return False
+        if record.get("timeout") is not None and type(record["timeout"]) not in (int, float):
+            return False
+    return True
+
+
 _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "event": _is_str,
     "seq": _is_int,
@@ -80,6 +103,7 @@ _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "options": lambda value: type(value) is list and all(type(item) is str for item in value),
     "groups": lambda value: type(value) is dict and all(_is_name_list(item) for item in value.values()),
     "matrix": lambda value: type(value) is dict and all(_is_str_map(item) for item in value.values()),
+    "definitions": is_definitions,
 }
 _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "task": lambda value: type(value) is str and value != "",
