@@ -170,7 +170,7 @@ def detail_lines(facts: dict[str, Any]) -> list[Line]:
     name = facts["task"]
     state = facts["state"]
     head = f"{clean(name)} · {state_word(state)}"
-    if facts["reason"] and state != TaskState.RUNNING.value:
+    if facts["reason"] and facts["reason"] != facts["why"]:  # a success's reason is why it ran: said below
         head += f": {clean(facts['reason'])}"
     out = [Line("", head, "head")]
     kind = []
