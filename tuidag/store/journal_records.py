@@ -56,27 +56,30 @@ def _is_count_map(value: Any) -> bool:
     return type(value) is dict and all(type(key) is str and _is_int(item) and item >= 0 for key, item in value.items())
 
 
-def is_definitions(value: Any) -> bool:
-    """The header's `definitions` as tuidag writes them (a journal is read back from a folder others may write)."""
-    if type(value) is not dict:
-        return False
+def _is_definition(record: Any) -> bool:
     text = (str, type(None))
-    for record in value.values():
-        if type(record) is not dict:
+    if type(record) is not dict:
+        return False
+    for key in ("command", "setup", "workdir", "callable", "shell", "service"):
+        if not isinstance(record.get(key), text):
             return False
-        for key in ("command", "setup", "workdir", "callable", "shell", "service"):
-            if not isinstance(record.get(key), text):
-                return False
-        env = record.get("env", {})
-        if type(env) is not dict or not all(isinstance(v, text) for v in env.values()):
-            return False
-        if not _is_str_map(record.get("matrix", {})):
-            return False
-        if type(record.get("retries", 0)) is not int:
-            return False
-        if record.get("timeout") is not None and type(record["timeout"]) not in (int, float):
-            return False
-    return True
+    env = record.get("env", {})
+    if type(env) is not dict or not all(isinstance(v, text) for v in env.values()):
+        return False
+    if type(record.get("retries", 0)) is not int:
+        return False
+    return record.get("timeout") is None or type(record["timeout"]) in (int, float)
+
+
+def is_definitions(value: Any) -> bool:
+    """The header's `definitions` as tuidag writes them (store/task_story.py): the DAG's workdir and environment
+    (a secret's value null), and each task's own definition."""
+    if type(value) is not dict or not isinstance(value.get("workdir"), str) or type(value.get("tasks")) is not dict:
+        return False
+    env = value.get("env", {})
+    if type(env) is not dict or not all(isinstance(v, (str, type(None))) for v in env.values()):
+        return False
+    return all(_is_definition(record) for record in value["tasks"].values())
 
 
 _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..model.matrix import text_of
-from ..model.spec import DagSpec, TaskSpec
+from ..model.spec import DEFAULT_SHELL, DagSpec, TaskSpec
 from ..model.state import TaskState
 from .journal import open_stored, warn_bad_record, warn_unreadable
 from .journal_records import is_definitions, record_problem
@@ -53,60 +53,74 @@ def _masked(env: Mapping[str, str]) -> dict[str, str | None]:
     return {key: None if looks_secret(key) else value for key, value in env.items()}
 
 
-def definition_of(dag: DagSpec, task: TaskSpec) -> dict[str, Any]:
-    """A task's definition as the journal's header keeps it (fields left out when empty)."""
+def definition_of(task: TaskSpec) -> dict[str, Any]:
+    """A task's own definition as the journal's header keeps it: what the DAG gives every task (its workdir, its
+    `env:`) is kept once, beside (`definitions_header`); a matrix instance's values are the header's `matrix`. Empty
+    fields are left out: a header of 5,000 tasks grows by a third, not by half again."""
     func = task.func
     record: dict[str, Any] = {
         "command": task.run,
         "setup": task.setup,
-        "workdir": str(task.workdir or dag.workdir),
-        "env": _masked({**dag.env, **task.env, **task.run_env}),
+        "workdir": str(task.workdir) if task.workdir is not None else None,
+        "env": _masked({**task.env, **task.run_env}),
         "callable": None
         if func is None
         else f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)}",
-        "shell": task.shell if task.run or task.setup else None,
+        "shell": task.shell if (task.run or task.setup) and task.shell != DEFAULT_SHELL else None,
         "retries": task.retries,
         "timeout": task.timeout,
     }
-    if task.matrix:
-        record["matrix"] = {key: text_of(value) for key, value in task.matrix}
     if task.service is not None:
         check = task.service.ready_when
         record["service"] = check.describe() if check is not None else "service"
     return {key: value for key, value in record.items() if value not in (None, {}, 0)}
 
 
-def definitions_header(dag: DagSpec) -> dict[str, dict[str, Any]]:
+def definitions_header(dag: DagSpec) -> dict[str, Any]:
     """Every task's definition, for the journal's header (`definitions`)."""
-    return {name: definition_of(dag, task) for name, task in dag.tasks.items()}
+    return {
+        "workdir": str(dag.workdir),
+        "env": _masked(dag.env),
+        "tasks": {name: definition_of(task) for name, task in dag.tasks.items()},
+    }
 
 
 def definition_from_spec(dag: DagSpec, name: str) -> TaskDefinition:
     """A task's definition from the DAG itself, as the header would give it back (a view of a run no journal holds)."""
-    return (
-        definition_from_header({"definitions": {name: definition_of(dag, dag.tasks[name])}}, name) or TaskDefinition()
-    )
+    header = {"definitions": definitions_header(dag), "matrix": matrix_values(dag)}
+    return definition_from_header(header, name) or TaskDefinition()
+
+
+def matrix_values(dag: DagSpec) -> dict[str, dict[str, str]]:
+    """Each matrix instance's values as text (`{"train[lr=0.01]": {"lr": "0.01"}}`), as the header's `matrix` keeps
+    them (the report's table of a group's instances by value reads them there too)."""
+    return {
+        name: {key: text_of(value) for key, value in task.matrix}
+        for name, task in dag.tasks.items()
+        if task.group is not None
+    }
 
 
 def definition_from_header(header: Mapping[str, Any], name: str) -> TaskDefinition | None:
     """The task's definition as the run's header recorded it; None for a run recorded before definitions were kept
-    (or a header that does not hold them as tuidag writes them)."""
+    (the header was checked when read: `journal_records.is_definitions`)."""
     definitions = header.get("definitions")
-    if not isinstance(definitions, dict) or not is_definitions(definitions) or name not in definitions:
+    if not isinstance(definitions, dict) or not is_definitions(definitions) or name not in definitions["tasks"]:
         return None
-    record = definitions[name]
+    record = definitions["tasks"][name]
     timeout = record.get("timeout")
+    matrix = header.get("matrix")
     return TaskDefinition(
         command=record.get("command"),
         setup=record.get("setup"),
-        workdir=record.get("workdir"),
-        env=dict(record.get("env") or {}),
+        workdir=record.get("workdir") or definitions.get("workdir"),
+        env={**(definitions.get("env") or {}), **(record.get("env") or {})},
         callable=record.get("callable"),
-        shell=record.get("shell"),
+        shell=record.get("shell") or (DEFAULT_SHELL if record.get("command") or record.get("setup") else None),
         retries=record.get("retries", 0),
         timeout=float(timeout) if timeout is not None else None,
         service=record.get("service"),
-        matrix=dict(record.get("matrix") or {}),
+        matrix=dict(matrix.get(name) or {}) if isinstance(matrix, dict) else {},
     )
 
 
