@@ -144,3 +144,36 @@ async def test_i_on_a_folded_matrix_group_shows_an_instance_and_enter_still_unfo
         await pilot.press("enter")  # on the group's tile: unfolds it, as before
         await until(pilot, lambda: "train" not in app.folding.folded, what="the group unfolded")
         assert not isinstance(app.screen, TaskDetailScreen)
+
+
+async def test_a_ready_services_detail_says_what_made_it_ready(new_session, tmp_path):
+    from tuidag.model.service import ReadyCheck, ServiceSpec
+
+    session = new_session(
+        {
+            "db": {"run": "echo up; exec sleep 60", "service": ServiceSpec(ReadyCheck("log", "^up$", interval=0.05))},
+            "app": {"run": f"while [ ! -f {tmp_path / 'done'} ]; do sleep 0.02; done", "depends_on": ["db"]},
+        }
+    )
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: app.model.snapshots["app"].state is S.RUNNING, what="db ready, app running")
+        app.select_task("db")
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen), what="the detail open")
+        text = detail(app).text
+        assert "db · ready" in text and "service, ready when log '^up$'" in text
+        assert "ready after" in text and "log '^up$'" in text.split("ready after", 1)[1]
+        (tmp_path / "done").touch()
+        await until(pilot, lambda: app.model.finished, timeout=20, what="the run ended")
+
+
+async def test_the_runs_own_text_is_never_markup_nor_escapes(new_session):
+    """A command holding markup and escape sequences shows as written, inert."""
+    tasks = {"evil": {"run": "echo '[bold red]x[/bold red] \x1b]2;pwned\x07 [link=http://e]y[/link]'; exit 2"}}
+    async with open_app(new_session(tasks)) as (app, pilot):
+        await finished(app, pilot)
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen), what="the detail open")
+        shown = screen_text(app)
+        assert "[bold red]x[/bold red]" in shown and "[link=http://e]y[/link]" in shown
+        assert "\x1b" not in detail(app).text and "\x07" not in detail(app).text
