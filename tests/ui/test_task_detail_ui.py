@@ -108,9 +108,13 @@ async def test_enter_opens_the_detail_on_a_tile_a_list_row_and_a_timeline_row(ne
 
 
 async def test_a_running_tasks_detail_follows_it(new_session, tmp_path):
-    """Opened while the task runs, the detail shows it running, then how it ended, without reopening it."""
+    """Opened while the task runs, the detail shows it running, then how it ended (and what became of its
+    dependent), without reopening it."""
     gate = tmp_path / "go"
-    tasks = {"slow": f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 5"}
+    tasks = {
+        "slow": f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 5",
+        "after": {"run": "true", "depends_on": ["slow"]},
+    }
     async with open_app(new_session(tasks)) as (app, pilot):
         await until(pilot, lambda: app.model.snapshots["slow"].state is S.RUNNING, what="slow running")
         await pilot.press("i")
@@ -119,6 +123,9 @@ async def test_a_running_tasks_detail_follows_it(new_session, tmp_path):
         gate.touch()
         await until(pilot, lambda: "failed (exit code 5)" in detail(app).text, timeout=15, what="the end shown")
         assert "slow · failed: exit code 5" in screen_text(app)
+        (link,) = detail(app).links  # its dependent's state too
+        await until(pilot, lambda: link.state is S.SKIPPED, what="the dependent's state followed")
+        assert "after  skipped" in screen_text(app)
 
 
 async def test_i_on_a_folded_matrix_group_shows_an_instance_and_enter_still_unfolds_it(tmp_path):

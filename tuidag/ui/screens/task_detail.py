@@ -171,7 +171,13 @@ class TaskDetailScreen(ModalScreen[str | None]):
 
     def _follow(self) -> None:
         """Repaint the text (durations); read the journal again when the task changed."""
-        snap = self.source.snapshot().get(self.task_name)
+        snaps = self.source.snapshot()
+        for link in self.links:  # what the task depends on, and what needs it, go on too
+            linked = snaps.get(link.line.task or "")
+            if linked is not None and linked.state is not link.state:
+                link.state = linked.state
+                link.refresh()
+        snap = snaps.get(self.task_name)
         if snap != self._snap:
             self._snap = snap
             self._story = self.source.story(self.task_name)
