@@ -139,7 +139,8 @@ def test_the_runs_own_text_reaches_the_terminal_inert(tmp_path):
 
 
 def test_why_it_ran_is_the_plans_reason(tmp_path):
-    """A task with inputs and outputs runs when an input changed, and its detail says so."""
+    """A task with inputs and outputs runs when an input changed, and its detail says so; when nothing changed it
+    did not run, and its detail says it was up to date."""
     (tmp_path / "data.txt").write_text("one\n")
     dag = write(
         tmp_path / "dag.yaml",
@@ -152,6 +153,9 @@ def test_why_it_ran_is_the_plans_reason(tmp_path):
     tuidag("run", str(dag), "--no-tui", cwd=tmp_path)
     second = tuidag("show", "--task", "make", cwd=tmp_path).stdout
     assert any(line.startswith("why it ran   input data.txt changed") for line in second.splitlines()), second
+    tuidag("run", str(dag), "--no-tui", cwd=tmp_path)
+    third = tuidag("show", "--task", "make", cwd=tmp_path).stdout
+    assert third.startswith("make · up to date (run ") and "attempts     none" in third.splitlines()
 
 
 def test_a_callables_return_value_is_in_its_detail(tmp_path):

@@ -51,6 +51,8 @@ def task_detail(
     `story`: the task's attempts, read already (the screen repaints a running task's durations without reading the
     journal again). KeyError when the run has no such task."""
     now = time.time() if now is None else now
+    if source.finished:  # an attempt the record leaves open (its engine died) lasted until the run's end, not now
+        now = min(now, source.ended_at)
     dag = source.dag
     spec = dag.tasks[name]
     snap = source.snapshot().get(name) or TaskSnapshot(name, TaskState.PENDING)
@@ -170,8 +172,10 @@ def detail_lines(facts: dict[str, Any]) -> list[Line]:
     name = facts["task"]
     state = facts["state"]
     head = f"{clean(name)} · {state_word(state)}"
-    if facts["reason"] and facts["reason"] != facts["why"]:  # a success's reason is why it ran: said below
-        head += f": {clean(facts['reason'])}"
+    reason = facts["reason"]
+    if reason and reason != facts["why"]:  # (a success's reason is why it ran: said below)
+        said = clean(reason)  # `up to date (run R)` says the state itself
+        head = f"{clean(name)} · {said}" if said.startswith(state_word(state)) else f"{head}: {said}"
     out = [Line("", head, "head")]
     kind = []
     if facts["group"]:
