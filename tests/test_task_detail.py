@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dags import make_dag
+from dags import make_dag, wait_until
 from test_cli import tuidag, write
 from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
@@ -187,3 +187,26 @@ def test_a_services_attempt_says_when_it_became_ready():
     records.append({"type": "task", "task": "db", "t": t0 + 9, "to": "CANCELLED", "attempt": 1, "reason": "run ended"})
     (ended,) = fold_attempts(records).attempts
     assert (ended.state, ended.finished_at, ended.ready_at) == (TaskState.CANCELLED, t0 + 9, t0 + 3)
+
+
+def test_a_live_runs_task_shows_its_attempt_going_on(tmp_path):
+    """On a run still going on (detached), the detail is the live one: the attempt runs, its clock ticks."""
+    gate = tmp_path / "go"
+    dag = write(tmp_path / "dag.yaml", f"tasks:\n  wait:\n    run: while [ ! -e {gate} ]; do sleep 0.05; done\n")
+    assert tuidag("run", str(dag), "-d", cwd=tmp_path).returncode == 0
+
+    def facts() -> dict:
+        result = tuidag("show", "--task", "wait", "--format", "json", cwd=tmp_path)
+        return json.loads(result.stdout) if result.returncode == 0 else {}
+
+    try:
+        seen: list[dict] = []
+        wait_until(lambda: bool(seen.append(facts()) or (seen[-1].get("attempts") and seen[-1]["state"] == "RUNNING")))
+        (attempt,) = seen[-1]["attempts"]
+        assert attempt["state"] == "RUNNING" and attempt["finished_at"] is None
+        # its clock goes on: a later detail says it has lasted longer
+        wait_until(lambda: facts()["attempts"][0]["duration"] > attempt["duration"])
+        assert "wait · running" in tuidag("show", "--task", "wait", cwd=tmp_path).stdout
+    finally:
+        gate.touch()
+    wait_until(lambda: facts().get("state") == "SUCCEEDED", timeout=30)
