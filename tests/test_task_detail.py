@@ -210,3 +210,16 @@ def test_a_live_runs_task_shows_its_attempt_going_on(tmp_path):
     finally:
         gate.touch()
     wait_until(lambda: facts().get("state") == "SUCCEEDED", timeout=30)
+
+
+def test_a_skypilot_tasks_setup_and_the_ids_it_was_given(tmp_path):
+    """A SkyPilot task's `setup` is shown with its command, and the variables whose value holds the run's id show
+    the value the task got."""
+    tuidag(
+        "run", str(write(tmp_path / "sky.yaml", "name: one\nsetup: echo setting up\nrun: echo running\n")), cwd=tmp_path
+    )
+    facts = json.loads(tuidag("show", "--task", "one", "--format", "json", cwd=tmp_path).stdout)
+    assert (facts["setup"], facts["command"]) == ("echo setting up", "echo running")
+    assert facts["env"]["SKYPILOT_TASK_ID"] == f"sky-managed-{facts['run_id']}_one-0"
+    lines = tuidag("show", "--task", "one", cwd=tmp_path).stdout.splitlines()
+    assert lines[1:3] == ["setup        echo setting up", "command      echo running"]

@@ -66,7 +66,7 @@ class FrozenRun:
         return self._usage
 
     def definition(self, name: str) -> TaskDefinition | None:
-        return definition_from_spec(self.dag, name)
+        return definition_from_spec(self.dag, name, self.run.run_id)
 
     def story(self, name: str) -> TaskStory:
         return task_story(self.run.journal, name)

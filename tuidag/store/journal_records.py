@@ -63,9 +63,10 @@ def _is_definition(record: Any) -> bool:
     for key in ("command", "setup", "workdir", "callable", "shell", "service"):
         if not isinstance(record.get(key), text):
             return False
-    env = record.get("env", {})
-    if type(env) is not dict or not all(isinstance(v, text) for v in env.values()):
-        return False
+    for key in ("env", "run_env"):
+        env = record.get(key, {})
+        if type(env) is not dict or not all(isinstance(v, text) for v in env.values()):
+            return False
     if type(record.get("retries", 0)) is not int:
         return False
     return record.get("timeout") is None or type(record["timeout"]) in (int, float)

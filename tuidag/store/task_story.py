@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..model.matrix import text_of
-from ..model.spec import DEFAULT_SHELL, DagSpec, TaskSpec
+from ..model.spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, TaskSpec
 from ..model.state import TaskState
 from .journal import open_stored, warn_bad_record, warn_unreadable
 from .journal_records import is_definitions, record_problem
@@ -62,7 +62,8 @@ def definition_of(task: TaskSpec) -> dict[str, Any]:
         "command": task.run,
         "setup": task.setup,
         "workdir": str(task.workdir) if task.workdir is not None else None,
-        "env": _masked({**task.env, **task.run_env}),
+        "env": _masked(dict(task.env)),
+        "run_env": _masked(dict(task.run_env)),  # `{run_id}` in them is the run's id
         "callable": None
         if func is None
         else f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)}",
@@ -85,9 +86,9 @@ def definitions_header(dag: DagSpec) -> dict[str, Any]:
     }
 
 
-def definition_from_spec(dag: DagSpec, name: str) -> TaskDefinition:
+def definition_from_spec(dag: DagSpec, name: str, run_id: str) -> TaskDefinition:
     """A task's definition from the DAG itself, as the header would give it back (a view of a run no journal holds)."""
-    header = {"definitions": definitions_header(dag), "matrix": matrix_values(dag)}
+    header = {"definitions": definitions_header(dag), "matrix": matrix_values(dag), "run_id": run_id}
     return definition_from_header(header, name) or TaskDefinition()
 
 
@@ -114,7 +115,14 @@ def definition_from_header(header: Mapping[str, Any], name: str) -> TaskDefiniti
         command=record.get("command"),
         setup=record.get("setup"),
         workdir=record.get("workdir") or definitions.get("workdir"),
-        env={**(definitions.get("env") or {}), **(record.get("env") or {})},
+        env={
+            **(definitions.get("env") or {}),
+            **(record.get("env") or {}),
+            **{
+                key: value if value is None else value.replace(RUN_ID_PLACEHOLDER, str(header.get("run_id")))
+                for key, value in (record.get("run_env") or {}).items()
+            },
+        },
         callable=record.get("callable"),
         shell=record.get("shell") or (DEFAULT_SHELL if record.get("command") or record.get("setup") else None),
         retries=record.get("retries", 0),
