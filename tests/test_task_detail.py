@@ -216,7 +216,10 @@ def test_a_skypilot_tasks_setup_and_the_ids_it_was_given(tmp_path):
     """A SkyPilot task's `setup` is shown with its command, and the variables whose value holds the run's id show
     the value the task got."""
     tuidag(
-        "run", str(write(tmp_path / "sky.yaml", "name: one\nsetup: echo setting up\nrun: echo running\n")), cwd=tmp_path
+        "run",
+        str(write(tmp_path / "sky.yaml", "name: one\nsetup: echo setting up\nrun: echo running\n")),
+        "--no-tui",
+        cwd=tmp_path,
     )
     facts = json.loads(tuidag("show", "--task", "one", "--format", "json", cwd=tmp_path).stdout)
     assert (facts["setup"], facts["command"]) == ("echo setting up", "echo running")
