@@ -226,3 +226,21 @@ def test_a_skypilot_tasks_setup_and_the_ids_it_was_given(tmp_path):
     assert facts["env"]["SKYPILOT_TASK_ID"] == f"sky-managed-{facts['run_id']}_one-0"
     lines = tuidag("show", "--task", "one", cwd=tmp_path).stdout.splitlines()
     assert lines[1:3] == ["setup        echo setting up", "command      echo running"]
+
+
+def test_a_run_recorded_before_definitions_were_kept_still_shows_its_attempts(story_run, tmp_path):
+    """A run an earlier tuidag made has no definitions in its header: the detail says so, and shows the rest."""
+    import shutil
+
+    (run,) = (story_run / ".tuidag" / "runs").iterdir()
+    old = tmp_path / "state" / "runs" / run.name
+    shutil.copytree(run, old)
+    header, rest = (old / "journal.jsonl").read_bytes().split(b"\n", 1)
+    fields = json.loads(header)
+    del fields["definitions"]
+    (old / "journal.jsonl").write_bytes(json.dumps(fields).encode() + b"\n" + rest)
+    result = tuidag("show", "--task", "build", "--state-dir", str(tmp_path / "state"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "definition   not recorded (the run was made by an older tuidag)" in lines
+    assert "depends on   fetch" in lines and sum(" #" in line or "attempts     #" in line for line in lines) == 3
