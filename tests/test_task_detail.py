@@ -232,7 +232,8 @@ def test_a_run_recorded_before_definitions_were_kept_still_shows_its_attempts(st
     """A run an earlier tuidag made has no definitions in its header: the detail says so, and shows the rest."""
     import shutil
 
-    (run,) = (story_run / ".tuidag" / "runs").iterdir()
+    (journal,) = (story_run / ".tuidag" / "runs").glob("*/journal.jsonl")
+    run = journal.parent
     old = tmp_path / "state" / "runs" / run.name
     shutil.copytree(run, old)
     header, rest = (old / "journal.jsonl").read_bytes().split(b"\n", 1)
