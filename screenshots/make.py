@@ -232,6 +232,15 @@ async def help_screen(app: TuidagApp, pilot: Pilot) -> None:
     await pilot.press("question_mark")
 
 
+async def detail_open(app: TuidagApp, pilot: Pilot) -> None:
+    """`build`'s detail (`i`) once the run is over: its command, environment (a token as dots), links to what it
+    depends on and what needs it, why it ran, and its three attempts, the first two failed."""
+    await until(pilot, lambda: app.model.finished)
+    app.select_task("build")
+    await pilot.press("i")
+    await until(pilot, lambda: type(app.screen).__name__ == "TaskDetailScreen")
+
+
 # ------------------------------------------------------------------------------------------------ made-up DAGs
 #: Twelve tasks in seven layers: too deep to read left to right on a 160-column screen, so the app lays it out top down.
 DEEP_PIPELINE = """\
@@ -303,6 +312,44 @@ tasks:
     depends_on: [test-unit, test-api]
     run: echo deploying
 """
+
+#: A build that fails twice (a flaky network) before it succeeds: what the detail screen shows.
+RELEASE = """\
+name: release
+env:
+  REGISTRY: ghcr.io/acme
+  REGISTRY_TOKEN: ghp_not-a-real-token
+tasks:
+  fetch-deps:
+    run: echo "resolved 143 packages"; sleep 0.2
+  lint:
+    run: echo "0 problems"; sleep 0.1
+  build:
+    depends_on: [fetch-deps, lint]
+    retries: 2
+    inputs: [src]
+    outputs: [dist/app.tar]
+    env:
+      TARGET: linux-amd64
+    run: |
+      echo "building $TARGET (attempt $TUIDAG_ATTEMPT)"; sleep 0.4
+      if [ "$TUIDAG_ATTEMPT" -lt 3 ]; then echo "error: fetching base image: connection reset by peer" >&2; exit 1; fi
+      mkdir -p dist && tar -cf dist/app.tar src
+  test:
+    depends_on: build
+    run: echo "212 passed"; sleep 0.3
+  publish:
+    depends_on: [build, test]
+    run: echo "pushed $REGISTRY/app:1.4.2"
+"""
+
+
+def release_dag(tmp: Path) -> Path:
+    path = made_up("release.yaml", lambda: RELEASE)(tmp)
+    (path.parent / "src").mkdir(exist_ok=True)
+    (path.parent / "src" / "main.c").write_text("int main(void) { return 0; }\n")
+    return path
+
 
 STAGES = ("fetch", "parse", "clean", "dedupe", "tokenize", "embed", "index", "score", "rank", "publish")
 WIDTH = 500  # tasks per stage: 5,000 in all
@@ -379,6 +426,7 @@ SHOTS: list[tuple[str, Demo, Scene]] = [
     ("copy", made_up("ci.yaml", lambda: FAILED_TESTS), copy_mode),
     ("sweep", demo("sweep.yaml"), sweep_folded),
     ("sweep-unfolded", demo("sweep.yaml"), sweep_unfolded),
+    ("detail", release_dag, detail_open),
 ]
 
 

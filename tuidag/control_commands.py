@@ -50,6 +50,8 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
         )
         viewer.add_argument("--file", type=Path, help="a DAG file: its runs, in the state dir next to it")
     options.add_notify(attach)
+    show.add_argument("--task", metavar="NAME", help="print this task's detail instead (what `i` shows in the UI)")
+    show.add_argument("--format", choices=["text", "json"], default="text", help="of --task's detail")
 
 
 def live_runs(store: RunStore, dag_file: Path | None) -> list[RunDir]:
@@ -99,9 +101,16 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.task is None and args.format != "text":
+        raise UsageError("--format is for a task's detail: give --task NAME too")
+    run = find_run_to_view(args, live=False)
+    if args.task is not None:
+        from .detail_command import print_detail
+
+        return print_detail(args, run, open_store(state_dir_of(args, args.file)))
     from .ui.viewer import run_viewer
 
-    return run_viewer(find_run_to_view(args, live=False), foreground=False, engine_pid=None)
+    return run_viewer(run, foreground=False, engine_pid=None)
 
 
 def _act(args: argparse.Namespace, op: str, word: str, said: Callable[[dict], str], **fields: Any) -> int:

@@ -30,6 +30,7 @@ from .store.heartbeat import Heartbeat
 from .store.journal import JournalWriter
 from .store.resume import Reuse, plan_reuse
 from .store.runs import RunDir, RunStore, link_log, log_file_name
+from .store.task_story import definitions_header, matrix_values
 
 HOOKS_LOG = "hooks.log"  # in the run folder: what the run's hooks printed
 
@@ -330,18 +331,7 @@ def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
         **({"groups": {name: list(group.instances) for name, group in dag.groups.items()}} if dag.groups else {}),
         **({"matrix": matrix_values(dag)} if dag.groups else {}),
         **({"notify": dag.notify} if dag.notify else {}),  # when `tuidag attach` rings the terminal
-    }
-
-
-def matrix_values(dag: DagSpec) -> dict[str, dict[str, str]]:
-    """Each matrix instance's values as text (`{"train[lr=0.01]": {"lr": "0.01"}}`): the report's table of a group's
-    instances by value reads them from the journal's header."""
-    from .model.matrix import text_of
-
-    return {
-        name: {key: text_of(value) for key, value in task.matrix}
-        for name, task in dag.tasks.items()
-        if task.group is not None
+        "definitions": definitions_header(dag),  # what each task was asked to do: its detail (`i`, `show --task`)
     }
 
 

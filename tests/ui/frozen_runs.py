@@ -15,6 +15,7 @@ from tuidag.engine.events import TaskEvent, TaskSnapshot
 from tuidag.model.spec import DagSpec
 from tuidag.model.state import TaskState
 from tuidag.store.runs import RunDir, RunStore
+from tuidag.store.task_story import TaskDefinition, TaskStory, definition_from_spec, task_story
 from tuidag.ui.app import TuidagApp
 
 T0 = 1_767_225_600.0  # 2026-01-01 00:00 UTC
@@ -63,6 +64,12 @@ class FrozenRun:
 
     def usage(self) -> Usage:
         return self._usage
+
+    def definition(self, name: str) -> TaskDefinition | None:
+        return definition_from_spec(self.dag, name, self.run.run_id)
+
+    def story(self, name: str) -> TaskStory:
+        return task_story(self.run.journal, name)
 
     def branch(self, name: str) -> list[str]:
         return [n for n in [name, *self.dag.descendants(name)] if not self._snaps[n].state.terminal]

@@ -26,6 +26,7 @@ async def test_the_footer_shows_every_shown_key_and_is_one_widget(new_session):
             "Cancel",
             "Cancel all",
             "Re-run",
+            "Detail",
             "Pause",
             "Search",
             "Follow",

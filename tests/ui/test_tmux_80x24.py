@@ -137,3 +137,15 @@ def test_the_selection_stays_in_view_after_a_resize(tmp_path):
             time.sleep(0.05)
     finally:
         chain.kill()
+
+
+def test_the_task_detail_fits_80x24_and_esc_closes_it(small):
+    """The real binary: `i` on the selected task shows its detail inside the terminal, and Esc brings the graph back."""
+    small.wait_for("2 running")
+    small.keys("i")
+    screen = small.wait_for("task detail")
+    assert "command" in screen and "environment" in screen and "TUIDAG_TASK=" in screen
+    assert all(len(line) <= SMALL[0] for line in screen.splitlines())
+    small.keys("Escape")
+    wait_gone(small, "task detail")
+    small.wait_for("2 running")

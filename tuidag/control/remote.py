@@ -36,6 +36,7 @@ from ..store.journal import read_header, replay
 from ..store.reaper import REAP_GRACE
 from ..store.run_dag import dag_from_header
 from ..store.runs import RunDir, RunStore
+from ..store.task_story import TaskDefinition, TaskStory, definition_from_header, task_story
 from .client import NotAnswered, NotLive, Refused, decode_event
 from .engine_connection import EngineConnection
 from .protocol import MAX_MESSAGE
@@ -61,6 +62,7 @@ class RemoteRun(EngineConnection):
         if not header:
             raise NotLive(f"run {run.run_id} has no readable journal")
         super().__init__(run)
+        self._header = header
         self.dag = dag_from_header(header)
         # the tasks the run was asked for (`tuidag run FILE TASK...`; none: every task), as its header recorded them
         self.targets: list[str] = [name for name in header.get("targets") or () if isinstance(name, str)]
@@ -435,6 +437,15 @@ class RemoteRun(EngineConnection):
     def usage(self) -> Usage:
         """The engine's latest sample (it sends one a second): replaced as a whole, never changed in place."""
         return self._usage
+
+    def definition(self, name: str) -> TaskDefinition | None:
+        """What `name` was asked to do, as the run's header recorded it."""
+        return definition_from_header(self._header, name)
+
+    def story(self, name: str) -> TaskStory:
+        """`name`'s attempts and return value, from the run's journal (this viewer is on the run's machine: it reads
+        the journal as the post-mortem view does)."""
+        return task_story(self.run.journal, name)
 
     def branch(self, name: str) -> list[str]:
         """What cancelling `name` would cancel, from the latest snapshots (no round trip: the UI asks on its thread)."""

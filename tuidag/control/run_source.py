@@ -13,6 +13,7 @@ from typing import Protocol
 from ..engine.events import Event, TaskSnapshot
 from ..model.spec import DagSpec
 from ..store.runs import RunDir, RunStore
+from ..store.task_story import TaskDefinition, TaskStory
 
 Observer = Callable[[Event], None]
 Usage = Mapping[str, tuple[float, int]]  # task -> (CPU %, bytes of memory) of its whole process tree
@@ -60,6 +61,15 @@ class RunSource(Protocol):
     def usage(self) -> Usage:
         """The latest sample of the running tasks' usage: a new mapping per sample, never changed in place (a view
         compares it by identity to know whether a new one came)."""
+
+    def definition(self, name: str) -> TaskDefinition | None:
+        """What `name` was asked to do, as the run recorded it when it was created (None: a run recorded before
+        definitions were kept)."""
+
+    def story(self, name: str) -> TaskStory:
+        """`name`'s attempts so far and its return value, from the run's journal (which the engine writes before any
+        view hears of an event, so nothing shown is missing from it). It reads a file: a view asks when the user
+        opens a task's detail, not for every frame."""
 
     def branch(self, name: str) -> list[str]:
         """What cancelling `name` would cancel (answered at once: the UI asks on its own thread)."""

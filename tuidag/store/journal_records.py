@@ -56,6 +56,33 @@ def _is_count_map(value: Any) -> bool:
     return type(value) is dict and all(type(key) is str and _is_int(item) and item >= 0 for key, item in value.items())
 
 
+def _is_definition(record: Any) -> bool:
+    text = (str, type(None))
+    if type(record) is not dict:
+        return False
+    for key in ("command", "setup", "workdir", "callable", "shell", "service"):
+        if not isinstance(record.get(key), text):
+            return False
+    for key in ("env", "run_env"):
+        env = record.get(key, {})
+        if type(env) is not dict or not all(isinstance(v, text) for v in env.values()):
+            return False
+    if type(record.get("retries", 0)) is not int:
+        return False
+    return record.get("timeout") is None or type(record["timeout"]) in (int, float)
+
+
+def is_definitions(value: Any) -> bool:
+    """The header's `definitions` as tuidag writes them (store/task_story.py): the DAG's workdir and environment
+    (a secret's value null), and each task's own definition."""
+    if type(value) is not dict or not isinstance(value.get("workdir"), str) or type(value.get("tasks")) is not dict:
+        return False
+    env = value.get("env", {})
+    if type(env) is not dict or not all(isinstance(v, (str, type(None))) for v in env.values()):
+        return False
+    return all(_is_definition(record) for record in value["tasks"].values())
+
+
 _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "event": _is_str,
     "seq": _is_int,
@@ -80,6 +107,7 @@ _RUN_FIELDS: dict[str, Callable[[Any], bool]] = {
     "options": lambda value: type(value) is list and all(type(item) is str for item in value),
     "groups": lambda value: type(value) is dict and all(_is_name_list(item) for item in value.values()),
     "matrix": lambda value: type(value) is dict and all(_is_str_map(item) for item in value.values()),
+    "definitions": is_definitions,
 }
 _TASK_FIELDS: dict[str, Callable[[Any], bool]] = {
     "task": lambda value: type(value) is str and value != "",

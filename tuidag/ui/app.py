@@ -44,6 +44,7 @@ from ..views.run_outlook import Outlook
 from ..views.task_filter import TaskFilter
 from .bindings import FOOTER_PRIORITY, RUN_BINDINGS, KeyHelp
 from .controls import RunControls
+from .detail_keys import DetailKeys
 from .feed import RunFeed
 from .log_keys import LogKeys
 from .messages import TaskSelected
@@ -81,7 +82,7 @@ class SearchBar(Input):
         self._on_close()
 
 
-class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, App[str]):
+class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, DetailKeys, App[str]):
     """The run screen, on a `RunSource` (a `RemoteRun` for every shipped view); `start=False` never takes the run
     as started (no history, no controls) so a test can feed synthetic events through `engine_event`, and `clock`
     freezes time for deterministic snapshots."""

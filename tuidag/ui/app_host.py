@@ -111,6 +111,9 @@ class AppHost(App[str]):
     @abstractmethod
     def _instance_to_show(self, group: str) -> str: ...
 
+    @abstractmethod
+    def select_task(self, name: str, *, unfold: bool = True) -> None: ...
+
     # Defined by one part, used by another.
     @property
     @abstractmethod
