@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import cli_options as options
-from . import control_commands, history_commands, plan_commands
+from . import control_commands, history_commands, plan_commands, serve_command
 from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     history_commands.add_parsers(sub, state)
     plan_commands.add_parsers(sub, state)
     control_commands.add_parsers(sub, state)
+    serve_command.add_parsers(sub, state)
     return parser
 
 
@@ -511,6 +512,7 @@ COMMANDS = {
     **plan_commands.COMMANDS,
     **history_commands.COMMANDS,
     **control_commands.COMMANDS,
+    **serve_command.COMMANDS,
 }
 
 

@@ -29,7 +29,7 @@ from ..views.headless import counts_line, recorded_counts_line
 from ..views.terminal_text import terminal_line
 from .app import TuidagApp
 from .roles import DETACHED, RESUME
-from .terminal import HangupSafeDriver
+from .terminal import viewer_driver
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 CONNECT_WAIT = 3.0  # a run just started may not serve its socket yet
@@ -63,7 +63,7 @@ def run_viewer(
             remote,
             exit_on_finish=exit_on_finish,
             signals=SIGNALS,
-            driver_class=HangupSafeDriver,
+            driver_class=viewer_driver(),
             early_signals=signals.received,
         )
         try:
