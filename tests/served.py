@@ -65,8 +65,10 @@ class Served:
                 raise AssertionError(f"tuidag serve did not start: {self.out}{self.stop()[1]}")
             if select.select([self.proc.stdout], [], [], left)[0]:
                 self.out += os.read(self.proc.stdout.fileno(), 1 << 16).decode()
-        self.url = re.search(r"http://\S+", self.out).group()
+        self.url = re.search(r"https?://\S+", self.out).group()
         self.base = self.url.split("/?token=")[0]
+        port = psutil.Process(self.proc.pid).net_connections("tcp")[0].laddr.port
+        self.direct = f"http://127.0.0.1:{port}"  # where it listens (behind a proxy, not its URL)
 
     def viewers(self) -> list[psutil.Process]:
         """Its viewer processes (each tab's `tuidag attach`), with what they started."""

@@ -7,17 +7,22 @@ pids (the shell and a child) to a file, so the test can say which processes must
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+import aiohttp
 import psutil
 import pytest
+from aiohttp import web
 
 from browser import Browser, chromium
 from dags import wait_until
@@ -136,7 +141,6 @@ def test_a_tab_is_a_viewer_whose_keys_cancel_a_task_and_closing_it_or_the_server
         code, err = served.stop()
     assert code == 0 and "Traceback" not in err
     assert gone(viewers) and not gone(keeps) and psutil.pid_exists(engine)
-    assert tuidag(workdir, "stop", "--run", run_id, "--state-dir", "state").returncode == 0
 
 
 @browser_needed
@@ -160,3 +164,204 @@ def test_requests_without_the_token_are_refused_and_start_no_viewer(run, browser
     finally:
         code, err = served.stop()
     assert code == 0 and "Traceback" not in err
+
+
+class Proxy:
+    """A reverse proxy serving `target` under /tuidag/ (pages, files and websockets), as nginx would, on a loop in a
+    thread of its own."""
+
+    def __init__(self, target: str):
+        self.target = target
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(started,), daemon=True)
+        self.thread.start()
+        assert started.wait(patience(10))
+        self.url = f"http://127.0.0.1:{self.port}/tuidag"
+
+    def _run(self, started: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._start())
+        started.set()
+        self.loop.run_forever()
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/tuidag/{tail:.*}", self.forward)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self.runner.addresses[0][1]
+        self.session = aiohttp.ClientSession()
+        self.forwarded: list[str] = []
+
+    async def forward(self, request: web.Request) -> web.StreamResponse:
+        path = "/" + request.match_info["tail"]
+        self.forwarded.append(path)
+        url = self.target + path + (f"?{request.query_string}" if request.query_string else "")
+        headers = {"Cookie": request.headers["Cookie"]} if "Cookie" in request.headers else {}
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            client = web.WebSocketResponse()
+            await client.prepare(request)
+            async with self.session.ws_connect(url, headers=headers) as upstream:
+
+                async def pump(source, sink) -> None:
+                    async for message in source:
+                        if message.type == aiohttp.WSMsgType.TEXT:
+                            await sink.send_str(message.data)
+                        elif message.type == aiohttp.WSMsgType.BINARY:
+                            await sink.send_bytes(message.data)
+                    await sink.close()
+
+                await asyncio.gather(pump(client, upstream), pump(upstream, client))
+            return client
+        async with self.session.get(url, headers=headers) as upstream:
+            response = web.Response(status=upstream.status, body=await upstream.read())
+            response.headers["Content-Type"] = upstream.headers.get("Content-Type", "text/plain")
+            for cookie in upstream.headers.getall("Set-Cookie", []):
+                response.headers.add("Set-Cookie", cookie)
+            return response
+
+    def close(self) -> None:
+        async def stop() -> None:
+            await self.session.close()
+            await self.runner.cleanup()
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(patience(10))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(patience(10))
+
+
+@browser_needed
+def test_behind_a_reverse_proxy_the_page_reaches_its_files_and_websocket_through_the_public_url(run, browser):
+    workdir, _, engine = run
+    proxy = Proxy("http://127.0.0.1:0")  # the server's port is known once it listens: the target is set below
+    try:
+        served = Served(workdir, "--state-dir", "state", "--public-url", proxy.url + "/")
+        try:
+            assert served.url.startswith(proxy.url + "/?token=")
+            proxy.target = served.direct
+            open_tab(browser, served.url)
+            wait_for_text(browser, f"attached · engine pid {engine}")
+            assert {"/", "/static/js/textual.js", "/ws"} <= set(proxy.forwarded)
+        finally:
+            code, err = served.stop()
+        assert code == 0 and "Traceback" not in err
+    finally:
+        proxy.close()
+
+
+def test_listening_beyond_this_machine_warns_that_anyone_with_the_url_can_stop_the_run(run):
+    workdir, _, _ = run
+    served = Served(workdir, "--state-dir", "state", "--host", "0.0.0.0")
+    code, err = served.stop()
+    assert code == 0
+    assert "anyone who has the URL can see the run and stop it" in err
+    assert "127.0.0.1" in served.out and "token=" in served.out
+
+
+def test_a_finished_run_is_served_post_mortem(tmp_path):
+    (tmp_path / "dag.yaml").write_text("name: done\ntasks:\n  one:\n    run: 'true'\n")
+    assert tuidag(tmp_path, "run", "dag.yaml", "--state-dir", "state").returncode == 0
+    served = Served(tmp_path, "--state-dir", "state")
+    code, err = served.stop()
+    assert "serving the finished run (post-mortem)" in served.out and code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--run-id-that-is-not"], "unrecognized arguments"),
+        (["nosuchrun"], "no run 'nosuchrun'"),
+        (["--public-url", "ftp://example.com"], "--public-url: 'ftp://example.com' is not an http(s) URL"),
+        (["--public-url", "https://example.com/?a=1"], "is not an http(s) URL without a query"),
+        (["--port", "70000"], "a port is 0-65535"),
+        (["--host", "no-such-host.invalid"], "--host 'no-such-host.invalid': no such address"),
+    ],
+)
+def test_bad_input_is_a_clear_error_with_exit_code_2(run, args, said):
+    workdir, _, _ = run
+    proc = tuidag(workdir, "serve", "--state-dir", "state", *args)
+    assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_port_in_use_is_a_clear_error_with_exit_code_2(run):
+    workdir, _, _ = run
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = tuidag(workdir, "serve", "--state-dir", "state", "--port", str(port))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"cannot listen on 127.0.0.1 port {port}: is in use" in proc.stderr
+
+
+def test_without_the_web_extra_serve_says_how_to_install_it(run):
+    """textual-serve missing (an import of it fails, as without the extra): the hint, exit 2, nothing served."""
+    workdir, _, _ = run
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['textual_serve'] = None; from tuidag.cli import main; "
+            "sys.exit(main(['serve', '--state-dir', 'state']))",
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=patience(60),
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "pip install 'tuidag[web]'" in proc.stderr
+
+
+STUBBORN_SERVER = """
+import socket, sys
+from tuidag import web
+
+viewer = [sys.executable, "-c", '''
+import signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen(["sleep", "60"])
+print("__GANGLION__", flush=True)
+time.sleep(60)
+''']
+server = web.ViewerServer(viewer, token="t", title="stubborn", public_url=None, cookie="c", grace=0.5)
+listening = socket.create_server(("127.0.0.1", 0))
+web.serve(server, listening, lambda: print(listening.getsockname()[1], flush=True))
+"""
+
+
+def test_stopping_the_server_ends_a_viewer_that_ignores_quitting_and_what_it_started(tmp_path):
+    """A viewer that neither quits when told nor ends on SIGTERM, with a child: both gone once the server stopped."""
+    from websockets.sync.client import connect
+
+    server = subprocess.Popen(
+        [sys.executable, "-c", STUBBORN_SERVER],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    viewer: list[psutil.Process] = []
+    try:
+        port = int(server.stdout.readline())
+        with connect(f"ws://127.0.0.1:{port}/ws?token=t", open_timeout=patience(10)):
+
+            def descendants() -> list[psutil.Process]:
+                return psutil.Process(server.pid).children(recursive=True)
+
+            wait_until(lambda: any(p.name() == "sleep" for p in descendants()), timeout=15)
+            viewer = descendants()
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(patience(15)) == 0
+        assert gone(viewer)
+    finally:
+        server.kill()
+        server.wait()
+        for process in viewer:  # what the server did not end, if it failed to
+            try:
+                process.kill()
+            except psutil.Error:
+                pass

@@ -73,8 +73,11 @@ class _Viewer(AppService):
 class ViewerServer(Server):
     """textual-serve's server for one command, every request checked for the token."""
 
-    def __init__(self, argv: list[str], *, token: str, title: str, public_url: str | None, cookie: str):
+    def __init__(
+        self, argv: list[str], *, token: str, title: str, public_url: str | None, cookie: str, grace: float = QUIT_GRACE
+    ):
         super().__init__(shlex.join(argv), title=title, public_url=public_url)
+        self.grace = grace
         self.argv = argv
         self.token = token.encode()
         self.cookie = cookie
@@ -163,9 +166,9 @@ class ViewerServer(Server):
         for websocket in list(self.sockets):
             await websocket.close(code=WSCloseCode.GOING_AWAY, message=b"tuidag serve stopped")
 
-    async def end_viewers(self, grace: float = QUIT_GRACE) -> None:
-        """The viewers still running once the server stopped: each session is sent SIGTERM, then SIGKILL after
-        `grace`, so that nothing a viewer started outlives the server."""
+    async def end_viewers(self) -> None:
+        """The viewers still running once the server stopped: each session is sent SIGTERM, then SIGKILL after the
+        grace period, so that nothing a viewer started outlives the server."""
         for signum in (signal.SIGTERM, signal.SIGKILL):
             left = [p for p in self.processes if p.returncode is None]
             if not left:
@@ -173,7 +176,7 @@ class ViewerServer(Server):
             for process in left:
                 _signal_session(process.pid, signum)
             try:
-                await asyncio.wait_for(asyncio.gather(*(p.wait() for p in left)), grace)
+                await asyncio.wait_for(asyncio.gather(*(p.wait() for p in left)), self.grace)
             except TimeoutError:
                 pass
 
@@ -206,7 +209,9 @@ async def _serve(server: ViewerServer, listening: socket.socket, on_ready: Calla
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, stop.set)
-    runner = web.AppRunner(await server._make_app(), handle_signals=False, access_log=None, shutdown_timeout=QUIT_GRACE)
+    runner = web.AppRunner(
+        await server._make_app(), handle_signals=False, access_log=None, shutdown_timeout=server.grace
+    )
     await runner.setup()
     try:
         await web.SockSite(runner, listening).start()
