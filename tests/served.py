@@ -112,3 +112,16 @@ def press(browser: Browser, keys: str) -> None:
     """Keys typed into the page's terminal, as a keyboard would (it has the focus first)."""
     browser.evaluate("window.__terminal.focus()")
     browser.type(keys)
+
+
+def press_escape(browser: Browser) -> None:
+    browser.evaluate("window.__terminal.focus()")
+    for kind in ("keyDown", "keyUp"):
+        browser.send(
+            "Input.dispatchKeyEvent", {"type": kind, "key": "Escape", "code": "Escape", "windowsVirtualKeyCode": 27}
+        )
+
+
+def resize(browser: Browser, columns: int, rows: int) -> None:
+    """The page's terminal made `columns` x `rows` cells (xterm tells the app, as a resized window does)."""
+    browser.evaluate(f"window.__terminal.resize({columns}, {rows})")

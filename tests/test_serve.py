@@ -26,7 +26,7 @@ from aiohttp import web
 
 from browser import Browser, chromium
 from dags import wait_until
-from served import REPO, Served, open_tab, press, screen, wait_for_text
+from served import REPO, Served, open_tab, press, press_escape, resize, screen, wait_for_text
 from slowness import patience
 
 DAG = """\
@@ -141,6 +141,32 @@ def test_a_tab_is_a_viewer_whose_keys_cancel_a_task_and_closing_it_or_the_server
         code, err = served.stop()
     assert code == 0 and "Traceback" not in err
     assert gone(viewers) and not gone(keeps) and psutil.pid_exists(engine)
+
+
+@browser_needed
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+def test_the_tab_shows_the_run_and_takes_keys_at_80x24_and_160x45(run, browser, size):
+    workdir, _, engine = run
+    served = Served(workdir, "--state-dir", "state")
+    try:
+        open_tab(browser, served.url)
+        wait_for_text(browser, f"attached · engine pid {engine}")
+        resize(browser, *size)
+
+        def laid_out() -> bool:
+            lines = screen(browser).split("\n")
+            return len(lines) == size[1] and "Help" in lines[-1] and "keeps" in "\n".join(lines)
+
+        wait_until(laid_out, timeout=15)
+        press(browser, "?")
+        wait_for_text(browser, "tuidag keys")
+        press_escape(browser)
+        wait_until(lambda: "tuidag keys" not in screen(browser), timeout=15)
+        assert browser.evaluate("[window.__terminal.cols, window.__terminal.rows]") == list(size)
+    finally:
+        browser.close_page()
+        code, err = served.stop()
+    assert code == 0 and "Traceback" not in err
 
 
 @browser_needed
