@@ -1,9 +1,10 @@
 """Speed of `tuidag serve`, measured in a real headless Chromium (Debian's `chromium`) on a live detached run.
 
-1. first frame: `tuidag serve` started (the process spawned) -> the URL printed -> the page loaded -> the first frame
-   of the viewer in the page (its graph: a task's tile in the terminal's buffer). Each repeat is a new server and a
-   new tab, so each pays Python's start, textual-serve's import, the viewer's process start and its connection to the
-   run, as a user opening the URL does.
+1. first frame: `tuidag serve` started (the process spawned) -> the URL printed -> the page loaded -> its websocket
+   open (textual-serve spawns the tab's viewer) -> the viewer's first bytes in the page -> the first frame of the
+   viewer in the page (its graph: a task's tile in the terminal's buffer). Each repeat is a new server and a new tab,
+   so each pays Python's start, textual-serve's import, the viewer's process start and its connection to the run, as
+   a user opening the URL does.
 2. key press: `j` (or `k`, from the lower task) sent to the page (CDP Input.dispatchKeyEvent) -> the repaint
    showing the other task selected (the log pane's title names it) in the terminal's buffer: the key goes through
    the browser, the websocket, textual-serve and the viewer's stdin, the frame back the same way. 20 presses at a
@@ -32,7 +33,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from browser import Browser  # noqa: E402
-from served import Served, open_tab, press, screen  # noqa: E402
+from served import CATCH_TERMINAL, Served, open_tab, press, screen  # noqa: E402
+
+#: When the page's websocket opened (textual-serve starts the tab's viewer then) and its first frame bytes came, in
+#: the page's clock (the machine's: time.time() here).
+WATCH_SOCKET = """
+const Native = window.WebSocket;
+window.WebSocket = function (...args) {
+  const socket = new Native(...args);
+  socket.addEventListener('open', () => { window.__opened = Date.now(); });
+  socket.addEventListener('message', (event) => {
+    if (typeof event.data !== 'string' && window.__firstBytes === undefined) window.__firstBytes = Date.now();
+  });
+  return socket;
+};
+"""
 
 DAG = """\
 name: bench
@@ -59,15 +74,18 @@ def selected(browser: Browser) -> str | None:
     return found.group(1) if found else None
 
 
-def first_frame(workdir: Path, browser: Browser) -> tuple[float, float, float]:
-    started = time.monotonic()
+def first_frame(workdir: Path, browser: Browser) -> tuple[float, ...]:
+    started, wall = time.monotonic(), time.time()
     served = Served(workdir, "--state-dir", "state")
     try:
         printed = time.monotonic()
-        open_tab(browser, served.url)
+        browser.open(served.url, init_script=CATCH_TERMINAL + WATCH_SOCKET, size=(1400, 900))
         loaded = time.monotonic()
         drawn = until(lambda: "┏━ alpha" in screen(browser) or "┏━ beta" in screen(browser))
-        return printed - started, loaded - started, drawn - started
+        opened, first_bytes = (
+            browser.evaluate(f"window.{name}") / 1000 - wall for name in ("__opened", "__firstBytes")
+        )
+        return printed - started, loaded - started, opened, first_bytes, drawn - started
     finally:
         browser.close_page()
         served.stop()
@@ -127,7 +145,8 @@ def main() -> None:
             )
     ms = 1000
     print(f"first frame, {args.repeats} servers (median [min-max] ms from `tuidag serve` spawned):")
-    for i, what in enumerate(("URL printed", "page loaded", "first frame (graph) in the page")):
+    steps = ("URL printed", "page loaded", "websocket open (viewer spawned)", "the viewer's first bytes", "graph drawn")
+    for i, what in enumerate(steps):
         values = [f[i] * ms for f in frames]
         print(f"  {what:34} {statistics.median(values):7.0f}  [{min(values):.0f}-{max(values):.0f}]")
     keys_ms = sorted(k * ms for k in keys)
