@@ -56,6 +56,7 @@ class Served:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+            start_new_session=True,  # its own process group, as in a terminal: `stop` sends what Ctrl+C sends
         )
         self.out = ""
         deadline = time.monotonic() + patience(20)
@@ -78,9 +79,10 @@ class Served:
             return []
 
     def stop(self, signum: int = signal.SIGTERM) -> tuple[int, str]:
-        """Its exit code and what it wrote to stderr."""
+        """`signum` sent to its process group (SIGINT: Ctrl+C in its terminal); its exit code and what it wrote to
+        stderr."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signum)
+            os.killpg(self.proc.pid, signum)
         try:
             _, err = self.proc.communicate(timeout=patience(20))
         except subprocess.TimeoutExpired:

@@ -138,7 +138,7 @@ def test_a_tab_is_a_viewer_whose_keys_cancel_a_task_and_closing_it_or_the_server
         viewers = served.viewers()
         assert viewers
     finally:
-        code, err = served.stop()
+        code, err = served.stop(signal.SIGINT)  # Ctrl+C
     assert code == 0 and "Traceback" not in err
     assert gone(viewers) and not gone(keeps) and psutil.pid_exists(engine)
 
