@@ -287,12 +287,18 @@ def test_listening_beyond_this_machine_warns_that_anyone_with_the_url_can_stop_t
     assert "127.0.0.1" in served.out and "token=" in served.out
 
 
-def test_a_finished_run_is_served_post_mortem(tmp_path):
-    (tmp_path / "dag.yaml").write_text("name: done\ntasks:\n  one:\n    run: 'true'\n")
+def test_a_finished_run_is_served_post_mortem_and_its_name_is_never_markup_in_the_page(tmp_path):
+    name = "<script>alert(1)</script>"
+    (tmp_path / "dag.yaml").write_text(f"name: '{name}'\ntasks:\n  one:\n    run: 'true'\n")
     assert tuidag(tmp_path, "run", "dag.yaml", "--state-dir", "state").returncode == 0
     served = Served(tmp_path, "--state-dir", "state")
-    code, err = served.stop()
+    try:
+        with urllib.request.urlopen(served.url, timeout=patience(10)) as response:
+            page = response.read().decode()
+    finally:
+        code, err = served.stop()
     assert "serving the finished run (post-mortem)" in served.out and code == 0, err
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and name not in page
 
 
 @pytest.mark.parametrize(
@@ -391,3 +397,43 @@ def test_stopping_the_server_ends_a_viewer_that_ignores_quitting_and_what_it_sta
                 process.kill()
             except psutil.Error:
                 pass
+
+
+@browser_needed
+def test_resuming_a_finished_run_from_a_tab_starts_it_detached_so_the_tab_and_the_server_never_stop_it(
+    tmp_path, browser
+):
+    """`r` in a terminal's post-mortem view replaces the viewer with the new run; a tab is no terminal a run could
+    belong to: the new run starts detached, and outlives the tab and the server."""
+    (tmp_path / "dag.yaml").write_text(
+        "name: again\ntasks:\n  flaky:\n    run: if [ -e ok ]; then echo $$ > flaky.pid; exec sleep 60; fi; exit 1\n"
+    )
+    assert tuidag(tmp_path, "run", "dag.yaml", "--state-dir", "state").returncode == 1
+    (tmp_path / "ok").touch()
+    served = Served(tmp_path, "--state-dir", "state")
+    try:
+        open_tab(browser, served.url)
+        wait_for_text(browser, "r Resume")
+        press(browser, "r")
+        wait_for_text(browser, "resuming from")
+        press(browser, "y")
+        pid_file = tmp_path / "flaky.pid"
+        wait_until(pid_file.exists, timeout=20)
+        wait_until(lambda: pid_file.read_text().strip() != "", timeout=5)
+        task = psutil.Process(int(pid_file.read_text()))
+        wait_until(lambda: not served.viewers(), timeout=15)  # the tab's session ended
+        browser.close_page()
+    finally:
+        code, err = served.stop()
+    assert code == 0 and "Traceback" not in err
+    try:
+        assert task.is_running() and task.status() != psutil.STATUS_ZOMBIE
+        runs = tuidag(tmp_path, "runs", "--state-dir", "state").stdout
+        assert "running (pid" in runs, runs
+        assert tuidag(tmp_path, "stop", "--state-dir", "state").returncode == 0
+        wait_until(lambda: gone([task]), timeout=15)
+    finally:
+        try:
+            task.kill()
+        except psutil.Error:
+            pass

@@ -57,6 +57,11 @@ class HangupSafeDriver(LinuxDriver):
             super()._sigcont_application(*args)
 
 
+def in_browser() -> bool:
+    """Is this viewer a browser tab's (textual-serve's web driver, which `tuidag serve` starts it with)?"""
+    return "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")
+
+
 def viewer_driver() -> type[Driver] | None:
     """The viewer's driver: HangupSafeDriver in a terminal; Textual's own choice (None) when $TEXTUAL_DRIVER names
     one, as textual-serve does for a viewer in a browser tab (`tuidag serve`: its web driver speaks to the page over
