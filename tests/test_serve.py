@@ -437,3 +437,26 @@ def test_resuming_a_finished_run_from_a_tab_starts_it_detached_so_the_tab_and_th
             task.kill()
         except psutil.Error:
             pass
+
+
+def test_a_websocket_from_a_page_of_another_origin_is_refused_even_with_the_cookie(run):
+    """Sites ignore ports, so a page of another server on this machine gets the cookie sent with a websocket it
+    opens to `tuidag serve`: its Origin gives it away, and it is refused before a viewer starts."""
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    workdir, _, _ = run
+    served = Served(workdir, "--state-dir", "state")
+    try:
+        token = served.url.split("token=")[1]
+        cookie = f"tuidag-serve-{served.base.rsplit(':', 1)[1]}={token}"
+        socket_url = served.base.replace("http://", "ws://") + "/ws"
+        with pytest.raises(InvalidStatus) as refused:
+            connect(socket_url, origin="http://127.0.0.1:1", additional_headers={"Cookie": cookie})
+        assert refused.value.response.status_code == 403
+        assert served.viewers() == []
+        with connect(socket_url, origin=served.base, additional_headers={"Cookie": cookie}):
+            wait_until(lambda: served.viewers() != [], timeout=15)  # the page's own origin: a viewer
+    finally:
+        code, err = served.stop()
+    assert code == 0 and "Traceback" not in err

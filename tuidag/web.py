@@ -7,7 +7,7 @@ of the same run, and every key works as in a terminal. What this module adds:
 
 - A token: every request (the page, the websocket, the static files, downloads) must carry it, in the URL's
   `?token=` or in the cookie the page sets, or it gets 403 before any handler runs: nothing is opened, no viewer is
-  started. It is compared in constant time.
+  started. It is compared in constant time. A websocket must also come from the page's own origin.
 - URLs built from `--public-url` (a reverse proxy's address) when given, otherwise from the Host the browser asked
   for, so a server listening on every interface is reachable by whatever name the user typed.
 - Viewers in a session of their own, so a Ctrl+C in the terminal of `tuidag serve` reaches only it; when it stops, each
@@ -25,6 +25,7 @@ import signal
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp_jinja2
 import psutil
@@ -35,6 +36,7 @@ from textual_serve.server import Server, to_int
 #: How long viewers get to quit when `tuidag serve` stops before they are killed. A viewer told to quit exits in
 #: well under a second on a quiet machine (it only closes its control connection).
 QUIT_GRACE = 5.0
+CROSS_ORIGIN = "403 Forbidden: a websocket opened by a page of another origin\n"
 FORBIDDEN = (
     "403 Forbidden: this address needs the token `tuidag serve` printed (open the whole URL it printed, "
     "with ?token=...)\n"
@@ -99,7 +101,22 @@ class ViewerServer(Server):
             given = request.cookies.get(self.cookie, "")
         if not hmac.compare_digest(given.encode(), self.token):
             return web.Response(status=403, text=FORBIDDEN, headers={"Cache-Control": "no-store"})
+        if request.match_info.route.name == "websocket" and not self.same_origin(request):
+            return web.Response(status=403, text=CROSS_ORIGIN, headers={"Cache-Control": "no-store"})
         return await handler(request)
+
+    def same_origin(self, request: web.Request) -> bool:
+        """Does the websocket come from the page's own origin (or from no page: no Origin header)? A browser sends
+        the page's cookie along with a websocket another page opens when both are on the same site, and sites ignore
+        ports: a page of another server on this machine could otherwise drive a viewer with the user's cookie."""
+        origin = request.headers.get("Origin")
+        if origin is None:
+            return True
+        allowed = {f"{request.scheme}://{request.host}"}
+        if self.fixed_public_url:
+            public = urlsplit(self.fixed_public_url)
+            allowed.add(f"{public.scheme}://{public.netloc}")
+        return origin in allowed
 
     def base_url(self, request: web.Request) -> str:
         return self.fixed_public_url or f"{request.scheme}://{request.host}"
