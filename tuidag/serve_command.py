@@ -11,6 +11,7 @@ Above the commands (it finds a run as `attach` and `show` do) and below `cli`, w
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import secrets
 import socket
@@ -104,7 +105,11 @@ def listen(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        reason = "is in use (choose another with --port, or --port 0 for any free one)" if exc.errno == 98 else exc
+        reason = (
+            "is in use (choose another with --port, or --port 0 for any free one)"
+            if exc.errno == errno.EADDRINUSE
+            else exc
+        )
         raise UsageError(f"cannot listen on {printable(host)} port {port}: {reason}") from None
     return sock
 

@@ -33,8 +33,8 @@ from aiohttp import WSCloseCode, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-#: How long viewers get to quit when `tuidag serve` stops before they are killed. A viewer told to quit exits in
-#: well under a second on a quiet machine (it only closes its control connection).
+#: How long viewers get to quit when `tuidag serve` stops, and then to end on SIGTERM, before they are killed. A
+#: viewer told to quit only closes its control connection and its app.
 QUIT_GRACE = 5.0
 CROSS_ORIGIN = "403 Forbidden: a websocket opened by a page of another origin\n"
 FORBIDDEN = (
