@@ -102,19 +102,39 @@ class Browser:
         message, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(message)
 
-    def open(self, url: str) -> None:
-        """A new page showing `url`, loaded, with its console and log watched from the start."""
+    def open(self, url: str, init_script: str | None = None, size: tuple[int, int] | None = None) -> None:
+        """A new page showing `url`, loaded, with its console and log watched from the start; `init_script` runs
+        in it before the page's own scripts; `size` is its viewport in CSS pixels."""
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
+        self.target = target
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)[
             "sessionId"
         ]
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable")
+        if init_script:
+            self.send("Page.addScriptToEvaluateOnNewDocument", {"source": init_script})
+        if size:
+            self.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": False},
+            )
         self.events.clear()
         self.send("Page.navigate", {"url": url})
         deadline = time.monotonic() + patience(self.timeout)
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
             self.events.append(self._receive(deadline))
+
+    def close_page(self) -> None:
+        """Close the page `open` opened (a tab closed: its websockets close with it)."""
+        self.send("Target.closeTarget", {"targetId": self.target}, session=False)
+        self.session = None
+
+    def type(self, text: str) -> None:
+        """Key presses in the focused element, one per character, as a keyboard sends them."""
+        for char in text:
+            self.send("Input.dispatchKeyEvent", {"type": "keyDown", "key": char, "text": char})
+            self.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": char})
 
     def errors(self) -> list[str]:
         """Console errors, uncaught exceptions and browser log errors (a resource that failed to load) so far."""

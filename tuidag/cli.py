@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import cli_options as options
-from . import completion, control_commands, history_commands, plan_commands
+from . import completion, control_commands, history_commands, plan_commands, serve_command
 from .cli_common import UsageError, no_such_task, one_run, open_store, printable, state_dir_of
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_commands.add_parsers(sub, state)
     control_commands.add_parsers(sub, state)
     completion.add_parsers(sub)
+    serve_command.add_parsers(sub, state)
     return parser
 
 
@@ -533,6 +534,7 @@ COMMANDS = {
     **history_commands.COMMANDS,
     **control_commands.COMMANDS,
     "completion": cmd_completion,
+    **serve_command.COMMANDS,
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import IO, Any
 
+from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 
 
@@ -54,3 +55,15 @@ class HangupSafeDriver(LinuxDriver):
         a terminal that is still there (back from Ctrl+Z) is resumed."""
         if os.isatty(self.fileno):
             super()._sigcont_application(*args)
+
+
+def in_browser() -> bool:
+    """Is this viewer a browser tab's (textual-serve's web driver, which `tuidag serve` starts it with)?"""
+    return "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")
+
+
+def viewer_driver() -> type[Driver] | None:
+    """The viewer's driver: HangupSafeDriver in a terminal; Textual's own choice (None) when $TEXTUAL_DRIVER names
+    one, as textual-serve does for a viewer in a browser tab (`tuidag serve`: its web driver speaks to the page over
+    stdin and stdout, which are pipes, not a terminal)."""
+    return None if os.environ.get("TEXTUAL_DRIVER") else HangupSafeDriver

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -30,7 +31,7 @@ from ..views.run_notes import RunNotes, notify_choice, state_counts
 from ..views.terminal_text import terminal_line
 from .app import TuidagApp
 from .roles import DETACHED, RESUME
-from .terminal import HangupSafeDriver
+from .terminal import in_browser, viewer_driver
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 CONNECT_WAIT = 3.0  # a run just started may not serve its socket yet
@@ -73,7 +74,7 @@ def run_viewer(
             remote,
             exit_on_finish=exit_on_finish,
             signals=SIGNALS,
-            driver_class=HangupSafeDriver,
+            driver_class=viewer_driver(),
             early_signals=signals.received,
         )
         app.run_notes = notes
@@ -87,8 +88,7 @@ def run_viewer(
         if result == DETACHED:
             return _detached(run, store, remote)
         if result == RESUME:
-            _resume(run, store, remote)  # returns only when it could not start
-            return EXIT_USAGE
+            return _resume(run, store, remote)  # in a terminal, returns only when it could not start
     if not foreground:
         return EXIT_OK
     return _closing_lines(run, remote, engine_pid)
@@ -166,14 +166,15 @@ def _detached(run: RunDir, store: RunStore, remote: RemoteRun) -> int:
     return EXIT_OK
 
 
-def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
+def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> int:
     """Replace this process with `tuidag run SOURCE [TARGET...] [OPTION...] --resume RUN_ID` in the same state dir: a
-    run of the same targets with the same options (`--env`, `-j`, the executor, ...)."""
+    run of the same targets with the same options (`--env`, `-j`, the executor, ...); in a browser tab, start it
+    detached."""
     source = remote.dag.source
     if source is None or not source.is_file():
         shown = terminal_line(source or "(unknown)")  # the journal's text
         print(f"tuidag: error: can't resume {run.run_id}: its DAG file {shown} is gone", file=sys.stderr)
-        return
+        return EXIT_USAGE
     argv = [
         sys.executable,
         "-m",
@@ -188,7 +189,32 @@ def _resume(run: RunDir, store: RunStore, remote: RemoteRun) -> None:
         str(store.state_dir),
     ]
     sys.stdout.flush()
+    if in_browser():
+        return _resume_detached(argv)
     os.execv(sys.executable, argv)
+
+
+#: What textual-serve sets for the viewer it starts, none of it meant for a run's tasks.
+WEB_VIEWER_ENV = (
+    "TEXTUAL_DRIVER",
+    "TEXTUAL_FPS",
+    "TEXTUAL_COLOR_SYSTEM",
+    "TERM_PROGRAM",
+    "TERM_PROGRAM_VERSION",
+    "COLUMNS",
+    "ROWS",
+)
+
+
+def _resume_detached(argv: list[str]) -> int:
+    """In a browser tab (`tuidag serve`) the new run starts detached (`-d`): a tab is no terminal a run could belong
+    to, and closing it, or stopping the server, must not stop the run. The tab's session ends (`tuidag serve` serves
+    the new run); what `-d` printed goes to the server's output."""
+    env = {key: value for key, value in os.environ.items() if key not in WEB_VIEWER_ENV}
+    started = subprocess.run([*argv, "-d"], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env)
+    for line in (started.stdout + started.stderr).splitlines():
+        print(terminal_line(line), file=sys.stderr)
+    return started.returncode
 
 
 def _closing_lines(run: RunDir, remote: RemoteRun, engine_pid: int | None) -> int:
