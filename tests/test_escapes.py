@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -185,6 +186,32 @@ def test_a_cgroup_goes_to_a_later_attempt_only_once_it_is_empty(tmp_path):
             daemon.wait()
         groups.remove()
     assert not os.path.exists(groups.root.path)
+
+
+@pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS)
+def test_warming_the_cgroup_lock_leaves_tuidag_where_it_was_and_stops_with_the_first_attempt(monkeypatch):
+    """`warm_up` moves tuidag into the cgroup it is in, over and over until an attempt takes a cgroup: tuidag stays
+    in its own cgroup, and the thread ends then (not at its time limit, here out of the test's reach)."""
+    monkeypatch.setattr(cgroup, "WARM_FOR", 600.0)
+
+    def own_cgroup() -> str:
+        with open("/proc/self/cgroup") as f:
+            return f.read()
+
+    def warming() -> bool:
+        return any(t.name == "tuidag-cgroup-warm" for t in threading.enumerate())
+
+    before = own_cgroup()
+    cgroup.warm_up()
+    assert warming()
+    groups = cgroup.RunCgroups.create(f"test-{uuid.uuid4().hex[:12]}")
+    assert groups is not None
+    try:
+        assert groups.acquire() is not None
+        wait_until(lambda: not warming())
+    finally:
+        groups.remove()
+    assert own_cgroup() == before
 
 
 # --- 6: a process that re-launches itself -----------------------------------------------------------------------
