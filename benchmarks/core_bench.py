@@ -8,7 +8,11 @@ reads its own logs of earlier builds) and as the first run of a file ("1st run":
 
 A third column, "py floor", is the least any Python program can do for the same job: a bare thread pool that runs the
 same commands with `subprocess`, each into a new log file of its own, in dependency order (no journal, no states, no
-output). It shows how much of the gap to ninja is the language's own start-up and process spawning.
+output). It shows how much of the gap to ninja is the language's own start-up and process spawning; tuidag / floor is
+the part that is tuidag's own. tuidag runs a third time per round with `TUIDAG_CGROUPS=off` ("no cgroups"): as root (or
+in a delegated cgroup subtree) each attempt otherwise gets a cgroup of its own, and the two columns side by side show
+what they cost. `--baseline DIR` adds a fourth: the same run again by the tuidag checked out in DIR (imported from
+there), interleaved with this one's, so a change is measured in A/B pairs under the same load.
 
 Both Python programs create one file per task and ninja creates none, so the file system shows in the ratios. On
 ext4 without a journal, creating a file right after many were deleted is slow: the kernel skips inodes freed in the
@@ -24,6 +28,7 @@ module on every start when PYTHONDONTWRITEBYTECODE is set).
     python benchmarks/core_bench.py                 # N=1000 and N=5000, 5 repeats each
     python benchmarks/core_bench.py --sizes 1000 --repeats 9
     python benchmarks/core_bench.py --dir /dev/shm  # on tmpfs
+    python benchmarks/core_bench.py --baseline ../tuidag-before  # against another checkout, in A/B pairs
 """
 
 from __future__ import annotations
@@ -130,7 +135,7 @@ pool.shutdown()
 """
 
 
-def compile_tuidag() -> None:
+def compile_tuidag(baseline: str | None) -> None:
     import compileall
     import importlib.util
 
@@ -138,6 +143,10 @@ def compile_tuidag() -> None:
     if spec is None or spec.origin is None:
         sys.exit("tuidag is not importable: pip install -e .")
     compileall.compile_dir(os.path.dirname(spec.origin), quiet=1)
+    if baseline is not None:
+        if not os.path.isfile(os.path.join(baseline, "tuidag", "__main__.py")):
+            sys.exit(f"--baseline {baseline}: no tuidag/__main__.py there")
+        compileall.compile_dir(os.path.join(baseline, "tuidag"), quiet=1)
 
 
 def file_creation(root: Path) -> float:
@@ -152,22 +161,37 @@ def file_creation(root: Path) -> float:
     return time.perf_counter() - start
 
 
-def bench(n: int, repeats: int, jobs: int, work: Path) -> tuple[float, float, float, float]:
+class Times(dict):
+    """Median seconds by runner: ninja, tuidag (run again), cold (1st run), off (no cgroups), floor, baseline."""
+
+
+def bench(n: int, repeats: int, jobs: int, work: Path, baseline: str | None) -> Times:
     work.mkdir()
     tasks = layered(n)
     write_yaml(tasks, work / "dag.yaml")
     write_ninja(tasks, work / "build.ninja")
     env = {**os.environ, "TUIDAG_STATE_DIR": str(work / "state")}
+    off_env = {**env, "TUIDAG_CGROUPS": "off"}
     tuidag_cmd = [sys.executable, "-m", "tuidag", "run", "--no-tui", "--quiet", "-j", str(jobs), "dag.yaml"]
-    ninja_cmd = [ninja_binary(), "-j", str(jobs)]
-    floor_cmd = [sys.executable, "-c", FLOOR, "dag.yaml", str(jobs)]
-    t_times, c_times, n_times, f_times = [], [], [], []
-    for _ in range(repeats):
-        n_times.append(timed(ninja_cmd, work))
-        c_times.append(timed(tuidag_cmd, work, env, forget=work / "state" / "cache"))
-        t_times.append(timed(tuidag_cmd, work, env))
-        f_times.append(timed(floor_cmd, work))
-    return tuple(statistics.median(times) for times in (t_times, c_times, n_times, f_times))
+    runs: dict[str, tuple[list[str], dict | None, Path | None]] = {
+        "ninja": ([ninja_binary(), "-j", str(jobs)], None, None),
+        "cold": (tuidag_cmd, env, work / "state" / "cache"),
+        "tuidag": (tuidag_cmd, env, None),
+        "off": (tuidag_cmd, off_env, None),
+        "floor": ([sys.executable, "-c", FLOOR, "dag.yaml", str(jobs)], None, None),
+    }
+    if baseline is not None:  # the other checkout first on the path, with a state dir of its own
+        base_env = {**env, "PYTHONPATH": baseline, "TUIDAG_STATE_DIR": str(work / "state-baseline")}
+        timed(tuidag_cmd, work, base_env)  # its DAG cache filled, as this tree's is by "cold" before "tuidag"
+        runs["baseline"] = (tuidag_cmd, base_env, None)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for round_ in range(repeats):
+        order = list(runs.items())
+        if round_ % 2:  # "tuidag" and "baseline" alternate which goes first (cold stays before tuidag)
+            order.reverse()
+        for name, (cmd, run_env, forget) in order:
+            times[name].append(timed(cmd, work, run_env, forget=forget))
+    return Times({name: statistics.median(values) for name, values in times.items()})
 
 
 def main() -> None:
@@ -176,12 +200,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("-j", type=int, default=8)
     parser.add_argument("--dir", help="where the DAGs, logs and journals are written (default: the temp dir)")
+    parser.add_argument("--baseline", metavar="DIR", help="a tuidag checkout to time too, in A/B pairs with this one")
     args = parser.parse_args()
+    if args.baseline is not None:
+        args.baseline = os.path.abspath(args.baseline)
     print(
         f"layered DAG, {LAYERS} layers, 2 deps per task, command `true`, -j {args.j}, "
-        f"median of {args.repeats}, {os.cpu_count()} cores"
+        f"median of {args.repeats}, {os.cpu_count()} cores, load average {load()}"
     )
-    compile_tuidag()
+    compile_tuidag(args.baseline)
     root = Path(tempfile.mkdtemp(prefix="tuidag-bench-", dir=args.dir))
     try:
         report(root, args)
@@ -189,22 +216,30 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def report(root: Path, args: argparse.Namespace) -> None:
     print(
         f"creating {PROBE_FILES:,} files in {root.parent}: {file_creation(root) * 1000:.0f} ms "
         "(tens of ms on an idle ext4 disk; hundreds after many files were deleted there in the last minutes)"
     )
-    print(
-        f"{'N':>6}  {'ninja':>8}  {'tuidag':>8}  {'ratio':>6}  {'1st run':>8}  {'ratio':>6}  {'py floor':>8}  "
-        f"{'ratio':>6}"
-    )
+    print("times, then / ninja; tuidag = a run again, 1st run = the DAG cache emptied, no cgroups = TUIDAG_CGROUPS=off")
+    columns = ["ninja", "tuidag", "1st run", "no cgroups", "py floor"] + (["baseline"] if args.baseline else [])
+    header = f"{'N':>6}  " + "  ".join(f"{c:>15}" for c in columns) + f"  {'tuidag/floor':>12}  {'no cg/floor':>11}"
+    if args.baseline:
+        header += f"  {'baseline/floor':>14}"
+    print(header)
     for n in args.sizes:
-        t, cold, nj, floor = bench(n, args.repeats, args.j, root / str(n))
-        print(
-            f"{n:>6}  {nj:>7.2f}s  {t:>7.2f}s  {t / nj:>5.2f}x  {cold:>7.2f}s  {cold / nj:>5.2f}x  {floor:>7.2f}s  "
-            f"{floor / nj:>5.2f}x",
-            flush=True,
-        )
+        t = bench(n, args.repeats, args.j, root / str(n), args.baseline)
+        keys = ["ninja", "tuidag", "cold", "off", "floor"] + (["baseline"] if args.baseline else [])
+        cells = [f"{t[k]:>6.2f}s ({t[k] / t['ninja']:.2f}x)" for k in keys]
+        line = f"{n:>6}  " + "  ".join(cells) + f"  {t['tuidag'] / t['floor']:>11.2f}x  {t['off'] / t['floor']:>10.2f}x"
+        if args.baseline:
+            line += f"  {t['baseline'] / t['floor']:>13.2f}x"
+        print(line, flush=True)
+    print(f"load average at the end: {load()}")
 
 
 if __name__ == "__main__":

@@ -425,3 +425,23 @@ def test_runs_table_shows_no_control_characters_from_the_store(tmp_path):
     assert tuidag("run", str(dag), cwd=tmp_path).returncode == 0
     table = tuidag("runs", cwd=tmp_path).stdout
     assert "\x1b" not in table and "\x07" not in table and "evil?]2;PWNED??[2J" in table
+
+
+def test_a_run_command_line_is_parsed_by_the_same_run_parser_built_alone():
+    """`tuidag run ...` builds only the top level and `run` (start-up): its options, help and usage are the ones the
+    full parser has."""
+    import argparse
+
+    from tuidag.cli import build_parser
+
+    def run_parser(only_run: bool) -> argparse.ArgumentParser:
+        (sub,) = [a for a in build_parser(only_run)._actions if isinstance(a, argparse._SubParsersAction)]
+        return sub.choices["run"]
+
+    alone, among = run_parser(True), run_parser(False)
+    assert alone.format_help() == among.format_help() and alone.format_usage() == among.format_usage()
+    line = ["run", "dag.yaml", "-j", "3", "--quiet", "--no-tui", "a"]
+    assert (
+        vars(build_parser(True).parse_known_args(line)[0]).keys()
+        == vars(build_parser(False).parse_known_args(line)[0]).keys()
+    )

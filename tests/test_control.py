@@ -6,6 +6,8 @@ import json
 import os
 import socket
 import stat
+import threading
+import time
 
 import pytest
 
@@ -204,3 +206,35 @@ def test_every_op_the_protocol_accepts_has_a_handler_and_every_handler_an_op():
 
     assert set(protocol.OPS) == set(dispatch.AT_ONCE) | set(dispatch.CONTROLS)
     assert not set(dispatch.AT_ONCE) & set(dispatch.CONTROLS)
+
+
+def test_usage_is_sampled_only_while_a_viewer_is_connected(live, monkeypatch):
+    """CPU and memory go to viewers once a second; a run nobody watches runs no sampler and measures no tree."""
+    from tuidag.control import server
+
+    monkeypatch.setattr(server, "USAGE_INTERVAL", 0.05)
+    session, _gate = live
+    measured: list[str] = []
+    usage = session.scheduler.usage
+    monkeypatch.setattr(session.scheduler, "usage", lambda name: measured.append(name) or usage(name))
+    wait_until(lambda: session.scheduler.snapshot()["other"].pid is not None)
+    with ControlClient(session.run) as client:  # one-off requests make no viewer
+        client.request("status")
+    time.sleep(0.5)  # ten sampling periods with nobody watching
+    assert measured == []
+    assert "tuidag-control-usage" not in {t.name for t in threading.enumerate()}
+    sock = connect(session.run)
+    lines = LineReader(sock)
+    sock.sendall(protocol.encode({"op": "subscribe", "id": 1}))
+    deadline = time.monotonic() + patience(10)
+    while True:
+        message = json.loads(lines.readline())
+        if message["type"] == "usage" and "other" in message["usage"]:
+            break
+        assert time.monotonic() < deadline, "no usage of the running task reached the viewer"
+    assert "other" in measured
+    sock.close()
+    wait_until(lambda: session.control.viewers == 0)
+    settled = len(measured) + 1  # a sample under way when the viewer left
+    time.sleep(0.5)
+    assert len(measured) <= settled

@@ -503,3 +503,22 @@ def test_ready_work_runs_in_the_order_it_became_ready(tmp_path):
     finish(scheduler)
     started = [e.task for e in rec.task_events() if e.is_transition and e.new is TaskState.RUNNING]
     assert started == ["a", "b", "c", "a2"]
+
+
+def test_a_first_attempt_whose_log_exists_and_ends_mid_line_starts_its_header_on_a_new_line(tmp_path):
+    """Only a log the attempt created is known to be empty: one already there (planted, or linked by a resumed run)
+    is appended to on a line of its own, and its header's bytes are on record where they are."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.log").write_bytes(b"left here, no newline")
+    dag = make_dag({"a": "echo out", "b": "echo fresh"})
+    scheduler, _ = start_run(dag, tmp_path)
+    finish(scheduler)
+    data = (tmp_path / "logs" / "a.log").read_bytes()
+    lines = data.decode().splitlines()
+    assert lines[0] == "left here, no newline"
+    assert lines[1].startswith("=== tuidag: a attempt 1 started") and lines[2:] == ["out"]
+    start = scheduler.snapshot()["a"].log_start
+    assert data[:start].endswith(b" ===\n") and data[start:] == b"out\n"
+    fresh = (tmp_path / "logs" / "b.log").read_bytes()
+    start = scheduler.snapshot()["b"].log_start
+    assert fresh.startswith(b"=== tuidag: b attempt 1 started") and fresh[start:] == b"fresh\n"

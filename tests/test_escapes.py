@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -153,6 +154,64 @@ def test_attempts_running_at_once_have_cgroups_of_their_own(tmp_path):
     finally:
         scheduler.close()
     assert [s.state.value for s in scheduler.snapshot().values()] == ["CANCELLED"] + ["SUCCEEDED"] * 7
+
+
+@pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS)
+def test_a_cgroup_goes_to_a_later_attempt_only_once_it_is_empty(tmp_path):
+    """An attempt that left a daemon keeps its cgroup (the daemon must not end with a later attempt's cgroup.kill);
+    an empty one is reused. Whether it is empty is read again each time from the file kept open: the daemon's end
+    makes it reusable."""
+    groups = cgroup.RunCgroups.create(f"test-{uuid.uuid4().hex[:12]}")
+    assert groups is not None
+    daemon = None
+    try:
+        first = groups.acquire()
+        assert first is not None
+        daemon = subprocess.Popen(["sh", "-c", f"{first.shell_prefix('sh')}exec sleep 61"])
+        wait_until(first.populated)
+        groups.release(first)
+        second = groups.acquire()
+        assert second is not None and second.path != first.path
+        assert not second.populated()
+        groups.release(second)
+        assert groups.acquire() is second
+        daemon.kill()
+        daemon.wait()
+        wait_until(lambda: not first.populated())
+        groups.release(first)
+        assert groups.acquire() is first
+    finally:
+        if daemon is not None and daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+        groups.remove()
+    assert not os.path.exists(groups.root.path)
+
+
+@pytest.mark.skipif(not CGROUPS, reason=NO_CGROUPS)
+def test_warming_the_cgroup_lock_leaves_tuidag_where_it_was_and_stops_with_the_first_attempt(monkeypatch):
+    """`warm_up` moves tuidag into the cgroup it is in, over and over until an attempt takes a cgroup: tuidag stays
+    in its own cgroup, and the thread ends then (not at its time limit, here out of the test's reach)."""
+    monkeypatch.setattr(cgroup, "WARM_FOR", 600.0)
+
+    def own_cgroup() -> str:
+        with open("/proc/self/cgroup") as f:
+            return f.read()
+
+    def warming() -> bool:
+        return any(t.name == "tuidag-cgroup-warm" for t in threading.enumerate())
+
+    before = own_cgroup()
+    cgroup.warm_up()
+    assert warming()
+    groups = cgroup.RunCgroups.create(f"test-{uuid.uuid4().hex[:12]}")
+    assert groups is not None
+    try:
+        assert groups.acquire() is not None
+        wait_until(lambda: not warming())
+    finally:
+        groups.remove()
+    assert own_cgroup() == before
 
 
 # --- 6: a process that re-launches itself -----------------------------------------------------------------------

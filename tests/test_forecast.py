@@ -262,3 +262,22 @@ def test_speedups_below_the_threshold_are_neither_named_nor_simulated(monkeypatc
     )
     assert [name for name, _ in got] == ["b"] and got[0][1] == pytest.approx(2.0)
     assert len(calls) == 2  # the forecast, then b only
+
+
+def test_a_run_of_quick_tasks_is_not_simulated_at_all_for_speedups(monkeypatch):
+    """No task is long enough to save `min_saved` when halved: the answer is empty without even the base forecast
+    (a 1,000-task run of quick commands spent ~10 ms of its end on it)."""
+    import tuidag.model.forecast as forecast
+
+    calls = []
+    real = forecast.simulate
+    monkeypatch.setattr(forecast, "simulate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    expected = {f"t{i}": 0.01 for i in range(100)}
+    deps = {f"t{i}": [f"t{i - 1}"] for i in range(1, 100)}
+    assert (
+        speedups(
+            deps, list(expected), now=0, finished={}, running={}, expected=expected, max_parallel=8, min_saved=0.05
+        )
+        == []
+    )
+    assert calls == []

@@ -29,7 +29,9 @@ def with_resources(dag: DagSpec, resources: dict[str, int]) -> DagSpec:
     return resolve(dag, resources)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
+    """Every command's parser; `only_run`: the top level and `run` alone, for a command line that starts with `run`
+    (the other twenty-odd commands' parsers were 3 ms of every run's start-up)."""
     parser = argparse.ArgumentParser(prog="tuidag", description="Run DAGs of tasks, live in the terminal or headless.")
     parser.add_argument("--version", action="version", version=f"tuidag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -44,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.usage = "tuidag run [options] FILE [TASK ...]"
     run.set_defaults(run_parser=run)
     options.add_run_options(run)
+    if only_run:
+        return parser
 
     validate = sub.add_parser("validate", help="check a DAG file and exit")
     validate.add_argument("file", type=Path)
@@ -75,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == completion.HIDDEN:  # a shell's TAB: task names, run ids (not in --help)
         return completion.complete(argv[1:])
-    parser = build_parser()
+    parser = build_parser(only_run=bool(argv) and argv[0] == "run")
     args, rest = parser.parse_known_args(argv)
     if args.command == "run":
         take_targets(args, rest, args.run_parser)

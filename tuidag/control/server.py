@@ -9,7 +9,8 @@ two meet the run:
 - Controls that may block (cancelling waits for kills to be sent) run one at a time on their own thread. One whose
   deadline passed before it started is dropped: a `tuidag pause` that gave up on a stopped engine must not take
   effect when the engine is continued.
-- CPU and memory of the running trees go to every viewer once a second (viewers can't ask the executor).
+- CPU and memory of the running trees go to every viewer once a second (viewers can't ask the executor), sampled by a
+  thread started when the first viewer subscribes: a run nobody watches samples nothing and wakes nothing for it.
 """
 
 from __future__ import annotations
@@ -41,10 +42,8 @@ class ControlServer:
         self.transport = Transport(session.run.path, self._handle, self._log)
         self._controls: queue.SimpleQueue[tuple[Connection, dict] | None] = queue.SimpleQueue()
         self._unsubscribe = self.scheduler.subscribe(self._on_events, batches=True)
-        self._threads = [
-            threading.Thread(target=self._run_controls, name="tuidag-control", daemon=True),
-            threading.Thread(target=self._sample_usage, name="tuidag-control-usage", daemon=True),
-        ]
+        self._threads = [threading.Thread(target=self._run_controls, name="tuidag-control", daemon=True)]
+        self._sampler: threading.Thread | None = None  # started with the first viewer (`stream_to`)
         self.transport.start()
         for thread in self._threads:
             thread.start()
@@ -60,7 +59,9 @@ class ControlServer:
         if controls is not threading.current_thread():
             controls.join(timeout)
         self.transport.close(timeout)
-        for thread in self._threads:
+        with self.transport.lock:
+            threads = list(self._threads)
+        for thread in threads:
             if thread is not threading.current_thread():
                 thread.join(timeout)
 
@@ -86,6 +87,10 @@ class ControlServer:
         with self.transport.lock:
             client.viewer = True
             client.waiting = []
+            if self._sampler is None and not self.transport.closing:
+                self._sampler = threading.Thread(target=self._sample_usage, name="tuidag-control-usage", daemon=True)
+                self._threads.append(self._sampler)
+                self._sampler.start()
         seq, snaps = self.scheduler.snapshot_seq()
         session = self.session
         head = protocol.encode(
@@ -130,7 +135,8 @@ class ControlServer:
         self.transport.broadcast(protocol.encode({"type": "notice", "text": text}))
 
     def _sample_usage(self) -> None:
-        """CPU and memory of the running trees, once a second, for viewers (they can't ask the executor)."""
+        """CPU and memory of the running trees, once a second while there are viewers (they can't ask the
+        executor)."""
         while not self.transport.stopped.wait(USAGE_INTERVAL):
             if not self.viewers:
                 continue

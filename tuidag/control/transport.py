@@ -191,8 +191,11 @@ class Transport:
                 elif sock is self._wake_r:
                     # Drained first, then cleared: cleared first, a wake-up sent in between was drained with
                     # the older one while `_woken` stayed set, and no wake-up was ever sent again (every event
-                    # then waited for the select timeout, up to 0.5 s, before reaching a viewer).
-                    self.stopped.wait(COALESCE)
+                    # then waited for the select timeout, up to 0.5 s, before reaching a viewer). No waiting for
+                    # more once the run is closing: what it sent last is queued already, and the wait was 10 ms of
+                    # every run's end.
+                    if not self.closing:
+                        self.stopped.wait(COALESCE)
                     try:
                         while self._wake_r.recv(4096):
                             pass

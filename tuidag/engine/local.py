@@ -11,7 +11,7 @@ import weakref
 from functools import partial
 from typing import TYPE_CHECKING
 
-from . import orphans, process
+from . import cgroup, orphans, process
 from .cgroup import RunCgroups
 from .executor import Attempt, Executor, RunningAttempt
 from .shell_attempt import ShellAttempt
@@ -28,6 +28,8 @@ class LocalExecutor(Executor):
     cgroup where tuidag may create one (see `cgroup`)."""
 
     def __init__(self, subreaper: bool = True, cgroups: bool = True):
+        if cgroups:
+            cgroup.warm_up()  # first: the wait it takes passes while the rest of the run is made
         self._orphans = orphans.OrphanReaper() if subreaper and orphans.become_subreaper() else None
         process.preload_thread_exit()
         self._use_cgroups = cgroups

@@ -37,22 +37,40 @@ def devnull() -> int:
     return _devnull_fd
 
 
-def write_header(fd: int, attempt: Attempt) -> None:
-    """Start the attempt's part of the log (see `log_headers`). Raises LogFull when there is no space for it."""
+def write_header(fd: int, attempt: Attempt, new: bool = False) -> None:
+    """Start the attempt's part of the log (see `log_headers`; `new`: `open_first_log` created it). Raises LogFull
+    when there is no space for it."""
     headers = attempt.log_headers or LogHeaders()
     try:
-        headers.write(fd, attempt.log_path, header_text(attempt.task.name, attempt.number))
+        headers.write(fd, attempt.log_path, header_text(attempt.task.name, attempt.number), new)
     except OSError as exc:
         raise log_full(exc, attempt.log_path) from None
+
+
+_LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
 def open_log(attempt: Attempt) -> int:
     """The attempt's log, appended to; never through a symlink planted under its name (ELOOP fails the attempt).
     Raises LogFull when there is no space for it."""
     try:
-        return os.open(attempt.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        return os.open(attempt.log_path, _LOG_FLAGS, 0o600)
     except OSError as exc:
         raise log_full(exc, attempt.log_path) from None
+
+
+def open_first_log(attempt: Attempt) -> tuple[int, bool]:
+    """`open_log` for the start of an attempt, and whether the log is new: a first attempt creates its log (O_EXCL),
+    which is then known to be empty; a log that exists (a retry's, one a resumed run linked, anything planted under
+    its name) is opened as `open_log` opens it."""
+    if attempt.number == 1:
+        try:
+            return os.open(attempt.log_path, _LOG_FLAGS | os.O_EXCL, 0o600), True
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise log_full(exc, attempt.log_path) from None
+    return open_log(attempt), False
 
 
 class ShellAttempt(RunningAttempt):
@@ -85,10 +103,10 @@ class ShellAttempt(RunningAttempt):
         kind, command = self._steps[index] if self._steps else ("run", "true")
         shell = self.attempt.task.shell
         prefix = self._cgroup.shell_prefix(shell) if self._cgroup is not None else ""
-        fd = open_log(self.attempt)
+        fd, new = open_first_log(self.attempt) if index == 0 else (open_log(self.attempt), False)
         try:
             if index == 0:
-                write_header(fd, self.attempt)
+                write_header(fd, self.attempt, new)
             if kind == "setup" or index > 0:
                 try:
                     os.write(fd, own_line(fd, self.attempt.log_path, f"--- {kind} ---\n".encode()))

@@ -17,7 +17,6 @@ import functools
 import itertools
 import operator
 import os
-import shutil
 import signal
 import sys
 import time
@@ -226,6 +225,8 @@ def start_libc(argv: list[str], env: Mapping[str, str], cwd: str, stdin: int, st
     ctypes = libc.ctypes
     program = argv[0]
     if "/" not in program:  # Popen looks it up in the child's PATH
+        import shutil  # here: shutil (with bz2 and lzma) costs every run 2 ms of start-up, and shells are paths
+
         found = shutil.which(program, path=env.get("PATH", os.defpath))
         if found is None:
             raise FileNotFoundError(2, os.strerror(2), program)

@@ -18,7 +18,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterator, Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.log_headers import LogHeaders
@@ -29,12 +29,14 @@ from ..model.forecast import shape_of
 from ..model.matrix import MatrixGroup
 from ..model.spec import DagSpec
 from ..model.state import TaskState
-from .group_progress import GroupProgress
 from .log_tail import last_lines
 from .logs import UnsafeLog
 from .run_insight import run_insight, summary_lines
 from .run_notes import RunNotes
 from .terminal_text import LineAssembler, terminal_line, terminal_lines
+
+if TYPE_CHECKING:
+    from .group_progress import GroupProgress  # imported by a run that has matrix groups (`start`)
 
 S = TaskState
 TASK_COLOURS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96]
@@ -143,7 +145,12 @@ class HeadlessReporter:
 
     def start(self, task_names: list[str], groups: Mapping[str, MatrixGroup] | None = None) -> None:
         """Start printing; with `groups` (the DAG's matrix groups) a group's progress line as its instances end."""
-        self._progress = GroupProgress(groups) if groups else None
+        if groups:
+            from .group_progress import GroupProgress
+
+            self._progress = GroupProgress(groups)
+        else:
+            self._progress = None
         self._width = min(24, max((len(n) for n in task_names), default=0))
         for i, name in enumerate(task_names):
             self._task_colour[name] = TASK_COLOURS[i % len(TASK_COLOURS)]

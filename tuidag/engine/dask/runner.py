@@ -46,8 +46,8 @@ class _FirstHeader(LogHeaders):
 
     span: HeaderSpan | None = None
 
-    def write(self, fd: int, path: str, header: bytes) -> HeaderSpan:
-        self.span = super().write(fd, path, header)
+    def write(self, fd: int, path: str, header: bytes, new: bool = False) -> HeaderSpan:
+        self.span = super().write(fd, path, header, new)
         return self.span
 
 
