@@ -50,19 +50,21 @@ def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
         return parser
 
     validate = sub.add_parser("validate", help="check a DAG file and exit")
-    validate.add_argument("file", type=Path)
+    validate.add_argument("file", type=Path, metavar="FILE", help="the DAG file (YAML, SkyPilot pipeline, .py)")
     options.add_env(validate)
     options.add_resources(validate)
 
     graph = sub.add_parser("graph", help="print the DAG as text, Graphviz dot or Mermaid")
-    graph.add_argument("file", type=Path)
-    graph.add_argument("--format", choices=["text", "dot", "mermaid"], default="text")
+    graph.add_argument("file", type=Path, metavar="FILE", help="the DAG file (YAML, SkyPilot pipeline, .py)")
+    graph.add_argument(
+        "--format", choices=["text", "dot", "mermaid"], default="text", help="text (default), dot or mermaid"
+    )
     options.add_env(graph)
 
     plan = sub.add_parser("plan", parents=[state], help="say what a run would do with each task and why; start nothing")
-    plan.add_argument("file", type=Path)
+    plan.add_argument("file", type=Path, metavar="FILE", help="the DAG file (YAML, SkyPilot pipeline, .py)")
     plan.add_argument("tasks", nargs="*", metavar="TASK", help="only these tasks and what they need")
-    plan.add_argument("--format", choices=["text", "json"], default="text")
+    plan.add_argument("--format", choices=["text", "json"], default="text", help="a line per task (default), or JSON")
     options.add_freshness(plan)
     options.add_env(plan)
     options.add_resources(plan)

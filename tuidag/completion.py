@@ -34,7 +34,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "completion",
         help='print a shell completion script: eval "$(tuidag completion bash)" in ~/.bashrc (zsh: ~/.zshrc)',
     )
-    completion.add_argument("shell", choices=SHELLS)
+    completion.add_argument("shell", choices=SHELLS, help="the shell the script is for")
 
 
 # ----------------------------------------------------------------------------------------------------- the table

@@ -28,10 +28,14 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
     )
     common.add_argument("--file", type=Path, help="a DAG file: its runs, in the state dir next to it")
     cancel = sub.add_parser("cancel", parents=[common], help="cancel tasks of a live run, with everything downstream")
-    cancel.add_argument("tasks", nargs="*", metavar="TASK")
+    cancel.add_argument(
+        "tasks", nargs="*", metavar="TASK", help="the tasks to cancel, with everything downstream of each"
+    )
     cancel.add_argument("--all", action="store_true", help="cancel every unfinished task")
     rerun = sub.add_parser("rerun", parents=[common], help="re-run failed, cancelled or skipped tasks of a live run")
-    rerun.add_argument("tasks", nargs="+", metavar="TASK")
+    rerun.add_argument(
+        "tasks", nargs="+", metavar="TASK", help="the tasks to run again, with their unfinished downstream"
+    )
     sub.add_parser("pause", parents=[common], help="pause a live run: running tasks go on, nothing new starts")
     sub.add_parser("resume", parents=[common], help="resume a paused live run")
     sub.add_parser("stop", parents=[common], help="stop a live run: cancel every unfinished task, and it ends")

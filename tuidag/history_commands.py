@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 
 def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser) -> None:
     runs = sub.add_parser("runs", parents=[state], help="list earlier runs")
-    runs.add_argument("file", type=Path, nargs="?", help="a DAG file, to use the state dir next to it")
+    runs.add_argument("file", type=Path, nargs="?", metavar="FILE", help="a DAG file, to use the state dir next to it")
     runs.add_argument("--task", metavar="NAME", help="one task's state, duration and attempts in each run")
 
     logs = sub.add_parser("logs", parents=[state], help="print a task's log")
-    logs.add_argument("task")
+    logs.add_argument("task", metavar="TASK", help="the task whose log to print")
     logs.add_argument("--run", dest="run_id", help="run id (or a unique prefix); default: the latest run that has TASK")
     logs.add_argument("-f", "--follow", action="store_true", help="follow a live log until the task ends")
     logs.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it")
@@ -47,7 +47,7 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
         metavar="FILE",
         help="where to write it (default: tuidag-report-RUN.html or .json here; - for stdout)",
     )
-    report.add_argument("--format", choices=["html", "json"], default="html")
+    report.add_argument("--format", choices=["html", "json"], default="html", help="html (default) or json")
     report.add_argument(
         "--mode",
         type=_mode_arg,

@@ -21,7 +21,7 @@ FROM_REASON = "--from {task}: runs even if up to date"
 
 def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser) -> None:
     cache = sub.add_parser("cache", parents=[state], help="the content cache of task outputs: its size, and pruning")
-    cache.add_argument("file", type=Path, nargs="?", help="a DAG file, to use the state dir next to it")
+    cache.add_argument("file", type=Path, nargs="?", metavar="FILE", help="a DAG file, to use the state dir next to it")
     cache.add_argument(
         "--max-size",
         metavar="SIZE",
