@@ -238,9 +238,9 @@ def test_a_cached_dag_keeps_its_groups(tmp_path):
     assert again.tasks["t[a=2]"].group == "t" and again.resources == {"t[*]": 1}
 
 
-def test_the_readme_sweep_example_means_what_it_says(tmp_path):
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    example = readme.split("## Sweeps: matrix tasks", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_sweeps_page_example_means_what_it_says(tmp_path):
+    page = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "sweeps.md").read_text()
+    example = page.split("```yaml\n", 1)[1].split("```", 1)[0]
     dag = load(tmp_path, example)
     assert dag.groups["train"].instances == (
         "train-0.01-1",
