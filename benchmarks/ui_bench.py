@@ -62,12 +62,12 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from core_bench import layered  # noqa: E402
 
-from tuidag.cli import run_headless  # noqa: E402
 from tuidag.control.remote import RemoteRun  # noqa: E402
 from tuidag.engine.events import RunEvent  # noqa: E402
 from tuidag.launch import RunSession  # noqa: E402
 from tuidag.model.spec import DagSpec, TaskSpec  # noqa: E402
 from tuidag.model.state import TaskState  # noqa: E402
+from tuidag.run_commands import run_headless  # noqa: E402
 from tuidag.ui.app import TuidagApp  # noqa: E402
 from tuidag.ui.screens.finder import FinderScreen  # noqa: E402
 

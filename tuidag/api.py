@@ -411,7 +411,8 @@ class Dag(PythonDag):
     def main(self, argv: Sequence[str] | None = None, *, exit: bool = True) -> int:
         """Run the DAG with the options of `tuidag run` (targets, terminal UI, --no-tui, -j, --state-dir, ...) taken
         from `argv` (default: the command line). Exits with the run's exit code unless `exit=False`."""
-        from . import cli, cli_options
+        from . import cli, cli_options, run_commands
+        from .cli_common import guarded
 
         argv = sys.argv[1:] if argv is None else list(argv)
         prog = f"python {os.path.basename(self.location.file)}" if self.source else "tuidag"
@@ -419,9 +420,12 @@ class Dag(PythonDag):
         cli_options.add_run_options(parser)
         args, rest = parser.parse_known_args(argv)
         cli.take_targets(args, rest, parser)
-        code = cli.guarded(
-            lambda options: cli.run_dag(self._checked_spec(options.resources).with_env(dict(options.env)), options),
+        code = guarded(
+            lambda options: run_commands.run_dag(
+                self._checked_spec(options.resources).with_env(dict(options.env)), options
+            ),
             args,
+            outlives_readers=True,  # as `tuidag run`: a reader that stops early stops the printing, not the run
         )
         if exit:
             sys.exit(code)

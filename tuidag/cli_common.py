@@ -12,9 +12,12 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
+from .model.errors import DagErrors
 from .store.journal import read_header
-from .store.runs import STATE_DIR_ENV, RunDir, RunStore, default_state_dir
+from .store.runs import STATE_DIR_ENV, RunDir, RunStore, StateDirError, default_state_dir
+from .views.terminal_text import terminal_line
 
 
 class UsageError(Exception):
@@ -106,3 +109,37 @@ def no_such_task(task: str, runs: list[RunDir], message: str, names: Iterable[st
     for run in reversed(runs[-20:]):  # the most recent runs' task names, for a suggestion
         known.update(dict.fromkeys(read_header(run.journal).get("tasks", ())))
     return UsageError(printable(message + did_you_mean(task, known)))
+
+
+def guarded(command, args: argparse.Namespace, outlives_readers: bool = False) -> int:
+    """Run a command, turning user mistakes into their message and exit code 2 (never a traceback), and output that
+    can't be written into exit 0 (a reader that had enough) or 1 (lost: a full device, a terminal gone). A command
+    that `outlives_readers` (`run`: see run_commands.outlive_readers) keeps running when its output can't be written."""
+    from .views.output import CommandOutput, OutputLost
+
+    stdout = sys.stdout
+    if not outlives_readers and stdout is not None and not isinstance(stdout, CommandOutput):
+        sys.stdout = CommandOutput(stdout)
+    try:
+        code = command(args)
+        sys.stdout.flush()  # what is still buffered is the command's output too
+        return code
+    except DagErrors as exc:
+        for err in exc.errors:
+            print(terminal_line(str(err)), file=sys.stderr)  # keys and values are the file's text
+        return EXIT_USAGE
+    except (UsageError, StateDirError) as exc:
+        # some say several lines (a list of matching runs), each built from printable parts: kept as lines
+        print("tuidag: " + "\n".join(map(terminal_line, str(exc).split("\n"))), file=sys.stderr)
+        return EXIT_USAGE
+    except OutputLost as lost:  # `graph`, `runs`, `logs` into a reader that had enough, or output that was lost
+        if isinstance(lost.error, BrokenPipeError):
+            return EXIT_OK
+        try:
+            print(f"tuidag: cannot write the output: {lost}", file=sys.stderr)
+        except OSError:
+            pass
+        return 1
+    finally:
+        if isinstance(sys.stdout, CommandOutput) and sys.stdout.stream is stdout:
+            sys.stdout = stdout
