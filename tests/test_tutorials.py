@@ -291,3 +291,8 @@ def test_the_dask_tutorial(tutorial):
     t.run("tuidag report --file demos/ml_gpu.yaml -o dask-report.html")
     assert "gpu-box" in (t.root / "dask-report.html").read_text()
     t.done()
+
+
+def test_every_tutorial_page_is_followed_by_a_test_here():
+    followed = set(re.findall(r'tutorial\("([\w-]+\.md)"\)', Path(__file__).read_text()))
+    assert followed == {page.name for page in TUTORIALS.glob("*.md")}
