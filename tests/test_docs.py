@@ -6,9 +6,12 @@ built by `mkdocs build --strict` in .ci/run, which fails on a broken link or a p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import importlib.util
+import io
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +91,24 @@ def test_the_dag_file_reference_is_generated_once_its_renderer_is_there():
         assert "reference/dag-file.md" in GEN.pages()
     else:
         assert "placeholder" in page
+
+
+def test_every_tuidag_command_the_pages_give_is_one_tuidag_takes():
+    """The command lines of every page's ```sh blocks (the tutorials' are run by tests/test_tutorials.py; the
+    how-to pages' are not run) parse as `tuidag` parses them: no unknown option, no missing argument."""
+    checked = 0
+    for page in sorted(DOCS.rglob("*.md")):
+        for block in re.findall(r"```sh\n(.*?)```", page.read_text(), re.S):
+            for line in block.splitlines():
+                if not line.startswith("tuidag "):
+                    continue
+                argv = shlex.split(line, comments=True)[1:]
+                errors = io.StringIO()
+                try:
+                    with contextlib.redirect_stderr(errors):
+                        args, rest = build_parser().parse_known_args(argv)
+                except SystemExit:
+                    pytest.fail(f"{page.relative_to(DOCS)}: {line!r}: {errors.getvalue().strip()}")
+                assert not (rest and (args.command != "run" or any(r.startswith("-") for r in rest))), (page, line)
+                checked += 1
+    assert checked > 30
