@@ -230,7 +230,9 @@ def dag_schema() -> dict[str, Any]:
             *(_only_with(needs, names) for needs, names in _needs("task", "service").items()),
             {
                 "if": _condition("service: true"),
-                "then": {"properties": {name: _forbidden(f"a service can't have {name}") for name in NOT_FOR_SERVICES}},
+                "then": {
+                    "properties": {name: _forbidden(f"a service can't have '{name}'") for name in NOT_FOR_SERVICES}
+                },
             },
         ],
     }
@@ -261,7 +263,7 @@ def example_value(key: Key) -> Any:
 
 def _property(key: Key) -> dict[str, Any]:
     default = f" Default: {key.default}." if key.default not in ("", "none", "required") else ""
-    needs = f" Only with {key.needs}." if key.needs else ""
+    needs = f" Only with `{key.needs}`." if key.needs else ""
     return _ref(key.type, description=key.description + default + needs, examples=[example_value(key)])
 
 
@@ -297,7 +299,7 @@ def _forbidden(message: str) -> dict[str, Any]:
 def _only_with(needs: str, names: list[str]) -> dict[str, Any]:
     return {
         "if": _condition(needs),
-        "else": {"properties": {name: _forbidden(f"{name} needs {needs}") for name in names}},
+        "else": {"properties": {name: _forbidden(f"'{name}' needs '{needs}'") for name in names}},
     }
 
 
