@@ -178,7 +178,7 @@ def test_the_ml_sweep_tutorial(tutorial):
     t.shows(
         out,
         "--resources gpu=1 is less than the 2 'gpu' slots task 'train[model=large,lr=0.001]' asks for "
-        "(demos/ml_gpu.yaml:19:17)",
+        "(demos/ml_gpu.yaml:20:17)",
     )
     assert "RUNNING" not in out
     out = t.run("tuidag runs demos/ml_gpu.yaml")
