@@ -26,15 +26,16 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
 from ..engine.scheduler import RerunRefused
 from ..model.state import TaskState
-from ..store.journal import read_header, replay
+from ..store.journal import replay
+from ..store.journal_records import with_dag
 from ..store.reaper import REAP_GRACE
-from ..store.run_dag import dag_from_header
+from ..store.run_dag import current_header, dag_from_header
 from ..store.runs import RunDir, RunStore
 from ..store.task_story import TaskDefinition, TaskStory, definition_from_header, task_story
 from .client import NotAnswered, NotLive, Refused, decode_event
@@ -58,7 +59,7 @@ class RemoteRun(EngineConnection):
     """A run in another process (or over): the `RunSource` the terminal UI views every run through."""
 
     def __init__(self, run: RunDir, store: RunStore, *, foreground: bool = False):
-        header = read_header(run.journal)
+        header = current_header(run.journal)  # the run's DAG as it is now (the DAG file may be edited under --watch)
         if not header:
             raise NotLive(f"run {run.run_id} has no readable journal")
         super().__init__(run)
@@ -149,6 +150,8 @@ class RemoteRun(EngineConnection):
             head = self._next_message()
             if head.get("type") != "snapshot" or type(head.get("count")) is not int:
                 raise NotLive(f"run {self.run.run_id} answered with something else than a snapshot")
+            if type(head.get("dag")) is dict:  # the DAG file was edited: the run's tasks now
+                self._adopt_dag(head["dag"])
             snaps = {}
             for _ in range(head["count"]):
                 event = decode_event(self._next_message())
@@ -283,6 +286,8 @@ class RemoteRun(EngineConnection):
                 event = decode_event(message)
                 if event is not None and (isinstance(event, RunEvent) or event.task in self.dag.tasks):
                     events.append(event)
+                    if type(event) is RunEvent and event.data:  # a `dag` event: the tasks of the events after it
+                        self._adopt_dag(event.data)
             elif kind == "reply":
                 self._pending.answer(message)
             elif kind == "started":
@@ -309,12 +314,23 @@ class RemoteRun(EngineConnection):
                         self._paused = event.kind == "paused"
                     elif event.kind == "finished":
                         self._finished = True
+                    elif event.kind == "dag":  # new tasks are PENDING until their first event
+                        for name in self.dag.topological_order:
+                            if name not in snaps:
+                                snaps[name] = TaskSnapshot(name, S.PENDING)
                 if event.seq > self._seq:
                     self._seq = event.seq
             observers = self._observers
         for observer in observers:
             for event in events:
                 observer(event)
+
+    def _adopt_dag(self, fields: Mapping[str, Any]) -> None:
+        """The run's DAG is now as `fields` (a `dag` event's, a journal header's) say, if they are well formed."""
+        header = with_dag(self._header, {**fields, "type": "run", "event": "dag"})
+        if header is not self._header:
+            self._header = header
+            self.dag = dag_from_header(header)
 
     def _take_usage(self, message: dict[str, Any]) -> None:
         usage = message.get("usage")

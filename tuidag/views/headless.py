@@ -187,9 +187,14 @@ class HeadlessReporter:
             if isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self._write(f"tuidag: scheduling {event.kind}\n")
-                elif event.kind in ("parallel", "generation"):  # max_parallel follows the executor (Dask workers
-                    # joined or left); a round of watch mode (`gen 2: src/a.py changed -> build, test`)
+                elif event.kind in ("parallel", "generation", "dag"):  # max_parallel follows the executor (Dask
+                    # workers joined or left); a round of watch mode (`gen 2: src/a.py changed -> build, test`);
+                    # the DAG file reloaded (`dag.yaml reloaded: added lint; removed old`)
                     self._write(f"tuidag: {terminal_line(event.detail)}\n")
+                elif event.kind == "dag-error":  # an edit of the DAG file with errors, each located
+                    first, *more = event.detail.split("\n")
+                    said = [f"{first} (keeping the DAG as it was)", *more]
+                    self._write("".join(f"tuidag: {terminal_line(line)}\n" for line in said))
                 continue
             self._on_task(event)
         behind = False
