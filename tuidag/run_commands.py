@@ -98,17 +98,17 @@ def watch_note(plan) -> str:
     from .watch import STEP_MS
 
     count = sum(len(entries) for entries in plan.inputs.values())
-    dag_file = "the DAG file (reloaded when edited)" if plan.dag_file else ""
     if not count:
         what = (
-            f"no task declares inputs: only {dag_file} re-runs tasks (declare `inputs` to re-run a task)"
-            if dag_file
+            "no task declares inputs: only an edit of the DAG file re-runs tasks (declare `inputs` to re-run a task)"
+            if plan.dag_file
             else "no task declares inputs, so nothing re-runs on a change (declare `inputs` to re-run a task)"
         )
     else:
         what = (
             f"watching {counted(count, 'input')} of {counted(len(plan.inputs), 'task')}"
-            f"{' and ' + dag_file if dag_file else ''} (changes gathered until {STEP_MS} ms pass without one)"
+            f"{', and the DAG file to reload it' if plan.dag_file else ''} "
+            f"(changes gathered until {STEP_MS} ms pass without one)"
         )
     return f"{what}; q, Ctrl+C or `tuidag stop` ends watch mode"
 

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..model.dag_diff import DagDiff
+from ..model.dag_diff import REMOVED, DagDiff
 from ..model.resources import requests
 from ..model.targets import NOT_A_TARGET, needed
 from .events import TaskSnapshot
@@ -28,8 +28,6 @@ from .executor import RunningAttempt
 from .rounds import Rounds
 from .task_attempts import Freshness
 from .task_records import WAITING, S, TaskRecord
-
-REMOVED = "removed from the DAG file"
 
 
 class DagReloads(Rounds):

@@ -18,6 +18,10 @@ from typing import NamedTuple
 
 from .spec import DagSpec, TaskSpec
 
+#: The reason a task the DAG file no longer has ends CANCELLED with: it is no longer part of the DAG, so, like a
+#: service stopped at the end, it does not make the run fail.
+REMOVED = "removed from the DAG file"
+
 #: What the run can't change while it goes on (its slot pool, its executor, its job group are set up at its start):
 #: an edit that changes one of these is refused as a DAG error would be, and the DAG is kept as it was.
 _FIXED = (("resources", "capacities (resources)"), ("executor", "executor"), ("job_group", "job_group"))

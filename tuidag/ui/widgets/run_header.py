@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ...engine.job_group import stopped_by_group
+from ...model.dag_diff import REMOVED
 from ...model.durations import format_duration
 from ...model.resources import slot_counts
 from ...model.service import SERVICE_STOPPED
@@ -147,11 +148,13 @@ class RunHeader(Widget):
                 aside = f", {untargeted} {LOOKS[S.UNTARGETED].word_for(untargeted)}" if untargeted else ""
                 if stopped:
                     services = sum(snap.reason == SERVICE_STOPPED for snap in model.snapshots.values())
-                    grouped = stopped - services
+                    removed = sum(snap.reason == REMOVED for snap in model.snapshots.values())
+                    grouped = stopped - services - removed
                     done = ", ".join(
                         [f"{model.targeted - stopped} succeeded"]
                         + ([f"{grouped} stopped with their job group"] if grouped else [])
                         + ([f"{services} {'service' if services == 1 else 'services'} stopped"] if services else [])
+                        + ([f"{removed} removed from the DAG file"] if removed else [])
                     )
                     done += aside
                     return [
