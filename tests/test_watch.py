@@ -179,14 +179,19 @@ tasks:
     assert not [p for p in left if p.status() != psutil.STATUS_ZOMBIE]
 
 
-def test_the_dev_demo_re_runs_build_and_test_for_the_app_and_only_test_for_its_tests():
+def test_the_dev_demo_re_runs_build_web_and_test_for_the_app_the_server_for_its_code_and_test_for_its_tests():
     from tuidag.model.loader import load_dag
     from tuidag.watch import WatchPlan
 
     demos = Path(__file__).resolve().parent.parent / "demos"
-    plan = WatchPlan(load_dag(demos / "dev.yaml"), demos / ".tuidag")
-    assert plan.affected([str(demos / "dev" / "app.py")]) == ["build"]  # the round adds what is downstream: test
+    dag = load_dag(demos / "dev.yaml")
+    plan = WatchPlan(dag, demos / ".tuidag")
+    assert plan.affected([str(demos / "dev" / "app.py")]) == ["build"]  # the round adds what is downstream: web, test
+    assert dag.descendants("build") == ["web", "test"]
+    assert plan.affected([str(demos / "dev" / "server.py")]) == ["web"]
     assert plan.affected([str(demos / "dev" / "test_app.py")]) == ["test"]
+    web = dag.tasks["web"].service
+    assert web is not None and web.ready_when is not None and web.ready_when.kind == "http"
     assert not plan.wanted(str(demos / ".tuidag" / "runs" / "x" / "journal.jsonl"))
 
 
