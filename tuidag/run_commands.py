@@ -323,11 +323,9 @@ def run_headless(
         session.watch(None if watch is True else watch)
         print(f"tuidag: {terminal_line(watch_note(session.watcher.plan))}", flush=True)
     while True:  # a timeout lets signal handlers run promptly
-        done = session.scheduler.wait(0.2)
-        if session.watching:  # under --watch the run stays until watch mode ends
-            if done:
-                session.watch_ended.wait(0.2)
-        elif done:
+        if session.watching:  # under --watch the run stays until watch mode ends (a signal ends it too)
+            session.watch_ended.wait(1.0)
+        elif session.scheduler.wait(0.2):
             break
     summary = session.finish()
     reporter.stop()
