@@ -36,11 +36,11 @@ from rich.style import Style  # noqa: E402
 from textual import events  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
-from tuidag.cli import run_headless  # noqa: E402
 from tuidag.control.remote import RemoteRun  # noqa: E402
 from tuidag.launch import RunSession  # noqa: E402
 from tuidag.model.loader import load_dag  # noqa: E402
 from tuidag.model.state import TaskState  # noqa: E402
+from tuidag.run_commands import run_headless  # noqa: E402
 from tuidag.ui.app import TuidagApp  # noqa: E402
 from tuidag.ui.state_style import COUNT_ORDER  # noqa: E402
 

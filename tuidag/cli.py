@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import cli_options as options
-from . import completion, control_commands, history_commands, plan_commands, serve_command
+from . import completion, control_commands, history_commands, plan_commands, schema_command, serve_command
 from .cli_common import guarded, read_dag, state_dir_of
 from .exit_codes import EXIT_OK
 from .model.counts import counted
@@ -62,6 +62,7 @@ def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
     plan_commands.add_parsers(sub, state)
     control_commands.add_parsers(sub, state)
     completion.add_parsers(sub)
+    schema_command.add_parsers(sub)
     serve_command.add_parsers(sub, state)
     return parser
 
@@ -176,6 +177,7 @@ COMMANDS = {
     **history_commands.COMMANDS,
     **control_commands.COMMANDS,
     "completion": cmd_completion,
+    **schema_command.COMMANDS,
     **serve_command.COMMANDS,
 }
 

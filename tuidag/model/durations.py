@@ -8,7 +8,7 @@ import re
 from .errors import short_repr
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")
 #: The longest duration a DAG may give: a year. Month-long training jobs are real; anything longer is a typo, and
 #: past a few hundred years the clocks the engine waits on overflow.
 MAX_DURATION = 365 * 24 * 3600.0
@@ -30,7 +30,7 @@ def parse_duration(value: object) -> float:
         except OverflowError:  # an int of hundreds of digits
             seconds = math.inf if value > 0 else -math.inf
     else:
-        match = _RE.match(str(value))
+        match = DURATION_RE.match(str(value))
         if not match:
             raise ValueError(f"bad duration {short_repr(value)}: expected a number of seconds or 500ms / 5s / 2m / 1h")
         seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]

@@ -22,8 +22,6 @@ DEFAULT_MAX_RESTARTS = 3
 SERVICE_STOPPED = "service stopped: the run's other tasks ended"
 READY_KINDS = ("port", "http", "log", "command")
 RESTART_POLICIES = ("no", "on-failure")
-#: The keys of a task that only a service may have.
-SERVICE_KEYS = ("ready_when", "ready_timeout", "restart", "max_restarts", "restart_delay")
 
 
 class ReadyCheck(NamedTuple):

@@ -9,8 +9,9 @@ from typing import Any, NamedTuple
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
+from .dag_keys import SERVICE_KEYS
 from .errors import DagError
-from .service import DEFAULT_INTERVAL, READY_KINDS, RESTART_POLICIES, SERVICE_KEYS, ReadyCheck, ServiceSpec
+from .service import DEFAULT_INTERVAL, READY_KINDS, RESTART_POLICIES, ReadyCheck, ServiceSpec
 from .yaml_nodes import _BOOL, _INT, _describe, _location, _typed
 
 

@@ -4,7 +4,7 @@ It reads the composed node tree instead of loaded Python objects for two reasons
 column of the key or value at fault, and duplicate keys, which a plain load quietly resolves to the last one, must
 be reported. Problems are collected rather than raised one by one, so a single `validate` shows all of them.
 Composing the tree safely, and the located syntax errors, are yaml_nodes.py's; converting each kind of value is
-yaml_values.py's; this module has the keys of the format and which converter each takes.
+yaml_values.py's; the keys of the format are dag_keys.py's table; this module has which converter each takes.
 """
 
 from __future__ import annotations
@@ -15,52 +15,16 @@ from typing import Any
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from .dag_keys import NOT_FOR_SERVICES, ROOT_KEYS, TASK_KEYS
 from .errors import DagError, DagErrors, Location, Note, did_you_mean
 from .matrix import Matrix, expand
 from .resources import Request
-from .service import SERVICE_KEYS
 from .service_yaml import Converters, read_service
 from .source import read_source
 from .spec import NOTIFY_CHOICES, DagSpec, TaskSpec
 from .validate import graph_errors, io_errors
 from .yaml_nodes import _NULL, _describe, compose
 from .yaml_values import _SKIP, Converter, ValueReader
-
-ROOT_KEYS = (
-    "name",
-    "max_parallel",
-    "on_failure",
-    "kill_grace",
-    "env",
-    "workdir",
-    "resources",
-    "executor",
-    "dask_address",
-    "on_end",
-    "on_run_failure",
-    "notify",
-    "tasks",
-)
-TASK_KEYS = (
-    "run",
-    "depends_on",
-    "env",
-    "workdir",
-    "retries",
-    "retry_delay",
-    "timeout",
-    "resources",
-    "inputs",
-    "outputs",
-    "cache",
-    "env_inputs",
-    "interruptible",
-    "matrix",
-    "max_parallel",
-    "name",
-    "service",
-    *SERVICE_KEYS,
-)
 
 
 def load_yaml(
@@ -100,21 +64,7 @@ class _Reader(ValueReader):
         folder = path.resolve().parent
         fields = self.mapping(root, "key")
         tasks_field = fields.pop("tasks", None)  # read last: task workdirs are relative to the DAG's workdir
-        converters: dict[str, Converter] = {
-            "name": partial(self.text, expected="a string"),
-            "max_parallel": partial(self.integer, minimum=1),
-            "on_failure": self.policy,
-            "kill_grace": self.duration,
-            "env": self.env,
-            "workdir": partial(self.directory, base=folder),
-            "resources": partial(self.slots, minimum=0),
-            "executor": self.executor,
-            "dask_address": partial(self.text, expected="an address like tcp://HOST:8786"),
-            "on_end": partial(self.text, expected="a shell command"),
-            "on_run_failure": partial(self.text, expected="a shell command"),
-            "notify": partial(self.choice, choices=NOTIFY_CHOICES),
-        }
-        settings = self.settings(fields, converters, ROOT_KEYS, prefix="")
+        settings = self.settings(fields, self.root_converters(folder), ROOT_KEYS, prefix="")
         if "resources" in fields:
             start, end = fields["resources"][1].start_mark, fields["resources"][1].end_mark
             self.capacities_wrong = any(
@@ -166,31 +116,13 @@ class _Reader(ValueReader):
             self.file, fields, name, self.errors, Converters(self.duration, self.integer, self.text, _SKIP)
         )
         if service is not None:
-            for field in ("outputs", "retries", "retry_delay", "timeout"):
+            for field in NOT_FOR_SERVICES:
                 if field in fields:
                     instead = {"outputs": "it never ends, so it makes none", "timeout": "use ready_timeout"}
                     why = instead.get(field, "use restart: on-failure")
                     self.fail(fields[field][0], f"task '{name}': a service can't have '{field}' ({why})")
                     del fields[field]
-        converters: dict[str, Converter] = {
-            "run": partial(self.text, expected="a shell command string"),
-            "depends_on": self.dependencies,
-            "env": self.env,
-            "workdir": partial(self.directory, base=workdir),
-            "retries": partial(self.integer, minimum=0),
-            "retry_delay": self.duration,
-            "timeout": partial(self.duration, positive=True),
-            "resources": partial(self.slots, minimum=1),
-            "inputs": partial(self.paths, expected="a path or glob, or a list of them"),
-            "outputs": partial(self.paths, expected="a path, or a list of paths"),
-            "cache": self.flag,
-            "env_inputs": self.variable_names,
-            "interruptible": self.flag,
-            "matrix": self.matrix,
-            "max_parallel": partial(self.integer, minimum=1),
-            "name": partial(self.text, expected="a name template like train-${{ matrix.lr }}"),
-        }
-        settings = self.settings(fields, converters, TASK_KEYS, prefix=f"task '{name}': ")
+        settings = self.settings(fields, self.task_converters(workdir), TASK_KEYS, prefix=f"task '{name}': ")
         for field in ("inputs", "outputs"):  # (path, location) pairs
             if field in settings:
                 entries = settings.pop(field)
@@ -231,6 +163,44 @@ class _Reader(ValueReader):
             **settings,
         )
 
+    # The keys of the format (dag_keys.py's table) and the converter of each; `tasks` and a service's keys are read
+    # on their own (tasks(), service_yaml.py).
+    def root_converters(self, folder: Path) -> dict[str, Converter]:
+        return {
+            "name": partial(self.text, expected="a string"),
+            "max_parallel": partial(self.integer, minimum=1),
+            "on_failure": self.policy,
+            "kill_grace": self.duration,
+            "env": self.env,
+            "workdir": partial(self.directory, base=folder),
+            "resources": partial(self.slots, minimum=0),
+            "executor": self.executor,
+            "dask_address": partial(self.text, expected="an address like tcp://HOST:8786"),
+            "on_end": partial(self.text, expected="a shell command"),
+            "on_run_failure": partial(self.text, expected="a shell command"),
+            "notify": partial(self.choice, choices=NOTIFY_CHOICES),
+        }
+
+    def task_converters(self, workdir: Path) -> dict[str, Converter]:
+        return {
+            "run": partial(self.text, expected="a shell command string"),
+            "depends_on": self.dependencies,
+            "env": self.env,
+            "workdir": partial(self.directory, base=workdir),
+            "retries": partial(self.integer, minimum=0),
+            "retry_delay": self.duration,
+            "timeout": partial(self.duration, positive=True),
+            "resources": partial(self.slots, minimum=1),
+            "inputs": partial(self.paths, expected="a path or glob, or a list of them"),
+            "outputs": partial(self.paths, expected="a path, or a list of paths"),
+            "cache": self.flag,
+            "env_inputs": self.variable_names,
+            "interruptible": self.flag,
+            "matrix": self.matrix,
+            "max_parallel": partial(self.integer, minimum=1),
+            "name": partial(self.text, expected="a name template like train-${{ matrix.lr }}"),
+        }
+
     # Mappings and their keys.
     def settings(
         self,
@@ -242,7 +212,7 @@ class _Reader(ValueReader):
         """The converted value of every field that converts cleanly, keyed like the spec's arguments."""
         values: dict[str, Any] = {}
         for key, (key_node, value_node) in fields.items():
-            if key not in converters:
+            if key not in known:
                 self.fail(key_node, f"{prefix}unknown key '{key}'{_unknown_key_hint(key, value_node, known)}")
                 continue
             value = converters[key](value_node, prefix + key)

@@ -260,10 +260,11 @@ def kept_value(value: Any) -> str | None:
         return None
 
 
-def read_journal(path: Path) -> Iterator[dict[str, Any]]:
-    """Every complete, well-formed record. A torn final line (crash mid-write) is skipped quietly; any other line
-    that is not a record tuidag writes (not JSON, a field of the wrong type, an unknown state) is skipped with a
-    warning naming the file and line, so one bad line never makes the rest of the run unreadable."""
+def read_journal(path: Path, containing: bytes | None = None) -> Iterator[dict[str, Any]]:
+    """Every complete, well-formed record (with `containing`, only of the lines that hold those bytes: the others are
+    not parsed). A torn final line (crash mid-write) is skipped quietly; any other line that is not a record tuidag
+    writes (not JSON, a field of the wrong type, an unknown state) is skipped with a warning naming the file and line,
+    so one bad line never makes the rest of the run unreadable."""
     try:
         with open_stored(path) as f:
             data = f.read()
@@ -275,7 +276,7 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
     lines = data.split(b"\n")
     last = len(lines) - 1  # the text after the final newline: empty, or a line still being (or never fully) written
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not line.strip() or (containing is not None and containing not in line):
             continue
         try:
             record = json.loads(line)

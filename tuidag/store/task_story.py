@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 from ..model.matrix import text_of
 from ..model.spec import DEFAULT_SHELL, RUN_ID_PLACEHOLDER, DagSpec, TaskSpec
 from ..model.state import TaskState
-from .journal import open_stored, warn_bad_record, warn_unreadable
-from .journal_records import is_definitions, record_problem
+from .journal import read_journal
+from .journal_records import is_definitions
 
 HIDDEN = "•••"
 """How a secret's value is shown (it is recorded as null)."""
@@ -202,31 +202,10 @@ def fold_attempts(records: list[dict[str, Any]]) -> TaskStory:
 def task_story(journal: Path, name: str) -> TaskStory:
     """Fold the run's journal for one task. Only the lines that name it are parsed (a journal of a big run is tens of
     MB; a detail is asked for while the UI runs), and each is checked as every record read back is."""
-    try:
-        with open_stored(journal) as f:
-            data = f.read()
-    except FileNotFoundError:
-        return TaskStory([])
-    except OSError as exc:
-        warn_unreadable(journal, exc)
-        return TaskStory([])
     needle = b'"task":' + json.dumps(name).encode() + b","
-    records = []
-    lines = data.split(b"\n")
-    last = len(lines) - 1
-    for number, line in enumerate(lines, start=1):
-        if needle not in line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if number <= last:
-                warn_bad_record(journal, number, "not a JSON object")
-            continue
-        problem = record_problem(record)
-        if problem:
-            warn_bad_record(journal, number, problem)
-            continue
-        if record.get("type") == "task" and record.get("task") == name:
-            records.append(record)
+    records = [
+        record
+        for record in read_journal(journal, containing=needle)
+        if record.get("type") == "task" and record.get("task") == name
+    ]
     return fold_attempts(records)
