@@ -3,9 +3,9 @@ control socket (a live run) or from its journal (a run that is over).
 
 `RemoteRun.attach` subscribes to a live run: a reader thread decodes the engine's stream and calls observers from
 that thread, as the scheduler calls its observers from engine threads, and keeps the latest snapshot of every
-task and the engine's latest CPU/memory sample. Controls (cancel, re-run, pause, interrupt, ...) are requests on
-the same connection (control/engine_connection.py: the transport); each waits for its own reply, so callers must not
-be the UI thread.
+task and the engine's latest CPU/memory sample. Controls (cancel, re-run, pause, interrupt, ...: remote_controls.py)
+are requests on the same connection (control/engine_connection.py: the transport); each waits for its own reply, so
+callers must not be the UI thread.
 
 The engine may go away: the run ended (it closes the channel after writing summary.json), the viewer was dropped
 for reading too slowly (it reconnects), or the engine died (kill -9, OOM). The reader notices within
@@ -30,7 +30,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
-from ..engine.scheduler import RerunRefused
 from ..model.state import TaskState
 from ..store.journal import replay
 from ..store.journal_records import with_dag
@@ -38,9 +37,9 @@ from ..store.reaper import REAP_GRACE
 from ..store.run_dag import current_header, dag_from_header
 from ..store.runs import RunDir, RunStore
 from ..store.task_story import TaskDefinition, TaskStory, definition_from_header, task_story
-from .client import NotAnswered, NotLive, Refused, decode_event
-from .engine_connection import EngineConnection
+from .client import NotAnswered, NotLive, decode_event
 from .protocol import MAX_MESSAGE
+from .remote_controls import RemoteControls
 from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
 from .run_source import Observer, Usage
 
@@ -55,7 +54,7 @@ REAPED = "reaped"  # ... once it killed what a dead engine's tasks left (detail:
 S = TaskState
 
 
-class RemoteRun(EngineConnection):
+class RemoteRun(RemoteControls):
     """A run in another process (or over): the `RunSource` the terminal UI views every run through."""
 
     def __init__(self, run: RunDir, store: RunStore, *, foreground: bool = False):
@@ -467,52 +466,6 @@ class RemoteRun(EngineConnection):
         """What cancelling `name` would cancel, from the latest snapshots (no round trip: the UI asks on its thread)."""
         with self._lock:
             return [n for n in [name, *self.dag.descendants(name)] if not self._snaps[n].state.terminal]
-
-    # A viewer's controls: the engine words the reason, and records that they came from a viewer.
-    def cancel(self, name: str, reason: str = "") -> list[str]:
-        return self.request("cancel", tasks=[name], origin="viewer")["changed"]
-
-    def cancel_all(self, reason: str = "") -> list[str]:
-        return self.request("cancel_all", origin="viewer")["changed"]
-
-    def stop(self) -> list[str]:
-        """Cancel every task and end the run (as `tuidag stop` does)."""
-        return self.request("stop", origin="viewer")["changed"]
-
-    def rerun(self, name: str) -> list[str]:
-        """As Scheduler.rerun: RerunRefused says why not."""
-        try:
-            return self.request("rerun", tasks=[name])["changed"]
-        except Refused as refused:
-            raise RerunRefused(str(refused)) from None
-
-    def pause(self) -> bool:
-        try:
-            self.request("pause")
-        except Refused:
-            return False
-        return True
-
-    def resume(self) -> None:
-        self.request("resume")
-
-    def interrupt(self, signum: int) -> None:
-        """Stop the run as that signal would stop it (the engine records it, and exits with 128 + N)."""
-        import signal
-
-        name = signal.Signals(signum).name
-        self.interrupted_by = self.interrupted_by or name
-        self.request("interrupt", signal=name)
-
-    # ------------------------------------------------------------------------------------------------ requests
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Send `op` and wait for its reply (never call this on the UI thread). Refused when the engine says no,
-        NotLive when it is gone."""
-        if not self._live:
-            raise NotLive("read-only: the run is over")
-        if self.not_answering is not None:
-            raise NotLive(f"{self.not_answering}: {op} not sent")
-        return self._ask(op, fields)
 
     def close(self) -> None:
         """Stop following the run (it goes on)."""
