@@ -79,6 +79,7 @@ tasks:
 """
     marks = tmp_path / "marks"
     with watching(tmp_path, dag) as run:
+        assert run.said("tuidag: no task declares inputs: only an edit of the DAG file re-runs tasks")
         wait_until(lambda: len(lines(marks)) == 4 and run.said("[d] --> SUCCEEDED"), timeout=30)
         run.edit("# the same tasks, b changed\n" + dag.replace("echo b >>", "echo b2 >>"))
         wait_until(lambda: run.count("[d] --> SUCCEEDED") == 2, timeout=30)
