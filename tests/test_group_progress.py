@@ -5,11 +5,10 @@ otherwise print a thousand progress lines)."""
 from __future__ import annotations
 
 from tuidag.engine.events import TaskSnapshot
-from tuidag.launch import dag_header
 from tuidag.model.matrix import MatrixGroup
 from tuidag.model.spec import DagSpec, TaskSpec
 from tuidag.model.state import TaskState as S
-from tuidag.store.run_dag import dag_from_header
+from tuidag.store.run_dag import dag_from_header, dag_header
 from tuidag.views.group_progress import GroupProgress, group_line
 
 GROUPS = {"train": MatrixGroup("train", ("i",), ("train[i=1]", "train[i=2]", "train[i=3]"))}

@@ -3,13 +3,10 @@ processes (their markers and pids checked with psutil)."""
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -17,54 +14,7 @@ import pytest
 
 from dags import alive, read_pids, wait_until
 from slowness import patience
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().split() if path.exists() else []
-
-
-class Watching:
-    """A headless `tuidag run --watch` of a DAG file, its output in a file."""
-
-    def __init__(self, proc: subprocess.Popen, out: Path):
-        self.proc = proc
-        self.out = out
-
-    def output(self) -> str:
-        """What it printed, task names unpadded (`[a]  -->` is `[a] -->`)."""
-        return re.sub(r"\] +-->", "] -->", self.out.read_text())
-
-    def said(self, text: str) -> bool:
-        return text in self.output()
-
-    def generations(self) -> list[str]:
-        return [line for line in self.output().splitlines() if line.startswith("tuidag: gen ")]
-
-
-@contextmanager
-def watching(tmp_path: Path, dag: str) -> Iterator[Watching]:
-    (tmp_path / "dag.yaml").write_text(dag)
-    out = tmp_path / "out.txt"
-    with out.open("w") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tuidag", "run", "--no-tui", "--watch", str(tmp_path / "dag.yaml")],
-            cwd=tmp_path,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    run = Watching(proc, out)
-    try:
-        wait_until(lambda: run.said("ends watch mode"), timeout=30)
-        yield run
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=patience(30))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
+from watching import lines, watching
 
 MARKING = """
 tasks:
@@ -91,14 +41,14 @@ def test_an_edited_input_runs_its_task_and_what_is_downstream_of_it_again_and_no
     _inputs(tmp_path)
     marks = tmp_path / "marks"
     with watching(tmp_path, MARKING) as run:
-        wait_until(lambda: len(_lines(marks)) == 4 and run.said("[d] --> SUCCEEDED"), timeout=30)
+        wait_until(lambda: len(lines(marks)) == 4 and run.said("[d] --> SUCCEEDED"), timeout=30)
         (tmp_path / "a.txt").write_text("2\n")
-        wait_until(lambda: len(_lines(marks)) >= 6 and run.said("[b] --> SUCCEEDED in"), timeout=30)
+        wait_until(lambda: len(lines(marks)) >= 6 and run.said("[b] --> SUCCEEDED in"), timeout=30)
         # a fence: a later change to c's input is the next generation, so nothing else ran in between
         (tmp_path / "c.txt").write_text("2\n")
-        wait_until(lambda: len(_lines(marks)) >= 7 and len(run.generations()) == 2, timeout=30)
+        wait_until(lambda: len(lines(marks)) >= 7 and len(run.generations()) == 2, timeout=30)
         wait_until(lambda: run.output().count("[c] --> SUCCEEDED") == 2, timeout=30)
-    assert _lines(marks)[4:] == ["a", "b", "c"]
+    assert lines(marks)[4:] == ["a", "b", "c"]
     assert run.generations() == ["tuidag: gen 2: a.txt changed -> a, b", "tuidag: gen 3: c.txt changed -> c"]
     assert run.proc.returncode == 128 + signal.SIGTERM
 
@@ -108,7 +58,7 @@ def test_three_quick_writes_to_an_input_make_one_generation(tmp_path):
     _inputs(tmp_path)
     marks = tmp_path / "marks"
     with watching(tmp_path, MARKING) as run:
-        wait_until(lambda: len(_lines(marks)) == 4, timeout=30)
+        wait_until(lambda: len(lines(marks)) == 4, timeout=30)
         for n in range(3):  # as an editor writes: truncate, write, then touch up, 60 ms apart
             (tmp_path / "a.txt").write_text(f"{n}\n")
             time.sleep(0.06)
@@ -122,12 +72,12 @@ def test_two_inputs_changed_together_make_one_round_of_both_subgraphs(tmp_path):
     _inputs(tmp_path)
     marks = tmp_path / "marks"
     with watching(tmp_path, MARKING) as run:
-        wait_until(lambda: len(_lines(marks)) == 4, timeout=30)
+        wait_until(lambda: len(lines(marks)) == 4, timeout=30)
         (tmp_path / "a.txt").write_text("2\n")
         (tmp_path / "c.txt").write_text("2\n")
-        wait_until(lambda: len(_lines(marks)) == 7, timeout=30)
+        wait_until(lambda: len(lines(marks)) == 7, timeout=30)
     assert run.generations() == ["tuidag: gen 2: a.txt, c.txt changed -> a, c, b"]
-    assert sorted(_lines(marks)[4:]) == ["a", "b", "c"]
+    assert sorted(lines(marks)[4:]) == ["a", "b", "c"]
 
 
 def test_a_running_task_whose_input_changes_is_restarted_and_its_dependents_wait_for_the_new_attempt(tmp_path):
@@ -143,13 +93,13 @@ tasks:
     depends_on: [slow]
 """
     with watching(tmp_path, dag) as run:
-        wait_until(lambda: len(_lines(pids)) == 1, timeout=30)
+        wait_until(lambda: len(lines(pids)) == 1, timeout=30)
         first = read_pids(pids)[0]
         (tmp_path / "a.txt").write_text("2\n")
-        wait_until(lambda: len(_lines(pids)) == 2, timeout=30)
+        wait_until(lambda: len(lines(pids)) == 2, timeout=30)
         assert not alive(*first)
         assert run.said("[slow] --> CANCELLED")
-        assert _lines(marks) == []  # the interrupted attempt's dependents never started
+        assert lines(marks) == []  # the interrupted attempt's dependents never started
         (second,) = read_pids(pids)  # the first is gone
     assert not alive(*second)
 
@@ -168,16 +118,16 @@ tasks:
     depends_on: [slow]
 """
     with watching(tmp_path, dag) as run:
-        wait_until(lambda: len(_lines(pids)) == 1, timeout=30)
+        wait_until(lambda: len(lines(pids)) == 1, timeout=30)
         first = read_pids(pids)[0]
         (tmp_path / "a.txt").write_text("2\n")
         wait_until(lambda: len(run.generations()) == 1, timeout=30)
-        assert alive(*first) and len(_lines(pids)) == 1  # left to finish
+        assert alive(*first) and len(lines(pids)) == 1  # left to finish
         release.touch()
-        wait_until(lambda: _lines(marks).count("after") == 1 and _lines(marks).count("slow") == 2, timeout=30)
+        wait_until(lambda: lines(marks).count("after") == 1 and lines(marks).count("slow") == 2, timeout=30)
         wait_until(lambda: run.output().count("[after] --> SUCCEEDED") == 1, timeout=30)
-    assert _lines(marks) == ["slow", "slow", "after"]  # `after` never ran on what the first attempt made
-    assert len(_lines(pids)) == 2
+    assert lines(marks) == ["slow", "slow", "after"]  # `after` never ran on what the first attempt made
+    assert len(lines(pids)) == 2
 
 
 def test_a_change_to_a_tasks_own_output_does_not_run_it_or_its_ancestors_again(tmp_path):
@@ -198,13 +148,13 @@ tasks:
     depends_on: [make]
 """
     with watching(tmp_path, dag) as run:
-        wait_until(lambda: _lines(marks) == ["make", "use"], timeout=30)
+        wait_until(lambda: lines(marks) == ["make", "use"], timeout=30)
         (tmp_path / "src" / "in.txt").write_text("2\n")
         wait_until(lambda: run.output().count("[use] --> SUCCEEDED") == 2, timeout=30)
         (tmp_path / "src" / "in.txt").write_text("3\n")  # the fence
         wait_until(lambda: run.output().count("[use] --> SUCCEEDED") == 3, timeout=30)
     assert [line.split(" -> ")[1] for line in run.generations()] == ["make, use", "make, use"]
-    assert _lines(marks) == ["make", "use"] * 3
+    assert lines(marks) == ["make", "use"] * 3
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -219,7 +169,7 @@ tasks:
 """
     earlier = {p.pid for p in psutil.Process().children(recursive=True)}  # e.g. an earlier test's forkserver
     with watching(tmp_path, dag) as run:
-        wait_until(lambda: len(_lines(pids)) == 2, timeout=30)
+        wait_until(lambda: len(lines(pids)) == 2, timeout=30)
         refs = read_pids(pids)
         run.proc.send_signal(sig)
         run.proc.wait(timeout=patience(30))
@@ -229,14 +179,19 @@ tasks:
     assert not [p for p in left if p.status() != psutil.STATUS_ZOMBIE]
 
 
-def test_the_dev_demo_re_runs_build_and_test_for_the_app_and_only_test_for_its_tests():
+def test_the_dev_demo_re_runs_build_web_and_test_for_the_app_the_server_for_its_code_and_test_for_its_tests():
     from tuidag.model.loader import load_dag
     from tuidag.watch import WatchPlan
 
     demos = Path(__file__).resolve().parent.parent / "demos"
-    plan = WatchPlan(load_dag(demos / "dev.yaml"), demos / ".tuidag")
-    assert plan.affected([str(demos / "dev" / "app.py")]) == ["build"]  # the round adds what is downstream: test
+    dag = load_dag(demos / "dev.yaml")
+    plan = WatchPlan(dag, demos / ".tuidag")
+    assert plan.affected([str(demos / "dev" / "app.py")]) == ["build"]  # the round adds what is downstream: web, test
+    assert dag.descendants("build") == ["web", "test"]
+    assert plan.affected([str(demos / "dev" / "server.py")]) == ["web"]
     assert plan.affected([str(demos / "dev" / "test_app.py")]) == ["test"]
+    web = dag.tasks["web"].service
+    assert web is not None and web.ready_when is not None and web.ready_when.kind == "http"
     assert not plan.wanted(str(demos / ".tuidag" / "runs" / "x" / "journal.jsonl"))
 
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 from . import cli_options as options
 from . import completion, control_commands, history_commands, plan_commands, schema_command, serve_command
-from .cli_common import guarded, state_dir_of
+from .cli_common import guarded, read_dag, state_dir_of
 from .exit_codes import EXIT_OK
 from .model.counts import counted
 from .model.errors import DagErrors
-from .model.loader import load_dag
 from .model.spec import DagSpec
 from .run_commands import check_targets, outlive_readers, run_dag, with_resources
 from .store.runs import RunStore
@@ -114,7 +113,7 @@ def _load(
     its slot requests are checked against the capacities, and reported with the file's other mistakes."""
     notes: list = []
     try:
-        dag = _read(path, env, cache_dir, notes)
+        dag = read_dag(path, env, cache_dir, notes)
         if resources is not None:
             dag = with_resources(dag, resources)
     except DagErrors as exc:
@@ -128,18 +127,6 @@ def _load(
         if note is not None:
             print(terminal_line(str(note)), file=sys.stderr)
     return dag
-
-
-def _read(path: Path, env: list[tuple[str, str]], cache_dir: Path | None, notes: list) -> DagSpec:
-    if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
-        from .model.python_loader import load_python
-
-        return load_python(path, notes).with_env(dict(env))
-    if cache_dir is not None:
-        from .model.cache import load_dag_cached
-
-        return load_dag_cached(path, cache_dir, notes, env)
-    return load_dag(path, notes, env=env)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 from .exit_codes import EXIT_OK, EXIT_USAGE
 from .model.counts import counted
 from .model.errors import DagErrors
+from .model.spec import DagSpec
 from .store.journal import read_header
 from .store.runs import STATE_DIR_ENV, RunDir, RunStore, StateDirError, default_state_dir
 from .views.terminal_text import terminal_line
@@ -143,3 +144,21 @@ def guarded(command, args: argparse.Namespace, outlives_readers: bool = False) -
     finally:
         if isinstance(sys.stdout, CommandOutput) and sys.stdout.stream is stdout:
             sys.stdout = stdout
+
+
+def read_dag(
+    path: Path, env: list[tuple[str, str]], cache_dir: Path | None = None, notes: list | None = None
+) -> DagSpec:
+    """The DAG in `path` (a Python file defining a tuidag.Dag, or YAML: from `cache_dir` when it holds this exact
+    file's model), with `env` (--env) given to every task. DagErrors, located, when the file has mistakes."""
+    if path.suffix == ".py":  # a Python file defining a tuidag.Dag, imported as a module
+        from .model.python_loader import load_python
+
+        return load_python(path, notes).with_env(dict(env))
+    if cache_dir is not None:
+        from .model.cache import load_dag_cached
+
+        return load_dag_cached(path, cache_dir, notes, env)
+    from .model.loader import load_dag
+
+    return load_dag(path, notes, env=env)

@@ -23,20 +23,20 @@ from .engine.local import LocalExecutor
 from .engine.scheduler import RunSummary, Scheduler, default_parallel
 from .exit_codes import EXIT_FAILED, EXIT_OK, SIGNAL_EXIT
 from .model.counts import counted
-from .model.resources import requests
 from .model.spec import DagSpec, FailurePolicy
 from .model.targets import needed
 from .store.heartbeat import Heartbeat
 from .store.journal import JournalWriter
 from .store.resume import Reuse, plan_reuse
+from .store.run_dag import dag_header
 from .store.runs import RunDir, RunStore, link_log, log_file_name
-from .store.task_story import definitions_header, matrix_values
 
 HOOKS_LOG = "hooks.log"  # in the run folder: what the run's hooks printed
 
 if TYPE_CHECKING:
     from .control.server import ControlServer  # imported when the socket is opened (`serve_control`)
-    from .watch import InputWatcher
+    from .live_dag import LiveDag
+    from .store.freshness import Freshness
 
 
 class RunSession:
@@ -66,7 +66,9 @@ class RunSession:
         self.reuse: Reuse | None = None  # what a resumed run took over from the earlier one, and why not more
         journal.on_error = self._journal_failed
         scheduler.on_log_full = self._logs_full
-        self.watcher: InputWatcher | None = None  # `--watch`: what re-runs tasks when their inputs change
+        self.watcher: LiveDag | None = None  # `--watch`: what re-runs tasks when their inputs (or the DAG) change
+        self.freshness: Freshness | None = None  # what decides that a task is up to date (tasks with inputs/outputs)
+        self.force = False  # --force: every task runs (kept for a DAG that has inputs only once reloaded)
         self.watch_ended = threading.Event()
         self.heartbeat = Heartbeat(run.journal).start()  # after a crash, tells when this process was last alive
 
@@ -134,6 +136,7 @@ class RunSession:
         scheduler.subscribe(journal.record, batches=True)
         session = cls(dag, store, run, journal, scheduler)
         session.reuse = reuse
+        session.freshness, session.force = freshness, force
         return session
 
     def serve_control(self) -> None:
@@ -150,12 +153,31 @@ class RunSession:
                 file=sys.stderr,
             )
 
-    def watch(self) -> None:
-        """`--watch`: from now on a change to a task's inputs runs it and its downstream again (watch.py)."""
-        from .watch import InputWatcher, WatchPlan
+    def watch(self, load: Callable[[], DagSpec] | None = None) -> None:
+        """`--watch`: from now on a change to a task's inputs runs it and its downstream again (watch.py), and one
+        to the DAG file reloads it with `load` (live_dag.py). Services stay up until watch mode ends."""
+        from .live_dag import LiveDag
 
-        plan = WatchPlan(self.dag, self.store.state_dir)
-        self.watcher = InputWatcher(plan, self.scheduler.refresh).start()
+        self.scheduler.watch_rounds()
+        self.watcher = LiveDag(self, load).start()
+
+    def freshness_for(self, dag: DagSpec) -> Freshness | None:
+        """What decides which tasks of the DAG reloaded under --watch are up to date: the run's, or a new one when
+        the reload brought the first inputs or outputs."""
+        if self.freshness is not None:
+            self.freshness.dag = dag
+        elif any(task.inputs or task.outputs for task in dag.tasks.values()):
+            from .store.freshness import Freshness
+
+            self.freshness = Freshness(
+                dag,
+                self.store.state_dir,
+                self.run.run_id,
+                self.run.logs,
+                force=self.force,
+                on_note=lambda text: print(f"tuidag: note: {text}", file=sys.stderr),
+            )
+        return self.freshness
 
     @property
     def watching(self) -> bool:
@@ -318,21 +340,6 @@ class RunSession:
         if self.interrupted_by:
             return SIGNAL_EXIT[signal.Signals[self.interrupted_by]]
         return EXIT_OK if summary.ok and self.store_error is None else EXIT_FAILED
-
-
-def dag_header(dag: DagSpec, max_parallel: int | None) -> dict:
-    """What the journal's header keeps of the DAG's shape, so a viewer in another process, the post-mortem browser
-    and the report can draw the run without its file (which may have changed since, or be a Python script)."""
-    return {
-        "deps": {name: list(task.depends_on) for name, task in dag.tasks.items() if task.depends_on},
-        "capacities": dict(dag.resources),
-        "requests": {name: requests(task) for name, task in dag.tasks.items() if task.resources},
-        "max_parallel": max(1, max_parallel or dag.max_parallel),
-        **({"groups": {name: list(group.instances) for name, group in dag.groups.items()}} if dag.groups else {}),
-        **({"matrix": matrix_values(dag)} if dag.groups else {}),
-        **({"notify": dag.notify} if dag.notify else {}),  # when `tuidag attach` rings the terminal
-        "definitions": definitions_header(dag),  # what each task was asked to do: its detail (`i`, `show --task`)
-    }
 
 
 def run_end(snapshots: Iterable[TaskSnapshot], started: float) -> float:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import plan_commands
-from .cli_common import UsageError, guarded, no_such_task, one_run, open_store, printable
+from .cli_common import UsageError, guarded, no_such_task, one_run, open_store, printable, read_dag
 from .exit_codes import EXIT_OK
 from .model.counts import counted
 from .model.errors import DagErrors
@@ -46,15 +46,7 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     detached from the terminal (see background.py), and this returns as soon as the run exists."""
     outlive_readers()
     check_targets(dag, args.tasks)
-    dag = with_resources(dag, getattr(args, "resources", {}))  # before anything starts or is stored
-    if getattr(args, "num_jobs", None) is not None:
-        from .model.matrix import num_jobs_problem, with_num_jobs
-
-        problem = num_jobs_problem(dag, args.num_jobs)
-        if problem:
-            raise UsageError(problem)
-        dag = with_num_jobs(dag, args.num_jobs)
-    refuse_services_on_dask(dag, getattr(args, "executor", None) or dag.executor)
+    dag = prepared(dag, args)  # before anything starts or is stored
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
     if getattr(args, "dry_run", False):
@@ -65,7 +57,40 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     if getattr(args, "detach", False) or tui:
         return _run_in_background(dag, args, state_dir, earlier, view=tui and not args.detach)
     session = _new_session(dag, args, state_dir, earlier)
-    return run_headless(session, quiet=args.quiet, watch=args.watch, notify=getattr(args, "notify", None))
+    return run_headless(session, args.quiet, watch_mode(dag, args), getattr(args, "notify", None))
+
+
+def prepared(dag: DagSpec, args: argparse.Namespace) -> DagSpec:
+    """The DAG as the command line makes it (--resources over its capacities, -J over its matrix jobs), checked for
+    what the executor can't run. DagErrors or UsageError (a located or a command-line mistake)."""
+    dag = with_resources(dag, getattr(args, "resources", {}))
+    if getattr(args, "num_jobs", None) is not None:
+        from .model.matrix import num_jobs_problem, with_num_jobs
+
+        problem = num_jobs_problem(dag, args.num_jobs)
+        if problem:
+            raise UsageError(problem)
+        dag = with_num_jobs(dag, args.num_jobs)
+    refuse_services_on_dask(dag, getattr(args, "executor", None) or dag.executor)
+    return dag
+
+
+def watch_mode(dag: DagSpec, args: argparse.Namespace) -> Callable[[], DagSpec] | bool:
+    """Under --watch, how the run reads its DAG file again when it is edited: as `tuidag run` read it (its --env,
+    --resources, -J); True for a DAG that has no file; False without --watch."""
+    path = dag.source
+    if not getattr(args, "watch", False) or path is None:
+        return getattr(args, "watch", False) is True
+
+    def load() -> DagSpec:
+        from .model.errors import DagError
+
+        try:
+            return prepared(read_dag(path, getattr(args, "env", [])), args)
+        except UsageError as exc:
+            raise DagErrors([DagError(f"{path}: {exc}")]) from None
+
+    return load
 
 
 def watch_note(plan) -> str:
@@ -74,10 +99,15 @@ def watch_note(plan) -> str:
 
     count = sum(len(entries) for entries in plan.inputs.values())
     if not count:
-        what = "no task declares inputs, so nothing re-runs on a change (declare `inputs` to re-run a task)"
+        what = (
+            "no task declares inputs: only an edit of the DAG file re-runs tasks (declare `inputs` to re-run a task)"
+            if plan.dag_file
+            else "no task declares inputs, so nothing re-runs on a change (declare `inputs` to re-run a task)"
+        )
     else:
         what = (
-            f"watching {counted(count, 'input')} of {counted(len(plan.inputs), 'task')} "
+            f"watching {counted(count, 'input')} of {counted(len(plan.inputs), 'task')}"
+            f"{', and the DAG file to reload it' if plan.dag_file else ''} "
             f"(changes gathered until {STEP_MS} ms pass without one)"
         )
     return f"{what}; q, Ctrl+C or `tuidag stop` ends watch mode"
@@ -175,7 +205,7 @@ def _run_in_background(
             session = _new_session(dag, args, state_dir, earlier)
             ready(session.run.run_id, str(session.run.path))
             # its viewer (if any) rings the terminal: the engine's own output is engine.log
-            return run_headless(session, quiet=True, watch=getattr(args, "watch", False), notify="never")
+            return run_headless(session, True, watch_mode(dag, args), "never")
 
         return guarded(work, args)
 
@@ -244,9 +274,12 @@ def make_executor(dag: DagSpec, args: argparse.Namespace):
         raise SystemExit(130) from None
 
 
-def run_headless(session, quiet: bool = False, watch: bool = False, notify: str | None = None) -> int:
+def run_headless(
+    session, quiet: bool = False, watch: Callable[[], DagSpec] | bool = False, notify: str | None = None
+) -> int:
     """Run the session, printing its progress on stdout; on a terminal, a note (a bell, a desktop notification)
-    when it ends or its first task fails, as `notify` (--notify, else the DAG's `notify:`) says."""
+    when it ends or its first task fails, as `notify` (--notify, else the DAG's `notify:`) says. `watch`: --watch,
+    and how to read the DAG file again when it is edited (`watch_mode`), or True for a DAG without a file."""
     import os
 
     from .launch import install_signal_handlers
@@ -283,16 +316,16 @@ def run_headless(session, quiet: bool = False, watch: bool = False, notify: str 
         f"logs in {session.run.logs}",
         flush=True,
     )
+    if watch:
+        session.scheduler.watch_rounds()  # before the start: services stay up once the first round's tasks ended
     session.scheduler.start()
     if watch:
-        session.watch()
+        session.watch(None if watch is True else watch)
         print(f"tuidag: {terminal_line(watch_note(session.watcher.plan))}", flush=True)
     while True:  # a timeout lets signal handlers run promptly
-        done = session.scheduler.wait(0.2)
-        if session.watching:  # under --watch the run stays until watch mode ends
-            if done:
-                session.watch_ended.wait(0.2)
-        elif done:
+        if session.watching:  # under --watch the run stays until watch mode ends (a signal ends it too)
+            session.watch_ended.wait(1.0)
+        elif session.scheduler.wait(0.2):
             break
     summary = session.finish()
     reporter.stop()

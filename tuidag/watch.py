@@ -6,7 +6,8 @@ pass without another (at most DEBOUNCE_MS): an editor's save that writes three t
 together, make one batch and one round, of the union of what each change touches. What is watched: for each
 input, the folder it names, or the folder a file or glob is in (recursively), and the DAG file's folder; a change is
 kept only when it is one of the inputs (or the DAG file) and not under the state dir. A change to a declared output
-of a task never re-runs that task or its ancestors (no loops), nor its descendants (they run after it anyway).
+of a task never re-runs that task or its ancestors (no loops), nor its descendants (they run after it anyway). A
+change to the DAG file reloads it (live_dag.py), and what is watched follows the tasks it now has.
 """
 
 from __future__ import annotations
@@ -134,11 +135,19 @@ def trigger_text(names: list[str]) -> str:
 
 
 class InputWatcher:
-    """A thread that turns batches of file changes into rounds (`on_change(tasks, trigger)`), until `stop`."""
+    """A thread that turns batches of file changes into rounds (`on_change(tasks, trigger)`), until `stop`. A batch
+    with the DAG file in it goes to `on_dag_file(other paths)` instead (with it set), which reloads the DAG and
+    returns what to watch from then on (None: as before); the watches are set up again when their folders differ."""
 
-    def __init__(self, plan: WatchPlan, on_change: Callable[[list[str], str], object]):
+    def __init__(
+        self,
+        plan: WatchPlan,
+        on_change: Callable[[list[str], str], object],
+        on_dag_file: Callable[[list[str]], WatchPlan | None] | None = None,
+    ):
         self.plan = plan
         self.on_change = on_change
+        self.on_dag_file = on_dag_file
         self._stop = threading.Event()
         self._ready = threading.Event()
         self.error: OSError | None = None  # why the watches could not be set up (no inotify watch left)
@@ -162,27 +171,45 @@ class InputWatcher:
         # which `start` waits for (with `watch` they are set up at the first iteration, on this thread, unannounced).
         from watchfiles.main import RustNotify
 
-        roots = self.plan.roots()
-        if not roots:
-            self._ready.set()
-            self._stop.wait()
-            return
-        try:
-            notify = RustNotify(roots, False, False, 300, True, True)
-        except OSError as exc:
-            self.error = exc
-            self._ready.set()
-            return
-        with notify:
-            self._ready.set()
-            while True:
-                # wakes every 5 s when nothing changes (to see a stop asked meanwhile), else after a batch
-                raw = notify.watch(DEBOUNCE_MS, STEP_MS, 5000, self._stop)
-                if raw == "stop":
+        watched: list[str] = []
+        while not self._stop.is_set():
+            roots = self.plan.roots()
+            if not roots:
+                self._ready.set()
+                self._stop.wait()
+                return
+            try:
+                notify = RustNotify(roots, False, False, 300, True, True)
+            except OSError as exc:
+                if not watched:  # at the start: `start` raises it
+                    self.error = exc
+                    self._ready.set()
                     return
-                if not isinstance(raw, set):
-                    continue
-                paths = sorted({path for _change, path in raw if self.plan.wanted(path)})
-                tasks = self.plan.affected(paths)
-                if tasks:
-                    self.on_change(tasks, trigger_text([self.plan.shown(p) for p in paths]))
+                roots = watched  # a reload asked for more watches than are left: those that were set up before
+                notify = RustNotify(roots, False, False, 300, True, True)
+            watched = roots
+            with notify:
+                self._ready.set()
+                while not self._batch(notify, roots):
+                    pass
+
+    def _batch(self, notify, roots: list[str]) -> bool:
+        """Wait for one batch of changes and act on it; True when watching must stop or be set up again."""
+        # wakes every 5 s when nothing changes (to see a stop asked meanwhile), else after a batch
+        raw = notify.watch(DEBOUNCE_MS, STEP_MS, 5000, self._stop)
+        if raw == "stop":
+            return True
+        if not isinstance(raw, set):
+            return False
+        plan = self.plan
+        paths = sorted({path for _change, path in raw if plan.wanted(path)})
+        if self.on_dag_file is not None and plan.dag_file in paths:
+            reloaded = self.on_dag_file([p for p in paths if p != plan.dag_file])
+            if reloaded is not None:
+                self.plan = reloaded
+                return reloaded.roots() != roots
+            return False
+        tasks = plan.affected(paths)
+        if tasks:
+            self.on_change(tasks, trigger_text([plan.shown(p) for p in paths]))
+        return False

@@ -48,6 +48,7 @@ class Tmux:
         kill_grace: float = 0.5,
         size: tuple[int, int] = (160, 45),
         targets: tuple[str, ...] = (),
+        options: tuple[str, ...] = (),
     ):
         self.name = f"tuidag-e2e-{os.getpid()}-{time.monotonic_ns()}"
         self.tmux = ["tmux", "-L", self.name]
@@ -56,7 +57,7 @@ class Tmux:
         # COLUMNS/LINES reach the session from the test's environment and would override the terminal's real size.
         command = (
             f'cd {workdir} && env -u COLUMNS -u LINES PYTHONPATH={REPO} {sys.executable} -c "{LAUNCHER}" '
-            f"run dag.yaml {' '.join(targets)} --state-dir state --kill-grace {kill_grace}"
+            f"run dag.yaml {' '.join((*targets, *options))} --state-dir state --kill-grace {kill_grace}"
         )
         # A server of its own (-L): sessions of tests running at once never meet a shared server as it exits.
         subprocess.run(

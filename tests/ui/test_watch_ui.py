@@ -1,9 +1,11 @@
 """Watch mode in the UI (Pilot, the app on a real engine through its control socket, as `tuidag run` shows it): the
-header says the latest generation and what triggered it; `q` (then Stop) ends watch mode with nothing left running."""
+header says the latest generation and what triggered it, the timeline marks where each began; an edit of the DAG
+file grows the graph (a removed task stays, cancelled) or, with errors, is said until fixed; `q` (then Stop) ends
+watch mode with nothing left running."""
 
 from __future__ import annotations
 
-from pilot_helpers import open_app, until
+from pilot_helpers import open_app, screen_text, until
 
 from dags import alive, read_pids
 from tuidag.ui.screens.choice import ChoiceScreen
@@ -36,3 +38,96 @@ async def test_q_in_watch_mode_ends_it_and_leaves_no_process_and_the_header_show
         assert session.watch_ended.is_set()
         assert session.scheduler.wait(30)
     assert [ref for ref in refs if alive(*ref)] == []
+
+
+DAG = """\
+name: loop
+tasks:
+  a:
+    run: echo a
+    inputs: [a.txt]
+  b:
+    run: echo b
+    depends_on: [a]
+"""
+
+
+def _watched(tmp_path, dag: str = DAG):
+    """A run of a DAG file under --watch as `tuidag run FILE --watch` makes it: the file's edits reload it."""
+    from tuidag.launch import RunSession
+    from tuidag.model.loader import load_dag
+
+    path = tmp_path / "dag.yaml"
+    path.write_text(dag)
+    (tmp_path / "a.txt").write_text("1\n")
+    session = RunSession.create(load_dag(path), tmp_path / "state", kill_grace=0.5)
+    return session, lambda: load_dag(path)
+
+
+def _succeeded(app, *names: str) -> bool:
+    return all(name in app.model.snapshots and app.model.snapshots[name].state.value == "SUCCEEDED" for name in names)
+
+
+async def test_the_header_says_each_generation_and_the_timeline_marks_where_it_began(tmp_path):
+    session, load = _watched(tmp_path, DAG + "  c:\n    run: echo c\n")  # c's row is empty after its first run
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: _succeeded(app, "a", "b", "c"), timeout=30, what="the first run")
+        session.watch(load)
+        await pilot.press("t")
+        await until(pilot, lambda: app.timeline.active, what="the timeline")
+        assert "┃g" not in screen_text(app)  # the first run is no round of its own
+        (tmp_path / "a.txt").write_text("2\n")
+        await until(pilot, lambda: [g for g, _ in app.model.generations] == ["g2"], timeout=30, what="gen 2")
+        await until(pilot, lambda: app.model.snapshots["b"].attempt == 2 and _succeeded(app, "b"), timeout=30)
+        assert "gen 2: a.txt changed -> a, b" in app.header._first_line(200).plain
+        app.timeline.repaint()
+        await pilot.pause()
+        screen = screen_text(app)
+        axis = next(line for line in screen.splitlines() if "┃g2" in line)
+        column = axis.index("┃g2")
+        row = next(line for line in screen.splitlines() if line.startswith("│✔ c "))
+        assert row[column] == "┃", screen  # the mark goes down the rows, where they are empty
+        session.end_watch()
+
+
+async def test_a_task_an_edit_adds_appears_in_the_graph_and_one_it_removes_stays_cancelled(tmp_path):
+    session, load = _watched(tmp_path)
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: _succeeded(app, "a", "b"), timeout=30, what="the first run")
+        session.watch(load)
+        (tmp_path / "dag.yaml").write_text(DAG + "  lint:\n    run: echo lint\n    depends_on: [b]\n")
+        await until(pilot, lambda: _succeeded(app, "lint"), timeout=30, what="the added task's run")
+        await until(pilot, lambda: app.graph is not None and "lint" in app.graph.tiles, what="its tile")
+        assert "loop · 3 tasks" in str(app.canvas.border_title)
+        assert app.canvas.dependencies["lint"] == ["b"]
+        assert "gen 2: dag.yaml changed -> lint" in app.header._first_line(200).plain
+        await pilot.press("L")
+        await until(pilot, lambda: "lint" in app.table.rows, what="its row in the list")
+        (tmp_path / "dag.yaml").write_text(DAG)  # lint removed again
+        await until(pilot, lambda: app.model.snapshots["lint"].state.value == "CANCELLED", timeout=30)
+        assert app.model.snapshots["lint"].reason == "removed from the DAG file"
+        assert "lint" in app.table.rows and "lint" in app.graph.tiles  # kept in the run, as it ended
+        assert app.canvas.dependencies["lint"] == []
+        session.end_watch()
+
+
+async def test_an_edit_with_errors_is_said_on_screen_until_an_edit_loads(tmp_path):
+    session, load = _watched(tmp_path)
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: _succeeded(app, "a", "b"), timeout=30, what="the first run")
+        session.watch(load)
+        path = tmp_path / "dag.yaml"
+        path.write_text(DAG.replace("depends_on: [a]", "depends_on: [nope]"))
+        error = f"{path}:8:18: task 'b' depends on unknown task 'nope'"
+        await until(pilot, lambda: app.model.dag_error is not None, timeout=30, what="the error")
+        assert app.model.dag_error == error
+        assert f"⚠ {error} (keeping the DAG as it was)" in app.header._first_line(300).plain
+        notices = app._notifications
+        await until(pilot, lambda: any(error in n.message for n in notices), what="a notice too")
+        assert [n.title for n in notices] == ["The DAG file has errors"]
+        path.write_text(DAG.replace("echo b", "echo b2"))
+        await until(pilot, lambda: app.model.dag_error is None, timeout=30, what="the fix")
+        await until(pilot, lambda: app.model.snapshots["b"].attempt == 2, timeout=30, what="b's re-run")
+        assert "⚠" not in app.header._first_line(300).plain
+        await until(pilot, lambda: any(n.title == "The DAG file loads again" for n in notices), what="said so")
+        session.end_watch()

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
 from ..model.state import TaskState
+from ..store.journal_records import with_dag
 from ..store.runs import RunDir
 from . import protocol
 from .protocol import MAX_MESSAGE, SOCKET_NAME
@@ -264,11 +265,13 @@ def decode_event(message: dict[str, Any], log_path: str = "") -> TaskEvent | Run
         )
         return TaskEvent(_int(message.get("seq")) or 0, snap.changed_at, old, snap)
     if kind == "run" and type(message.get("event")) is str:
+        dag = with_dag({}, message) if message["event"] == "dag" else None  # checked as the journal's reader checks it
         return RunEvent(
             _int(message.get("seq")) or 0,
             _num(message.get("t")) or 0.0,
             message["event"],
             _str(message.get("detail")) or "",
+            dag or None,
         )
     return None
 

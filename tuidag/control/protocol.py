@@ -10,9 +10,12 @@ the engine closes gets `{"type": "bye", "reason": ...}` first when it can say wh
 connections). A viewer sends `subscribe` once; from then on the engine also sends, in order:
 
 - `{"type": "snapshot", "seq": N, "tasks": [...], "paused": bool, ...}`: every task as it is now (the state the
-  journal replays to), then only events newer than `seq`;
+  journal replays to), then only events newer than `seq`; with `"dag": {...}` once the DAG file was edited under
+  --watch (the run's DAG as the latest `dag` event says it);
 - task events, as the journal writes them (`"type": "task"`, see `store/journal.task_line`);
-- run events `{"type": "run", "event": "started|paused|resumed|finished", "t": ..., "detail": ...}`;
+- run events `{"type": "run", "event": "started|paused|resumed|finished|...", "t": ..., "detail": ...}`, as the
+  journal writes them (a `dag` event, the DAG file edited under --watch, with the run's DAG in the fields of a
+  journal header: `tasks`, `deps`, `definitions`...);
 - `{"type": "usage", "usage": {task: [cpu_percent, rss_bytes]}}` once a second while tasks run;
 - `{"type": "notice", "text": ...}` for what a viewer must tell its user (the state dir filled up).
 

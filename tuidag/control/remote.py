@@ -3,9 +3,9 @@ control socket (a live run) or from its journal (a run that is over).
 
 `RemoteRun.attach` subscribes to a live run: a reader thread decodes the engine's stream and calls observers from
 that thread, as the scheduler calls its observers from engine threads, and keeps the latest snapshot of every
-task and the engine's latest CPU/memory sample. Controls (cancel, re-run, pause, interrupt, ...) are requests on
-the same connection (control/engine_connection.py: the transport); each waits for its own reply, so callers must not
-be the UI thread.
+task and the engine's latest CPU/memory sample. Controls (cancel, re-run, pause, interrupt, ...: remote_controls.py)
+are requests on the same connection (control/engine_connection.py: the transport); each waits for its own reply, so
+callers must not be the UI thread.
 
 The engine may go away: the run ended (it closes the channel after writing summary.json), the viewer was dropped
 for reading too slowly (it reconnects), or the engine died (kill -9, OOM). The reader notices within
@@ -26,20 +26,20 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
-from ..engine.scheduler import RerunRefused
 from ..model.state import TaskState
-from ..store.journal import read_header, replay
+from ..store.journal import replay
+from ..store.journal_records import with_dag
 from ..store.reaper import REAP_GRACE
-from ..store.run_dag import dag_from_header
+from ..store.run_dag import current_header, dag_from_header
 from ..store.runs import RunDir, RunStore
 from ..store.task_story import TaskDefinition, TaskStory, definition_from_header, task_story
-from .client import NotAnswered, NotLive, Refused, decode_event
-from .engine_connection import EngineConnection
+from .client import NotAnswered, NotLive, decode_event
 from .protocol import MAX_MESSAGE
+from .remote_controls import RemoteControls
 from .run_record import differs, journal_snapshots, process_alive, reap_dead_run, reaped_text
 from .run_source import Observer, Usage
 
@@ -54,11 +54,11 @@ REAPED = "reaped"  # ... once it killed what a dead engine's tasks left (detail:
 S = TaskState
 
 
-class RemoteRun(EngineConnection):
+class RemoteRun(RemoteControls):
     """A run in another process (or over): the `RunSource` the terminal UI views every run through."""
 
     def __init__(self, run: RunDir, store: RunStore, *, foreground: bool = False):
-        header = read_header(run.journal)
+        header = current_header(run.journal)  # the run's DAG as it is now (the DAG file may be edited under --watch)
         if not header:
             raise NotLive(f"run {run.run_id} has no readable journal")
         super().__init__(run)
@@ -149,6 +149,8 @@ class RemoteRun(EngineConnection):
             head = self._next_message()
             if head.get("type") != "snapshot" or type(head.get("count")) is not int:
                 raise NotLive(f"run {self.run.run_id} answered with something else than a snapshot")
+            if type(head.get("dag")) is dict:  # the DAG file was edited: the run's tasks now
+                self._adopt_dag(head["dag"])
             snaps = {}
             for _ in range(head["count"]):
                 event = decode_event(self._next_message())
@@ -283,6 +285,8 @@ class RemoteRun(EngineConnection):
                 event = decode_event(message)
                 if event is not None and (isinstance(event, RunEvent) or event.task in self.dag.tasks):
                     events.append(event)
+                    if type(event) is RunEvent and event.data:  # a `dag` event: the tasks of the events after it
+                        self._adopt_dag(event.data)
             elif kind == "reply":
                 self._pending.answer(message)
             elif kind == "started":
@@ -309,12 +313,23 @@ class RemoteRun(EngineConnection):
                         self._paused = event.kind == "paused"
                     elif event.kind == "finished":
                         self._finished = True
+                    elif event.kind == "dag":  # new tasks are PENDING until their first event
+                        for name in self.dag.topological_order:
+                            if name not in snaps:
+                                snaps[name] = TaskSnapshot(name, S.PENDING)
                 if event.seq > self._seq:
                     self._seq = event.seq
             observers = self._observers
         for observer in observers:
             for event in events:
                 observer(event)
+
+    def _adopt_dag(self, fields: Mapping[str, Any]) -> None:
+        """The run's DAG is now as `fields` (a `dag` event's, a journal header's) say, if they are well formed."""
+        header = with_dag(self._header, {**fields, "type": "run", "event": "dag"})
+        if header is not self._header:
+            self._header = header
+            self.dag = dag_from_header(header)
 
     def _take_usage(self, message: dict[str, Any]) -> None:
         usage = message.get("usage")
@@ -451,52 +466,6 @@ class RemoteRun(EngineConnection):
         """What cancelling `name` would cancel, from the latest snapshots (no round trip: the UI asks on its thread)."""
         with self._lock:
             return [n for n in [name, *self.dag.descendants(name)] if not self._snaps[n].state.terminal]
-
-    # A viewer's controls: the engine words the reason, and records that they came from a viewer.
-    def cancel(self, name: str, reason: str = "") -> list[str]:
-        return self.request("cancel", tasks=[name], origin="viewer")["changed"]
-
-    def cancel_all(self, reason: str = "") -> list[str]:
-        return self.request("cancel_all", origin="viewer")["changed"]
-
-    def stop(self) -> list[str]:
-        """Cancel every task and end the run (as `tuidag stop` does)."""
-        return self.request("stop", origin="viewer")["changed"]
-
-    def rerun(self, name: str) -> list[str]:
-        """As Scheduler.rerun: RerunRefused says why not."""
-        try:
-            return self.request("rerun", tasks=[name])["changed"]
-        except Refused as refused:
-            raise RerunRefused(str(refused)) from None
-
-    def pause(self) -> bool:
-        try:
-            self.request("pause")
-        except Refused:
-            return False
-        return True
-
-    def resume(self) -> None:
-        self.request("resume")
-
-    def interrupt(self, signum: int) -> None:
-        """Stop the run as that signal would stop it (the engine records it, and exits with 128 + N)."""
-        import signal
-
-        name = signal.Signals(signum).name
-        self.interrupted_by = self.interrupted_by or name
-        self.request("interrupt", signal=name)
-
-    # ------------------------------------------------------------------------------------------------ requests
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Send `op` and wait for its reply (never call this on the UI thread). Refused when the engine says no,
-        NotLive when it is gone."""
-        if not self._live:
-            raise NotLive("read-only: the run is over")
-        if self.not_answering is not None:
-            raise NotLive(f"{self.not_answering}: {op} not sent")
-        return self._ask(op, fields)
 
     def close(self) -> None:
         """Stop following the run (it goes on)."""

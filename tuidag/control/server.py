@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from ..engine.events import Event, TaskEvent
-from ..store.journal import task_line
+from ..store.journal import run_line, task_line
 from . import dispatch, protocol
 from .connection import Connection, EngineLog
 from .protocol import ProtocolError
@@ -92,6 +92,7 @@ class ControlServer:
                 self._threads.append(self._sampler)
                 self._sampler.start()
         seq, snaps = self.scheduler.snapshot_seq()
+        shape = self.scheduler.dag_shape  # read after the snapshot: it has every task the snapshot has, or more
         session = self.session
         head = protocol.encode(
             {
@@ -104,6 +105,7 @@ class ControlServer:
                 "finished": self.scheduler.finished,
                 "interrupted_by": session.interrupted_by,
                 "notice": session.store_message,
+                **({"dag": shape} if shape is not None else {}),  # the DAG file was edited: the run's tasks now
             }
         )
         body = b"".join(task_line(TaskEvent(seq, snap.changed_at, snap.state, snap)) for snap in snaps.values())
@@ -232,8 +234,4 @@ def _expired_reply(request: dict, why: str = "its deadline passed before the eng
 
 
 def _event_line(event: Event) -> bytes:
-    if isinstance(event, TaskEvent):
-        return task_line(event)
-    return protocol.encode(
-        {"type": "run", "event": event.kind, "seq": event.seq, "t": event.time, "detail": event.detail}
-    )
+    return task_line(event) if isinstance(event, TaskEvent) else run_line(event)

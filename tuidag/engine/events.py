@@ -6,6 +6,7 @@ the engine makes several per task.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..model.state import TaskState
@@ -61,12 +62,15 @@ class TaskEvent(NamedTuple):
 
 
 class RunEvent(NamedTuple):
-    """A run-level change: started, paused, resumed, finished (with the run's outcome)."""
+    """A run-level change: started, paused, resumed, finished (with the run's outcome); under --watch a round
+    (`generation`), the DAG file reloaded (`dag`, whose `data` is the run's DAG as the journal's header describes it:
+    tasks, edges, definitions) or not (`dag-error`, the located errors)."""
 
     seq: int
     time: float
     kind: str
     detail: str = ""
+    data: Mapping[str, Any] | None = None  # fields of the journal record beyond these (only `dag` has any)
 
 
 Event = TaskEvent | RunEvent

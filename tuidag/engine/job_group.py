@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from ..model.dag_diff import REMOVED
 from ..model.service import SERVICE_STOPPED
 from ..model.spec import JOB_GROUP_STOPPED, JobGroup
 from ..model.state import TERMINAL, TaskState
@@ -16,8 +17,8 @@ from .events import TaskSnapshot
 
 def stopped_by_group(snap: TaskSnapshot) -> bool:
     """Whether a task ended because its job group's primary tasks had (or, a service, because the run's other tasks
-    had): an ending that counts as a success."""
-    return snap.state is TaskState.CANCELLED and snap.reason in (JOB_GROUP_STOPPED, SERVICE_STOPPED)
+    had; or because an edit of the DAG file under --watch removed it): an ending that counts as a success."""
+    return snap.state is TaskState.CANCELLED and snap.reason in (JOB_GROUP_STOPPED, SERVICE_STOPPED, REMOVED)
 
 
 class JobGroupStopper:

@@ -10,7 +10,13 @@ attempt's outcome. Either way its dependents do not start on what that attempt m
 that is to restart) and the run does not end meanwhile (`_check_done` waits for it). A task starts again once its
 dependencies have succeeded, so a re-run of a task whose dependency has not finished its first run waits for it.
 
-Part of `Scheduler` (scheduler.py): `refresh` and `end_rounds` take the lock; the rest runs with it held.
+Services (services.py) stay up between rounds (`watch_rounds`). A service of a round is restarted whatever its
+`interruptible` says (it never ends by itself) and, as any task of a round, with what is downstream of it, which
+waits for it to be ready again; a service that a round's task needs and that is not up (it failed, or was stopped)
+joins the round. Once watch mode ends (`end_rounds`), the services are stopped when the other tasks have ended.
+
+Part of `Scheduler` (scheduler.py): `refresh`, `watch_rounds` and `end_rounds` take the lock; the rest runs with it
+held.
 """
 
 from __future__ import annotations
@@ -34,6 +40,18 @@ class Rounds(TaskAttempts):
     _restart_after: set[str]  # tasks to run again once their running attempt has ended
     _rounds_over: bool  # `end_rounds` was called: no more rounds
     _closed: bool
+    _services: frozenset[str]
+    _keep_services: bool
+    _plain_unfinished: int
+
+    if TYPE_CHECKING:  # services.py
+
+        def _stop_services(self, reason: str = ..., force: bool = False) -> None: ...
+
+    def watch_rounds(self) -> None:
+        """Watch mode: services stay up once a round's other tasks have ended (before `start`, or they may not)."""
+        with self._lock:
+            self._keep_services = True
 
     def refresh(self, names: Iterable[str], trigger: str) -> list[str]:
         """Start a new round: `names` and everything downstream of them run again (a running one is restarted),
@@ -41,50 +59,84 @@ class Rounds(TaskAttempts):
         (and no round) when the run is over or stopped, or no task is left to re-run."""
         to_kill: list[RunningAttempt] = []
         with self._lock:
-            if self._halted or self._closed or self._rounds_over:
+            if not self._rounds_open():
                 return []
-            chosen: set[str] = set()
-            for name in names:
-                if name in self._tasks and name not in chosen:
-                    chosen.update([name, *self.dag.descendants(name)])
-            order = [n for n in self.dag.topological_order if n in chosen and self._tasks[n].state is not S.UNTARGETED]
-            if not order:
-                return []
-            self.generation_number += 1
-            reason = f"restarted: gen {self.generation_number}: {trigger}"
-            self._stopping = False
-            self._done.clear()
-            self._run_event("generation", f"gen {self.generation_number}: {trigger} -> {', '.join(order)}")
-            now = self.clock()
-            for n in order:
-                t = self._tasks[n]
-                if t.state is S.RUNNING:
-                    self._restart_after.add(n)
-                    if self.dag.tasks[n].interruptible:
-                        t.cancel_reason = reason
-                        self._set(t, S.CANCELLING, reason=reason)
-                        if t.running is not None:
-                            to_kill.append(t.running)
-                elif t.state is S.CANCELLING:
-                    self._restart_after.add(n)
-                elif t.state in (S.QUEUED, S.RETRYING):
-                    self._drop_pending_work(t)
-                    self._set(t, S.CANCELLED, reason=reason, finished_at=now)
-                    self._back_to_pending(t)
-                elif t.state.terminal:
-                    self._back_to_pending(t)
-            self._start_ready(order)
-            self._check_done()
+            order = self._round(names, trigger, to_kill)
         self._flush()
-        for running in to_kill:
-            threading.Thread(target=running.kill, name="tuidag-kill", daemon=True).start()
+        self._kill(to_kill)
         return order
 
+    def _rounds_open(self) -> bool:
+        return self._started and not (self._halted or self._closed or self._rounds_over)
+
+    def _kill(self, running: list[RunningAttempt]) -> None:
+        for attempt in running:
+            threading.Thread(target=attempt.kill, name="tuidag-kill", daemon=True).start()
+
+    def _round(self, names: Iterable[str], trigger: str, to_kill: list[RunningAttempt], removed: str = "") -> list[str]:
+        """A round of `names` and their downstream (lock held): its `generation` event (`removed`: the tasks the
+        DAG file no longer has, said after them), its tasks back to PENDING or restarting, the ready ones queued;
+        attempts to kill are added to `to_kill`. Its tasks in topological order; none (no round) if none is left."""
+        order = self._round_tasks(names)
+        if not order and not removed:
+            return []
+        self.generation_number += 1
+        reason = f"restarted: gen {self.generation_number}: {trigger}"
+        self._stopping = False
+        self._done.clear()
+        tasks = f" -> {', '.join(order)}" if order else ""
+        self._run_event("generation", f"gen {self.generation_number}: {trigger}{tasks}{removed}")
+        now = self.clock()
+        for n in order:
+            t = self._tasks[n]
+            if t.state in (S.RUNNING, S.READY):
+                self._restart_after.add(n)
+                if self.dag.tasks[n].interruptible or n in self._services:
+                    t.cancel_reason = reason
+                    self._set(t, S.CANCELLING, reason=reason)
+                    if t.running is not None:
+                        to_kill.append(t.running)
+            elif t.state is S.CANCELLING:
+                self._restart_after.add(n)
+            elif t.state in (S.QUEUED, S.RETRYING):
+                self._drop_pending_work(t)
+                self._set(t, S.CANCELLED, reason=reason, finished_at=now)
+                self._back_to_pending(t)
+            elif t.state.terminal:
+                self._back_to_pending(t)
+        self._start_ready(order)
+        self._check_done()
+        return order
+
+    def _round_tasks(self, names: Iterable[str]) -> list[str]:
+        """`names` and their downstream, with the services they need that are not up (and their downstream), in
+        topological order, leaving out the tasks outside the run's targets."""
+        tasks, dag = self._tasks, self.dag
+        chosen: set[str] = set()
+        todo = [n for n in names if n in tasks]
+        while todo:
+            for name in todo:
+                if name not in chosen:
+                    chosen.update([name, *dag.descendants(name)])
+            needed: set[str] = set()  # the ancestors of the round, to find the services that are down
+            stack = [d for n in chosen for d in dag.tasks[n].depends_on]
+            while stack:
+                d = stack.pop()
+                if d not in needed:
+                    needed.add(d)
+                    stack.extend(dag.tasks[d].depends_on)
+            todo = [d for d in needed - chosen if d in self._services and tasks[d].state in DEAD_END]
+        return [n for n in dag.topological_order if n in chosen and tasks[n].state is not S.UNTARGETED]
+
     def end_rounds(self) -> None:
-        """No more rounds (watch mode ends): tasks waiting to restart are not started again."""
+        """No more rounds (watch mode ends): tasks waiting to restart are not started again, and the services are
+        stopped once the other tasks have ended."""
         with self._lock:
             self._rounds_over = True
+            self._keep_services = False
             self._restart_after.clear()
+            if self._services and self._plain_unfinished == 0:
+                self._stop_services()
             self._check_done()
         self._flush()
 

@@ -18,7 +18,8 @@ then waits in `_unplaced`, QUEUED with that reason and holding no slot, until th
 attempt started on (`Attempt.on_worker`), which becomes an update event of the RUNNING task.
 
 Service tasks (services.py) are READY once their readiness check passes, which is when their dependents start, and
-are stopped once every other task has ended.
+are stopped once every other task has ended. Under --watch, rounds (rounds.py) run tasks again in the same run, and
+an edit of the DAG file changes its tasks (dag_reload.py).
 
 A job group (DagSpec.job_group) is watched by a JobGroupStopper (job_group.py), which cancels the tasks that are not
 primary once every primary task has ended.
@@ -50,12 +51,12 @@ from ..model.resources import requests, resolve
 from ..model.spec import DagSpec, FailurePolicy
 from ..model.state import TaskState, ended_outcome, ended_well
 from ..model.targets import NOT_A_TARGET, needed
+from .dag_reload import DagReloads
 from .events import Event, TaskSnapshot
 from .executor import Executor, RunningAttempt
 from .job_group import JobGroupStopper, stopped_by_group
 from .log_headers import LogHeaders
 from .outbox import Subscription
-from .rounds import Rounds
 from .services import ServiceTasks
 from .slots import SlotPool
 from .task_attempts import Freshness
@@ -117,7 +118,7 @@ class RunSummary(NamedTuple):
         return ended_outcome((s.state for s in self.snapshots.values()), self.ok)
 
 
-class Scheduler(ServiceTasks, Rounds):
+class Scheduler(ServiceTasks, DagReloads):
     def __init__(
         self,
         dag: DagSpec,
@@ -173,6 +174,8 @@ class Scheduler(ServiceTasks, Rounds):
         self.generation_number = 1  # watch mode's rounds (rounds.py): the first run is generation 1
         self._restart_after: set[str] = set()
         self._rounds_over = False
+        self.dag_shape: dict[str, Any] | None = None  # the DAG file's latest reload (dag_reload.py)
+        self._removed: set[str] = set()
         #: Called (on a pool thread, no lock held) when a task's log can't be written for lack of space; it is expected
         #: to `stop` the run with the reason to show. Without it the scheduler stops the run itself.
         self.on_log_full: Callable[[OSError], None] | None = None
@@ -194,7 +197,8 @@ class Scheduler(ServiceTasks, Rounds):
         self.targets = tuple(targets)
         wanted_tasks = needed(dag, self.targets)
         self._tasks: dict[str, TaskRecord] = {}
-        logs = str(log_dir)  # joined as strings: a Path per task was a third of setting up a big run
+        logs = self._log_dir = str(log_dir)  # joined as strings: a Path per task was a third of setting up a big run
+        self._log_name = log_name
         for name in dag.topological_order:
             snap = TaskSnapshot(name, S.PENDING, changed_at=now, log_path=f"{logs}/{log_name(name)}")
             if name not in wanted_tasks:
@@ -294,7 +298,14 @@ class Scheduler(ServiceTasks, Rounds):
         return self._cancel([name, *self.dag.descendants(name)], reason)
 
     def cancel_all(self, reason: str = "cancelled by user") -> list[str]:
-        return self._cancel(list(self._tasks), reason)
+        """Cancel every task: services in order (services.py: each once the tasks that use it have ended), the others
+        at once. Returns the tasks that were affected (the services that are still to be stopped included)."""
+        with self._lock:
+            services = [n for n in self._services if not self._tasks[n].state.terminal]
+            self._stop_services(reason, force=True)
+            plain = [n for n in self._tasks if n not in self._services]
+        affected = set(self._cancel(plain, reason)) | set(services)
+        return [n for n in self._tasks if n in affected]
 
     def stop(self, reason: str) -> list[str]:
         """Start nothing more, for a reason outside the DAG (the run's journal can no longer be written): as when a
@@ -321,6 +332,8 @@ class Scheduler(ServiceTasks, Rounds):
             t = self._tasks[name]
             if t.state is S.UNTARGETED:
                 raise RerunRefused(f"'{name}' is not a target of this run: start a run with it as a target to run it")
+            if name in self._removed:
+                raise RerunRefused(f"'{name}' was removed from the DAG file")
             if t.state not in (S.FAILED, S.CANCELLED, S.SKIPPED):
                 return []
             blocked = [d for d in self.dag.tasks[name].depends_on if self._tasks[d].state in DEAD_END]

@@ -11,8 +11,12 @@ service does not count against `max_parallel`: the pool has one more thread whil
   (nothing is skipped until it FAILED for good, which applies the DAG's failure policy as any failure does). Once
   the run is stopping its services, one that exits by itself is not restarted: it FAILED, as a crash.
 - Once every task that is not a service has ended, the run stops its services: each is cancelled (`kill_grace`, tree
-  kill) as soon as every service that depends on it has ended, so a service outlives the services that use it. They
-  end CANCELLED with reason SERVICE_STOPPED, which counts as ending well (job_group.stopped_by_group).
+  kill) as soon as every task that depends on it has ended, so a service outlives the services that use it. They
+  end CANCELLED with reason SERVICE_STOPPED, which counts as ending well (job_group.stopped_by_group). Cancelling
+  every task (`cancel_all`: a signal, `tuidag stop`, the UI's stop) stops the services in that order too, with the
+  cancel's reason, while the other tasks are cancelled at once.
+- Under `--watch` (`_keep_services`, set by `watch_rounds`) services stay up when a round's other tasks have ended:
+  they are stopped once watch mode ends (rounds.py `end_rounds`) or everything is cancelled.
 
 Part of `Scheduler` (scheduler.py). `_set`, `_finish_attempt` and `_service_launched` run with the lock held; the
 watcher and stopper threads take it.
@@ -41,6 +45,7 @@ class ServiceTasks(TaskAttempts):
     _services: frozenset[str]
     _plain_unfinished: int  # tasks that are not services and not in a terminal state
     _services_stopped: bool
+    _keep_services: bool  # watch mode: services stay up between rounds
     _service_change: threading.Condition
     _not_ready: dict[str, str]  # service -> why its current attempt is being killed (not ready in time)
     _extra_threads: set[str]  # services whose running attempt added a pool thread (`_service_launched`)
@@ -56,6 +61,7 @@ class ServiceTasks(TaskAttempts):
             not t.state.terminal for name, t in self._tasks.items() if name not in self._services
         )
         self._services_stopped = False
+        self._keep_services = False
         self._service_change = threading.Condition(self._lock)
         self._not_ready = {}
         self._extra_threads = set()
@@ -66,34 +72,39 @@ class ServiceTasks(TaskAttempts):
         super()._set(t, new, announce, **fields)
         if not self._services or new is old:
             return
+        if new in TERMINAL and self._services_stopped:  # a user of a service being stopped ended
+            self._service_change.notify_all()
         name = t.snap.name
         if name in self._services:
-            if new in TERMINAL:
-                self._service_change.notify_all()
             return
         self._plain_unfinished += (old in TERMINAL) - (new in TERMINAL)
         if self._plain_unfinished == 0 and new in TERMINAL:
             self._stop_services()
 
-    def _stop_services(self) -> None:
-        """Every task that is not a service has ended (with the lock held): stop the services, each once the services
-        that depend on it have ended. A run of services alone (the DAG's, or its targets) runs until it is cancelled."""
-        if self._services_stopped or all(
-            name in self._services or t.state is S.UNTARGETED for name, t in self._tasks.items()
+    def _stop_services(self, reason: str = SERVICE_STOPPED, force: bool = False) -> None:
+        """Every task that is not a service has ended, or (`force`) every task is being cancelled, with the lock held:
+        stop the services, each once the tasks that depend on it have ended. Without `force`, a run of services alone
+        (the DAG's, or its targets) runs until it is cancelled, and under --watch they stay up."""
+        if self._services_stopped:
+            return
+        if not force and (
+            self._keep_services
+            or all(name in self._services or t.state is S.UNTARGETED for name, t in self._tasks.items())
         ):
             return
         self._services_stopped = True
         for name in self._services:
             if self._tasks[name].state in TERMINAL:
                 continue
-            users = [d for d in self.dag.descendants(name) if d in self._services]
-            threading.Thread(target=self._stop_service, args=(name, users), name="tuidag-stop", daemon=True).start()
+            users = self.dag.descendants(name)
+            args = (name, users, reason)
+            threading.Thread(target=self._stop_service, args=args, name="tuidag-stop", daemon=True).start()
 
-    def _stop_service(self, name: str, users: list[str]) -> None:
-        """On a thread of its own: wait for the services that depend on `name` to end, then stop it."""
+    def _stop_service(self, name: str, users: list[str], reason: str) -> None:
+        """On a thread of its own: wait for the tasks that depend on `name` to end, then stop it."""
         with self._lock:
             self._service_change.wait_for(lambda: all(self._tasks[u].state in TERMINAL for u in users))
-        self._cancel([name], SERVICE_STOPPED)
+        self._cancel([name], reason)
 
     # ------------------------------------------------------------------------------------------- attempts
     def _service_launched(self, t: TaskRecord, generation: int, number: int, running: RunningAttempt) -> None:

@@ -135,6 +135,6 @@ class TaskRecords(EventOutbox):
         self._outbox.append(TaskEvent(self._seq, t.snap.changed_at, t.unannounced, t.snap))
         t.unannounced = None
 
-    def _run_event(self, kind: str, detail: str = "") -> None:
+    def _run_event(self, kind: str, detail: str = "", data: dict[str, Any] | None = None) -> None:
         self._seq += 1
-        self._outbox.append(RunEvent(self._seq, self.clock(), kind, detail))
+        self._outbox.append(RunEvent(self._seq, self.clock(), kind, detail, data))

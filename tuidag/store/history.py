@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..model.dag_diff import REMOVED
 from ..model.service import SERVICE_STOPPED
 from ..model.spec import JOB_GROUP_STOPPED
 from ..model.state import TERMINAL, TaskState, ended_outcome, ended_well
@@ -24,6 +25,7 @@ from .journal import (
     warn_bad_record,
     warn_unreadable,
 )
+from .run_dag import current_header
 from .runs import RunDir, RunStore
 
 
@@ -43,7 +45,9 @@ def outcome_of(run: RunDir, rep: Replay) -> str:
     if rep.finished_at is not None and all(t.state in TERMINAL for t in rep.tasks.values()):
         # finished but the summary was never written: the process died right at the end
         ok = all(
-            ended_well(t.state, t.state is TaskState.CANCELLED and t.reason in (JOB_GROUP_STOPPED, SERVICE_STOPPED))
+            ended_well(
+                t.state, t.state is TaskState.CANCELLED and t.reason in (JOB_GROUP_STOPPED, SERVICE_STOPPED, REMOVED)
+            )
             for t in rep.tasks.values()
         )
         return ended_outcome((t.state for t in rep.tasks.values()), ok)
@@ -168,14 +172,15 @@ def task_record(run: RunDir, task: str) -> TaskRecord | None:
             record.reused = rec.get("reused", False)
             record.reason = rec.get("reason")
         at = data.find(marker, end)
-    if record is None and task in read_header(run.journal).get("tasks", ()):
+    if record is None and task in current_header(run.journal).get("tasks", ()):
         record = TaskRecord(task)  # listed, never moved: the run ended (or died) before it
     return record
 
 
 def has_task(run: RunDir, task: str, or_group: bool = False) -> bool:
-    """Whether the run has the task (with `or_group`, or a matrix task of that name: its group of instances)."""
-    header = read_header(run.journal)
+    """Whether the run has the task (with `or_group`, or a matrix task of that name: its group of instances), the
+    tasks an edit of its DAG file under --watch added included."""
+    header = current_header(run.journal)
     return task in header.get("tasks", ()) or (or_group and task in (header.get("groups") or {}))
 
 

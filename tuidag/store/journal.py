@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
-from .journal_records import record_problem
+from .journal_records import record_problem, with_dag
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: json.dumps makes one per call
 _SNAPSHOT_FIELDS = (
@@ -101,8 +101,7 @@ class JournalWriter:
     @staticmethod
     def _line(event: Event) -> bytes:
         if isinstance(event, RunEvent):
-            record = {"type": "run", "seq": event.seq, "t": event.time, "event": event.kind, "detail": event.detail}
-            return (_ENCODER.encode(record) + "\n").encode()
+            return run_line(event)
         return task_line(event)
 
     def write_summary(self, summary: dict[str, Any]) -> None:
@@ -194,6 +193,14 @@ def _pwrite_all(fd: int, data: bytes) -> None:
     view, offset = memoryview(data), 0
     while offset < len(data):
         offset += os.pwrite(fd, view[offset:], offset)
+
+
+def run_line(event: RunEvent) -> bytes:
+    """The journal line of a run event (a `dag` event's data are fields of the record: see `current_header`)."""
+    record = {"type": "run", "seq": event.seq, "t": event.time, "event": event.kind, "detail": event.detail}
+    if event.data:
+        record = {**event.data, **record}
+    return (_ENCODER.encode(record) + "\n").encode()
 
 
 _STATE_JSON = {state: f'"{state.value}"' for state in TaskState} | {None: "null"}
@@ -404,6 +411,10 @@ def replay(path: Path, records: Iterable[dict[str, Any]] | None = None) -> Repla
                 result.finished_at = rec.get("t")
             elif event == "forced-exit":
                 result.forced_by = rec.get("signal")
+            elif event == "dag":  # the DAG file was edited under --watch: its new tasks
+                result.header = with_dag(result.header, rec)
+                for name in rec.get("tasks", []):
+                    result.tasks.setdefault(name, TaskRecord(name))
             result.last_time = rec.get("t", result.last_time)
             continue
         name = rec["task"]

@@ -152,3 +152,24 @@ def record_problem(record: Any) -> str | None:
         if check is not None and not check(value):
             return f"bad {name!r}: {json.dumps(value)[:60]}"
     return None
+
+
+#: What a `dag` record (an edit of the DAG file under --watch) says of the run's DAG: it replaces these of the header.
+DAG_FIELDS = (
+    "tasks",
+    "deps",
+    "capacities",
+    "requests",
+    "max_parallel",
+    "groups",
+    "matrix",
+    "definitions",
+    "fingerprints",
+)
+
+
+def with_dag(header: dict[str, Any], record: Any) -> dict[str, Any]:
+    """`header` with the DAG a `dag` record describes (the header as it was if the record is not a good one)."""
+    if type(record) is not dict or record.get("event") != "dag" or record_problem(record):
+        return header
+    return {**header, **{key: record[key] for key in DAG_FIELDS if key in record}}

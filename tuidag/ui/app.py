@@ -44,6 +44,7 @@ from ..views.run_outlook import Outlook
 from ..views.task_filter import TaskFilter
 from .bindings import FOOTER_PRIORITY, RUN_BINDINGS, KeyHelp
 from .controls import RunControls
+from .dag_reshape import DagReshape
 from .detail_keys import DetailKeys
 from .feed import RunFeed
 from .log_keys import LogKeys
@@ -82,7 +83,7 @@ class SearchBar(Input):
         self._on_close()
 
 
-class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, DetailKeys, App[str]):
+class TuidagApp(RunFeed, DagReshape, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, DetailKeys, App[str]):
     """The run screen, on a `RunSource` (a `RemoteRun` for every shipped view); `start=False` never takes the run
     as started (no history, no controls) so a test can feed synthetic events through `engine_event`, and `clock`
     freezes time for deterministic snapshots."""
@@ -142,6 +143,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, De
         self._combined_pending: list[str] = []  # tasks started since the combined log was last looked at
         self._store_error_shown = False
         self._finder: FuzzyFinder | None = None  # built on the first `:`
+        self._dag_error_shown = False  # the DAG file's errors were said (--watch): say when it loads again
         self._reading_order: tuple[GraphLayout | None, list[str]] = (None, [])  # of which layout, for ] [ } {
         self._user_moved = False  # the user moved the selection (the app's own moves don't count)
         self._user_acted_at = -USER_HOLD  # when the user last acted on the selection (c, r, a confirmation)
@@ -155,6 +157,7 @@ class TuidagApp(RunFeed, OutlookWorker, KeyHelp, Roles, LogKeys, RunControls, De
             if source.finished:  # it ended before the app subscribed (the post-mortem view, a quick run): the run's
                 self.model.finished_at = source.ended_at  # clock stopped at its end, and no "finished" event will come
             self.model.seed_timeline(read_journal(source.run.journal))  # what happened before the app subscribed
+            self.model.reshaped = False  # the source's DAG is the run's as it is now: the app starts with it
             self._prefix_colours = {
                 name: TASK_COLOURS[i % len(TASK_COLOURS)] for i, name in enumerate(dag.topological_order)
             }

@@ -21,6 +21,7 @@ from ..control.run_source import RunSource, Usage
 from ..engine.events import Event, TaskSnapshot
 from ..model.forecast import ForecastShape
 from ..views.combined_log import CombinedLog
+from ..views.fuzzy import FuzzyFinder
 from ..views.layout.folding import Folding
 from ..views.layout.layout import GraphLayout
 from ..views.run_outlook import Outlook
@@ -77,6 +78,10 @@ class AppHost(App[str]):
     _graph_focused_before_max: bool
     _task_filter: TaskFilter
 
+    # The DAG file's edits (ui/dag_reshape.py).
+    _finder: FuzzyFinder | None
+    _dag_error_shown: bool
+
     # The outlook (ui/outlook_worker.py).
     _shape: ForecastShape
     _expected: dict[str, float] | None
@@ -98,6 +103,10 @@ class AppHost(App[str]):
     @property
     @abstractmethod
     def run_active(self) -> bool: ...
+
+    @property
+    @abstractmethod
+    def reading_order(self) -> list[str]: ...
 
     @abstractmethod
     def _select_first_failure(self, snapshots: Iterable[TaskSnapshot]) -> None: ...
@@ -125,6 +134,9 @@ class AppHost(App[str]):
 
     @abstractmethod
     def _drain(self) -> None: ...  # ui/feed.py
+
+    @abstractmethod
+    def _reshape(self) -> None: ...  # ui/dag_reshape.py
 
     @abstractmethod
     def _refresh_outlook(self) -> None: ...  # ui/outlook_worker.py

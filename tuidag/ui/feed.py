@@ -17,7 +17,7 @@ from ..engine.events import Event, RunEvent, TaskEvent
 from ..model.state import TaskState
 from ..views.combined_log import CombinedLog
 from ..views.run_notes import RunNotes, state_counts
-from .messages import EngineGone, EngineNews, RunFinished
+from .messages import DagNews, EngineGone, EngineNews, RunFinished
 from .run_model import UsageSample
 
 S = TaskState
@@ -49,6 +49,8 @@ class RunFeed(AppHost):
                 self.post_message(EngineGone())
             elif event.kind in (NOT_ANSWERING, ANSWERING, REAPED):
                 self.post_message(EngineNews(event.kind, event.detail))
+            elif event.kind in ("dag", "dag-error"):
+                self.post_message(DagNews(event.kind, event.detail))
 
     # ------------------------------------------------------------------------------------------ applying events
     def _drain(self) -> None:
@@ -57,6 +59,8 @@ class RunFeed(AppHost):
         if batch:
             was_finished = self.model.finished
             changed = self.model.apply(batch)
+            if self.model.reshaped:  # an edit of the DAG file (--watch): its graph anew, before what changed is drawn
+                self._reshape()
             running = S.RUNNING
             if self._combined is not None:
                 for event in batch:

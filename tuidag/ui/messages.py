@@ -29,3 +29,13 @@ class EngineNews(Message):
         super().__init__()
         self.kind = kind
         self.detail = detail
+
+
+class DagNews(Message):
+    """Posted from an engine thread when, under --watch, the DAG file was reloaded (`kind` "dag", `detail` what
+    changed) or could not be (`dag-error`, `detail` its located errors)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.detail = detail

@@ -51,6 +51,9 @@ class RunModel:
         self.clock = clock
         self.paused = False
         self.generation: str | None = None  # watch mode's latest round, as the engine says it (`gen 4: ... -> ...`)
+        self.generations: list[tuple[str, float]] = []  # each round after the first: (`g2`, when it began)
+        self.dag_error: str | None = None  # the DAG file was edited into one with errors (located), until fixed
+        self.reshaped = False  # the DAG changed (an edit of its file): the app lays it out anew, then clears this
         self.finished_at: float | None = None  # set by the engine's "finished" event, cleared by a re-run
         self.stopping = False  # the user asked to quit: everything is being cancelled
         self.state_filter = StateFilter.ALL
@@ -61,9 +64,33 @@ class RunModel:
         """What the journal recorded before the app subscribed (the run starts first). The journal is the engine's
         first observer and events are delivered in order, so it holds a prefix of them: the events the app then
         receives again (those up to the last one read) are not recorded twice."""
-        records = [rec for rec in records if rec.get("type") == "task"]
-        self.timeline.feed_journal(records)
-        self._seeded_seq = max((rec.get("seq", 0) for rec in records), default=0)
+        records = list(records)
+        tasks = [rec for rec in records if rec.get("type") == "task"]
+        self.timeline.feed_journal(tasks)
+        self._seeded_seq = max((rec.get("seq", 0) for rec in tasks), default=0)
+        for rec in records:  # watch mode's rounds and the DAG file's edits so far
+            if rec.get("type") == "run" and rec.get("event") in ("generation", "dag", "dag-error"):
+                self._run_news(rec["event"], rec.get("detail") or "", float(rec.get("t") or 0.0))
+
+    def add_tasks(self, names: Iterable[str]) -> None:
+        """Tasks an edit of the DAG file added: PENDING until their first event."""
+        for name in names:
+            if name not in self.snapshots:
+                self.snapshots[name] = TaskSnapshot(name, TaskState.PENDING)
+                self.counts[TaskState.PENDING] += 1
+
+    def _run_news(self, kind: str, detail: str, t: float) -> None:
+        """A round began (`generation`), the DAG file was reloaded (`dag`) or could not be (`dag-error`)."""
+        if kind == "generation":
+            self.generation = detail
+            label = "g" + detail.partition(":")[0].removeprefix("gen ")
+            if not any(seen == label for seen, _ in self.generations):
+                self.generations.append((label, t))
+        elif kind == "dag":
+            self.dag_error = None
+            self.reshaped = True
+        else:
+            self.dag_error = detail
 
     def shown(self, name: str) -> bool:
         """Whether the state filter shows this task (the graph dims the others, the list leaves them out)."""
@@ -113,7 +140,12 @@ class RunModel:
             if isinstance(event, TaskEvent):
                 snap = event.snapshot
                 name, new = snap.name, snap.state
-                old = snapshots[name].state
+                try:
+                    old = snapshots[name].state
+                except KeyError:  # a task an edit of the DAG file added
+                    self.add_tasks([name])
+                    self.reshaped = True
+                    old = TaskState.PENDING
                 if old is not new:
                     counts[old] -= 1
                     counts[new] += 1
@@ -128,8 +160,8 @@ class RunModel:
             elif isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self.paused = event.kind == "paused"
-                elif event.kind == "generation":
-                    self.generation = event.detail
+                elif event.kind in ("generation", "dag", "dag-error"):
+                    self._run_news(event.kind, event.detail, event.time)
                 elif event.kind == "finished":
                     self.finished_at = event.time
             else:

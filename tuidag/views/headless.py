@@ -135,13 +135,14 @@ class HeadlessReporter:
         self._width = 0
         self._task_colour: dict[str, int] = {}
         self._progress: GroupProgress | None = None
+        self._idle = False  # the printer sleeps until `_wake` is set (see `_loop`)
         self.notes: tuple[RunNotes, str] | None = None  # the run's notes and its DAG's name: a note on a failure
 
     # engine side: must be quick and never block
     def __call__(self, event: Event) -> None:
         self._events.append(event)
-        if not self.quiet and isinstance(event, TaskEvent) and event.new.terminal:
-            self._wake.set()  # print the task's last output promptly
+        if self._idle or (not self.quiet and isinstance(event, TaskEvent) and event.new.terminal):
+            self._wake.set()  # print the task's last output promptly, or wake the printer from its sleep
 
     def start(self, task_names: list[str], groups: Mapping[str, MatrixGroup] | None = None) -> None:
         """Start printing; with `groups` (the DAG's matrix groups) a group's progress line as its instances end."""
@@ -174,7 +175,12 @@ class HeadlessReporter:
             if stopping:
                 break
             if not behind:
-                self._wake.wait(self.interval)
+                # Nothing to follow (no task prints: a run under --watch between rounds, waiting for a change): sleep
+                # until an event comes rather than every `interval`; an event appended before `_idle` was set is
+                # seen by the check that follows it, one appended after sets `_wake`.
+                self._idle = not self._live
+                self._wake.wait(None if self._idle and not self._events and not self._stop else self.interval)
+                self._idle = False
                 self._wake.clear()
         for name in sorted(self._live):
             self._read_to_end(name)
@@ -187,9 +193,14 @@ class HeadlessReporter:
             if isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self._write(f"tuidag: scheduling {event.kind}\n")
-                elif event.kind in ("parallel", "generation"):  # max_parallel follows the executor (Dask workers
-                    # joined or left); a round of watch mode (`gen 2: src/a.py changed -> build, test`)
+                elif event.kind in ("parallel", "generation", "dag"):  # max_parallel follows the executor (Dask
+                    # workers joined or left); a round of watch mode (`gen 2: src/a.py changed -> build, test`);
+                    # the DAG file reloaded (`dag.yaml reloaded: added lint; removed old`)
                     self._write(f"tuidag: {terminal_line(event.detail)}\n")
+                elif event.kind == "dag-error":  # an edit of the DAG file with errors, each located
+                    first, *more = event.detail.split("\n")
+                    said = [f"{first} (keeping the DAG as it was)", *more]
+                    self._write("".join(f"tuidag: {terminal_line(line)}\n" for line in said))
                 continue
             self._on_task(event)
         behind = False

@@ -176,6 +176,22 @@ def axis_text(offset: float, scale: float, cells: int) -> str:
     return "".join(line)
 
 
+def generation_cells(
+    starts: Sequence[tuple[str, float]], started: float, offset: float, scale: float, cells: int
+) -> list[tuple[int, str]]:
+    """(cell, label) of each of watch mode's rounds after the first (`g2`, when it began) that began in view."""
+    return [(x, label) for label, t in starts if 0 <= (x := round((t - started - offset) / scale)) < cells]
+
+
+def with_generations(axis: str, marks: Sequence[tuple[int, str]]) -> str:
+    """The axis line with each round's mark and label (`┃g2`) over what the ticks put there."""
+    line = list(axis)
+    for x, label in marks:
+        for i, ch in enumerate(("┃" + label)[: len(line) - x]):
+            line[x + i] = ch
+    return "".join(line)
+
+
 def snapshot_segments(snap: TaskSnapshot) -> list[Segment]:
     """What a snapshot alone tells of a task's time (its current or last attempt), for a task whose transitions the
     recorder never saw (it started before the app subscribed and the journal does not say, or a test fed states)."""

@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ...engine.job_group import stopped_by_group
+from ...model.dag_diff import REMOVED
 from ...model.durations import format_duration
 from ...model.resources import slot_counts
 from ...model.service import SERVICE_STOPPED
@@ -119,17 +120,26 @@ class RunHeader(Widget):
 
     def _statuses(self) -> list[Text]:
         """What the run is doing, from the fullest wording to the shortest; in watch mode, first with its latest
-        generation and what triggered it (`gen 4: src/model.py changed -> train, eval`), then with its number."""
-        forms = self._run_statuses()
-        if self.model.generation is None:
-            return forms
-        generation = terminal_line(self.model.generation)  # it names files: no control characters on screen
-        number = generation.partition(":")[0]
-        return [
-            *(Text.assemble(form, (f" · {generation}", "bold #00afd7")) for form in forms[:1]),
-            *(Text.assemble(form, (f" · {number}", "bold #00afd7")) for form in forms[:1]),
-            *forms,
-        ]
+        generation and what triggered it (`gen 4: src/model.py changed -> train, eval`), then with its number; and
+        while the DAG file has errors, first with the first of them (`FILE:LINE:COL: ...`), then with a word."""
+        forms = plain = self._run_statuses()
+        model = self.model
+        if model.generation is not None:
+            generation = terminal_line(model.generation)  # it names files: no control characters on screen
+            number = generation.partition(":")[0]
+            forms = [
+                Text.assemble(plain[0], (f" · {generation}", "bold #00afd7")),
+                Text.assemble(plain[0], (f" · {number}", "bold #00afd7")),
+                *forms,
+            ]
+        if model.dag_error is not None:
+            error = terminal_line(model.dag_error.split("\n")[0])
+            forms = [
+                Text.assemble(plain[0], (f" · ⚠ {error} (keeping the DAG as it was)", "bold #ff5f5f")),
+                Text.assemble(plain[0], (" · ⚠ the DAG file has errors", "bold #ff5f5f")),
+                *forms,
+            ]
+        return forms
 
     def _run_statuses(self) -> list[Text]:
         model = self.model
@@ -147,11 +157,13 @@ class RunHeader(Widget):
                 aside = f", {untargeted} {LOOKS[S.UNTARGETED].word_for(untargeted)}" if untargeted else ""
                 if stopped:
                     services = sum(snap.reason == SERVICE_STOPPED for snap in model.snapshots.values())
-                    grouped = stopped - services
+                    removed = sum(snap.reason == REMOVED for snap in model.snapshots.values())
+                    grouped = stopped - services - removed
                     done = ", ".join(
                         [f"{model.targeted - stopped} succeeded"]
                         + ([f"{grouped} stopped with their job group"] if grouped else [])
                         + ([f"{services} {'service' if services == 1 else 'services'} stopped"] if services else [])
+                        + ([f"{removed} removed from the DAG file"] if removed else [])
                     )
                     done += aside
                     return [

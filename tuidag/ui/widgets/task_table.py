@@ -115,6 +115,14 @@ class TaskTable(FocusHint, RowSelection, GroupRows, ScrollView, can_focus=True):
             if self.active:
                 self.rebuild()
 
+    def reshape(self, order: Sequence[str], folding: Folding) -> None:
+        """The DAG changed (its file was edited under --watch): these tasks, folded so."""
+        self.folding = folding
+        self._longest = max((len(name) for name in order), default=0)
+        self._scanned = False
+        self.order = []
+        self.set_order(order)
+
     def show(self, selected: str | None, width: int) -> None:
         """Take the graph's place with `selected` (the graph's selection) selected, everything as it is now; until
         the list is laid out, its columns are placed for `width` (the place it takes), so a key typed right after

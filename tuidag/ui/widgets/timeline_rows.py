@@ -1,6 +1,7 @@
-"""Painting the timeline's lines: the axis (time since the run started, with grid marks and `now`), a task's row in
-full (attempts as solid bars coloured by how they ended, waits as a dim shade, the forecast after now, the duration
-at the bar's end) or dense (two tasks a row, in half cells), each kept until its task changes or the view moves.
+"""Painting the timeline's lines: the axis (time since the run started, with grid marks, `now`, and where each of
+watch mode's rounds began, `┃g2`, a bold line down the rows), a task's row in full (attempts as solid bars coloured
+by how they ended, waits as a dim shade, the forecast after now, the duration at the bar's end) or dense (two tasks a
+row, in half cells), each kept until its task changes or the view moves.
 `TimelineRows` is the part of `TimelineView` (timeline.py) that paints; the widget moves the view and the selection.
 """
 
@@ -34,6 +35,7 @@ NOW_COLOUR = "#3f6f8f"
 WAIT_GLYPH, RUN_GLYPH = "░", "█"
 DENSE_WAIT = "#34407a"  # a wait in dense rows (half cells have no shade): a dim blue
 FORECAST_GLYPH, FORECAST_COLOUR = "┄", "#6c6c8a"  # what the forecast says is still to come
+GENERATION_GLYPH, GENERATION_COLOUR = "┃", "#00afd7"  # where a round of watch mode began (as the header's `gen N`)
 MAX_CACHED_ROWS = 512
 
 
@@ -108,7 +110,11 @@ class TimelineRows(_ScrollView):
             ),
             " " * lead,
         )
-        return Strip([Segment(head + tl.axis_text(offset, scale, cells), style)]).crop_extend(0, width, style)
+        axis = tl.axis_text(offset, scale, cells)
+        if self.model.generations:  # watch mode's rounds: where each began, labelled (`┃g2`)
+            model = self.model
+            axis = tl.with_generations(axis, tl.generation_cells(model.generations, model.started, *view))
+        return Strip([Segment(head + axis, style)]).crop_extend(0, width, style)
 
     def _forecast_cells(self, name: str, view: tuple[float, float, int]) -> tuple[int, int] | None:
         span = self.forecast.get(name)
@@ -131,15 +137,18 @@ class TimelineRows(_ScrollView):
         return tl.row_paints(segments, snap.state, model.started + offset, scale, cells, model.clock())
 
     def _grid(self, view: tuple[float, float, int]) -> dict[int, str]:
-        """The cells that mark ticks (a faint dotted line) and `now` (on a live run) in empty parts of rows, worked
-        out once per view and `now` cell."""
+        """The cells that mark ticks (a faint dotted line), the start of each of watch mode's rounds after the first
+        (a bold line) and `now` (on a live run) in empty parts of rows, worked out once per view and `now` cell."""
         offset, scale, cells = view
+        model = self.model
         now = None
-        if not self.model.finished:
-            now = round((self.model.clock() - self.model.started - offset) / scale)
-        key = (view, now)
+        if not model.finished:
+            now = round((model.clock() - model.started - offset) / scale)
+        key = (view, now, len(model.generations))
         if self._grid_marks is None or self._grid_marks[0] != key:
             marks = {x: "┊" for x, _ in tl.ticks(offset, scale, cells)}
+            for x, _ in tl.generation_cells(model.generations, model.started, offset, scale, cells):
+                marks[x] = GENERATION_GLYPH
             if now is not None and 0 <= now < cells:
                 marks[now] = "│"
             self._grid_marks = (key, marks)
@@ -182,7 +191,7 @@ class TimelineRows(_ScrollView):
             elif paint is None:
                 mark = grid.get(x, " ")
                 text.append(mark)
-                keys.append("now" if mark == "│" else "grid")
+                keys.append("now" if mark == "│" else "generation" if mark == GENERATION_GLYPH else "grid")
             else:
                 text.append(WAIT_GLYPH if paint.kind is SegmentKind.WAITING else RUN_GLYPH)
                 keys.append(LOOKS[paint.state].colour if shown else HIDDEN_COLOUR)
@@ -198,6 +207,7 @@ class TimelineRows(_ScrollView):
         styles = {
             "grid": style + Style(color=GRID_COLOUR),
             "now": style + Style(color=NOW_COLOUR),
+            "generation": style + Style(color=GENERATION_COLOUR),
             "label": style + Style(dim=True),
         }
         for start, end, key in tl.runs(keys):

@@ -328,6 +328,19 @@ class DagCanvas(FocusHint, TileDrawing, Selection, MinimapCorner, ScrollView, ca
         else:
             self.post_message(TaskSelected(select))
 
+    def reshape(self, folding: Folding) -> None:
+        """The DAG changed (its file was edited under --watch): its graph laid out anew, the selection kept where it
+        is still drawn (else the first task of the new layout is selected)."""
+        self.folding = folding
+        self._shapes.clear()
+        self._layouts.clear()
+        self._set_graph_of_folding()
+        if self.selected not in self.deps:
+            self._first_selection = True
+        self.graph = None
+        self.relayout()
+        self.hint_selection()
+
     # ----------------------------------------------------------------------------------------- layout and zoom
     def _view(self) -> tuple[int, int]:
         """The canvas's inner size, the screen a layout is made for."""
