@@ -3,6 +3,7 @@ processes (their markers and pids checked with psutil)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from dags import alive, read_pids, wait_until
 from slowness import patience
-from watching import lines, watching
+from watching import REPO, lines, watching
 
 MARKING = """
 tasks:
@@ -214,3 +215,32 @@ def test_a_python_dag_says_a_shell_task_is_not_interruptible():
     dag.shell("b", "true")
     spec = dag.spec()
     assert spec.tasks["a"].interruptible is False and spec.tasks["b"].interruptible is True
+
+
+def test_a_task_up_to_date_from_an_earlier_run_that_runs_again_writes_a_log_of_its_own(tmp_path):
+    """Its log was the earlier run's file, linked in: the new attempt gets a new file, and the earlier run's log and
+    the headless output hold no line of the other's."""
+    (tmp_path / "a.txt").write_text("1\n")
+    dag = "tasks:\n  a:\n    run: echo made from $(cat a.txt) > model.txt; echo said from $(cat a.txt)\n"
+    dag += "    inputs: [a.txt]\n    outputs: [model.txt]\n"
+    (tmp_path / "dag.yaml").write_text(dag)
+    first = subprocess.run(
+        [sys.executable, "-m", "tuidag", "run", "--no-tui", "dag.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=patience(60),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert first.returncode == 0, first.stderr
+    (earlier,) = (tmp_path / ".tuidag" / "runs").glob("*/logs/a.log")
+    before = earlier.read_bytes()
+    assert b"said from 1" in before
+    with watching(tmp_path, dag) as run:
+        wait_until(lambda: run.said("[a] --> up to date"), timeout=30)
+        (tmp_path / "a.txt").write_text("2\n")
+        wait_until(lambda: run.said("[a] --> SUCCEEDED"), timeout=30)
+    assert earlier.read_bytes() == before  # the earlier run's log is as that run left it
+    (current,) = [p for p in (tmp_path / ".tuidag" / "runs").glob("*/logs/a.log") if p != earlier]
+    assert b"said from 2" in current.read_bytes() and b"said from 1" not in current.read_bytes()
+    assert "said from 2" in run.output() and "said from 1" not in run.output()

@@ -53,24 +53,36 @@ _LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLL
 def open_log(attempt: Attempt) -> int:
     """The attempt's log, appended to; never through a symlink planted under its name (ELOOP fails the attempt).
     Raises LogFull when there is no space for it."""
-    try:
-        return os.open(attempt.log_path, _LOG_FLAGS, 0o600)
-    except OSError as exc:
-        raise log_full(exc, attempt.log_path) from None
+    return _open_log(attempt, exclusive=False)[0]
 
 
 def open_first_log(attempt: Attempt) -> tuple[int, bool]:
     """`open_log` for the start of an attempt, and whether the log is new: a first attempt creates its log (O_EXCL),
-    which is then known to be empty; a log that exists (a retry's, one a resumed run linked, anything planted under
-    its name) is opened as `open_log` opens it."""
-    if attempt.number == 1:
-        try:
-            return os.open(attempt.log_path, _LOG_FLAGS | os.O_EXCL, 0o600), True
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise log_full(exc, attempt.log_path) from None
-    return open_log(attempt), False
+    which is then known to be empty; a log that exists (a retry's, anything planted under its name) is opened as
+    `open_log` opens it."""
+    return _open_log(attempt, exclusive=attempt.number == 1)
+
+
+def _open_log(attempt: Attempt, exclusive: bool) -> tuple[int, bool]:
+    """The log opened for appending, and whether it was made now. A log with other names is an earlier run's,
+    linked in for a task that run did (resumed, up to date: store/runs.link_log); a task that runs again here must
+    not write into that run's file: the name is unlinked and a new file made in its place (its viewers see a new
+    log: they follow a replaced file)."""
+    path = attempt.log_path
+    try:
+        if exclusive:
+            try:
+                return os.open(path, _LOG_FLAGS | os.O_EXCL, 0o600), True
+            except FileExistsError:
+                pass
+        fd = os.open(path, _LOG_FLAGS, 0o600)
+        if os.fstat(fd).st_nlink <= 1:
+            return fd, False
+        os.close(fd)
+        os.unlink(path)
+        return os.open(path, _LOG_FLAGS | os.O_EXCL, 0o600), True
+    except OSError as exc:
+        raise log_full(exc, path) from None
 
 
 class ShellAttempt(RunningAttempt):
