@@ -430,3 +430,27 @@ def test_a_cancel_while_the_worker_starts_the_attempt_waits_for_its_tree(tmp_pat
     rec.wait_state("t", "CANCELLED")
     assert not any(alive(*r) for r in refs), "CANCELLED while the task's processes still ran"
     assert finish(scheduler) == {"t": "CANCELLED"}
+
+
+def test_a_zombie_its_tree_leaves_to_this_process_does_not_hold_up_a_cancel(tmp_path, monkeypatch):
+    """The in-process workers run attempts in this process, which adopts orphans once it is a child subreaper (as a
+    tuidag, or a test session, is for good once a local run's executor made it one). A process of the tree that
+    ignores SIGTERM keeps its exited child unreaped; SIGKILLed, it leaves that zombie to this process, in the
+    attempt's process group. The zombie is reaped and the cancel ends with the tree, not once the SIGKILL passes
+    give up on the group (`process.KILL_PASSES_DEADLINE`, put out of the wait's reach here)."""
+    from tuidag.engine import orphans, process
+
+    assert orphans.become_subreaper()
+    monkeypatch.setattr(process, "KILL_PASSES_DEADLINE", 3600.0)
+    pids = tmp_path / "pids"
+    # `sleep 0` exits at once, and its parent, exec'd into `sleep 60`, never reaps it.
+    dag = make_dag({"t": f"sh -c 'trap \"\" TERM; echo $$ >> {pids}; sleep 0 & exec sleep 60' & wait"}, kill_grace=0.3)
+    scheduler, rec = start_run(dag, tmp_path)
+    wait_until(lambda: pids.exists() and pids.read_text().strip())
+    keeper = psutil.Process(int(pids.read_text()))
+    wait_until(lambda: [child for child in keeper.children() if child.status() == psutil.STATUS_ZOMBIE])
+    zombie = keeper.children()[0].pid
+    scheduler.cancel("t")
+    rec.wait_state("t", "CANCELLED")
+    assert finish(scheduler) == {"t": "CANCELLED"}
+    assert not psutil.pid_exists(keeper.pid) and not psutil.pid_exists(zombie), "a process of the tree is left"

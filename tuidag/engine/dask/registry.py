@@ -65,6 +65,12 @@ def ended(key: str) -> None:
         _guard_killed.discard(key)
 
 
+def leaders() -> set[int]:
+    """The leaders' pids of the attempts running here: each one's process group and session (`reaper`)."""
+    with _lock:
+        return {attempt.pid for attempt in _running.values() if attempt.pid is not None}
+
+
 def running_attempt(key: str) -> ShellAttempt | None:
     with _lock:
         return _running.get(key)

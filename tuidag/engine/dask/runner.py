@@ -2,11 +2,12 @@
 what the worker says of it on the executor's topic (its start and its end: the events of `wire`).
 
 Runs inside the worker process, so it is an importable module (not `__main__`): `run_attempts` goes to Dask by
-reference, and the attempts it starts enter the worker's own `registry`. The attempt itself is a `ShellAttempt`, so a
-task on a worker gets exactly what a local one gets: its own session, the run's tags, the tree kill with the
-SIGTERM -> kill_grace -> SIGKILL escalation, the timeout; a Python callable runs in a child process of its own as the
-shell task's leader (`callable_task`). Its output goes into the worker's own copy of the log (`output`), which the
-client reads directly from the worker.
+reference, and the attempts it starts enter the worker's own `registry` (and, in a process that adopts orphans, the
+zombies they leave it are reaped: `reaper`). The attempt itself is a `ShellAttempt`, so a task on a worker gets exactly
+what a local one gets: its own session, the run's tags, the tree kill with the SIGTERM -> kill_grace -> SIGKILL
+escalation, the timeout; a Python callable runs in a child process of its own as the shell task's leader
+(`callable_task`). Its output goes into the worker's own copy of the log (`output`), which the client reads directly
+from the worker.
 
 On a cluster tuidag did not start, the worker numbers an attempt's resource slots itself, within what it advertises
 (`spec["slots"]`): slot numbers are the devices of the machine that runs the task (CUDA_VISIBLE_DEVICES), which the
@@ -26,7 +27,7 @@ from ...model.resources import format_slots, slot_env
 from ..executor import Attempt, AttemptResult, TaskEnvironment
 from ..log_headers import HeaderSpan, LogHeaders
 from ..shell_attempt import ShellAttempt
-from . import registry
+from . import reaper, registry
 from .callable_task import CallableFiles
 from .output import LOG_RETENTION, Output, prune_logs, worker_log_dir
 from .watchdog import GUARD_TAG, token
@@ -250,6 +251,7 @@ def _start_and_wait(
     output.follow(key, log_path, headers.span.end if headers.span else None)
     tail.start()
     late = registry.runs(key, running, address, carrier)  # a cancel that came while it was starting
+    reaper.watch()  # (in a process that adopts the tree's orphans)
     if late is not None:
         running.kill(late)
     try:
