@@ -32,11 +32,11 @@ def with_resources(dag: DagSpec, resources: dict[str, int]) -> DagSpec:
 def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
     """Every command's parser; `only_run`: the top level and `run` alone, for a command line that starts with `run`
     (the other twenty-odd commands' parsers were 3 ms of every run's start-up)."""
-    parser = argparse.ArgumentParser(prog="tuidag", description="Run DAGs of tasks, live in the terminal or headless.")
+    parser = options.Parser(prog="tuidag", description="Run DAGs of tasks, live in the terminal or headless.")
     parser.add_argument("--version", action="version", version=f"tuidag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    state = argparse.ArgumentParser(add_help=False)
+    state = options.Parser(add_help=False)
     options.add_state_dir(state)
 
     run = sub.add_parser("run", help="run a DAG")
