@@ -132,7 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     public_url = public_url_of(args.public_url) if args.public_url else None
     run = find_run(args)
     sock = listen(args.host, args.port)
-    import secrets  # here: with hmac and OpenSSL's hashes it was 4 ms of every `tuidag run`'s start-up
+    import secrets  # here, not above: with hmac and OpenSSL's hashes it was milliseconds of every command's start
 
     token = secrets.token_urlsafe(32)
     port = sock.getsockname()[1]
