@@ -253,6 +253,32 @@ def test_a_printer_behind_the_engine_prints_each_attempt_before_its_end(tmp_path
     ]
 
 
+class _CountingOutput(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+def test_the_lines_of_a_round_are_printed_with_one_write(tmp_path: Path) -> None:
+    """State changes that arrive together are one write() to stdout, not one per line: on an unbuffered stdout
+    (PYTHONUNBUFFERED, a terminal's line buffering) each write is a system call of the engine's process."""
+    out = _CountingOutput()
+    reporter = HeadlessReporter(out, LogHeaders(), quiet=True)
+    for i in range(200):
+        path = str(tmp_path / f"t{i}.log")
+        reporter(running(f"t{i}", path, 1))
+        reporter(running(f"t{i}", path, 1, TaskState.SUCCEEDED))
+    reporter.start([f"t{i}" for i in range(200)])
+    reporter.stop()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 400 and lines[0].startswith("[t0]") and lines[-1].startswith("[t199]")
+    assert out.writes == 1
+
+
 def test_a_flood_in_one_log_does_not_hold_up_the_others(tmp_path: Path) -> None:
     """Each round reads a bounded share of every running task's log: a line of a quiet task comes out long before
     the end of a flood that was already in its log."""

@@ -6,6 +6,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -124,3 +125,28 @@ def test_a_header_starts_on_a_line_of_its_own_and_its_bytes_are_on_record(tmp_pa
     assert data[first.start : first.end].startswith(b"=== tuidag: r attempt 1 started at ")
     assert data[second.start : second.end].startswith(b"\n=== tuidag: r attempt 2 started at ")
     assert b"partial-no-newline\n=== tuidag: r attempt 2" in data
+
+
+def test_a_new_logs_header_is_on_record_as_its_first_bytes_and_a_failed_write_leaves_no_record(tmp_path: Path) -> None:
+    """A first attempt's log (created with O_EXCL) gets its header without the headers' lock held across the write:
+    the range is put on record first, and taken back when the write fails (no room for the log)."""
+    path = tmp_path / "new.log"
+    headers = LogHeaders()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+    try:
+        span = headers.write(fd, str(path), header_text("n", 1), new=True)
+        os.write(fd, b"output\n")
+        size, spans = headers.snapshot(fd, str(path))
+    finally:
+        os.close(fd)
+    assert spans == [span] == [HeaderSpan(0, len(header_text("n", 1)))] and size == len(path.read_bytes())
+    assert path.read_bytes()[span.end :] == b"output\n" and headers.output_start(str(path)) == span.end
+
+    refused = str(tmp_path / "refused.log")
+    reader = os.open(path, os.O_RDONLY)  # a descriptor that cannot be written: the write fails as on a full disk
+    try:
+        with pytest.raises(OSError):
+            headers.write(reader, refused, header_text("r", 1), new=True)
+        assert headers.snapshot(reader, refused)[1] == [] and headers.output_start(refused) is None
+    finally:
+        os.close(reader)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
-import secrets
 import socket
 import sys
 from pathlib import Path
@@ -133,6 +132,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     public_url = public_url_of(args.public_url) if args.public_url else None
     run = find_run(args)
     sock = listen(args.host, args.port)
+    import secrets  # here, not above: with hmac and OpenSSL's hashes it was milliseconds of every command's start
+
     token = secrets.token_urlsafe(32)
     port = sock.getsockname()[1]
     header = read_header(run.journal)

@@ -59,6 +59,7 @@ _READ_CHUNK = 1 << 16
 _ROUND_BYTES = 1 << 20  # read from each running task's log per round, so one flood cannot hold up the others
 LINE_CAP = 1 << 20
 """Bytes of one line printed at most; the rest is in the log file."""
+_EMIT_BYTES = 1 << 16  # text printed in one write at most, give or take a line: a flood is printed as it is read
 _CUT_MARKER = " \u2026 [tuidag: line cut, %d more bytes in the log file]".encode()
 TAIL_LINES = 20
 """Lines of each failed task's log shown under the summary table."""
@@ -137,6 +138,8 @@ class HeadlessReporter:
         self._progress: GroupProgress | None = None
         self._idle = False  # the printer sleeps until `_wake` is set (see `_loop`)
         self.notes: tuple[RunNotes, str] | None = None  # the run's notes and its DAG's name: a note on a failure
+        self._pending: list[str] = []  # what this round printed, written at its end (`_emit`)
+        self._pending_size = 0
 
     # engine side: must be quick and never block
     def __call__(self, event: Event) -> None:
@@ -171,6 +174,7 @@ class HeadlessReporter:
         while True:
             stopping = self._stop
             behind = self._drain()
+            self._emit()
             self.out.flush()
             if stopping:
                 break
@@ -185,6 +189,7 @@ class HeadlessReporter:
         for name in sorted(self._live):
             self._read_to_end(name)
         self._live.clear()
+        self._emit()
 
     def _drain(self) -> bool:
         """Print the events so far, and a round of what running tasks printed; True if a log has more to read."""
@@ -303,11 +308,28 @@ class HeadlessReporter:
         return text
 
     def _write(self, text: str) -> None:
+        """Print `text` at the end of the round (or once a round's text passes `_EMIT_BYTES`): one write() a round,
+        where a write per line was a system call (and a GIL hand-off) per state change on an unbuffered stdout
+        (PYTHONUNBUFFERED, or a terminal's line buffering): two per task of a DAG of quick tasks."""
+        self._pending.append(text)
+        self._pending_size += len(text)
+        if self._pending_size >= _EMIT_BYTES:
+            self._emit()
+
+    def _emit(self) -> None:
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        if not text:
+            return
         try:
             self.out.write(text)
         except UnicodeEncodeError:  # stdout's encoding lacks a character: show the rest rather than nothing
             encoding = getattr(self.out, "encoding", None) or "ascii"
-            self._write(text.encode(encoding, "replace").decode(encoding))
+            try:
+                self.out.write(text.encode(encoding, "replace").decode(encoding))
+            except (BrokenPipeError, ValueError):
+                pass
         except (BrokenPipeError, ValueError):
             pass
 

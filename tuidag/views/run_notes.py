@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from ..engine.events import TaskSnapshot
 from ..model.spec import NOTIFY_CHOICES
@@ -52,8 +51,7 @@ def in_ci(env: Mapping[str, str]) -> bool:
     return value is not None and value.strip().lower() not in ("", "0", "false", "no")
 
 
-@dataclass(frozen=True)
-class Channel:
+class Channel(NamedTuple):
     """How a terminal is reached: `osc` is "9", "777" or None (the bell only); `tmux`: wrap the OSC for tmux."""
 
     osc: str | None
