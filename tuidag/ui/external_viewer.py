@@ -23,12 +23,15 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 DEFAULT_PAGER = "less -R"
 DEFAULT_EDITOR = "vi"
 PASSED_ON = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 """The signals the app stops on: while the program runs they are passed on to it."""
+_POLL_S = 0.05
+"""How often the program's end is checked for (see `_wait_for`)."""
 
 
 class ViewerProblem(Exception):
@@ -85,7 +88,7 @@ def run_in_foreground(argv: list[str]) -> int:
     try:
         _hand_over(fd, process.pid)
         while True:
-            _, status = os.waitpid(process.pid, os.WUNTRACED)
+            status = _wait_for(process.pid)
             if not os.WIFSTOPPED(status):
                 process.returncode = os.waitstatus_to_exitcode(status)
                 return process.returncode
@@ -95,6 +98,19 @@ def run_in_foreground(argv: list[str]) -> int:
             os.tcsetpgrp(fd, ours)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _wait_for(pid: int) -> int:
+    """The wait status of `pid` once it ends or stops. Polled, not a blocking `waitpid`: a signal the kernel hands to
+    another of the app's threads (the viewer's, the log watcher's) does not interrupt the main thread's system call,
+    and Python runs its handler only when the main thread next runs Python code, so a blocked wait never passed
+    SIGHUP on and the app waited for a pager that was never told the terminal had closed (a tmux test: 2 runs in 10).
+    A signal the main thread gets ends the sleep at once; one another thread got waits at most one interval."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+        if done:
+            return status
+        time.sleep(_POLL_S)
 
 
 def _hand_over(fd: int, group: int) -> None:
