@@ -4,6 +4,7 @@ process is alive, and cleaning up after an engine that died (as any tuidag comma
 from __future__ import annotations
 
 import os
+import time
 
 from ..engine.events import TaskSnapshot
 from ..model.state import TaskState
@@ -12,6 +13,8 @@ from ..store.reaper import Reaped, reap_run
 from ..store.runs import RunDir, RunStore
 
 S = TaskState
+LOCK_DROP_S = 5.0
+"""How long a dead engine's owner lock may outlive its main thread (see `reap_dead_run`)."""
 
 
 def process_stopped(pid: int) -> bool:
@@ -78,11 +81,21 @@ def journal_snapshots(run: RunDir, names: tuple[str, ...]) -> dict[str, TaskSnap
 
 def reap_dead_run(store: RunStore, run: RunDir) -> Reaped | None:
     """Kill what the run's tasks left once its engine died (None when another command did it, or the engine is
-    alive): a foreground viewer left the task trees of a `kill -9`ed engine writing until some later command ran."""
-    try:
-        return reap_run(store, run)
-    except OSError:  # a state dir that can't be locked or read: `tuidag runs` will try again
-        return None
+    alive): a foreground viewer left the task trees of a `kill -9`ed engine writing until some later command ran.
+
+    Called once the engine's process is a zombie, which its main thread is as soon as it has ended: the engine's
+    other threads may still be ending, and the file table they share, with the owner lock in it, is let go only by
+    the last of them. Taken as "owned" then, the run was never reaped (a tmux test: 1 run in 20), so a run still
+    owned is tried again until the lock drops."""
+    deadline = time.monotonic() + LOCK_DROP_S
+    while True:
+        try:
+            reaped = reap_run(store, run)
+            if reaped is not None or time.monotonic() > deadline or run.summary.exists() or not run.owned():
+                return reaped
+        except OSError:  # a state dir that can't be locked or read: `tuidag runs` will try again
+            return None
+        time.sleep(0.02)
 
 
 def reaped_text(reaped: Reaped) -> str:
