@@ -17,6 +17,8 @@ from slowness import patience
 from tuidag.model.errors import DagErrors
 from tuidag.model.loader import load_dag
 
+pytestmark = pytest.mark.xdist_group("bad_dags")  # one worker: the module-scoped fixtures are made once
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "bad_dags"
 CASES = sorted(CORPUS.glob("*.yaml"))

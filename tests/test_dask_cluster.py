@@ -25,7 +25,10 @@ from tuidag.engine import process
 from tuidag.store.journal import read_journal, replay
 from tuidag.store.runs import RunStore
 
-pytestmark = pytest.mark.cli
+pytestmark = [
+    pytest.mark.cli,
+    pytest.mark.xdist_group("dask_cluster"),
+]  # one worker: the module-scoped fixtures are made once
 
 
 @pytest.fixture(scope="module")

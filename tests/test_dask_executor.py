@@ -60,6 +60,8 @@ from tuidag.model.spec import TaskSpec
 from tuidag.model.state import TaskState
 from tuidag.views.headless import HeadlessReporter
 
+pytestmark = pytest.mark.xdist_group("dask_executor")  # one worker: the module-scoped fixtures are made once
+
 #: What the shared cluster's workers advertise: enough of every kind the slot tests ask for.
 ADVERTISED = {"gpu": 4, "db": 4, "V100": 4}
 

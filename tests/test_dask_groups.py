@@ -36,6 +36,8 @@ from tuidag.engine.dask import attempt, runner
 from tuidag.engine.dask.executor import DaskExecutor
 from tuidag.model.state import TaskState
 
+pytestmark = pytest.mark.xdist_group("dask_groups")  # one worker: the module-scoped fixtures are made once
+
 
 @pytest.fixture(scope="module")
 def client():

@@ -10,7 +10,10 @@ from stored_runs import Plan, write_run
 from tuidag.views.report import render_html
 from tuidag.views.report_facts import report_facts
 
-pytestmark = pytest.mark.skipif(chromium() is None, reason="no chromium (apt-get install chromium)")
+pytestmark = [
+    pytest.mark.skipif(chromium() is None, reason="no chromium (apt-get install chromium)"),
+    pytest.mark.xdist_group("report_browser"),
+]  # one worker: the module-scoped fixtures are made once
 
 
 @pytest.fixture(scope="module")

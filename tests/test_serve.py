@@ -29,6 +29,8 @@ from dags import wait_until
 from served import REPO, Served, open_tab, press, press_escape, resize, screen, wait_for_text
 from slowness import patience
 
+pytestmark = pytest.mark.xdist_group("serve")  # one worker: the module-scoped fixtures are made once
+
 DAG = """\
 name: served
 tasks:

@@ -18,7 +18,10 @@ from tuidag.store.runs import RunStore
 from tuidag.store.task_story import fold_attempts
 from tuidag.views.task_detail import detail_text, task_detail
 
-pytestmark = pytest.mark.cli
+pytestmark = [
+    pytest.mark.cli,
+    pytest.mark.xdist_group("task_detail"),
+]  # one worker: the module-scoped fixtures are made once
 
 STORY_DAG = """\
 name: story
