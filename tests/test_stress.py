@@ -1,7 +1,7 @@
 """Load: many random 50-task DAGs with random exit codes, 0-50 ms durations and random cancels from another thread.
 Every run must keep the scheduler's invariants, leave no process behind, and have a journal that replays to the
-final states the engine reported. TUIDAG_STRESS_EXAMPLES sets how many DAGs: 60 by default (3,000 task processes, about 10 s of CPU here: 200 were a
-tenth of the whole suite's CPU time), more for a deeper run before a release."""
+final states the engine reported. TUIDAG_STRESS_EXAMPLES sets how many DAGs: 60 by default (3,000 task processes,
+about 10 s of CPU here; 200 were a tenth of the whole suite's CPU time), more for a deeper run before a release."""
 
 from __future__ import annotations
 
