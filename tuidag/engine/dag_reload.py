@@ -27,7 +27,7 @@ from .events import TaskSnapshot
 from .executor import RunningAttempt
 from .rounds import Rounds
 from .task_attempts import Freshness
-from .task_records import WAITING, S, TaskRecord
+from .task_records import S, TaskRecord
 
 
 class DagReloads(Rounds):
@@ -110,15 +110,9 @@ class DagReloads(Rounds):
     def _remove(self, t: TaskRecord, to_kill: list[RunningAttempt]) -> None:
         """A task the DAG file no longer has ends CANCELLED, REMOVED (a running one once its tree is gone)."""
         self._restart_after.discard(t.snap.name)
-        if t.state in WAITING:
-            self._drop_pending_work(t)
-            self._set(t, S.CANCELLED, reason=REMOVED, finished_at=self.clock())
-        elif t.state in (S.RUNNING, S.READY):
-            t.cancel_reason = REMOVED
-            self._set(t, S.CANCELLING, reason=REMOVED)
-            if t.running is not None:
-                to_kill.append(t.running)
-        elif t.state is S.CANCELLING:
+        if self._cancel_one(t, REMOVED, to_kill):
+            return
+        if t.state is S.CANCELLING:
             t.cancel_reason = REMOVED
         elif t.state.terminal and t.state is not S.UNTARGETED:
             self._back_to_pending(t)

@@ -420,18 +420,8 @@ class Scheduler(ServiceTasks, DagReloads):
         with self._lock:
             self._restart_after.difference_update(names)  # a task cancelled while it restarts stays cancelled
             for n in names:
-                t = self._tasks[n]
-                if t.state in WAITING:
-                    self._drop_pending_work(t)
-                    self._set(t, S.CANCELLED, reason=reason, finished_at=self.clock())
-                elif t.state in (S.RUNNING, S.READY):
-                    t.cancel_reason = reason
-                    self._set(t, S.CANCELLING, reason=reason)
-                    if t.running is not None:
-                        to_kill.append(t.running)
-                else:
-                    continue
-                affected.append(n)
+                if self._cancel_one(self._tasks[n], reason, to_kill):
+                    affected.append(n)
             self._check_done()
         self._flush()
         for running in to_kill:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from ..model.resources import cuda_kind, format_slots, slot_env
 from ..model.spec import TaskSpec
 from ..model.state import MET
-from .task_records import S, TaskRecord, TaskRecords
+from .executor import RunningAttempt
+from .task_records import WAITING, S, TaskRecord, TaskRecords
 
 
 class TaskQueue(TaskRecords):
@@ -22,6 +23,21 @@ class TaskQueue(TaskRecords):
             t.timer.cancel()
             t.timer = None
         self._held.pop(t.snap.name, None)
+
+    def _cancel_one(self, t: TaskRecord, reason: str, to_kill: list[RunningAttempt]) -> bool:
+        """A waiting task CANCELLED, a running (or ready) one CANCELLING with its attempt put in `to_kill` (killed
+        by the caller, outside the lock); False for a task in any other state, which this leaves alone."""
+        if t.state in WAITING:
+            self._drop_pending_work(t)
+            self._set(t, S.CANCELLED, reason=reason, finished_at=self.clock())
+        elif t.state in (S.RUNNING, S.READY):
+            t.cancel_reason = reason
+            self._set(t, S.CANCELLING, reason=reason)
+            if t.running is not None:
+                to_kill.append(t.running)
+        else:
+            return False
+        return True
 
     def _deps_succeeded(self, name: str) -> bool:
         return all(self._tasks[d].state in MET for d in self.dag.tasks[name].depends_on)
