@@ -47,6 +47,24 @@ async def test_x_on_a_finished_run_highlights_and_lists_the_chain_that_set_its_l
         assert not app.canvas.critical and not app.timeline.critical and not app.critical_panel.display
 
 
+async def test_the_panel_fits_its_rows_to_its_width_again_when_the_terminal_is_resized(new_session):
+    """Each row is fitted to the panel's width (30% of the screen): a new width fits them again, durations kept at
+    the right edge. (The first path was also often fitted before the just-mounted panel had a width.)"""
+    async with open_app(new_session(BRANCHES)) as (app, pilot):
+        await until(pilot, lambda: app.model.finished, what="the run's end")
+        await pilot.press("x")
+        await until(pilot, lambda: app.canvas.critical, what="the path worked out")
+        for columns, lines in [(100, 40), (160, 45)]:
+            await pilot.resize_terminal(columns, lines)
+            width = max(26, min(44, columns * 3 // 10))  # app.tcss: 30%, 26 to 44 columns
+            await until(pilot, lambda w=width: app.critical_panel.region.width == w, what="the panel's new width")
+            await pilot.pause()
+            rows = [line for line in panel_text(app).splitlines() if "◆" in line]
+            assert len(rows) == 3
+            right = app.critical_panel.content_region.right - app.critical_panel.region.x
+            assert all(row[:right].rstrip().endswith("s") and len(row[:right].rstrip()) == right for row in rows), rows
+
+
 async def test_x_on_a_live_run_follows_the_forecast(tmp_path, monkeypatch):
     app = story_app(tmp_path, monkeypatch)
     async with app.run_test(size=(160, 45)) as pilot:

@@ -20,8 +20,17 @@ MAX_ROWS = 500  # a path of thousands of tasks lists its start and end (the midd
 
 
 class CriticalPathPanel(Static):
+    _shown: tuple[Outlook | None, list[tuple[str, str, bool]], str | None] | None = None
+
+    def on_resize(self) -> None:
+        """The rows are fitted to the panel's width: again at a new width. The first path is often shown before the
+        panel just mounted has one (its rows then fitted to 32 cells, and left so until the next outlook)."""
+        if self._shown is not None:
+            self.show_path(*self._shown)
+
     def show_path(self, result: Outlook | None, rows: list[tuple[str, str, bool]], note: str | None) -> None:
         """`rows` from `run_outlook.path_rows`; `note` says why there is no path, or what the ETA is."""
+        self._shown = (result, rows, note)
         width = max(10, (self.content_region.width or 32))
         text = Text(no_wrap=True, overflow="crop")
         if result is None or not rows:
