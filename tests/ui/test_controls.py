@@ -77,7 +77,8 @@ async def test_cancel_a_queued_branch_then_everything(new_session, tmp_path):
     )
     async with open_app(session) as (app, pilot):
         procs = await wait_pids(pilot, tmp_path / "a.pids")
-        assert ui_states(app)["q"] == "QUEUED"
+        # a's process wrote its pids; the UI learns q was queued from an event that may come a moment later
+        await until(pilot, lambda: ui_states(app)["q"] == "QUEUED", what="q queued behind a")
         await select(app, pilot, "q")
         await pilot.press("c", "y")
         await until(
@@ -132,6 +133,7 @@ async def test_pause_holds_new_tasks_and_resume_releases_them(new_session, tmp_p
         assert "PAUSED" in str(app.header.render())
         (tmp_path / "go").touch()
         await until(pilot, lambda: ui_states(app)["a"] == "SUCCEEDED", what="a done")
+        await until(pilot, lambda: ui_states(app)["b"] == "QUEUED", what="b queued")  # (its event may come later)
         for _ in range(5):  # several drain cycles: b stays queued while paused
             await pilot.pause(0.05)
             assert ui_states(app)["b"] == "QUEUED"
