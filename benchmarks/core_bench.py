@@ -1,6 +1,7 @@
 """tuidag vs ninja on the same layered DAG of `true` commands, measured side by side in one run.
 
-The DAG: 10 layers of N/10 tasks; every task past the first layer depends on 2 tasks of the layer above. It is written
+The DAG: 10 layers of N/10 tasks; every task past the first layer depends on 2 tasks of the layer above. N=1 (one
+task, in the default sizes) is the start-up and shut-down of a run: the fixed cost every run pays. It is written
 as a tuidag YAML file and as a build.ninja, then `tuidag run --no-tui --quiet -j 8` (per-task logs and journal
 included) and `ninja -j 8` run alternately; the script prints the median wall times and their ratio. tuidag runs
 twice per round: as a run of a file it ran before (the validated model comes from the state dir's cache, as ninja
@@ -25,7 +26,7 @@ tmpfs to take it out. Every timed command starts after a `sync`.
 tuidag's bytecode is compiled first, as `pip install` does (the figures would otherwise include compiling every
 module on every start when PYTHONDONTWRITEBYTECODE is set).
 
-    python benchmarks/core_bench.py                 # N=1000 and N=5000, 5 repeats each
+    python benchmarks/core_bench.py                 # N=1, 1000 and 5000, 5 repeats each
     python benchmarks/core_bench.py --sizes 1000 --repeats 9
     python benchmarks/core_bench.py --dir /dev/shm  # on tmpfs
     python benchmarks/core_bench.py --baseline ../tuidag-before  # against another checkout, in A/B pairs
@@ -49,10 +50,12 @@ PROBE_FILES = 1000  # files created to show how fast the file system creates the
 
 
 def layered(n: int, seed: int = 1) -> list[tuple[str, list[str]]]:
+    """`LAYERS` layers of n / LAYERS tasks; a DAG smaller than that (N=1: the start-up of a run) is one layer."""
     rng = random.Random(seed)
-    width = n // LAYERS
+    layers = LAYERS if n >= 2 * LAYERS else 1
+    width = n // layers
     tasks: list[tuple[str, list[str]]] = []
-    for layer in range(LAYERS):
+    for layer in range(layers):
         for i in range(width):
             name = f"t{layer}_{i}"
             deps = [] if layer == 0 else [f"t{layer - 1}_{j}" for j in rng.sample(range(width), 2)]
@@ -196,7 +199,7 @@ def bench(n: int, repeats: int, jobs: int, work: Path, baseline: str | None) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 1000, 5000])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("-j", type=int, default=8)
     parser.add_argument("--dir", help="where the DAGs, logs and journals are written (default: the temp dir)")
@@ -216,6 +219,10 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def seconds(value: float) -> str:
+    return f"{value * 1000:.1f}ms" if value < 1 else f"{value:.2f}s"
+
+
 def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -232,9 +239,10 @@ def report(root: Path, args: argparse.Namespace) -> None:
         header += f"  {'baseline/floor':>14}"
     print(header)
     for n in args.sizes:
-        t = bench(n, args.repeats, args.j, root / str(n), args.baseline)
+        repeats = args.repeats * 4 if n < 100 else args.repeats  # a start-up is quick and noisy: more samples
+        t = bench(n, repeats, args.j, root / str(n), args.baseline)
         keys = ["ninja", "tuidag", "cold", "off", "floor"] + (["baseline"] if args.baseline else [])
-        cells = [f"{t[k]:>6.2f}s ({t[k] / t['ninja']:.2f}x)" for k in keys]
+        cells = [f"{seconds(t[k]):>7} ({t[k] / t['ninja']:.2f}x)" for k in keys]
         line = f"{n:>6}  " + "  ".join(cells) + f"  {t['tuidag'] / t['floor']:>11.2f}x  {t['off'] / t['floor']:>10.2f}x"
         if args.baseline:
             line += f"  {t['baseline'] / t['floor']:>13.2f}x"

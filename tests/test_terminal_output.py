@@ -279,6 +279,32 @@ def test_the_lines_of_a_round_are_printed_with_one_write(tmp_path: Path) -> None
     assert out.writes == 1
 
 
+def test_the_printer_wakes_once_an_interval_while_events_keep_coming_not_once_an_event(tmp_path: Path) -> None:
+    """A stream of state changes (a DAG of quick tasks) is printed in rounds `interval` apart: waking the printer
+    for each change was a thread switch per event. The first change after a quiet spell is printed at once, and
+    nothing is lost. Slowness only lengthens the waits, so the bound holds on a loaded machine."""
+    out = _CountingOutput()
+    reporter = HeadlessReporter(out, LogHeaders(), quiet=True, interval=0.05)
+    reporter.start([f"t{i}" for i in range(100_000)])
+    reporter(running("first", str(tmp_path / "first.log"), 1))
+    deadline = time.monotonic() + patience(5.0)
+    while out.writes == 0:  # the first event wakes the printer from its sleep
+        assert time.monotonic() < deadline, "the first event was not printed"
+        time.sleep(0.001)
+    start, sent = time.monotonic(), 0
+    while time.monotonic() - start < 0.5:
+        for _ in range(20):
+            reporter(running(f"t{sent}", str(tmp_path / f"t{sent}.log"), 1, TaskState.SUCCEEDED))
+            sent += 1
+        time.sleep(0.0005)  # events come from other threads, a few at a time
+    elapsed = time.monotonic() - start
+    reporter.stop()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == sent + 1 and lines[-1].startswith(f"[t{sent - 1}"), "every event is printed, in order"
+    assert sent > 500
+    assert out.writes <= elapsed / 0.05 + 4, f"{out.writes} writes for {sent} events in {elapsed:.2f} s"
+
+
 def test_a_flood_in_one_log_does_not_hold_up_the_others(tmp_path: Path) -> None:
     """Each round reads a bounded share of every running task's log: a line of a quiet task comes out long before
     the end of a flood that was already in its log."""

@@ -95,8 +95,10 @@ def warm_up() -> None:
 
 def warmed() -> None:
     """An attempt took a cgroup: its shell's move, and the moves of the attempts after it, keep the lock warm."""
-    if _warming is not None:
-        _warming.set()
+    global _warming
+    warming, _warming = _warming, None  # every attempt calls this: the first one stops the thread
+    if warming is not None:
+        warming.set()
 
 
 def _keep_warm(procs: str, stop: threading.Event) -> None:
