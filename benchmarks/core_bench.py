@@ -13,7 +13,9 @@ output). It shows how much of the gap to ninja is the language's own start-up an
 the part that is tuidag's own. tuidag runs a third time per round with `TUIDAG_CGROUPS=off` ("no cgroups"): as root (or
 in a delegated cgroup subtree) each attempt otherwise gets a cgroup of its own, and the two columns side by side show
 what they cost. `--baseline DIR` adds a fourth: the same run again by the tuidag checked out in DIR (imported from
-there), interleaved with this one's, so a change is measured in A/B pairs under the same load.
+there), interleaved with this one's, so a change is measured in A/B pairs under the same load. `--bare` adds the
+engine alone: tuidag with every per-attempt extra switched off inside the process (no cgroups, no log headers, no
+journal lines, no printed events), which shows how much of tuidag / floor is left when those guarantees are gone.
 
 Both Python programs create one file per task and ninja creates none, so the file system shows in the ratios. On
 ext4 without a journal, creating a file right after many were deleted is slow: the kernel skips inodes freed in the
@@ -30,6 +32,7 @@ module on every start when PYTHONDONTWRITEBYTECODE is set).
     python benchmarks/core_bench.py --sizes 1000 --repeats 9
     python benchmarks/core_bench.py --dir /dev/shm  # on tmpfs
     python benchmarks/core_bench.py --baseline ../tuidag-before  # against another checkout, in A/B pairs
+    python benchmarks/core_bench.py --sizes 1000 5000 --bare     # and the engine with its extras switched off
 """
 
 from __future__ import annotations
@@ -137,6 +140,23 @@ done.wait()
 pool.shutdown()
 """
 
+BARE = """
+import os, sys
+os.environ["TUIDAG_CGROUPS"] = "off"
+from tuidag.engine import shell_attempt
+from tuidag.store import journal
+from tuidag.views import headless
+for owner, name in ((shell_attempt, "write_header"), (journal.JournalWriter, "record"),
+                    (headless.HeadlessReporter, "__call__")):
+    assert hasattr(owner, name), f"--bare: {owner.__name__}.{name} is gone: update core_bench.BARE"
+shell_attempt.write_header = lambda *args: None  # no `=== tuidag: ... ===` line in each log
+journal.JournalWriter.record = lambda self, events: None  # the journal keeps its header only
+headless.HeadlessReporter.__call__ = lambda self, event: None  # no printed events (the summary stays)
+from tuidag.cli import entry
+sys.argv[0] = "tuidag"
+entry()
+"""
+
 
 def compile_tuidag(baseline: str | None) -> None:
     import compileall
@@ -165,10 +185,10 @@ def file_creation(root: Path) -> float:
 
 
 class Times(dict):
-    """Median seconds by runner: ninja, tuidag (run again), cold (1st run), off (no cgroups), floor, baseline."""
+    """Median seconds by runner: ninja, tuidag (run again), cold (1st run), off (no cgroups), floor, baseline, bare."""
 
 
-def bench(n: int, repeats: int, jobs: int, work: Path, baseline: str | None) -> Times:
+def bench(n: int, repeats: int, jobs: int, work: Path, baseline: str | None, bare: bool = False) -> Times:
     work.mkdir()
     tasks = layered(n)
     write_yaml(tasks, work / "dag.yaml")
@@ -187,6 +207,8 @@ def bench(n: int, repeats: int, jobs: int, work: Path, baseline: str | None) -> 
         base_env = {**env, "PYTHONPATH": baseline, "TUIDAG_STATE_DIR": str(work / "state-baseline")}
         timed(tuidag_cmd, work, base_env)  # its DAG cache filled, as this tree's is by "cold" before "tuidag"
         runs["baseline"] = (tuidag_cmd, base_env, None)
+    if bare:
+        runs["bare"] = ([sys.executable, "-c", BARE, *tuidag_cmd[3:]], env, None)
     times: dict[str, list[float]] = {name: [] for name in runs}
     for round_ in range(repeats):
         order = list(runs.items())
@@ -204,6 +226,7 @@ def main() -> None:
     parser.add_argument("-j", type=int, default=8)
     parser.add_argument("--dir", help="where the DAGs, logs and journals are written (default: the temp dir)")
     parser.add_argument("--baseline", metavar="DIR", help="a tuidag checkout to time too, in A/B pairs with this one")
+    parser.add_argument("--bare", action="store_true", help="time the engine with its per-attempt extras off too")
     args = parser.parse_args()
     if args.baseline is not None:
         args.baseline = os.path.abspath(args.baseline)
@@ -233,19 +256,18 @@ def report(root: Path, args: argparse.Namespace) -> None:
         "(tens of ms on an idle ext4 disk; hundreds after many files were deleted there in the last minutes)"
     )
     print("times, then / ninja; tuidag = a run again, 1st run = the DAG cache emptied, no cgroups = TUIDAG_CGROUPS=off")
-    columns = ["ninja", "tuidag", "1st run", "no cgroups", "py floor"] + (["baseline"] if args.baseline else [])
+    extra = (["baseline"] if args.baseline else []) + (["bare"] if args.bare else [])
+    columns = ["ninja", "tuidag", "1st run", "no cgroups", "py floor", *extra]
     header = f"{'N':>6}  " + "  ".join(f"{c:>15}" for c in columns) + f"  {'tuidag/floor':>12}  {'no cg/floor':>11}"
-    if args.baseline:
-        header += f"  {'baseline/floor':>14}"
+    header += "".join(f"  {name + '/floor':>14}" for name in extra)
     print(header)
     for n in args.sizes:
         repeats = args.repeats * 4 if n < 100 else args.repeats  # a start-up is quick and noisy: more samples
-        t = bench(n, repeats, args.j, root / str(n), args.baseline)
-        keys = ["ninja", "tuidag", "cold", "off", "floor"] + (["baseline"] if args.baseline else [])
+        t = bench(n, repeats, args.j, root / str(n), args.baseline, args.bare)
+        keys = ["ninja", "tuidag", "cold", "off", "floor", *extra]
         cells = [f"{seconds(t[k]):>7} ({t[k] / t['ninja']:.2f}x)" for k in keys]
         line = f"{n:>6}  " + "  ".join(cells) + f"  {t['tuidag'] / t['floor']:>11.2f}x  {t['off'] / t['floor']:>10.2f}x"
-        if args.baseline:
-            line += f"  {t['baseline'] / t['floor']:>13.2f}x"
+        line += "".join(f"  {t[name] / t['floor']:>13.2f}x" for name in extra)
         print(line, flush=True)
     print(f"load average at the end: {load()}")
 
