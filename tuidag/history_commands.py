@@ -29,9 +29,11 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
     runs.add_argument("--task", metavar="NAME", help="one task's state, duration and attempts in each run")
 
     logs = sub.add_parser("logs", parents=[state], help="print a task's log")
-    logs.add_argument("task", metavar="TASK", help="the task whose log to print")
+    logs.add_argument("task", metavar="TASK", help="the task whose log to print (a matrix task: each instance's)")
     logs.add_argument("--run", dest="run_id", help="run id (or a unique prefix); default: the latest run that has TASK")
-    logs.add_argument("-f", "--follow", action="store_true", help="follow a live log until the task ends")
+    logs.add_argument(
+        "-f", "--follow", action="store_true", help="follow a live log until the task ends (a matrix task's: all)"
+    )
     logs.add_argument("--file", type=Path, help="a DAG file, to use the state dir next to it")
     logs.add_argument(
         "--raw",
@@ -211,7 +213,7 @@ def _silent_outcome(run: RunDir, outcome: str) -> str:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from .store.history import has_task, matching, runs_of
+    from .store.history import group_instances, has_task, matching, runs_of
     from .views.logs import LogPrinter, UnsafeLog, copy_log, follow_log
 
     store = open_store(state_dir_of(args, args.file))
@@ -219,18 +221,22 @@ def cmd_logs(args: argparse.Namespace) -> int:
     where = where_runs(store, args.file)
     if args.run_id:
         run = one_run(matching(runs, args.run_id), args.run_id, where)
-        if not has_task(run, args.task):
+        if not has_task(run, args.task, or_group=True):
             raise no_such_task(args.task, [run], f"run {run.run_id} has no task {args.task!r}")
     elif not runs:
         raise UsageError(no_runs(store, args))
     else:  # the latest run that has the task: a shared state dir also holds other DAGs' runs
-        with_task = [r for r in runs if has_task(r, args.task)]
+        with_task = [r for r in runs if has_task(r, args.task, or_group=True)]
         if not with_task:
             raise no_such_task(args.task, runs, f"no run {where} has a task {args.task!r}")
         run = with_task[-1]
-    path = run.log_path(args.task)
-    out = LogPrinter(sys.stdout.buffer, sanitize=not args.raw and sys.stdout.isatty(), encoding=sys.stdout.encoding)
+    instances = group_instances(run, args.task)
+    sanitize = not args.raw and sys.stdout.isatty()
     try:
+        if instances is not None:
+            return _group_logs(run, instances, args.follow, sanitize)
+        path = run.log_path(args.task)
+        out = LogPrinter(sys.stdout.buffer, sanitize=sanitize, encoding=sys.stdout.encoding)
         if args.follow and (cut := follow_log(run, args.task, out)) is not None:
             print(f"tuidag: error: {printable(cut)}", file=sys.stderr)
             return EXIT_FAILED
@@ -240,6 +246,42 @@ def cmd_logs(args: argparse.Namespace) -> int:
             return _no_output(store, run, runs, args)
     except UnsafeLog as exc:
         raise UsageError(str(exc)) from None
+    return EXIT_OK
+
+
+def _group_logs(run: RunDir, instances: list[str], follow: bool, sanitize: bool) -> int:
+    """A matrix task's logs: each instance's under a `==> name <==` heading (a blank line before every heading but
+    the first), one after another, or with `follow` as they grow, until every instance has ended. An instance
+    without a log yet is left out until it has one; exit 1 when none has any (and the run is over)."""
+    from .views.logs import Headed, LogPrinter, copy_log, follow_logs
+
+    encoding = sys.stdout.encoding
+
+    def heading(name: str, after: bool) -> bytes:
+        blank = "\n" if after else ""
+        return f"{blank}==> {printable(name)} <==\n".encode(encoding, "replace")
+
+    last: list[str | None] = [None]
+    printers = {
+        name: LogPrinter(Headed(sys.stdout.buffer, name, last, heading), sanitize=sanitize, encoding=encoding)
+        for name in instances
+    }
+    if follow:
+        cut = follow_logs(run, printers)
+        if cut is not None:
+            print(f"tuidag: error: {printable(cut)}", file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_OK
+    shown = 0
+    for name, out in printers.items():
+        path = run.log_path(name)
+        if os.path.lexists(path):
+            copy_log(path, out)
+            shown += 1
+    if not shown:
+        state = "yet" if run.owned() else f"in run {run.run_id}"
+        print(f"tuidag: none of the {len(instances)} instances has output {state}", file=sys.stderr)
+        return EXIT_OK if run.owned() else EXIT_FAILED
     return EXIT_OK
 
 

@@ -181,7 +181,23 @@ def has_task(run: RunDir, task: str, or_group: bool = False) -> bool:
     """Whether the run has the task (with `or_group`, or a matrix task of that name: its group of instances), the
     tasks an edit of its DAG file under --watch added included."""
     header = current_header(run.journal)
-    return task in header.get("tasks", ()) or (or_group and task in (header.get("groups") or {}))
+    return task in header.get("tasks", ()) or (or_group and group_instances(run, task, header) is not None)
+
+
+def group_instances(run: RunDir, name: str, header: dict[str, Any] | None = None) -> list[str] | None:
+    """The instances of the matrix task `name` in the run, in the DAG's order; None when `name` is no matrix task
+    there (a plain task of that name included). Only instances the header lists as tasks are given: the journal is
+    read as untrusted input."""
+    header = current_header(run.journal) if header is None else header
+    groups, tasks = header.get("groups"), header.get("tasks")
+    if type(groups) is not dict or type(tasks) is not list or name in tasks:
+        return None
+    instances = groups.get(name)
+    if type(instances) is not list:
+        return None
+    listed = {task for task in tasks if type(task) is str}
+    found = [i for i in instances if type(i) is str and i in listed]
+    return found or None
 
 
 def nearby_state_dirs(folder: Path, limit: int = 5, budget: int = 2000) -> list[Path]:

@@ -1,4 +1,5 @@
-"""`tuidag logs`: print a task's log from a run folder, or follow it until the task ends.
+"""`tuidag logs`: print a task's log from a run folder, or follow it until the task ends; a matrix task's instances
+one after another, or followed together, each under a `==> name <==` heading as `tail` prints several files.
 
 The bytes go out as they are, unless they go to a terminal: then they are made safe (`terminal_text`: colours kept,
 other control sequences neutralised, a `\\r` overwrites within its line, a line cut at `LINE_CAP` with a marker), since
@@ -11,8 +12,9 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Protocol
 
 from ..store.journal import replay
 from ..store.runs import RunDir
@@ -24,10 +26,18 @@ LINE_CAP = 1 << 20
 _CUT_MARKER = " \u2026 [tuidag: line cut, %d more bytes; --raw prints them]".encode()
 
 
+class Sink(Protocol):
+    """Where a LogPrinter writes: a binary stream (stdout's buffer), or a `Headed` one of several logs."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+    def flush(self) -> object: ...
+
+
 class LogPrinter:
     """Where log bytes go: to `out` as they are, or (`sanitize`) as terminal-safe lines."""
 
-    def __init__(self, out: BinaryIO, sanitize: bool, encoding: str = "utf-8"):
+    def __init__(self, out: Sink, sanitize: bool, encoding: str = "utf-8"):
         self.out = out
         self.encoding = encoding  # the terminal's, for sanitized lines
         self._lines = LineAssembler(LINE_CAP, _CUT_MARKER) if sanitize else None
@@ -93,6 +103,46 @@ def follow_log(run: RunDir, task: str, out: LogPrinter, poll: float = 0.1) -> st
             _copy_from(path, offset, out)
             out.close()
             return None if ended or record is None else _why_cut(run, task)
+        time.sleep(poll)
+
+
+class Headed:
+    """The output of one of several logs: the `==> name <==` heading goes out before its bytes whenever the previous
+    bytes were another log's. A sanitizing LogPrinter writes whole lines only, so on a terminal a heading never
+    splits a line; raw bytes switch where they come, as with `tail -f`."""
+
+    def __init__(self, out: Sink, name: str, last: list[str | None], heading: Callable[[str, bool], bytes]):
+        self.out, self.name, self._last, self._heading = out, name, last, heading
+
+    def write(self, data: bytes) -> None:
+        if self._last[0] != self.name:
+            self.out.write(self._heading(self.name, self._last[0] is not None))
+            self._last[0] = self.name
+        self.out.write(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def follow_logs(run: RunDir, printers: dict[str, LogPrinter], poll: float = 0.1) -> str | None:
+    """`follow_log` for several tasks at once (a matrix task's instances: `printers` writes each one's bytes, under
+    its heading), until every one has ended or the run's process is gone."""
+    offsets = dict.fromkeys(printers, 0)
+    while True:
+        rep = replay(run.journal)
+        records = {task: rep.tasks.get(task) for task in printers}
+        ended = all(record is not None and record.state.terminal for record in records.values())
+        done = ended or not run.owned()
+        for task, out in printers.items():
+            offsets[task] = _copy_from(run.log_path(task), offsets[task], out)
+        if done:
+            for task, out in printers.items():
+                _copy_from(run.log_path(task), offsets[task], out)
+                out.close()
+            if ended:
+                return None
+            cut = [task for task, record in records.items() if record is not None and not record.state.terminal]
+            return _why_cut(run, cut[0]) if cut else None
         time.sleep(poll)
 
 
