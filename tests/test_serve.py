@@ -160,6 +160,11 @@ def test_the_tab_shows_the_run_and_takes_keys_at_80x24_and_160x45(run, browser, 
             return len(lines) == size[1] and "Help" in lines[-1] and "keeps" in "\n".join(lines)
 
         wait_until(laid_out, timeout=15)
+        # The terminal is drawn in the font the server sent, and nothing was asked of another host.
+        faces = "[...document.fonts].filter(f => f.family.includes('Roboto Mono')).map(f => f.status)"
+        wait_until(lambda: "loaded" in browser.evaluate(faces), timeout=15)
+        asked = browser.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
+        assert asked and all(url.startswith(served.base + "/") for url in asked), asked
         press(browser, "?")
         wait_for_text(browser, "tuidag keys")
         press_escape(browser)
@@ -301,6 +306,31 @@ def test_a_finished_run_is_served_post_mortem_and_its_name_is_never_markup_in_th
         code, err = served.stop()
     assert "serving the finished run (post-mortem)" in served.out and code == 0, err
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and name not in page
+
+
+def test_the_page_asks_no_other_host_for_anything_and_its_font_comes_from_the_server(tmp_path):
+    """textual-serve's own page linked Google's stylesheet for its font: an offline browser waited for it, and every
+    page load told Google where the viewer was. Every address the page names is this server's."""
+    (tmp_path / "dag.yaml").write_text("tasks:\n  one:\n    run: 'true'\n")
+    assert tuidag(tmp_path, "run", "dag.yaml", "--state-dir", "state").returncode == 0
+    served = Served(tmp_path, "--state-dir", "state")
+    try:
+        with urllib.request.urlopen(served.url, timeout=patience(10)) as response:
+            page = response.read().decode()
+            cookie = response.headers["Set-Cookie"].split(";")[0]
+        addresses = re.findall(r"""(?:src|href)=["']([^"']+)|url\(["']?([^"')]+)""", page)
+        urls = [a or b for a, b in addresses if (a or b).startswith(("http:", "https:", "//"))]
+        fonts = [url for url in urls if url.endswith(".ttf")]
+        assert len(fonts) == 2 and all(url.startswith(served.base + "/") for url in urls), urls
+        assert "googleapis" not in page and "gstatic" not in page
+        for font in fonts:  # as the browser asks for it: with the page's cookie, no token in the URL
+            request = urllib.request.Request(font, headers={"Cookie": cookie})
+            with urllib.request.urlopen(request, timeout=patience(10)) as response:
+                assert response.read(4) == b"\x00\x01\x00\x00"  # a TrueType font
+        assert status(fonts[0]) == 403  # and behind the token like every other file
+    finally:
+        code, err = served.stop()
+    assert code == 0, err
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,9 @@ of the same run, and every key works as in a terminal. What this module adds:
   started. It is compared in constant time. A websocket must also come from the page's own origin.
 - URLs built from `--public-url` (a reverse proxy's address) when given, otherwise from the Host the browser asked
   for, so a server listening on every interface is reachable by whatever name the user typed.
+- A page that asks nothing of any other host: textual-serve's page linked Google's stylesheet for its font (an
+  offline browser waited for it, and every page load told Google the viewer's address); the same font ships with
+  textual-serve's files, and the page loads it from this server.
 - Viewers in a session of their own, so a Ctrl+C in the terminal of `tuidag serve` reaches only it; when it stops, each
   viewer is told to quit (as closing its tab does) and any still there after a grace period is killed, with what it
   started. A viewer never stops the run: closing a tab or stopping the server only closes viewers.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import os
+import re
 import shlex
 import signal
 import socket
@@ -28,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp_jinja2
+import jinja2
 import psutil
 from aiohttp import WSCloseCode, web
 from textual_serve.app_service import AppService
@@ -72,6 +77,33 @@ class _Viewer(AppService):
             self._processes.discard(self._process)
 
 
+#: textual-serve's link to Google's stylesheet of its font, and what stands in for it: the same font, from the files
+#: textual-serve ships (served by its static route, behind the token like everything else).
+GOOGLE_FONTS = re.compile(r"<link\b[^>]*//fonts\.googleapis\.com/[^>]*>")
+LOCAL_FONTS = """<style>
+      @font-face {
+        font-family: "Roboto Mono";
+        src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype");
+        font-weight: 100 700;
+        font-style: normal;
+      }
+      @font-face {
+        font-family: "Roboto Mono";
+        src: url("{{ config.static.url }}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype");
+        font-weight: 100 700;
+        font-style: italic;
+      }
+    </style>"""
+
+
+class OwnPage(jinja2.FileSystemLoader):
+    """textual-serve's templates, its page with the font from this server instead of Google's."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        source, filename, uptodate = super().get_source(environment, template)
+        return GOOGLE_FONTS.sub(LOCAL_FONTS, source), filename, uptodate
+
+
 class ViewerServer(Server):
     """textual-serve's server for one command, every request checked for the token."""
 
@@ -90,6 +122,7 @@ class ViewerServer(Server):
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
         app.middlewares.append(self._check_token)
+        aiohttp_jinja2.setup(app, loader=OwnPage(self.templates_path))
         return app
 
     @web.middleware
