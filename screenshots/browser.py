@@ -77,7 +77,7 @@ def main() -> None:
         browser = Browser()
         served = Served(folder, "--state-dir", "state")
         try:
-            open_tab(browser, served.url, size=(1450, 820))
+            open_tab(browser, served.url, size=(1460, 950))  # 160x45 cells of Roboto Mono at 16 px
             wait_for_text(browser, "attached")
             resize(browser, 160, 45)
             press(browser, ":")

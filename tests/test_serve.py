@@ -153,6 +153,13 @@ def test_the_tab_shows_the_run_and_takes_keys_at_80x24_and_160x45(run, browser, 
     try:
         open_tab(browser, served.url)
         wait_for_text(browser, f"attached · engine pid {engine}")
+        # The terminal is drawn in the font the server sent, and sized for it: it fits the window.
+        faces = "[...document.fonts].filter(f => f.family.includes('Roboto Mono')).map(f => f.status)"
+        wait_until(lambda: "loaded" in browser.evaluate(faces), timeout=15)
+        fits = (
+            "document.documentElement.scrollHeight <= innerHeight && document.documentElement.scrollWidth <= innerWidth"
+        )
+        assert browser.evaluate(fits), "the terminal, as the page sized it, is larger than the window"
         resize(browser, *size)
 
         def laid_out() -> bool:
@@ -160,9 +167,7 @@ def test_the_tab_shows_the_run_and_takes_keys_at_80x24_and_160x45(run, browser, 
             return len(lines) == size[1] and "Help" in lines[-1] and "keeps" in "\n".join(lines)
 
         wait_until(laid_out, timeout=15)
-        # The terminal is drawn in the font the server sent, and nothing was asked of another host.
-        faces = "[...document.fonts].filter(f => f.family.includes('Roboto Mono')).map(f => f.status)"
-        wait_until(lambda: "loaded" in browser.evaluate(faces), timeout=15)
+        # Nothing was asked of another host.
         asked = browser.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
         assert asked and all(url.startswith(served.base + "/") for url in asked), asked
         press(browser, "?")
