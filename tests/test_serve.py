@@ -325,7 +325,7 @@ def test_the_page_asks_no_other_host_for_anything_and_its_font_comes_from_the_se
             cookie = response.headers["Set-Cookie"].split(";")[0]
         addresses = re.findall(r"""(?:src|href)=["']([^"']+)|url\(["']?([^"')]+)""", page)
         urls = [a or b for a, b in addresses if (a or b).startswith(("http:", "https:", "//"))]
-        fonts = [url for url in urls if url.endswith(".ttf")]
+        fonts = sorted({url for url in urls if url.endswith(".ttf")})  # upright (preloaded too) and italic
         assert len(fonts) == 2 and all(url.startswith(served.base + "/") for url in urls), urls
         assert "googleapis" not in page and "gstatic" not in page
         for font in fonts:  # as the browser asks for it: with the page's cookie, no token in the URL

@@ -78,9 +78,17 @@ class _Viewer(AppService):
 
 
 #: textual-serve's link to Google's stylesheet of its font, and what stands in for it: the same font, from the files
-#: textual-serve ships (served by its static route, behind the token like everything else).
+#: textual-serve ships (served by its static route, behind the token like everything else). Preloaded, so the page's
+#: load event, on which textual.js sizes its terminal from the font's cells, waits for it.
 GOOGLE_FONTS = re.compile(r"<link\b[^>]*//fonts\.googleapis\.com/[^>]*>")
-LOCAL_FONTS = """<style>
+LOCAL_FONTS = """<link
+      rel="preload"
+      href="{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf"
+      as="font"
+      type="font/ttf"
+      crossorigin
+    />
+    <style>
       @font-face {
         font-family: "Roboto Mono";
         src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype");
