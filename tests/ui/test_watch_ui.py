@@ -131,3 +131,33 @@ async def test_an_edit_with_errors_is_said_on_screen_until_an_edit_loads(tmp_pat
         assert "⚠" not in app.header._first_line(300).plain
         await until(pilot, lambda: any(n.title == "The DAG file loads again" for n in notices), what="said so")
         session.end_watch()
+
+
+async def test_a_viewer_that_attaches_while_the_dag_file_has_errors_says_so_and_when_it_loads_again(tmp_path):
+    """The errors came as an event before this viewer attached (`tuidag attach` to a run under --watch)."""
+    from tuidag.control.remote import RemoteRun
+    from tuidag.ui.app import TuidagApp
+
+    session, load = _watched(tmp_path)
+    async with open_app(session) as (app, pilot):
+        await until(pilot, lambda: _succeeded(app, "a", "b"), timeout=30, what="the first run")
+        session.watch(load)
+        path = tmp_path / "dag.yaml"
+        path.write_text(DAG.replace("depends_on: [a]", "depends_on: [nope]"))
+        error = f"{path}:8:18: task 'b' depends on unknown task 'nope'"
+        await until(pilot, lambda: app.model.dag_error == error, timeout=30, what="the error in the first viewer")
+        late = RemoteRun.attach(session.run, session.store)
+        try:
+            viewer = TuidagApp(late)
+            async with viewer.run_test(headless=True, size=(160, 45)) as second:
+                await second.pause()
+                assert viewer.model.dag_error == error
+                await until(second, lambda: f"⚠ {error}" in viewer.header._first_line(300).plain, what="the header")
+                notices = viewer._notifications
+                await until(second, lambda: any(error in n.message for n in notices), what="the notice")
+                path.write_text(DAG.replace("echo b", "echo b2"))
+                await until(second, lambda: viewer.model.dag_error is None, timeout=30, what="the fix")
+                await until(second, lambda: any(n.title == "The DAG file loads again" for n in notices), what="said so")
+        finally:
+            late.close()
+        session.end_watch()

@@ -253,6 +253,7 @@ class TuidagApp(RunFeed, DagReshape, OutlookWorker, KeyHelp, Roles, LogKeys, Run
             self.call_later(self._on_signal, self._early_signals[-1])
         self.canvas.focus()
         self._select_first_failure(self.model.snapshots.values())  # tasks that failed before the app subscribed
+        self._say_earlier_dag_errors()
         if self.model.finished and not self.read_only:
             self.call_later(self._on_finished)  # as if the end came now: the path, and --exit-on-finish
         if self._start:

@@ -51,6 +51,11 @@ class DagReshape(AppHost):
         self._shape = shape_of(dag, self.source.max_parallel)
         self._outlook_due = True
 
+    def _say_earlier_dag_errors(self) -> None:
+        """The DAG file's errors came before this viewer did (the journal had them): say them as they were said."""
+        if self.model.dag_error is not None and not self.read_only:  # (a run under --watch is live between rounds)
+            self.post_message(DagNews("dag-error", self.model.dag_error))
+
     def on_dag_news(self, news: DagNews) -> None:
         """Say that the DAG file has errors (until an edit loads), or loads again."""
         if news.kind == "dag-error":
