@@ -52,6 +52,15 @@ def test_an_edited_input_runs_its_task_and_what_is_downstream_of_it_again_and_no
     assert lines(marks)[4:] == ["a", "b", "c"]
     assert run.generations() == ["tuidag: gen 2: a.txt changed -> a, b", "tuidag: gen 3: c.txt changed -> c"]
     assert run.proc.returncode == 128 + signal.SIGTERM
+    # Why each ran, as the detail (`i`, `show --task`) and the report say it: a round's tasks name the round first.
+    why = {
+        (rec["task"], rec["attempt"]): rec.get("reason")
+        for rec in run.journal()
+        if rec.get("type") == "task" and rec.get("to") == "SUCCEEDED"
+    }
+    assert why[("a", 1)] == why[("d", 1)] == "it declares no outputs"
+    assert why[("a", 2)] == why[("b", 2)] == "gen 2: a.txt changed (it declares no outputs)"
+    assert why[("c", 2)] == "gen 3: c.txt changed (it declares no outputs)"
 
 
 def test_three_quick_writes_to_an_input_make_one_generation(tmp_path):

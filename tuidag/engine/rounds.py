@@ -89,6 +89,7 @@ class Rounds(TaskAttempts):
         now = self.clock()
         for n in order:
             t = self._tasks[n]
+            t.round_why = f"gen {self.generation_number}: {trigger}"  # why it runs again, whatever else it says
             if t.state in (S.RUNNING, S.READY):
                 self._restart_after.add(n)
                 if self.dag.tasks[n].interruptible or n in self._services:
@@ -144,7 +145,7 @@ class Rounds(TaskAttempts):
         t.generation += 1
         t.attempts_before = t.snap.attempt
         t.cancel_reason = None
-        t.why = None
+        t.why = t.round_why
         self._set(t, S.PENDING, reason=None, exit_code=None, started_at=None, finished_at=None)
 
     def _start_ready(self, order: list[str]) -> None:

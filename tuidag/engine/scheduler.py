@@ -354,11 +354,8 @@ class Scheduler(ServiceTasks, DagReloads):
             self._done.clear()
             for n in names:
                 rt = self._tasks[n]
-                rt.generation += 1
-                rt.attempts_before = rt.snap.attempt
-                rt.cancel_reason = None
-                rt.why = None
-                self._set(rt, S.PENDING, reason=None, exit_code=None, started_at=None, finished_at=None)
+                rt.round_why = None  # run again by the user, not by a watch round
+                self._back_to_pending(rt)
             for n in names:
                 rt = self._tasks[n]
                 if rt.state is S.PENDING and self._deps_succeeded(n):

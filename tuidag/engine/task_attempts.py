@@ -212,7 +212,9 @@ class TaskAttempts(TaskQueue):
                 self._check_done()
                 return None
             if verdict.action == RUN and t.state is S.QUEUED:
-                t.why = verdict.reason or None
+                # A watch round's task says the round first: "gen 2: a.txt changed (it declares no outputs)".
+                joined = f"{t.round_why} ({verdict.reason})" if t.round_why and verdict.reason else None
+                t.why = joined or t.round_why or verdict.reason or None
         return verdict
 
     def _children_ready(self, name: str) -> None:

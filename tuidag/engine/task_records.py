@@ -45,6 +45,7 @@ class TaskRecord:
         "cancel_reason",
         "generation",
         "held",
+        "round_why",
         "running",
         "snap",
         "timer",
@@ -62,6 +63,7 @@ class TaskRecord:
         self.unannounced: TaskState | None = None  # RUNNING not delivered yet: the state it came from (`_attempt`)
         self.held: dict[str, tuple[int, ...]] | None = None  # the slots given to it (kind -> slot numbers)
         self.why: str | None = None  # why it runs although it could be up to date (kept as its reason)
+        self.round_why: str | None = None  # the watch round that runs it again ("gen 2: a.txt changed"), said first
 
     @property
     def state(self) -> TaskState:
