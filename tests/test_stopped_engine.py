@@ -176,16 +176,22 @@ def test_a_viewer_attached_to_a_stopped_engine_waits_for_it_then_goes_live(stopp
         viewer.close()
 
 
-def test_logs_follow_says_when_the_runs_engine_died_and_exits_non_zero(tmp_path):
+@pytest.mark.parametrize("matrix", [False, True], ids=["a task", "a matrix task"])
+def test_logs_follow_says_when_the_runs_engine_died_and_exits_non_zero(tmp_path, matrix):
     dag, run_id, pid = start_detached(
         tmp_path,
         """\
+max_parallel: 4
 tasks:
-  talk: {run: "while true; do echo still here; sleep 0.05; done"}
-""",
+  talk:
+    run: "while true; do echo still here; sleep 0.05; done"
+"""
+        + ("    matrix: {n: [1, 2]}\n" if matrix else ""),
     )
     run = the_run(tmp_path, run_id)
-    wait_until(lambda: (run.logs / "talk.log").exists() and b"still here" in (run.logs / "talk.log").read_bytes())
+    first = "talk[n=1]" if matrix else "talk"
+    log = run.log_path(first)
+    wait_until(lambda: log.exists() and b"still here" in log.read_bytes())
     env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
     printed = tmp_path / "followed"
     with open(printed, "wb") as out:
@@ -199,6 +205,10 @@ tasks:
         )
     try:
         wait_until(lambda: printed.read_bytes().count(b"still here") > 3)  # it follows the live log
+        if matrix:  # both instances' logs, each under its heading
+            wait_until(
+                lambda: b"==> talk[n=1] <==" in printed.read_bytes() and b"==> talk[n=2] <==" in printed.read_bytes()
+            )
         os.kill(pid, signal.SIGKILL)
         _, err = follow.communicate(timeout=patience(30))
     finally:
@@ -206,7 +216,7 @@ tasks:
             follow.kill()
         tuidag("runs", cwd=tmp_path)  # reaps the task the dead engine left
     assert follow.returncode == 1
-    assert f"the engine of run {run_id} died before talk ended: its log stops here" in err
+    assert f"the engine of run {run_id} died before {first} ended: its log stops here" in err
 
 
 def test_runs_says_a_stopped_engine_is_not_answering_and_running_once_continued(stopped_engine):
