@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from command import tuidag
 from dags import alive, read_pids, stubborn_trees, wait_until
 from slowness import patience
 from tuidag.store.journal import read_journal, replay
@@ -19,25 +20,6 @@ from tuidag.store.runs import RunStore
 
 pytestmark = pytest.mark.cli
 REPO = Path(__file__).resolve().parent.parent
-
-
-def tuidag(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """The real `tuidag` command, run to its end: this tree's code, no colour, no TUIDAG_STATE_DIR of the caller's,
-    no terminal on stdin; `env` adds variables."""
-    full_env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    full_env.update(
-        {"NO_COLOR": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    )
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=patience(timeout),
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def write(path: Path, text: str) -> Path:

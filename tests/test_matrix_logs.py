@@ -4,35 +4,18 @@ real command prints them; and a journal whose header lies about its groups is no
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from command import command_env, tuidag
 from dags import wait_until
 from slowness import patience
 from tuidag.store.history import group_instances, has_task
 from tuidag.store.runs import RunStore
 
 pytestmark = pytest.mark.cli
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def tuidag(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    env.update({"NO_COLOR": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))})
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=patience(timeout),
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def sections(text: str) -> dict[str, list[str]]:
@@ -92,8 +75,7 @@ def test_following_a_matrix_task_prints_each_instance_as_it_writes_until_every_o
         f"    run: 'for i in 1 2; do {gate}; echo n=${{{{ matrix.n }}}} line $i; done'\n"
         "    matrix: {n: [a, b]}\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env = command_env()
     runner = subprocess.Popen(
         [sys.executable, "-m", "tuidag", "run", "--no-tui", str(dag)],
         cwd=tmp_path,
@@ -107,7 +89,7 @@ def test_following_a_matrix_task_prints_each_instance_as_it_writes_until_every_o
         follower = subprocess.Popen(
             [sys.executable, "-m", "tuidag", "logs", "work", "-f"],
             cwd=tmp_path,
-            env={**env, "NO_COLOR": "1"},
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

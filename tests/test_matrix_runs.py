@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from command import tuidag
 from dags import alive, read_pids, wait_until
 from slowness import patience
 from tuidag.store.runs import RunStore
@@ -23,20 +24,6 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: A task line that records when it ran: `NAME START END` in stamps/, one file per task.
 STAMP = 's=$(date +%s.%N); {work}; echo "$TUIDAG_TASK $s $(date +%s.%N)" > "{stamps}/$TUIDAG_TASK"'
-
-
-def tuidag(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TUIDAG_STATE_DIR"}
-    env["NO_COLOR"] = "1"
-    return subprocess.run(
-        [sys.executable, "-m", "tuidag", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=patience(timeout),
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def stamps(folder: Path) -> dict[str, tuple[float, float]]:

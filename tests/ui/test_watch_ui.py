@@ -5,9 +5,14 @@ watch mode with nothing left running."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
+import pytest
 from pilot_helpers import open_app, screen_text, until
 
 from dags import alive, read_pids
+from tuidag.control.remote import RemoteRun
+from tuidag.ui.app import TuidagApp
 from tuidag.ui.screens.choice import ChoiceScreen
 
 
@@ -111,53 +116,42 @@ async def test_a_task_an_edit_adds_appears_in_the_graph_and_one_it_removes_stays
         session.end_watch()
 
 
-async def test_an_edit_with_errors_is_said_on_screen_until_an_edit_loads(tmp_path):
+@pytest.mark.parametrize("late", [False, True], ids=["a viewer there at the time", "a viewer that came after"])
+async def test_an_edit_with_errors_is_said_on_screen_until_an_edit_loads(tmp_path, late):
+    """`late`: the errors came as an event before the viewer attached (`tuidag attach` to a run under --watch)."""
     session, load = _watched(tmp_path)
-    async with open_app(session) as (app, pilot):
-        await until(pilot, lambda: _succeeded(app, "a", "b"), timeout=30, what="the first run")
+    async with open_app(session) as (first, first_pilot):
+        await until(first_pilot, lambda: _succeeded(first, "a", "b"), timeout=30, what="the first run")
         session.watch(load)
         path = tmp_path / "dag.yaml"
         path.write_text(DAG.replace("depends_on: [a]", "depends_on: [nope]"))
         error = f"{path}:8:18: task 'b' depends on unknown task 'nope'"
-        await until(pilot, lambda: app.model.dag_error is not None, timeout=30, what="the error")
-        assert app.model.dag_error == error
-        assert f"⚠ {error} (keeping the DAG as it was)" in app.header._first_line(300).plain
-        notices = app._notifications
-        await until(pilot, lambda: any(error in n.message for n in notices), what="a notice too")
-        assert [n.title for n in notices] == ["The DAG file has errors"]
-        path.write_text(DAG.replace("echo b", "echo b2"))
-        await until(pilot, lambda: app.model.dag_error is None, timeout=30, what="the fix")
-        await until(pilot, lambda: app.model.snapshots["b"].attempt == 2, timeout=30, what="b's re-run")
-        assert "⚠" not in app.header._first_line(300).plain
-        await until(pilot, lambda: any(n.title == "The DAG file loads again" for n in notices), what="said so")
+        await until(first_pilot, lambda: first.model.dag_error is not None, timeout=30, what="the error")
+        async with _viewer(session, first, first_pilot, late) as (app, pilot):
+            assert app.model.dag_error == error
+            await until(pilot, lambda: f"⚠ {error} (keeping the DAG as it was)" in app.header._first_line(300).plain)
+            notices = app._notifications
+            await until(pilot, lambda: any(error in n.message for n in notices), what="a notice too")
+            assert [n.title for n in notices] == ["The DAG file has errors"]
+            path.write_text(DAG.replace("echo b", "echo b2"))
+            await until(pilot, lambda: app.model.dag_error is None, timeout=30, what="the fix")
+            await until(pilot, lambda: app.model.snapshots["b"].attempt == 2, timeout=30, what="b's re-run")
+            assert "⚠" not in app.header._first_line(300).plain
+            await until(pilot, lambda: any(n.title == "The DAG file loads again" for n in notices), what="said so")
         session.end_watch()
 
 
-async def test_a_viewer_that_attaches_while_the_dag_file_has_errors_says_so_and_when_it_loads_again(tmp_path):
-    """The errors came as an event before this viewer attached (`tuidag attach` to a run under --watch)."""
-    from tuidag.control.remote import RemoteRun
-    from tuidag.ui.app import TuidagApp
-
-    session, load = _watched(tmp_path)
-    async with open_app(session) as (app, pilot):
-        await until(pilot, lambda: _succeeded(app, "a", "b"), timeout=30, what="the first run")
-        session.watch(load)
-        path = tmp_path / "dag.yaml"
-        path.write_text(DAG.replace("depends_on: [a]", "depends_on: [nope]"))
-        error = f"{path}:8:18: task 'b' depends on unknown task 'nope'"
-        await until(pilot, lambda: app.model.dag_error == error, timeout=30, what="the error in the first viewer")
-        late = RemoteRun.attach(session.run, session.store)
-        try:
-            viewer = TuidagApp(late)
-            async with viewer.run_test(headless=True, size=(160, 45)) as second:
-                await second.pause()
-                assert viewer.model.dag_error == error
-                await until(second, lambda: f"⚠ {error}" in viewer.header._first_line(300).plain, what="the header")
-                notices = viewer._notifications
-                await until(second, lambda: any(error in n.message for n in notices), what="the notice")
-                path.write_text(DAG.replace("echo b", "echo b2"))
-                await until(second, lambda: viewer.model.dag_error is None, timeout=30, what="the fix")
-                await until(second, lambda: any(n.title == "The DAG file loads again" for n in notices), what="said so")
-        finally:
-            late.close()
-        session.end_watch()
+@asynccontextmanager
+async def _viewer(session, app, pilot, late: bool):
+    """The viewer there (`app`), or a new one attached to the session's run now."""
+    if not late:
+        yield app, pilot
+        return
+    remote = RemoteRun.attach(session.run, session.store)
+    try:
+        viewer = TuidagApp(remote)
+        async with viewer.run_test(headless=True, size=(160, 45)) as viewer_pilot:
+            await viewer_pilot.pause()
+            yield viewer, viewer_pilot
+    finally:
+        remote.close()
