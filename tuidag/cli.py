@@ -198,9 +198,12 @@ def exit_now(code: int) -> None:
     must still do is done first: the exit handlers (`atexit`: logging, multiprocessing, weakref finalizers) and the
     flush of stdout and stderr. A thread that is not a daemon (a library's, in a Python DAG) means a normal exit,
     which waits for it."""
-    if any(not thread.daemon for thread in threading.enumerate() if thread is not threading.main_thread()):
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's own, which its normal exit calls
+    if run_exit_handlers is None or any(
+        not thread.daemon for thread in threading.enumerate() if thread is not threading.main_thread()
+    ):
         sys.exit(code)
-    atexit._run_exitfuncs()
+    run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
