@@ -71,7 +71,7 @@ def test_following_a_matrix_task_prints_each_instance_as_it_writes_until_every_o
     dag = tmp_path / "dag.yaml"
     gate = 'while [ ! -e "go-${{ matrix.n }}-$i" ]; do sleep 0.02; done'
     dag.write_text(
-        "tasks:\n  work:\n"
+        "max_parallel: 4\ntasks:\n  work:\n"
         f"    run: 'for i in 1 2; do {gate}; echo n=${{{{ matrix.n }}}} line $i; done'\n"
         "    matrix: {n: [a, b]}\n"
     )
