@@ -70,6 +70,7 @@ tasks:
         assert not alive(*first)
         second = read_pids(tmp_path / "svc.pids")[-1]
         assert alive(*second)
+        wait_until(lambda: run.said("[svc] --> CANCELLED"), timeout=10)  # printed in the printer's next round
         assert run.generations() == ["tuidag: gen 2: svc.conf changed -> svc, use"]
         cancelled = [line for line in run.output().splitlines() if line.startswith("[svc] --> CANCELLED")]
         assert len(cancelled) == 1 and cancelled[0].endswith(": restarted: gen 2: svc.conf changed")
