@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from command import tuidag
 from dags import make_dag, wait_until
-from test_cli import tuidag, write
+from test_cli import write
 from tuidag.control.remote import RemoteRun
 from tuidag.launch import RunSession
 from tuidag.model.state import TaskState
@@ -123,6 +124,38 @@ def test_an_unknown_task_is_a_usage_error_naming_the_closest(story_run):
     assert result.returncode == 2
     assert "has no task 'biuld' (did you mean 'build'?)" in result.stderr
     assert result.stdout == "" and "Traceback" not in result.stderr
+
+
+def test_a_matrix_task_shows_its_instances_side_by_side_and_how_to_see_one(tmp_path):
+    dag = write(
+        tmp_path / "dag.yaml",
+        "tasks:\n  train:\n    run: 'test ${{ matrix.seed }} != 2 || exit 7'\n    matrix: {seed: [3, 2, 1]}\n",
+    )
+    assert tuidag("run", str(dag), "--no-tui", cwd=tmp_path).returncode == 1
+    (run,) = RunStore(tmp_path / ".tuidag").runs()
+    text = tuidag("show", "--task", "train", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0] == "train · a matrix of 3 instances · 2 succeeded, 1 failed"
+    assert lines[1].split() == ["INSTANCE", "STATE", "DURATION", "ATTEMPTS", "EXIT"]
+    rows = [line.split() for line in lines[2:5]]
+    assert [(row[0], row[1], row[3], row[4]) for row in rows] == [
+        ("train[seed=3]", "succeeded", "1", "0"),
+        ("train[seed=2]", "failed", "1", "7"),
+        ("train[seed=1]", "succeeded", "1", "0"),
+    ]
+    assert lines[5] == f"one instance's detail: tuidag show {run.run_id} --task 'train[seed=3]'"
+    data = json.loads(tuidag("show", "--task", "train", "--format", "json", cwd=tmp_path).stdout)
+    assert data["group"] == "train"
+    assert [(i["name"], i["state"], i["exit_code"]) for i in data["instances"]] == [
+        ("train[seed=3]", "SUCCEEDED", 0),
+        ("train[seed=2]", "FAILED", 7),
+        ("train[seed=1]", "SUCCEEDED", 0),
+    ]
+    one = tuidag("show", "--task", "train[seed=2]", cwd=tmp_path)  # an instance: its whole detail, as before
+    assert one.returncode == 0 and "exit code 7" in one.stdout
+    near = tuidag("show", "--task", "trian", cwd=tmp_path)
+    assert near.returncode == 2 and "(did you mean 'train'?)" in near.stderr
 
 
 def test_format_without_task_is_a_usage_error(story_run):
