@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .cli_common import UsageError, no_runs, no_such_task, one_run, open_store, printable, state_dir_of, where_runs
 from .exit_codes import EXIT_FAILED, EXIT_OK
@@ -136,14 +136,22 @@ def _range(values: list[float]) -> str:
 
 
 def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) -> int:
-    """`runs --task NAME`: one task's state, duration and attempts in each run that has it, and its trend."""
+    """`runs --task NAME`: one task's state, duration and attempts in each run that has it, and its trend; a matrix
+    task's instances together (`_group_row`)."""
     from .model.state import TaskState
-    from .store.history import run_info, task_record
+    from .store.history import group_instances, run_info, task_record
     from .views.sparkline import sparkline
 
     rows: list[tuple[str, ...]] = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
     durations = []
     for run in runs:
+        instances = group_instances(run, args.task)
+        if instances is not None:  # a matrix task: its instances together
+            group = _group_row(run, instances)
+            if group.seconds is not None and group.succeeded and run_info(run).outcome in COMPLETE_OUTCOMES:
+                durations.append(group.seconds)
+            rows.append(tuple(map(printable, (run.run_id, _when(group.started_at), *group[1:4]))))
+            continue
         record = task_record(run, args.task)
         if record is None:
             continue
@@ -171,6 +179,40 @@ def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) ->
         last = durations[-TREND_RUNS:]
         print(f"\nits last {len(last)} successes, oldest to newest: {sparkline(last)}  {_range(last)}")
     return EXIT_OK
+
+
+class _GroupRow(NamedTuple):
+    started_at: float | None
+    state: str  # `3 succeeded`, `2 succeeded, 1 failed`
+    duration: str
+    attempts: int
+    succeeded: bool  # every instance did
+    seconds: float | None  # from the first instance's start to the last one's end
+
+
+def _group_row(run: RunDir, instances: list[str]) -> _GroupRow:
+    """A matrix task in one run: its instances' states counted, from the first one's start to the last one's end,
+    their attempts summed. The journal is read once (`task_record` would read it once per instance)."""
+    from .model.state import TaskState
+    from .store.journal import replay
+
+    tasks = replay(run.journal).tasks
+    records = [tasks[name] for name in instances if name in tasks]
+    counts: dict[str, int] = {}
+    for name in instances:
+        state = tasks[name].state.value if name in tasks else TaskState.PENDING.value
+        counts[state] = counts.get(state, 0) + 1
+    starts = [r.started_at for r in records if r.started_at is not None]
+    ends = [r.finished_at for r in records if r.finished_at is not None]
+    seconds = max(ends) - min(starts) if starts and ends and len(ends) == len(instances) else None
+    return _GroupRow(
+        min(starts) if starts else None,
+        ", ".join(f"{count} {state.lower()}" for state, count in counts.items()),
+        format_duration(seconds),
+        sum(r.attempt for r in records),
+        counts == {TaskState.SUCCEEDED.value: len(instances)},
+        seconds,
+    )
 
 
 def _when(timestamp: float | None) -> str:

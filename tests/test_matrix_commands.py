@@ -1,5 +1,6 @@
-"""`tuidag logs` of a matrix task: each instance's log under a `==> name <==` heading, printed or followed live, as the
-real command prints them; and a journal whose header lies about its groups is not believed."""
+"""The commands that take a matrix task's name, as the real command runs: `logs` (each instance's log under a
+`==> name <==` heading, printed or followed live) and `runs --task` (the instances together in each run); a journal
+whose header lies about its groups is not believed."""
 
 from __future__ import annotations
 
@@ -145,3 +146,21 @@ def test_a_header_that_lies_about_its_groups_names_no_matrix_task(tmp_path):
     header["groups"] = {"cd": ["t", "nowhere"]}  # only what the run has is given
     run.journal.write_bytes(b"\n".join([json.dumps(header).encode(), *lines[1:]]))
     assert group_instances(run, "cd") == ["t"]
+
+
+def test_runs_of_a_matrix_task_counts_its_instances_in_each_run_and_trends_the_runs_where_all_succeeded(tmp_path):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text("tasks:\n  work:\n    run: 'test ! -e fail-${{ matrix.n }}'\n    matrix: {n: [1, 2, 3]}\n")
+    assert tuidag("run", str(dag), cwd=tmp_path).returncode == 0
+    (tmp_path / "fail-2").touch()
+    assert tuidag("run", str(dag), cwd=tmp_path).returncode == 1
+    (tmp_path / "fail-2").unlink()
+    assert tuidag("run", str(dag), cwd=tmp_path).returncode == 0
+    out = tuidag("runs", "--task", "work", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS"]
+    rows = [[cell.strip() for cell in line.split("  ") if cell.strip()] for line in lines[1:4]]  # columns
+    assert [row[2] for row in rows] == ["3 succeeded", "2 succeeded, 1 failed", "3 succeeded"]
+    assert [row[4] for row in rows] == ["3", "3", "3"]  # attempts, summed
+    assert lines[-1].startswith("its last 2 successes, oldest to newest: ")  # the run with a failure left out
