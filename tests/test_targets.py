@@ -154,6 +154,59 @@ if __name__ == "__main__":
 """
 
 
+SWEEP = """\
+tasks:
+  data: {run: "touch ran-data"}
+  train:
+    run: "touch ran-train-${{ matrix.seed }}${{ matrix.lr }}"
+    matrix: {seed: [1, 2], lr: [x, y]}
+    depends_on: [data]
+  report: {run: "touch ran-report", depends_on: [train]}
+"""
+
+
+@pytest.mark.parametrize(
+    ("targets", "expected"),
+    [
+        (["train"], {"data", "train-1x", "train-1y", "train-2x", "train-2y"}),
+        (["train[seed=2]"], {"data", "train-2x", "train-2y"}),
+        (["train[lr=y]", "train[seed=1,lr=x]"], {"data", "train-1x", "train-1y", "train-2y"}),
+    ],
+    ids=["a matrix task", "a selection", "two selections"],
+)
+def test_a_matrix_task_as_a_target_is_its_instances_and_a_selection_the_ones_it_selects(tmp_path, targets, expected):
+    (tmp_path / "dag.yaml").write_text(SWEEP)
+    proc = tuidag("run", "dag.yaml", *targets, "--no-tui", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ran(tmp_path) == expected
+    plan = tuidag("plan", "dag.yaml", *targets, cwd=tmp_path)
+    assert plan.returncode == 0 and f"{len(expected)} tasks: " in plan.stdout
+
+
+def test_from_a_matrix_task_runs_its_instances_and_what_follows_them(tmp_path):
+    (tmp_path / "dag.yaml").write_text(
+        "tasks:\n  data: {run: 'echo d > d.txt', outputs: [d.txt]}\n"
+        "  train:\n    run: 'echo ${{ matrix.seed }} > t${{ matrix.seed }}.txt'\n"
+        "    outputs: ['t${{ matrix.seed }}.txt']\n    matrix: {seed: [1, 2]}\n    depends_on: [data]\n"
+        "  report: {run: 'cat t1.txt t2.txt > r.txt', outputs: [r.txt], depends_on: [train]}\n"
+    )
+    assert tuidag("run", "dag.yaml", "--no-tui", cwd=tmp_path).returncode == 0
+    plan = tuidag("plan", "dag.yaml", "--from", "train", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    lines = plan.stdout.splitlines()
+    assert lines[0].startswith("data: up to date")
+    assert lines[1:4] == [
+        "train[seed=1]: run: --from train[seed=1]: runs even if up to date",
+        "train[seed=2]: run: --from train[seed=2]: runs even if up to date",
+        "report: run: --from train[seed=1]: runs even if up to date",
+    ]
+    wrong = tuidag("plan", "dag.yaml", "--from", "trian", cwd=tmp_path)
+    assert wrong.returncode == 2 and "(did you mean 'train'?)" in wrong.stderr
+    near = tuidag("run", "dag.yaml", "trian", "--no-tui", cwd=tmp_path)
+    assert near.returncode == 2 and "has no task 'trian' (did you mean 'train'?)" in near.stderr
+    assert ran(tmp_path) == set()
+
+
 def test_a_python_dag_takes_targets_through_its_own_main_and_through_tuidag_run(tmp_path):
     script = tmp_path / "etl.py"
     script.write_text(ETL.format(folder=str(tmp_path)))

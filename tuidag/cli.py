@@ -154,7 +154,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     state_dir = state_dir_of(args, args.file)
     RunStore(state_dir).check()  # before its cache is read
     dag = _load(args.file, args.env, state_dir / "cache", args.resources)
-    check_targets(dag, args.tasks)
+    args.tasks = check_targets(dag, args.tasks)
     return plan_commands.show_plan(
         dag, state_dir, tasks=args.tasks, force=args.force, from_tasks=args.from_tasks, output_format=args.format
     )

@@ -31,12 +31,15 @@ def add_parsers(sub: argparse._SubParsersAction, state: argparse.ArgumentParser)
 
 def run_anyway(dag: DagSpec, tasks: Iterable[str]) -> dict[str, str]:
     """`--from TASK...`: each task and everything downstream of it -> the reason it runs even if up to date."""
+    from .model.targets import expand_targets
+
     chosen: dict[str, str] = {}
-    for task in tasks:
+    for task in expand_targets(dag, tasks):  # a matrix task: each of its instances
         if task not in dag.tasks:
             from .model.errors import did_you_mean
 
-            raise UsageError(f"--from: no task '{task}' in {dag.name}{did_you_mean(task, dag.tasks)}")
+            known = [*dag.groups, *dag.tasks]
+            raise UsageError(f"--from: no task '{task}' in {dag.name}{did_you_mean(task, known)}")
         for name in [task, *dag.descendants(task)]:
             chosen.setdefault(name, FROM_REASON.format(task=task))
     return chosen

@@ -45,7 +45,7 @@ def run_dag(dag: DagSpec, args: argparse.Namespace) -> int:
     """Run a loaded DAG with the options of `tuidag run`. With --detach the engine runs in a process of its own,
     detached from the terminal (see background.py), and this returns as soon as the run exists."""
     outlive_readers()
-    check_targets(dag, args.tasks)
+    args.tasks = check_targets(dag, args.tasks)
     dag = prepared(dag, args)  # before anything starts or is stored
     state_dir = args.state_dir or default_state_dir(dag.source)
     store = open_store(state_dir)
@@ -130,14 +130,17 @@ def refuse_services_on_dask(dag: DagSpec, executor: str | None) -> None:
         raise DagErrors([DagError(message, services[0].location)])
 
 
-def check_targets(dag: DagSpec, targets: Sequence[str]) -> None:
-    """Every target is a task of the DAG, or a usage error naming the first that is not (with the closest name),
-    before anything is started or stored."""
-    from .model.targets import unknown_targets
+def check_targets(dag: DagSpec, targets: Sequence[str]) -> list[str]:
+    """The targets as the DAG's tasks (a matrix task, or a selection of its instances like `train[seed=2]`, is its
+    instances), or a usage error naming the first that is none (with the closest name), before anything is started
+    or stored."""
+    from .model.targets import expand_targets, unknown_targets
 
-    for name in unknown_targets(dag, targets):
+    tasks = expand_targets(dag, targets)
+    for name in unknown_targets(dag, tasks):
         where = terminal_line(str(dag.source)) if dag.source is not None else f"the DAG {dag.name!r}"
-        raise no_such_task(name, [], f"{where} has no task {name!r}", names=dag.tasks)
+        raise no_such_task(name, [], f"{where} has no task {name!r}", names=[*dag.groups, *dag.tasks])
+    return tasks
 
 
 def _new_session(dag: DagSpec, args: argparse.Namespace, state_dir: Path, earlier: RunDir | None):

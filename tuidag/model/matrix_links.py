@@ -5,7 +5,7 @@ its instances (all of them: fan-in), paired by the keys both matrices share (`ev
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import DagError, Location
 from .matrix import NAME_UNSAFE, SELECTOR_RE, MatrixGroup, text_of
@@ -70,30 +70,47 @@ def rewire(
     return out
 
 
-def _selected(
-    dep: str, groups: Mapping[str, MatrixGroup], tasks: Mapping[str, TaskSpec], name: str, at: Any, errors: list
-) -> list[str] | None:
-    """The instances `group[key=value,...]` selects (every value given must match), or None after an error."""
-    m = SELECTOR_RE.fullmatch(dep)
+class Selection(NamedTuple):
+    """What a selector (`train[seed=2]`) names: the instances it selects, or why none (`problem`: "unknown" when
+    it names no matrix task, "form" when it is not KEY=VALUE pairs, "none" when no instance matches)."""
+
+    instances: list[str]
+    problem: str | None = None
+    group: str | None = None
+
+
+def select(selector: str, groups: Mapping[str, MatrixGroup], tasks: Mapping[str, TaskSpec]) -> Selection:
+    """The instances `group[key=value,...]` selects: every value given must match (as the instance's name spells
+    it)."""
+    m = SELECTOR_RE.fullmatch(selector)
     group = groups.get(m.group(1)) if m else None
     if m is None or group is None:
-        errors.append(DagError(f"task '{name}' depends on unknown task '{dep}'", at))
-        return None
+        return Selection([], "unknown")
     wanted: dict[str, str] = {}
     for part in filter(None, m.group(2).split(",")):
         key, equals, value = part.partition("=")
         if not equals:
-            errors.append(
-                DagError(f"task '{name}': '{dep}' should select instances as {group.name}[KEY=VALUE,...]", at)
-            )
-            return None
+            return Selection([], "form", group.name)
         wanted[key.strip()] = value.strip()
     found = [
         inst
         for inst in group.instances
         if all(NAME_UNSAFE.sub("_", text_of(dict(tasks[inst].matrix).get(k, ""))) == v for k, v in wanted.items())
     ]
-    if not found:
-        errors.append(DagError(f"task '{name}' depends on '{dep}', which matches no instance of '{group.name}'", at))
-        return None
-    return found
+    return Selection(found, None if found else "none", group.name)
+
+
+def _selected(
+    dep: str, groups: Mapping[str, MatrixGroup], tasks: Mapping[str, TaskSpec], name: str, at: Any, errors: list
+) -> list[str] | None:
+    """The instances `group[key=value,...]` selects, or None after an error."""
+    chosen = select(dep, groups, tasks)
+    if chosen.problem == "unknown":
+        errors.append(DagError(f"task '{name}' depends on unknown task '{dep}'", at))
+    elif chosen.problem == "form":
+        errors.append(DagError(f"task '{name}': '{dep}' should select instances as {chosen.group}[KEY=VALUE,...]", at))
+    elif chosen.problem == "none":
+        errors.append(DagError(f"task '{name}' depends on '{dep}', which matches no instance of '{chosen.group}'", at))
+    else:
+        return chosen.instances
+    return None

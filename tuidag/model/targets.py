@@ -15,6 +15,24 @@ NOT_A_TARGET = "not a target"
 """The reason an untargeted task shows: the UI's word for the state too."""
 
 
+def expand_targets(dag: DagSpec, targets: Iterable[str]) -> list[str]:
+    """The targets as tasks: a matrix task (`train`) is its instances, a selection (`train[seed=2]`) the instances
+    it selects; in the order given, each once. A name of neither kind stays as it is, for `unknown_targets`."""
+    from .matrix_links import select
+
+    found: dict[str, None] = {}
+    for name in targets:
+        if name in dag.tasks:
+            found[name] = None
+        elif name in dag.groups:
+            found.update(dict.fromkeys(dag.groups[name].instances))
+        elif "[" in name and (chosen := select(name, dag.groups, dag.tasks)).instances:
+            found.update(dict.fromkeys(chosen.instances))
+        else:
+            found[name] = None
+    return list(found)
+
+
 def unknown_targets(dag: DagSpec, targets: Iterable[str]) -> list[str]:
     """The names among `targets` that are no task of `dag`, in the order given."""
     return [name for name in targets if name not in dag.tasks]
