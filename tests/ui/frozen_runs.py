@@ -47,6 +47,7 @@ class FrozenRun:
     live = True
     finished = False
     paused = False
+    watching = False
 
     @property
     def max_parallel(self) -> int:

@@ -155,3 +155,20 @@ async def _viewer(session, app, pilot, late: bool):
             yield viewer, viewer_pilot
     finally:
         remote.close()
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["a viewer there at the time", "a viewer that came after"])
+async def test_an_ended_round_says_the_run_is_watching_for_changes_not_finished_until_watch_mode_ends(tmp_path, late):
+    session, load = _watched(tmp_path)
+    async with open_app(session) as (first, first_pilot):
+        await until(first_pilot, lambda: _succeeded(first, "a", "b"), timeout=30, what="the first run")
+        session.watch(load)
+        await until(first_pilot, lambda: first.model.watching, what="watch mode in the first viewer")
+        async with _viewer(session, first, first_pilot, late) as (app, pilot):
+            assert app.source.watching
+            await until(pilot, lambda: "✔ all 2 succeeded · watching for changes" in app.header._first_line(200).plain)
+            assert "finished" not in app.header._first_line(200).plain
+            session.end_watch()
+            await until(pilot, lambda: not app.model.watching, what="the end of watch mode")
+            await until(pilot, lambda: "✔ finished: all 2 succeeded" in app.header._first_line(200).plain)
+            assert not app.source.watching

@@ -9,11 +9,12 @@ is on the socket, so a sender that saw no `started` by its deadline knows the co
 the engine closes gets `{"type": "bye", "reason": ...}` first when it can say why (no request in time, too many
 connections). A viewer sends `subscribe` once; from then on the engine also sends, in order:
 
-- `{"type": "snapshot", "seq": N, "tasks": [...], "paused": bool, ...}`: every task as it is now (the state the
-  journal replays to), then only events newer than `seq`; with `"dag": {...}` once the DAG file was edited under
-  --watch (the run's DAG as the latest `dag` event says it);
+- `{"type": "snapshot", "seq": N, "tasks": [...], "paused": bool, "watching": bool, ...}`: every task as it is now
+  (the state the journal replays to), then only events newer than `seq`; with `"dag": {...}` once the DAG file was
+  edited under --watch (the run's DAG as the latest `dag` event says it);
 - task events, as the journal writes them (`"type": "task"`, see `store/journal.task_line`);
-- run events `{"type": "run", "event": "started|paused|resumed|finished|...", "t": ..., "detail": ...}`, as the
+- run events `{"type": "run", "event": "started|paused|resumed|watching|watch-ended|finished|...", "t": ...,
+  "detail": ...}`, as the
   journal writes them (a `dag` event, the DAG file edited under --watch, with the run's DAG in the fields of a
   journal header: `tasks`, `deps`, `definitions`...);
 - `{"type": "usage", "usage": {task: [cpu_percent, rss_bytes]}}` once a second while tasks run;

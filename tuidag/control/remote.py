@@ -84,6 +84,7 @@ class RemoteRun(RemoteControls):
         self._snaps: dict[str, TaskSnapshot] = {}
         self._seq = 0
         self._paused = False
+        self._watching = False
         self._finished = False
         self._usage: Usage = {}
         self._reader: threading.Thread | None = None
@@ -170,6 +171,7 @@ class RemoteRun(RemoteControls):
             seq = head.get("seq")
             self._seq = seq if type(seq) is int else 0
             self._paused = head.get("paused") is True
+            self._watching = head.get("watching") is True
             self._finished = head.get("finished") is True
             if type(head.get("started")) in (int, float):
                 self.started = float(head["started"])
@@ -311,6 +313,8 @@ class RemoteRun(RemoteControls):
                 else:
                     if event.kind == "paused" or event.kind == "resumed":
                         self._paused = event.kind == "paused"
+                    elif event.kind == "watching" or event.kind == "watch-ended":
+                        self._watching = event.kind == "watching"
                     elif event.kind == "finished":
                         self._finished = True
                     elif event.kind == "dag":  # new tasks are PENDING until their first event
@@ -443,6 +447,10 @@ class RemoteRun(RemoteControls):
     @property
     def paused(self) -> bool:
         return self._paused
+
+    @property
+    def watching(self) -> bool:
+        return self._watching and self._live
 
     @property
     def finished(self) -> bool:

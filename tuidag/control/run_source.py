@@ -46,6 +46,10 @@ class RunSource(Protocol):
     def paused(self) -> bool: ...
 
     @property
+    def watching(self) -> bool:
+        """Under --watch: once its tasks have ended the run waits for a change, and is not over."""
+
+    @property
     def max_parallel(self) -> int: ...
 
     @property

@@ -103,6 +103,7 @@ class ControlServer:
                 "started": session.started,
                 "paused": self.scheduler.paused,
                 "finished": self.scheduler.finished,
+                "watching": self.scheduler.watching,
                 "interrupted_by": session.interrupted_by,
                 "notice": session.store_message,
                 **({"dag": shape} if shape is not None else {}),  # the DAG file was edited: the run's tasks now

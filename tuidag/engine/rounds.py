@@ -39,6 +39,7 @@ class Rounds(TaskAttempts):
     generation_number: int  # the current round: 1 is the first run
     _restart_after: set[str]  # tasks to run again once their running attempt has ended
     _rounds_over: bool  # `end_rounds` was called: no more rounds
+    _watching: bool  # between `watch_rounds` and `end_rounds`
     _closed: bool
     _services: frozenset[str]
     _keep_services: bool
@@ -49,9 +50,14 @@ class Rounds(TaskAttempts):
         def _stop_services(self, reason: str = ..., force: bool = False) -> None: ...
 
     def watch_rounds(self) -> None:
-        """Watch mode: services stay up once a round's other tasks have ended (before `start`, or they may not)."""
+        """Watch mode: services stay up once a round's other tasks have ended (before `start`, or they may not);
+        a `watching` run event tells viewers that an ended round is not the run's end."""
         with self._lock:
             self._keep_services = True
+            if not self._watching:
+                self._watching = True
+                self._run_event("watching")
+        self._flush()
 
     def refresh(self, names: Iterable[str], trigger: str) -> list[str]:
         """Start a new round: `names` and everything downstream of them run again (a running one is restarted),
@@ -136,6 +142,9 @@ class Rounds(TaskAttempts):
             self._rounds_over = True
             self._keep_services = False
             self._restart_after.clear()
+            if self._watching:
+                self._watching = False
+                self._run_event("watch-ended")
             if self._services and self._plain_unfinished == 0:
                 self._stop_services()
             self._check_done()

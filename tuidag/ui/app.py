@@ -154,6 +154,7 @@ class TuidagApp(RunFeed, DagReshape, OutlookWorker, KeyHelp, Roles, LogKeys, Run
             self._unsubscribe = source.subscribe(self.engine_event)  # before the snapshot: nothing is missed
             self.model = RunModel(source.snapshot(), source.started, clock)
             self.model.paused = source.paused  # paused before this view came: the event is behind it
+            self.model.watching = source.watching  # as is the start of watch mode
             if source.finished:  # it ended before the app subscribed (the post-mortem view, a quick run): the run's
                 self.model.finished_at = source.ended_at  # clock stopped at its end, and no "finished" event will come
             self.model.seed_timeline(read_journal(source.run.journal))  # what happened before the app subscribed

@@ -50,6 +50,7 @@ class RunModel:
         self.started = started
         self.clock = clock
         self.paused = False
+        self.watching = False  # under --watch: an ended round is not the run's end (the engine waits for changes)
         self.generation: str | None = None  # watch mode's latest round, as the engine says it (`gen 4: ... -> ...`)
         self.generations: list[tuple[str, float]] = []  # each round after the first: (`g2`, when it began)
         self.dag_error: str | None = None  # the DAG file was edited into one with errors (located), until fixed
@@ -160,6 +161,8 @@ class RunModel:
             elif isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self.paused = event.kind == "paused"
+                elif event.kind in ("watching", "watch-ended"):
+                    self.watching = event.kind == "watching"
                 elif event.kind in ("generation", "dag", "dag-error"):
                     self._run_news(event.kind, event.detail, event.time)
                 elif event.kind == "finished":

@@ -141,53 +141,58 @@ class RunHeader(Widget):
             ]
         return forms
 
-    def _run_statuses(self) -> list[Text]:
+    def _end_statuses(self) -> list[Text]:
+        """The run's end, longest form first: how its tasks ended."""
         model = self.model
-        if model.finished:
-            # tasks a job group stopped once its primary tasks ended: how the group is meant to end, not a failure
-            stopped = (
-                sum(stopped_by_group(snap) for snap in model.snapshots.values()) if model.counts[S.CANCELLED] else 0
-            )
-            failed = {s: n for s in _BAR_ORDER[1:] if (n := model.counts[s] - (stopped if s is S.CANCELLED else 0))}
-            # tasks whose end the journal does not hold (tuidag was killed, or the disk filled up): no success
-            unrecorded = model.targeted - model.done
-            if not failed and not unrecorded:
-                ok = LOOKS[S.SUCCEEDED].colour
-                untargeted = model.counts[S.UNTARGETED]
-                aside = f", {untargeted} {LOOKS[S.UNTARGETED].word_for(untargeted)}" if untargeted else ""
-                if stopped:
-                    services = sum(snap.reason == SERVICE_STOPPED for snap in model.snapshots.values())
-                    removed = sum(snap.reason == REMOVED for snap in model.snapshots.values())
-                    grouped = stopped - services - removed
-                    done = ", ".join(
-                        [f"{model.targeted - stopped} succeeded"]
-                        + ([f"{grouped} stopped with their job group"] if grouped else [])
-                        + ([f"{services} {'service' if services == 1 else 'services'} stopped"] if services else [])
-                        + ([f"{removed} removed from the DAG file"] if removed else [])
-                    )
-                    done += aside
-                    return [
-                        Text(f"✔ finished: {done} · q quits", ok),
-                        Text(f"✔ finished: {done}", ok),
-                        Text("✔ finished", ok),
-                    ]
+        # tasks a job group stopped once its primary tasks ended: how the group is meant to end, not a failure
+        stopped = sum(stopped_by_group(snap) for snap in model.snapshots.values()) if model.counts[S.CANCELLED] else 0
+        failed = {s: n for s in _BAR_ORDER[1:] if (n := model.counts[s] - (stopped if s is S.CANCELLED else 0))}
+        # tasks whose end the journal does not hold (tuidag was killed, or the disk filled up): no success
+        unrecorded = model.targeted - model.done
+        if not failed and not unrecorded:
+            ok = LOOKS[S.SUCCEEDED].colour
+            untargeted = model.counts[S.UNTARGETED]
+            aside = f", {untargeted} {LOOKS[S.UNTARGETED].word_for(untargeted)}" if untargeted else ""
+            if stopped:
+                services = sum(snap.reason == SERVICE_STOPPED for snap in model.snapshots.values())
+                removed = sum(snap.reason == REMOVED for snap in model.snapshots.values())
+                grouped = stopped - services - removed
+                done = ", ".join(
+                    [f"{model.targeted - stopped} succeeded"]
+                    + ([f"{grouped} stopped with their job group"] if grouped else [])
+                    + ([f"{services} {'service' if services == 1 else 'services'} stopped"] if services else [])
+                    + ([f"{removed} removed from the DAG file"] if removed else [])
+                )
+                done += aside
                 return [
-                    Text(f"✔ finished: all {model.targeted} succeeded{aside} · q quits", ok),
-                    Text(f"✔ finished: all {model.targeted} succeeded{aside}", ok),
-                    Text(f"✔ finished: all {model.targeted} succeeded", ok),
+                    Text(f"✔ finished: {done} · q quits", ok),
+                    Text(f"✔ finished: {done}", ok),
                     Text("✔ finished", ok),
                 ]
-            parts = ", ".join(
-                [f"{n} {LOOKS[s].word}" for s, n in failed.items()]
-                + ([f"{unrecorded} with no recorded end"] if unrecorded else [])
-            )
-            bad = LOOKS[S.FAILED].colour
             return [
-                Text(f"✘ finished: {parts} · q quits", bad),
-                Text(f"✘ finished: {parts}", bad),
-                Text(f"✘ {parts}", bad),
-                Text("✘ finished", bad),
+                Text(f"✔ finished: all {model.targeted} succeeded{aside} · q quits", ok),
+                Text(f"✔ finished: all {model.targeted} succeeded{aside}", ok),
+                Text(f"✔ finished: all {model.targeted} succeeded", ok),
+                Text("✔ finished", ok),
             ]
+        parts = ", ".join(
+            [f"{n} {LOOKS[s].word}" for s, n in failed.items()]
+            + ([f"{unrecorded} with no recorded end"] if unrecorded else [])
+        )
+        bad = LOOKS[S.FAILED].colour
+        return [
+            Text(f"✘ finished: {parts} · q quits", bad),
+            Text(f"✘ finished: {parts}", bad),
+            Text(f"✘ {parts}", bad),
+            Text("✘ finished", bad),
+        ]
+
+    def _run_statuses(self) -> list[Text]:
+        model = self.model
+        if model.finished and model.watching:  # a round of --watch ended: the run waits for a change, not over
+            return [_watching(form) for form in self._end_statuses()]
+        if model.finished:
+            return self._end_statuses()
         if model.stopping:
             colour = LOOKS[S.CANCELLING].colour
             return [Text("⊗ stopping… waiting for every process to exit", colour), Text("⊗ stopping…", colour)]
@@ -284,3 +289,10 @@ class RunHeader(Widget):
 def _spread(left: Text, right: Text, width: int) -> Text:
     """`left`, blank space, `right` flush with the right edge."""
     return Text.assemble(left, " " * max(1, width - left.cell_len - right.cell_len), right)
+
+
+def _watching(form: Text) -> Text:
+    """An end status said for an ended round of --watch: `✔ all 3 succeeded · watching for changes` where the run's
+    end says `✔ finished: all 3 succeeded · q quits`."""
+    text = form.plain.replace("finished: ", "").replace(" · q quits", " · watching for changes")
+    return Text(text.replace("finished", "watching for changes"), form.style)
