@@ -183,6 +183,39 @@ tasks:
     wait_until(lambda: not psutil.pid_exists(engine) or psutil.Process(engine).status() == psutil.STATUS_ZOMBIE)
 
 
+def test_cancel_of_a_selection_kills_the_trees_of_the_instances_it_selects_and_no_others(tmp_path):
+    run_id, _ = start_detached(
+        tmp_path,
+        f"""\
+max_parallel: 8
+tasks:
+  train:
+    matrix: {{seed: [1, 2], lr: [x, y]}}
+    run: sh -c 'sleep 60' & echo $! >> {tmp_path}/pids-${{{{ matrix.seed }}}}; wait
+""",
+    )
+    state = ["--state-dir", str(tmp_path / ".tuidag")]
+    try:
+        wait_until(lambda: all(len(lines_of(tmp_path / f"pids-{seed}")) == 2 for seed in (1, 2)), timeout=30)
+        chosen, kept = read_pids(tmp_path / "pids-2"), read_pids(tmp_path / "pids-1")
+        proc = tuidag("cancel", "train[seed=2]", *state, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "train[seed=2,lr=x]" in proc.stdout and "train[seed=2,lr=y]" in proc.stdout
+        assert "seed=1" not in proc.stdout
+        wait_until(lambda: not any(alive(*ref) for ref in chosen), timeout=20)
+        assert all(alive(*ref) for ref in kept)
+        nothing = tuidag("cancel", "train[seed=9]", *state, cwd=tmp_path)
+        assert nothing.returncode == 1 and "no task named 'train[seed=9]'" in nothing.stderr
+        assert tuidag("cancel", "nope[seed=1]", *state, cwd=tmp_path).returncode == 2
+    finally:
+        tuidag("stop", *state, cwd=tmp_path)
+    assert summary(tmp_path, run_id)["counts"] == {"CANCELLED": 4}
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
 def test_rerun_of_a_group_runs_again_only_its_failed_instances(tmp_path):
     ran = tmp_path / "ran"
     ok = tmp_path / "ok"

@@ -121,11 +121,13 @@ def _act(args: argparse.Namespace, op: str, word: str, said: Callable[[dict], st
     """Send `op` to the live run and print `said(reply)`; a refusal prints why (after what was done before it)
     and gives exit code 1. No such live run, or a task it does not have: UsageError (exit 2)."""
     from .control.client import ControlClient, NotLive, Refused
-    from .store.history import has_task
+    from .store.history import group_instances, has_task
 
     run = find_live_run(args)
     for task in fields.get("tasks", ()):
-        if not has_task(run, task, or_group=True):  # cancel and rerun take a matrix task's name
+        # cancel and rerun take a matrix task's name, or a selection of its instances (the engine, which has their
+        # values, says whether it selects any)
+        if not has_task(run, task, or_group=True) and group_instances(run, task.partition("[")[0]) is None:
             raise no_such_task(task, [run], f"run {run.run_id} has no task {task!r}")
     try:
         with ControlClient(run) as client:

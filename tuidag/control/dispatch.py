@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..engine.scheduler import RerunRefused
+from ..model.matrix_links import select
+from ..model.spec import DagSpec
 from . import protocol, transport
 from .connection import Connection
 
@@ -66,29 +68,35 @@ AT_ONCE: dict[str, Callable[[ControlServer, Connection, dict], None]] = {
 # ---------------------------------------------------------------------------------- run on the control thread
 def _unknown_task(server: ControlServer, request: dict) -> bytes | None:
     """The refusal of a request naming a task the DAG doesn't have (None: it names none). A matrix task's name
-    names its group of instances."""
+    names its group of instances, a selection (`train[seed=2]`) the instances it selects."""
     dag = server.session.dag
-    unknown = [t for t in request["tasks"] if t not in dag.tasks and t not in dag.groups]
+    unknown = [t for t in request["tasks"] if t not in dag.tasks and not _instances(dag, t)]
     return protocol.reply(request.get("id"), False, error=f"no task named {unknown[0][:80]!r}") if unknown else None
 
 
+def _instances(dag: DagSpec, name: str) -> list[str]:
+    """The instances a matrix task's name or a selection of it means; none for any other name."""
+    if name in dag.groups:
+        return list(dag.groups[name].instances)
+    return select(name, dag.groups, dag.tasks).instances if "[" in name and dag.groups else []
+
+
 def _tasks_named(server: ControlServer, names: list[str], rerun: bool = False) -> list[str]:
-    """The tasks a request means: a matrix task's name means each of its instances (for a re-run, those that
-    ended without succeeding: the others are left as they are)."""
-    groups = server.session.dag.groups
-    if not groups or not any(name in groups for name in names):
+    """The tasks a request means: a matrix task's name (or a selection of it) means each of its instances (for a
+    re-run, those that ended without succeeding: the others are left as they are)."""
+    dag = server.session.dag
+    if not dag.groups:
         return names
     snapshot = server.scheduler.snapshot() if rerun else {}
     tasks: list[str] = []
     for name in names:
-        if name not in groups:
+        instances = _instances(dag, name) if name not in dag.tasks else []
+        if not instances:
             tasks.append(name)
         elif rerun:
-            tasks += [
-                i for i in groups[name].instances if snapshot[i].state.value in ("FAILED", "CANCELLED", "SKIPPED")
-            ]
+            tasks += [i for i in instances if snapshot[i].state.value in ("FAILED", "CANCELLED", "SKIPPED")]
         else:
-            tasks += groups[name].instances
+            tasks += instances
     return tasks
 
 
