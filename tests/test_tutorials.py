@@ -259,6 +259,8 @@ def test_the_build_and_watch_tutorial(tutorial):
     t.run('echo "It runs what an edit touches." >> pages/intro.md')
     gen = "tuidag: gen 2: pages/intro.md changed -> render-intro, index, check"
     t.shows(wait_for(out, r"\[index\] +--> SUCCEEDED", after=gen), gen)
+    ended = "; 4 tasks: 2 succeeded, 2 up to date · watching for changes"
+    t.shows(wait_for(out, re.escape(ended), after=gen), ended)
     assert "<p>It runs what an edit touches.</p>" in (site / "out" / "intro.html").read_text()
     t.run("tuidag stop --file build.yaml")
     assert watching.wait(timeout=patience(30)) == 0

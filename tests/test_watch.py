@@ -4,6 +4,7 @@ processes (their markers and pids checked with psutil)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,11 @@ def test_an_edited_input_runs_its_task_and_what_is_downstream_of_it_again_and_no
     assert lines(marks)[4:] == ["a", "b", "c"]
     assert run.generations() == ["tuidag: gen 2: a.txt changed -> a, b", "tuidag: gen 3: c.txt changed -> c"]
     assert run.proc.returncode == 128 + signal.SIGTERM
+    # each round's end is said, as the run's tasks stand after it (the final summary follows watch mode's end)
+    ended = [line for line in run.output().splitlines() if " ended in " in line]
+    assert [re.sub(r" in \S+;", ";", line) for line in ended] == [
+        f"tuidag: gen {n} ended; 4 tasks: 4 succeeded · watching for changes" for n in (1, 2, 3)
+    ]
     # Why each ran, as the detail (`i`, `show --task`) and the report say it: a round's tasks name the round first.
     why = {
         (rec["task"], rec["attempt"]): rec.get("reason")

@@ -50,7 +50,8 @@ class Watching:
         return self.output().count(text)
 
     def generations(self) -> list[str]:
-        return [line for line in self.output().splitlines() if line.startswith("tuidag: gen ")]
+        """The lines that start a round (`tuidag: gen 2: a.txt changed -> a, b`), not those that end one."""
+        return [line for line in self.output().splitlines() if re.match(r"tuidag: gen \d+: ", line)]
 
     def edit(self, dag: str) -> None:
         """Write the DAG file anew, as an editor saves it."""

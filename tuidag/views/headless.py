@@ -139,6 +139,9 @@ class HeadlessReporter:
         self._idle = False  # the printer sleeps until `_wake` is set (see `_loop`)
         self.notes: tuple[RunNotes, str] | None = None  # the run's notes and its DAG's name: a note on a failure
         self._pending: list[str] = []  # what this round printed, written at its end (`_emit`)
+        self._watching = False  # under --watch: the end of each of its rounds is said
+        self._round = "gen 1"  # the round of --watch going on
+        self._round_start: float | None = None  # when it began (the run's first event, then its `generation` event)
         self._pending_size = 0
 
     # engine side: must be quick and never block
@@ -199,17 +202,27 @@ class HeadlessReporter:
         while self._events:
             event = self._events.popleft()
             if isinstance(event, RunEvent):
+                if self._round_start is None:
+                    self._round_start = event.time
                 if event.kind in ("paused", "resumed"):
                     self._write(f"tuidag: scheduling {event.kind}\n")
+                elif event.kind in ("watching", "watch-ended"):
+                    self._watching = event.kind == "watching"
+                elif event.kind == "finished" and self._watching:  # a round ended: the run waits for a change
+                    self._write(f"tuidag: {round_ended(self._round, event, self._round_start)}\n")
                 elif event.kind in ("parallel", "generation", "dag"):  # max_parallel follows the executor (Dask
                     # workers joined or left); a round of watch mode (`gen 2: src/a.py changed -> build, test`);
                     # the DAG file reloaded (`dag.yaml reloaded: added lint; removed old`)
                     self._write(f"tuidag: {terminal_line(event.detail)}\n")
+                    if event.kind == "generation":
+                        self._round, self._round_start = event.detail.partition(":")[0], event.time
                 elif event.kind == "dag-error":  # an edit of the DAG file with errors, each located
                     first, *more = event.detail.split("\n")
                     said = [f"{first} (keeping the DAG as it was)", *more]
                     self._write("".join(f"tuidag: {terminal_line(line)}\n" for line in said))
                 continue
+            if self._round_start is None:
+                self._round_start = event.time
             self._on_task(event)
         behind = False
         for name in self._live:
@@ -389,6 +402,17 @@ def counts_line(snapshots: dict[str, TaskSnapshot], elapsed: float) -> str:
     for snap in snapshots.values():
         counts[snap.state.value] = counts.get(snap.state.value, 0) + 1
     return recorded_counts_line(counts, elapsed)
+
+
+def round_ended(label: str, finished: RunEvent, start: float | None) -> str:
+    """`gen 2 ended in 0.4s; 3 tasks: 2 succeeded, 1 failed · watching for changes`: the run's tasks as the round
+    left them, from the `finished` event's counts."""
+    pairs = (part.partition("=") for part in finished.detail.split()[1:])
+    counts = {key: int(value) for key, _, value in pairs if value.isdigit() and key != S.UNTARGETED.value}
+    parts = ", ".join(f"{with_commas(n)} {state.lower().replace('_', ' ')}" for state, n in counts.items())
+    took = f" in {format_duration(finished.time - start)}" if start is not None else ""
+    tasks = counted(sum(counts.values()), "task")
+    return f"{terminal_line(label)} ended{took}; {tasks}: {parts} · watching for changes"
 
 
 def recorded_counts_line(counts: dict[str, int], elapsed: float) -> str:
