@@ -141,7 +141,7 @@ class HeadlessReporter:
         self._pending: list[str] = []  # what this round printed, written at its end (`_emit`)
         self._watching = False  # under --watch: the end of each of its rounds is said
         self._round = "gen 1"  # the round of --watch going on
-        self._round_start: float | None = None  # when it began (the run's first event, then its `generation` event)
+        self._round_start: float | None = None  # when it began (the `watching` event, then its `generation` event)
         self._pending_size = 0
 
     # engine side: must be quick and never block
@@ -202,12 +202,10 @@ class HeadlessReporter:
         while self._events:
             event = self._events.popleft()
             if isinstance(event, RunEvent):
-                if self._round_start is None:
-                    self._round_start = event.time
                 if event.kind in ("paused", "resumed"):
                     self._write(f"tuidag: scheduling {event.kind}\n")
-                elif event.kind in ("watching", "watch-ended"):
-                    self._watching = event.kind == "watching"
+                elif event.kind in ("watching", "watch-ended"):  # (watch mode starts before the run: gen 1 begins)
+                    self._watching, self._round_start = event.kind == "watching", event.time
                 elif event.kind == "finished" and self._watching:  # a round ended: the run waits for a change
                     self._write(f"tuidag: {round_ended(self._round, event, self._round_start)}\n")
                 elif event.kind in ("parallel", "generation", "dag"):  # max_parallel follows the executor (Dask
@@ -221,8 +219,6 @@ class HeadlessReporter:
                     said = [f"{first} (keeping the DAG as it was)", *more]
                     self._write("".join(f"tuidag: {terminal_line(line)}\n" for line in said))
                 continue
-            if self._round_start is None:
-                self._round_start = event.time
             self._on_task(event)
         behind = False
         for name in self._live:
