@@ -40,6 +40,13 @@ tasks:
         assert alive(*web) and len(lines(tmp_path / "web.pids")) == 1  # the same server served both rounds
         assert run.generations() == ["tuidag: gen 2: page.txt changed -> test"]
         assert run.count("[web] --> ready") == 1 and not run.said("[web] --> CANCELLING")
+        # each round's end is said though the service keeps the run going (the engine's `settled` event)
+        ended = "1 task: 1 succeeded · 1 service up · watching for changes"
+        wait_until(lambda: run.count(ended) == 2, timeout=10)
+        assert [line.split(" ended")[0] for line in run.output().splitlines() if line.endswith(ended)] == [
+            "tuidag: gen 1",
+            "tuidag: gen 2",
+        ]
         assert run.stop() == 128 + signal.SIGTERM
     assert not alive(*web)
 

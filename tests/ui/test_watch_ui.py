@@ -172,3 +172,38 @@ async def test_an_ended_round_says_the_run_is_watching_for_changes_not_finished_
             await until(pilot, lambda: not app.model.watching, what="the end of watch mode")
             await until(pilot, lambda: "✔ finished: all 2 succeeded" in app.header._first_line(200).plain)
             assert not app.source.watching
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["a viewer there at the time", "a viewer that came after"])
+async def test_a_round_whose_service_stays_up_says_it_is_watching_once_its_other_tasks_ended(tmp_path, late):
+    """The service keeps the run going, so no `finished` comes between rounds: the engine's `settled` event says it."""
+    import sys
+
+    from watching import free_port
+
+    port = free_port()
+    dag = f"""\
+name: loop
+tasks:
+  web:
+    run: exec {sys.executable} -m http.server {port} --bind 127.0.0.1
+    service: true
+    ready_when: {{http: "http://127.0.0.1:{port}/", interval: 50ms}}
+  a:
+    run: echo a
+    inputs: [a.txt]
+    depends_on: [web]
+"""
+    session, load = _watched(tmp_path, dag)
+    said = "✔ all 1 succeeded · 1 service up · watching for changes"
+    session.scheduler.watch_rounds()  # before the start, as `tuidag run --watch` does: the service stays up
+    async with open_app(session) as (first, first_pilot):
+        session.watch(load)
+        await until(first_pilot, lambda: _succeeded(first, "a"), timeout=30, what="the first round")
+        await until(first_pilot, lambda: said in first.header._first_line(200).plain, what="the first viewer")
+        async with _viewer(session, first, first_pilot, late) as (app, pilot):
+            await until(pilot, lambda: said in app.header._first_line(200).plain, what="the header")
+            (tmp_path / "a.txt").write_text("2\n")
+            await until(pilot, lambda: app.model.snapshots["a"].attempt == 2 and _succeeded(app, "a"), timeout=30)
+            await until(pilot, lambda: said in app.header._first_line(200).plain and app.model.generation is not None)
+        session.end_watch()

@@ -13,7 +13,7 @@ connections). A viewer sends `subscribe` once; from then on the engine also send
   (the state the journal replays to), then only events newer than `seq`; with `"dag": {...}` once the DAG file was
   edited under --watch (the run's DAG as the latest `dag` event says it);
 - task events, as the journal writes them (`"type": "task"`, see `store/journal.task_line`);
-- run events `{"type": "run", "event": "started|paused|resumed|watching|watch-ended|finished|...", "t": ...,
+- run events `{"type": "run", "event": "started|paused|resumed|watching|settled|watch-ended|finished|...", "t": ...,
   "detail": ...}`, as the
   journal writes them (a `dag` event, the DAG file edited under --watch, with the run's DAG in the fields of a
   journal header: `tasks`, `deps`, `definitions`...);

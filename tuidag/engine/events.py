@@ -74,3 +74,10 @@ class RunEvent(NamedTuple):
 
 
 Event = TaskEvent | RunEvent
+
+
+def event_counts(detail: str) -> dict[str, int]:
+    """The counts a `finished` or `settled` run event's detail carries (`OUTCOME K=V ...`): a state's value -> its
+    tasks, and `up` -> the services up; the tasks outside the run's targets (`UNTARGETED`) left out."""
+    pairs = (part.partition("=") for part in detail.split()[1:])
+    return {key: int(value) for key, _, value in pairs if value.isdigit() and key != "UNTARGETED"}

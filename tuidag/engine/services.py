@@ -46,6 +46,7 @@ class ServiceTasks(TaskAttempts):
     _plain_unfinished: int  # tasks that are not services and not in a terminal state
     _services_stopped: bool
     _keep_services: bool  # watch mode: services stay up between rounds
+    _watching: bool  # watch mode is on (rounds.py)
     _service_change: threading.Condition
     _not_ready: dict[str, str]  # service -> why its current attempt is being killed (not ready in time)
     _extra_threads: set[str]  # services whose running attempt added a pool thread (`_service_launched`)
@@ -79,7 +80,20 @@ class ServiceTasks(TaskAttempts):
             return
         self._plain_unfinished += (old in TERMINAL) - (new in TERMINAL)
         if self._plain_unfinished == 0 and new in TERMINAL:
+            if self._keep_services and self._watching:
+                self._round_settled()
             self._stop_services()
+
+    def _round_settled(self) -> None:
+        """Under --watch a round's tasks have all ended and its services stay up, so the run is not finished: say so
+        as `finished` says it of a round without services (a `settled` run event: `round K=V ... up=N`, the other
+        tasks' states and how many services are up)."""
+        counts: dict[str, int] = {}
+        for name, t in self._tasks.items():
+            if name not in self._services:
+                counts[t.state.value] = counts.get(t.state.value, 0) + 1
+        up = sum(self._tasks[name].state in (S.RUNNING, S.READY) for name in self._services)
+        self._run_event("settled", " ".join(["round", *(f"{k}={v}" for k, v in sorted(counts.items())), f"up={up}"]))
 
     def _stop_services(self, reason: str = SERVICE_STOPPED, force: bool = False) -> None:
         """Every task that is not a service has ended, or (`force`) every task is being cancelled, with the lock held:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from ..engine.events import RunEvent, TaskEvent, TaskSnapshot
+from ..engine.events import RunEvent, TaskEvent, TaskSnapshot, event_counts
 from ..model.state import TERMINAL, TaskState
 from ..model.timeline import TimelineRecorder
 from .state_style import FAINT
@@ -51,6 +51,9 @@ class RunModel:
         self.clock = clock
         self.paused = False
         self.watching = False  # under --watch: an ended round is not the run's end (the engine waits for changes)
+        #: Under --watch with services up, a round's other tasks all ended: their counts by state, and "up", the
+        #: services up (the run is not finished: they run); None while a round goes on.
+        self.settled: dict[str, int] | None = None
         self.generation: str | None = None  # watch mode's latest round, as the engine says it (`gen 4: ... -> ...`)
         self.generations: list[tuple[str, float]] = []  # each round after the first: (`g2`, when it began)
         self.dag_error: str | None = None  # the DAG file was edited into one with errors (located), until fixed
@@ -72,6 +75,11 @@ class RunModel:
         for rec in records:  # watch mode's rounds and the DAG file's edits so far
             if rec.get("type") == "run" and rec.get("event") in ("generation", "dag", "dag-error"):
                 self._run_news(rec["event"], rec.get("detail") or "", float(rec.get("t") or 0.0))
+                self.settled = None if rec["event"] == "generation" else self.settled
+            elif rec.get("type") == "run" and rec.get("event") == "settled":
+                self.settled = event_counts(str(rec.get("detail") or ""))
+            elif self.settled is not None and rec.get("type") == "task" and rec.get("to") == "QUEUED":
+                self.settled = None  # a task started again after the round settled (a re-run)
 
     def add_tasks(self, names: Iterable[str]) -> None:
         """Tasks an edit of the DAG file added: PENDING until their first event."""
@@ -136,7 +144,7 @@ class RunModel:
         changed: set[str] = set()
         add = changed.add
         snapshots, counts = self.snapshots, self.counts
-        running = TaskState.RUNNING
+        running, queued = TaskState.RUNNING, TaskState.QUEUED
         for event in events:
             if isinstance(event, TaskEvent):
                 snap = event.snapshot
@@ -157,14 +165,20 @@ class RunModel:
                     del self.usage[name]
                 if new not in TERMINAL:
                     self.finished_at = None
+                    if new is queued:  # a task starts again: a settled round is over
+                        self.settled = None
                 add(name)
             elif isinstance(event, RunEvent):
                 if event.kind in ("paused", "resumed"):
                     self.paused = event.kind == "paused"
                 elif event.kind in ("watching", "watch-ended"):
                     self.watching = event.kind == "watching"
+                    self.settled = None
+                elif event.kind == "settled":
+                    self.settled = event_counts(event.detail)
                 elif event.kind in ("generation", "dag", "dag-error"):
                     self._run_news(event.kind, event.detail, event.time)
+                    self.settled = None if event.kind == "generation" else self.settled
                 elif event.kind == "finished":
                     self.finished_at = event.time
             else:

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, TextIO
 
-from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot
+from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot, event_counts
 from ..engine.log_headers import LogHeaders
 from ..model.counts import counted
 from ..model.counts import number as with_commas
@@ -206,7 +206,7 @@ class HeadlessReporter:
                     self._write(f"tuidag: scheduling {event.kind}\n")
                 elif event.kind in ("watching", "watch-ended"):  # (watch mode starts before the run: gen 1 begins)
                     self._watching, self._round_start = event.kind == "watching", event.time
-                elif event.kind == "finished" and self._watching:  # a round ended: the run waits for a change
+                elif event.kind in ("finished", "settled") and self._watching:  # a round ended: the run waits
                     self._write(f"tuidag: {round_ended(self._round, event, self._round_start)}\n")
                 elif event.kind in ("parallel", "generation", "dag"):  # max_parallel follows the executor (Dask
                     # workers joined or left); a round of watch mode (`gen 2: src/a.py changed -> build, test`);
@@ -402,13 +402,14 @@ def counts_line(snapshots: dict[str, TaskSnapshot], elapsed: float) -> str:
 
 def round_ended(label: str, finished: RunEvent, start: float | None) -> str:
     """`gen 2 ended in 0.4s; 3 tasks: 2 succeeded, 1 failed · watching for changes`: the run's tasks as the round
-    left them, from the `finished` event's counts."""
-    pairs = (part.partition("=") for part in finished.detail.split()[1:])
-    counts = {key: int(value) for key, _, value in pairs if value.isdigit() and key != S.UNTARGETED.value}
+    left them (and the services up, after a `settled` round), from the event's counts."""
+    counts = event_counts(finished.detail)
+    up = counts.pop("up", 0)  # a `settled` round: the services that stay up between rounds
     parts = ", ".join(f"{with_commas(n)} {state.lower().replace('_', ' ')}" for state, n in counts.items())
     took = f" in {format_duration(finished.time - start)}" if start is not None else ""
     tasks = counted(sum(counts.values()), "task")
-    return f"{terminal_line(label)} ended{took}; {tasks}: {parts} · watching for changes"
+    services = f" · {counted(up, 'service')} up" if up else ""
+    return f"{terminal_line(label)} ended{took}; {tasks}: {parts}{services} · watching for changes"
 
 
 def recorded_counts_line(counts: dict[str, int], elapsed: float) -> str:

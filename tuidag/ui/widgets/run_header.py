@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ...engine.job_group import stopped_by_group
+from ...model.counts import counted
 from ...model.dag_diff import REMOVED
 from ...model.durations import format_duration
 from ...model.resources import slot_counts
@@ -191,6 +192,8 @@ class RunHeader(Widget):
         model = self.model
         if model.finished and model.watching:  # a round of --watch ended: the run waits for a change, not over
             return [_watching(form) for form in self._end_statuses()]
+        if model.settled is not None and model.watching and not model.stopping:  # the same, its services up
+            return _settled(model.settled)
         if model.finished:
             return self._end_statuses()
         if model.stopping:
@@ -296,3 +299,24 @@ def _watching(form: Text) -> Text:
     end says `✔ finished: all 3 succeeded · q quits`."""
     text = form.plain.replace("finished: ", "").replace(" · q quits", " · watching for changes")
     return Text(text.replace("finished", "watching for changes"), form.style)
+
+
+def _settled(counts: dict[str, int]) -> list[Text]:
+    """A round of --watch whose tasks all ended while its services stay up: `✔ all 2 succeeded · 1 service up ·
+    watching for changes` (`✘ 1 failed, 1 succeeded · ...` when one did not succeed)."""
+    counts = dict(counts)
+    up = counts.pop("up", 0)
+    services = f" · {counted(up, 'service')} up" if up else ""
+    bad = {state: n for state, n in counts.items() if state not in (S.SUCCEEDED.value, S.UP_TO_DATE.value) and n}
+    parts = ", ".join(f"{n} {state.lower().replace('_', ' ')}" for state, n in counts.items() if n)
+    if bad:
+        style, said = LOOKS[S.FAILED].colour, f"✘ {parts}"
+    elif set(counts) == {S.SUCCEEDED.value}:
+        style, said = LOOKS[S.SUCCEEDED].colour, f"✔ all {counts[S.SUCCEEDED.value]} succeeded"
+    else:
+        style, said = LOOKS[S.SUCCEEDED].colour, f"✔ {parts}"
+    return [
+        Text(f"{said}{services} · watching for changes", style),
+        Text(f"{said} · watching", style),
+        Text(said.split(" ")[0] + " watching", style),
+    ]
