@@ -145,15 +145,14 @@ def _task_runs(store: RunStore, runs: list[RunDir], args: argparse.Namespace) ->
     rows: list[tuple[str, ...]] = [("RUN", "STARTED", "STATE", "DURATION", "ATTEMPTS")]
     durations = []
     for run in runs:
-        instances = group_instances(run, args.task)
-        if instances is not None:  # a matrix task: its instances together
-            group = _group_row(run, instances)
-            if group.seconds is not None and group.succeeded and run_info(run).outcome in COMPLETE_OUTCOMES:
-                durations.append(group.seconds)
-            rows.append(tuple(map(printable, (run.run_id, _when(group.started_at), *group[1:4]))))
-            continue
         record = task_record(run, args.task)
         if record is None:
+            instances = group_instances(run, args.task)  # a matrix task: its instances together
+            if instances is not None:
+                group = _group_row(run, instances)
+                if group.seconds is not None and group.succeeded and run_info(run).outcome in COMPLETE_OUTCOMES:
+                    durations.append(group.seconds)
+                rows.append(tuple(map(printable, (run.run_id, _when(group.started_at), *group[1:4]))))
             continue
         duration = record.duration if not record.reused else None
         if duration is not None and record.state is TaskState.SUCCEEDED and run_info(run).outcome in COMPLETE_OUTCOMES:
@@ -193,6 +192,7 @@ class _GroupRow(NamedTuple):
 def _group_row(run: RunDir, instances: list[str]) -> _GroupRow:
     """A matrix task in one run: its instances' states counted, from the first one's start to the last one's end,
     their attempts summed. The journal is read once (`task_record` would read it once per instance)."""
+    from .model.counts import states_said
     from .model.state import TaskState
     from .store.journal import replay
 
@@ -207,7 +207,7 @@ def _group_row(run: RunDir, instances: list[str]) -> _GroupRow:
     seconds = max(ends) - min(starts) if starts and ends and len(ends) == len(instances) else None
     return _GroupRow(
         min(starts) if starts else None,
-        ", ".join(f"{count} {state.lower()}" for state, count in counts.items()),
+        states_said(counts),
         format_duration(seconds),
         sum(r.attempt for r in records),
         counts == {TaskState.SUCCEEDED.value: len(instances)},
@@ -256,7 +256,7 @@ def _silent_outcome(run: RunDir, outcome: str) -> str:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     from .store.history import group_instances, has_task, matching, runs_of
-    from .views.logs import LogPrinter, UnsafeLog, copy_log, follow_log
+    from .views.logs import LogPrinter, UnsafeLog, copy_log, follow_logs
 
     store = open_store(state_dir_of(args, args.file))
     runs = runs_of(store, args.file)
@@ -279,7 +279,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
             return _group_logs(run, instances, args.follow, sanitize)
         path = run.log_path(args.task)
         out = LogPrinter(sys.stdout.buffer, sanitize=sanitize, encoding=sys.stdout.encoding)
-        if args.follow and (cut := follow_log(run, args.task, out)) is not None:
+        if args.follow and (cut := follow_logs(run, {args.task: out})) is not None:
             print(f"tuidag: error: {printable(cut)}", file=sys.stderr)
             return EXIT_FAILED
         elif os.path.lexists(path):

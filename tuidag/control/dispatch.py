@@ -18,8 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..engine.scheduler import RerunRefused
-from ..model.matrix_links import select
-from ..model.spec import DagSpec
+from ..model.matrix_links import named_instances
 from . import protocol, transport
 from .connection import Connection
 
@@ -70,15 +69,8 @@ def _unknown_task(server: ControlServer, request: dict) -> bytes | None:
     """The refusal of a request naming a task the DAG doesn't have (None: it names none). A matrix task's name
     names its group of instances, a selection (`train[seed=2]`) the instances it selects."""
     dag = server.session.dag
-    unknown = [t for t in request["tasks"] if t not in dag.tasks and not _instances(dag, t)]
+    unknown = [t for t in request["tasks"] if t not in dag.tasks and not named_instances(dag, t)]
     return protocol.reply(request.get("id"), False, error=f"no task named {unknown[0][:80]!r}") if unknown else None
-
-
-def _instances(dag: DagSpec, name: str) -> list[str]:
-    """The instances a matrix task's name or a selection of it means; none for any other name."""
-    if name in dag.groups:
-        return list(dag.groups[name].instances)
-    return select(name, dag.groups, dag.tasks).instances if "[" in name and dag.groups else []
 
 
 def _tasks_named(server: ControlServer, names: list[str], rerun: bool = False) -> list[str]:
@@ -90,7 +82,7 @@ def _tasks_named(server: ControlServer, names: list[str], rerun: bool = False) -
     snapshot = server.scheduler.snapshot() if rerun else {}
     tasks: list[str] = []
     for name in names:
-        instances = _instances(dag, name) if name not in dag.tasks else []
+        instances = named_instances(dag, name) if name not in dag.tasks else []
         if not instances:
             tasks.append(name)
         elif rerun:

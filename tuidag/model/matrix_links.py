@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from .errors import DagError, Location
 from .matrix import NAME_UNSAFE, SELECTOR_RE, MatrixGroup, text_of
-from .spec import TaskSpec
+from .spec import DagSpec, TaskSpec
 
 
 def rewire(
@@ -114,3 +114,11 @@ def _selected(
     else:
         return chosen.instances
     return None
+
+
+def named_instances(dag: DagSpec, name: str) -> list[str]:
+    """The instances a matrix task's name (`train`) or a selection of it (`train[seed=2]`) means, for a name given
+    on the command line (targets, `cancel`, `rerun`); none for any other name."""
+    if name in dag.groups:
+        return list(dag.groups[name].instances)
+    return select(name, dag.groups, dag.tasks).instances if "[" in name and dag.groups else []

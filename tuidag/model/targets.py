@@ -18,18 +18,12 @@ NOT_A_TARGET = "not a target"
 def expand_targets(dag: DagSpec, targets: Iterable[str]) -> list[str]:
     """The targets as tasks: a matrix task (`train`) is its instances, a selection (`train[seed=2]`) the instances
     it selects; in the order given, each once. A name of neither kind stays as it is, for `unknown_targets`."""
-    from .matrix_links import select
+    from .matrix_links import named_instances
 
     found: dict[str, None] = {}
     for name in targets:
-        if name in dag.tasks:
-            found[name] = None
-        elif name in dag.groups:
-            found.update(dict.fromkeys(dag.groups[name].instances))
-        elif "[" in name and (chosen := select(name, dag.groups, dag.tasks)).instances:
-            found.update(dict.fromkeys(chosen.instances))
-        else:
-            found[name] = None
+        tasks = [name] if name in dag.tasks else named_instances(dag, name)
+        found.update(dict.fromkeys(tasks or [name]))  # an unknown name stays, for `unknown_targets` to name
     return list(found)
 
 

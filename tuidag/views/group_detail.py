@@ -8,7 +8,7 @@ import shlex
 from typing import Any
 
 from ..engine.events import TaskSnapshot
-from ..model.counts import counted
+from ..model.counts import counted, states_said
 from ..model.durations import format_duration
 from ..model.matrix import MatrixGroup
 
@@ -38,7 +38,7 @@ def group_text(facts: dict[str, Any], run_id: str) -> str:
     counts: dict[str, int] = {}
     for instance in instances:
         counts[instance["state"]] = counts.get(instance["state"], 0) + 1
-    said = ", ".join(f"{count} {state.lower()}" for state, count in counts.items())
+    said = states_said(counts)
     rows = [("INSTANCE", "STATE", "DURATION", "ATTEMPTS", "EXIT")]
     for instance in instances:
         exit_code = instance["exit_code"]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..engine.events import Event, RunEvent, TaskEvent, TaskSnapshot, event_counts
 from ..engine.log_headers import LogHeaders
-from ..model.counts import counted
+from ..model.counts import counted, states_said
 from ..model.counts import number as with_commas
 from ..model.durations import format_duration
 from ..model.forecast import shape_of
@@ -405,7 +405,7 @@ def round_ended(label: str, finished: RunEvent, start: float | None) -> str:
     left them (and the services up, after a `settled` round), from the event's counts."""
     counts = event_counts(finished.detail)
     up = counts.pop("up", 0)  # a `settled` round: the services that stay up between rounds
-    parts = ", ".join(f"{with_commas(n)} {state.lower().replace('_', ' ')}" for state, n in counts.items())
+    parts = states_said(counts)
     took = f" in {format_duration(finished.time - start)}" if start is not None else ""
     tasks = counted(sum(counts.values()), "task")
     services = f" · {counted(up, 'service')} up" if up else ""
@@ -417,8 +417,7 @@ def recorded_counts_line(counts: dict[str, int], elapsed: float) -> str:
     Tasks outside the run's targets are not among them: a line of their own counts them (`3 tasks not targets`)."""
     counts = dict(counts)
     untargeted = counts.pop(S.UNTARGETED.value, 0)
-    parts = ", ".join(f"{with_commas(n)} {state.lower().replace('_', ' ')}" for state, n in counts.items())
-    line = f"{counted(sum(counts.values()), 'task')}: {parts} in {format_duration(elapsed)}\n"
+    line = f"{counted(sum(counts.values()), 'task')}: {states_said(counts)} in {format_duration(elapsed)}\n"
     if untargeted:
         line = not_targets(untargeted) + "\n" + line
     return line

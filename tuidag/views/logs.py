@@ -87,25 +87,6 @@ def copy_log(path: Path, out: LogPrinter) -> None:
     out.close()
 
 
-def follow_log(run: RunDir, task: str, out: LogPrinter, poll: float = 0.1) -> str | None:
-    """Print the log as it grows until the task is terminal (or its run's process is gone), then the rest. None when
-    the task ended; otherwise why the log stops before the task's end (its run's engine died: `logs -f` once just
-    stopped there, exit 0, as if the task had ended)."""
-    path = run.log_path(task)
-    offset = 0
-    while True:
-        rep = replay(run.journal)
-        record = rep.tasks.get(task)
-        ended = record is not None and record.state.terminal
-        done = ended or not run.owned()
-        offset = _copy_from(path, offset, out)
-        if done:
-            _copy_from(path, offset, out)
-            out.close()
-            return None if ended or record is None else _why_cut(run, task)
-        time.sleep(poll)
-
-
 class Headed:
     """The output of one of several logs: the `==> name <==` heading goes out before its bytes whenever the previous
     bytes were another log's. A sanitizing LogPrinter writes whole lines only, so on a terminal a heading never
@@ -125,8 +106,10 @@ class Headed:
 
 
 def follow_logs(run: RunDir, printers: dict[str, LogPrinter], poll: float = 0.1) -> str | None:
-    """`follow_log` for several tasks at once (a matrix task's instances: `printers` writes each one's bytes, under
-    its heading), until every one has ended or the run's process is gone."""
+    """Print each task's log (`printers`: task -> where its bytes go; a matrix task's instances each under its
+    heading) as it grows until every one is terminal (or the run's process is gone), then the rest. None when they
+    ended; otherwise why the logs stop before their end (the run's engine died: `logs -f` once just stopped there,
+    exit 0, as if the task had ended)."""
     offsets = dict.fromkeys(printers, 0)
     while True:
         rep = replay(run.journal)

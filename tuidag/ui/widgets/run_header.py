@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ...engine.job_group import stopped_by_group
-from ...model.counts import counted
+from ...model.counts import counted, states_said
 from ...model.dag_diff import REMOVED
 from ...model.durations import format_duration
 from ...model.resources import slot_counts
@@ -143,8 +143,12 @@ class RunHeader(Widget):
         return forms
 
     def _end_statuses(self) -> list[Text]:
-        """The run's end, longest form first: how its tasks ended."""
+        """The run's end, longest form first: how its tasks ended (`✔ finished: all 3 succeeded · q quits`); under
+        --watch a round's end (`✔ all 3 succeeded · watching for changes`: the run waits for a change, not over)."""
         model = self.model
+        lead, tail, bare = (
+            ("", " · watching for changes", "watching") if model.watching else ("finished: ", " · q quits", "finished")
+        )
         # tasks a job group stopped once its primary tasks ended: how the group is meant to end, not a failure
         stopped = sum(stopped_by_group(snap) for snap in model.snapshots.values()) if model.counts[S.CANCELLED] else 0
         failed = {s: n for s in _BAR_ORDER[1:] if (n := model.counts[s] - (stopped if s is S.CANCELLED else 0))}
@@ -165,16 +169,12 @@ class RunHeader(Widget):
                     + ([f"{removed} removed from the DAG file"] if removed else [])
                 )
                 done += aside
-                return [
-                    Text(f"✔ finished: {done} · q quits", ok),
-                    Text(f"✔ finished: {done}", ok),
-                    Text("✔ finished", ok),
-                ]
+                return [Text(f"✔ {lead}{done}{tail}", ok), Text(f"✔ {lead}{done}", ok), Text(f"✔ {bare}", ok)]
             return [
-                Text(f"✔ finished: all {model.targeted} succeeded{aside} · q quits", ok),
-                Text(f"✔ finished: all {model.targeted} succeeded{aside}", ok),
-                Text(f"✔ finished: all {model.targeted} succeeded", ok),
-                Text("✔ finished", ok),
+                Text(f"✔ {lead}all {model.targeted} succeeded{aside}{tail}", ok),
+                Text(f"✔ {lead}all {model.targeted} succeeded{aside}", ok),
+                Text(f"✔ {lead}all {model.targeted} succeeded", ok),
+                Text(f"✔ {bare}", ok),
             ]
         parts = ", ".join(
             [f"{n} {LOOKS[s].word}" for s, n in failed.items()]
@@ -182,16 +182,14 @@ class RunHeader(Widget):
         )
         bad = LOOKS[S.FAILED].colour
         return [
-            Text(f"✘ finished: {parts} · q quits", bad),
-            Text(f"✘ finished: {parts}", bad),
+            Text(f"✘ {lead}{parts}{tail}", bad),
+            Text(f"✘ {lead}{parts}", bad),
             Text(f"✘ {parts}", bad),
-            Text("✘ finished", bad),
+            Text(f"✘ {bare}", bad),
         ]
 
     def _run_statuses(self) -> list[Text]:
         model = self.model
-        if model.finished and model.watching:  # a round of --watch ended: the run waits for a change, not over
-            return [_watching(form) for form in self._end_statuses()]
         if model.settled is not None and model.watching and not model.stopping:  # the same, its services up
             return _settled(model.settled)
         if model.finished:
@@ -294,13 +292,6 @@ def _spread(left: Text, right: Text, width: int) -> Text:
     return Text.assemble(left, " " * max(1, width - left.cell_len - right.cell_len), right)
 
 
-def _watching(form: Text) -> Text:
-    """An end status said for an ended round of --watch: `✔ all 3 succeeded · watching for changes` where the run's
-    end says `✔ finished: all 3 succeeded · q quits`."""
-    text = form.plain.replace("finished: ", "").replace(" · q quits", " · watching for changes")
-    return Text(text.replace("finished", "watching for changes"), form.style)
-
-
 def _settled(counts: dict[str, int]) -> list[Text]:
     """A round of --watch whose tasks all ended while its services stay up: `✔ all 2 succeeded · 1 service up ·
     watching for changes` (`✘ 1 failed, 1 succeeded · ...` when one did not succeed)."""
@@ -308,7 +299,7 @@ def _settled(counts: dict[str, int]) -> list[Text]:
     up = counts.pop("up", 0)
     services = f" · {counted(up, 'service')} up" if up else ""
     bad = {state: n for state, n in counts.items() if state not in (S.SUCCEEDED.value, S.UP_TO_DATE.value) and n}
-    parts = ", ".join(f"{n} {state.lower().replace('_', ' ')}" for state, n in counts.items() if n)
+    parts = states_said(counts)
     if bad:
         style, said = LOOKS[S.FAILED].colour, f"✘ {parts}"
     elif set(counts) == {S.SUCCEEDED.value}:
