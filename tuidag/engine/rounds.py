@@ -39,7 +39,6 @@ class Rounds(TaskAttempts):
     generation_number: int  # the current round: 1 is the first run
     _restart_after: set[str]  # tasks to run again once their running attempt has ended
     _rounds_over: bool  # `end_rounds` was called: no more rounds
-    _watching: bool  # between `watch_rounds` and `end_rounds`
     _closed: bool
     _services: frozenset[str]
     _keep_services: bool
@@ -53,9 +52,8 @@ class Rounds(TaskAttempts):
         """Watch mode: services stay up once a round's other tasks have ended (before `start`, or they may not);
         a `watching` run event tells viewers that an ended round is not the run's end."""
         with self._lock:
-            self._keep_services = True
-            if not self._watching:
-                self._watching = True
+            if not self._keep_services:
+                self._keep_services = True
                 self._run_event("watching")
         self._flush()
 
@@ -140,11 +138,10 @@ class Rounds(TaskAttempts):
         stopped once the other tasks have ended."""
         with self._lock:
             self._rounds_over = True
-            self._keep_services = False
-            self._restart_after.clear()
-            if self._watching:
-                self._watching = False
+            if self._keep_services:
+                self._keep_services = False
                 self._run_event("watch-ended")
+            self._restart_after.clear()
             if self._services and self._plain_unfinished == 0:
                 self._stop_services()
             self._check_done()

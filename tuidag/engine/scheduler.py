@@ -174,7 +174,6 @@ class Scheduler(ServiceTasks, DagReloads):
         self.generation_number = 1  # watch mode's rounds (rounds.py): the first run is generation 1
         self._restart_after: set[str] = set()
         self._rounds_over = False
-        self._watching = False  # watch mode is on: between its rounds the run waits for changes (rounds.py)
         self.dag_shape: dict[str, Any] | None = None  # the DAG file's latest reload (dag_reload.py)
         self._removed: set[str] = set()
         #: Called (on a pool thread, no lock held) when a task's log can't be written for lack of space; it is expected
@@ -234,7 +233,7 @@ class Scheduler(ServiceTasks, DagReloads):
     def watching(self) -> bool:
         """Watch mode is on: once its tasks have ended the run waits for a change (`watching` and `watch-ended` run
         events say when this changes)."""
-        return self._watching
+        return self._keep_services  # (services.py: set and cleared by rounds.py's watch_rounds and end_rounds)
 
     @property
     def finished(self) -> bool:

@@ -45,8 +45,7 @@ class ServiceTasks(TaskAttempts):
     _services: frozenset[str]
     _plain_unfinished: int  # tasks that are not services and not in a terminal state
     _services_stopped: bool
-    _keep_services: bool  # watch mode: services stay up between rounds
-    _watching: bool  # watch mode is on (rounds.py)
+    _keep_services: bool  # watch mode is on: services stay up between rounds
     _service_change: threading.Condition
     _not_ready: dict[str, str]  # service -> why its current attempt is being killed (not ready in time)
     _extra_threads: set[str]  # services whose running attempt added a pool thread (`_service_launched`)
@@ -80,7 +79,7 @@ class ServiceTasks(TaskAttempts):
             return
         self._plain_unfinished += (old in TERMINAL) - (new in TERMINAL)
         if self._plain_unfinished == 0 and new in TERMINAL:
-            if self._keep_services and self._watching:
+            if self._keep_services:  # watch mode: the round is over, the services stay up
                 self._round_settled()
             self._stop_services()
 
