@@ -541,11 +541,16 @@ def test_second_sigint_kills_untagged_processes_too(tmp_path, mode):
 def test_untagged_daemon_ends_with_a_headless_run(tmp_path, mode):
     """The whole program, not just the engine: a succeeded task's untagged daemon is gone when tuidag exits."""
     pids = tmp_path / "pids"
-    command = f"(setsid env -i sh -c 'echo $$ >> {pids}; exec sleep 61' &); until [ -s {pids} ]; do sleep 0.01; done"
+    seen = tmp_path / "seen"  # the task ends once the test has recorded its daemon (else tuidag may end it first)
+    command = (
+        f"(setsid env -i sh -c 'echo $$ >> {pids}; exec sleep 61' &); until [ -s {pids} ]; do sleep 0.01; done; "
+        f"until [ -e {seen} ]; do sleep 0.01; done"
+    )
     dag = write(tmp_path / "dag.yaml", f"tasks:\n  a:\n    run: {_yaml(command)}\n")
     proc = run_headless(dag, mode)
     try:
         (ref,) = recorded(pids, 1)
+        seen.touch()
         _, err = proc.communicate(timeout=patience(30))
     finally:
         if proc.poll() is None:
